@@ -1,0 +1,28 @@
+# The two commands a newcomer needs: `make demo` and `make test`. `make bench` measures against baselines.
+SWIFT ?= swift
+SWIFT_BUILD_FLAGS ?=
+
+.PHONY: bootstrap build test demo bench clean
+
+bootstrap:
+	@scripts/bootstrap
+
+build: bootstrap
+	$(SWIFT) build $(SWIFT_BUILD_FLAGS)
+
+# Every test suite, against the real OpenSSL, SQLite, PAM (pam_matrix) and libfprint (virtual reader).
+# One worker: the suites share the machine's two cores and several start libfprint and PAM.
+test: bootstrap
+	$(SWIFT) build --build-tests $(SWIFT_BUILD_FLAGS)
+	$(SWIFT) test --skip-build $(SWIFT_BUILD_FLAGS)
+
+demo: bootstrap
+	$(SWIFT) build $(SWIFT_BUILD_FLAGS) --product lactl
+	$(SWIFT) run $(SWIFT_BUILD_FLAGS) --skip-build lactl demo
+
+bench: bootstrap
+	$(SWIFT) build -c release $(SWIFT_BUILD_FLAGS) --product la-bench
+	$(SWIFT) run -c release --skip-build $(SWIFT_BUILD_FLAGS) la-bench
+
+clean:
+	rm -rf .build

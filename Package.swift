@@ -1,0 +1,77 @@
+// swift-tools-version:6.0
+// Apple's LocalAuthentication and Keychain Services for Swift programs on Linux.
+// Layout and responsibilities: docs/ARCHITECTURE.md.
+
+import PackageDescription
+
+let package = Package(
+    name: "swift-local-authentication",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "LocalAuthentication", targets: ["LocalAuthentication"]),
+        .library(name: "KeychainServices", targets: ["KeychainServices"]),
+        .executable(name: "lactl", targets: ["lactl"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ],
+    targets: [
+        // C libraries, one thin system-library target each.
+        .systemLibrary(
+            name: "COpenSSL", pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(
+            name: "CPAM", pkgConfig: "pam",
+            providers: [.apt(["libpam0g-dev"])]),
+        .systemLibrary(
+            name: "CFPrint", pkgConfig: "libfprint-2",
+            providers: [.apt(["libfprint-2-dev", "libglib2.0-dev"])]),
+
+        // Primitives: P-256, ECDSA, ECDH, Apple ECIES, AES-GCM, HKDF, X9.63 KDF, SecureBytes over OpenSSL 3.
+        .target(name: "SecureCrypto", dependencies: ["COpenSSL"]),
+        // State: the encrypted SQLite keychain database and its item codec.
+        .target(
+            name: "KeychainStore",
+            dependencies: ["SecureCrypto", .product(name: "GRDB", package: "GRDB.swift")]),
+        // Secrets: device root key, protection-class keys, enclave-held P-256 keys.
+        .target(name: "Enclave", dependencies: ["SecureCrypto"]),
+        // Authenticators: passcodes through PAM, fingerprints through libfprint-2, attempt policy.
+        .target(
+            name: "Authenticators",
+            dependencies: ["CPAM", "CFPrint", "SecureCrypto", .product(name: "Logging", package: "swift-log")]),
+        // The engine: the only code that touches state (keychain rules, ACLs, contexts, rights, lockout).
+        .target(
+            name: "SecurityServer",
+            dependencies: [
+                "KeychainStore", "Enclave", "Authenticators", "SecureCrypto",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        // Client side: one protocol to send a request to the engine, embedded or over the daemon socket.
+        .target(name: "SecurityClient", dependencies: ["SecurityServer"]),
+        // Public API: SecItem*, SecAccessControl, SecKey*, kSec* constants, OSStatus.
+        .target(name: "KeychainServices", dependencies: ["SecurityClient", "SecureCrypto"]),
+        // Public API: LAContext, LAError, LARight, LAPersistedRight, LARightStore.
+        .target(name: "LocalAuthentication", dependencies: ["KeychainServices", "SecurityClient"]),
+
+        // The command-line tool for people.
+        .executableTarget(
+            name: "lactl",
+            dependencies: [
+                "LocalAuthentication", "KeychainServices", "SecurityClient", "Authenticators",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
+
+        // Benchmarks: ratios against baselines measured in the same run (`make bench`).
+        .executableTarget(
+            name: "la-bench",
+            dependencies: ["SecureCrypto", "COpenSSL"],
+            path: "Benchmarks/la-bench"),
+
+        .testTarget(
+            name: "SecureCryptoTests",
+            dependencies: ["SecureCrypto"],
+            resources: [.copy("Vectors")]),
+    ]
+)

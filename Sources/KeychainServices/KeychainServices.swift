@@ -1,0 +1,1 @@
+// KeychainServices: Apple's SecItem*, SecAccessControl, SecKey*, kSec* constants and OSStatus codes.

@@ -1,0 +1,1 @@
+// LocalAuthentication: Apple's LAContext, LAError, LARight, LAPersistedRight and LARightStore.

@@ -1,0 +1,198 @@
+internal import COpenSSL
+import Foundation
+
+/// AES-GCM through OpenSSL's EVP cipher interface, with 128-, 192- or 256-bit keys, 12- or 16-byte nonces
+/// (Apple's ECIES uses 16; GCM then derives its counter block through GHASH) and a 16-byte tag.
+///
+/// Opening never returns plaintext unless the tag verifies: a wrong key, nonce, associated data or a changed
+/// ciphertext is `CryptoError.authenticationFailure`.
+package enum AESGCM {
+    package static let tagByteCount = 16
+
+    /// A GCM nonce (initialization vector) of 12 or 16 bytes.
+    package struct Nonce: Sendable, Equatable {
+        package let bytes: Data
+
+        /// Wraps `bytes`. - Throws: `invalidParameter` unless they are 12 or 16 bytes.
+        package init(_ bytes: Data) throws {
+            guard bytes.count == 12 || bytes.count == 16 else {
+                throw CryptoError(.invalidParameter, "AES-GCM nonce must be 12 or 16 bytes, not \(bytes.count)")
+            }
+            self.bytes = Data(bytes)
+        }
+
+        /// A fresh random 12-byte nonce.
+        package static func random() throws -> Nonce {
+            try Nonce(SecureRandom.bytes(12))
+        }
+    }
+
+    /// The result of sealing: nonce, ciphertext (as long as the plaintext) and tag.
+    package struct SealedBox: Sendable, Equatable {
+        package var nonce: Nonce
+        package var ciphertext: Data
+        package var tag: Data
+
+        package init(nonce: Nonce, ciphertext: Data, tag: Data) throws {
+            guard tag.count == AESGCM.tagByteCount else {
+                throw CryptoError(.invalidParameter, "AES-GCM tag must be 16 bytes, not \(tag.count)")
+            }
+            self.nonce = nonce
+            self.ciphertext = ciphertext
+            self.tag = tag
+        }
+
+        /// `nonce || ciphertext || tag`.
+        package var combined: Data { nonce.bytes + ciphertext + tag }
+
+        /// Splits `nonce || ciphertext || tag`. - Throws: `invalidCiphertext` when too short.
+        package init(combined: Data, nonceByteCount: Int = 12) throws {
+            guard combined.count >= nonceByteCount + AESGCM.tagByteCount else {
+                throw CryptoError(.invalidCiphertext, "AES-GCM box is \(combined.count) bytes, too short")
+            }
+            let start = combined.startIndex
+            let nonceEnd = start + nonceByteCount
+            let tagStart = combined.endIndex - AESGCM.tagByteCount
+            try self.init(
+                nonce: Nonce(Data(combined[start..<nonceEnd])),
+                ciphertext: Data(combined[nonceEnd..<tagStart]),
+                tag: Data(combined[tagStart...]))
+        }
+    }
+
+    /// Encrypts and authenticates `plaintext`, binding `authenticatedData` into the tag.
+    package static func seal(
+        _ plaintext: UnsafeRawBufferPointer, using key: SecureBytes, nonce: Nonce? = nil,
+        authenticating authenticatedData: UnsafeRawBufferPointer = UnsafeRawBufferPointer(start: nil, count: 0)
+    ) throws -> SealedBox {
+        let nonce = try nonce ?? Nonce.random()
+        let ctx = try makeContext(key: key, nonce: nonce, encrypting: true)
+        defer { EVP_CIPHER_CTX_free(ctx) }
+        try addAuthenticatedData(authenticatedData, to: ctx)
+        var ciphertext = Data(count: plaintext.count)
+        try ciphertext.withUnsafeMutableBytes { try update(ctx, input: plaintext, output: $0) }
+        var outLength: Int32 = 0
+        var scratch = [UInt8](repeating: 0, count: 32)
+        guard EVP_EncryptFinal_ex(ctx, &scratch, &outLength) == 1 else {
+            throw CryptoError.drainingQueue(.internalFailure, "AES-GCM EncryptFinal failed")
+        }
+        var tag = Data(count: tagByteCount)
+        let gotTag = tag.withUnsafeMutableBytes {
+            EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, Int32(tagByteCount), $0.baseAddress)
+        }
+        guard gotTag == 1 else { throw CryptoError.drainingQueue(.internalFailure, "AES-GCM could not read the tag") }
+        return try SealedBox(nonce: nonce, ciphertext: ciphertext, tag: tag)
+    }
+
+    /// Encrypts and authenticates `plaintext`, binding `authenticatedData` into the tag.
+    package static func seal(
+        _ plaintext: some ContiguousBytes, using key: SecureBytes, nonce: Nonce? = nil,
+        authenticating authenticatedData: some ContiguousBytes = Data()
+    ) throws -> SealedBox {
+        try plaintext.withUnsafeBytes { p in
+            try authenticatedData.withUnsafeBytes { a in try seal(p, using: key, nonce: nonce, authenticating: a) }
+        }
+    }
+
+    /// Encrypts and authenticates a secret.
+    package static func seal(
+        _ plaintext: SecureBytes, using key: SecureBytes, nonce: Nonce? = nil,
+        authenticating authenticatedData: some ContiguousBytes = Data()
+    ) throws -> SealedBox {
+        try plaintext.withUnsafeBytes { p in
+            try authenticatedData.withUnsafeBytes { a in try seal(p, using: key, nonce: nonce, authenticating: a) }
+        }
+    }
+
+    /// Verifies and decrypts `box`. - Throws: `authenticationFailure` when anything does not match.
+    package static func open(
+        _ box: SealedBox, using key: SecureBytes,
+        authenticating authenticatedData: UnsafeRawBufferPointer
+    ) throws -> SecureBytes {
+        let ctx = try makeContext(key: key, nonce: box.nonce, encrypting: false)
+        defer { EVP_CIPHER_CTX_free(ctx) }
+        try addAuthenticatedData(authenticatedData, to: ctx)
+        var plaintext = SecureBytes(zeros: box.ciphertext.count)
+        try box.ciphertext.withUnsafeBytes { input in
+            try plaintext.withUnsafeMutableBytes { try update(ctx, input: input, output: $0) }
+        }
+        let tagSet = box.tag.withUnsafeBytes {
+            EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, Int32(tagByteCount), UnsafeMutableRawPointer(mutating: $0.baseAddress))
+        }
+        guard tagSet == 1 else { throw CryptoError.drainingQueue(.internalFailure, "AES-GCM could not set the tag") }
+        var outLength: Int32 = 0
+        var scratch = [UInt8](repeating: 0, count: 32)
+        guard EVP_DecryptFinal_ex(ctx, &scratch, &outLength) == 1 else {
+            OpenSSLErrorQueue.clear()
+            // Wipe what was decrypted before the tag was checked; nothing of it leaves.
+            plaintext = SecureBytes(zeros: 0)
+            throw CryptoError(.authenticationFailure, "AES-GCM authentication failed")
+        }
+        return plaintext
+    }
+
+    /// Verifies and decrypts `box`. - Throws: `authenticationFailure` when anything does not match.
+    package static func open(
+        _ box: SealedBox, using key: SecureBytes, authenticating authenticatedData: some ContiguousBytes = Data()
+    ) throws -> SecureBytes {
+        try authenticatedData.withUnsafeBytes { try open(box, using: key, authenticating: $0) }
+    }
+
+    private static func cipher(forKeyByteCount count: Int) throws -> OpaquePointer {
+        switch count {
+        case 16: OpenSSLAlgorithms.aes128GCM
+        case 24: OpenSSLAlgorithms.aes192GCM
+        case 32: OpenSSLAlgorithms.aes256GCM
+        default: throw CryptoError(.invalidParameter, "AES-GCM key must be 16, 24 or 32 bytes, not \(count)")
+        }
+    }
+
+    private static func makeContext(key: SecureBytes, nonce: Nonce, encrypting: Bool) throws -> OpaquePointer {
+        let cipher = try cipher(forKeyByteCount: key.count)
+        guard let ctx = EVP_CIPHER_CTX_new() else {
+            throw CryptoError.drainingQueue(.internalFailure, "EVP_CIPHER_CTX_new failed")
+        }
+        let initialize = encrypting ? EVP_EncryptInit_ex2 : EVP_DecryptInit_ex2
+        let ok = initialize(ctx, cipher, nil, nil, nil) == 1
+            && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_IVLEN, Int32(nonce.bytes.count), nil) == 1
+            && key.withUnsafeBytes { k in
+                nonce.bytes.withUnsafeBytes { n in
+                    initialize(ctx, nil, k.nonNilBytes, n.nonNilBytes, nil) == 1
+                }
+            }
+        guard ok else {
+            EVP_CIPHER_CTX_free(ctx)
+            throw CryptoError.drainingQueue(.internalFailure, "AES-GCM initialization failed")
+        }
+        return ctx
+    }
+
+    private static func addAuthenticatedData(_ data: UnsafeRawBufferPointer, to ctx: OpaquePointer) throws {
+        var offset = 0
+        while offset < data.count {
+            let chunk = Swift.min(data.count - offset, 1 << 30)
+            var outLength: Int32 = 0
+            guard EVP_CipherUpdate(ctx, nil, &outLength, data.nonNilBytes + offset, Int32(chunk)) == 1 else {
+                throw CryptoError.drainingQueue(.internalFailure, "AES-GCM could not add associated data")
+            }
+            offset += chunk
+        }
+    }
+
+    private static func update(
+        _ ctx: OpaquePointer, input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer
+    ) throws {
+        var offset = 0
+        while offset < input.count {
+            let chunk = Swift.min(input.count - offset, 1 << 30)
+            var outLength: Int32 = 0
+            let out = output.baseAddress!.assumingMemoryBound(to: UInt8.self) + offset
+            guard EVP_CipherUpdate(ctx, out, &outLength, input.nonNilBytes + offset, Int32(chunk)) == 1,
+                Int(outLength) == chunk
+            else {
+                throw CryptoError.drainingQueue(.internalFailure, "AES-GCM update failed")
+            }
+            offset += chunk
+        }
+    }
+}

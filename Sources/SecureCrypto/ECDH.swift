@@ -1,0 +1,35 @@
+internal import COpenSSL
+import Foundation
+
+extension P256.PrivateKey {
+    /// Raw ECDH: the x-coordinate of `d · Q`, 32 bytes (Apple's `ecdhKeyExchangeStandard`; `…Cofactor` is the same
+    /// on P-256, whose cofactor is 1).
+    ///
+    /// - Throws: `pointNotOnCurve` when OpenSSL rejects the peer key.
+    package func sharedSecret(with peer: P256.PublicKey) throws -> SecureBytes {
+        let ctx = try backing.makeContext()
+        defer { EVP_PKEY_CTX_free(ctx) }
+        guard EVP_PKEY_derive_init(ctx) == 1 else {
+            throw CryptoError.drainingQueue(.internalFailure, "EVP_PKEY_derive_init failed")
+        }
+        guard EVP_PKEY_derive_set_peer_ex(ctx, peer.backing.pointer, 1) == 1 else {
+            throw CryptoError.drainingQueue(.pointNotOnCurve, "the peer key is not usable for P-256 ECDH")
+        }
+        return try SecureBytes(count: P256.coordinateByteCount) { out in
+            var length = out.count
+            guard EVP_PKEY_derive(ctx, out.baseAddress!.assumingMemoryBound(to: UInt8.self), &length) == 1,
+                length == P256.coordinateByteCount
+            else {
+                throw CryptoError.drainingQueue(.internalFailure, "ECDH derivation failed")
+            }
+        }
+    }
+
+    /// ECDH followed by the ANSI X9.63 KDF with SHA-256 (Apple's `ecdhKeyExchangeStandardX963SHA256`).
+    package func sharedSecret(
+        with peer: P256.PublicKey, x963SharedInfo sharedInfo: Data, outputByteCount: Int
+    ) throws -> SecureBytes {
+        try X963KDFSHA256.deriveKey(
+            sharedSecret: sharedSecret(with: peer), sharedInfo: sharedInfo, outputByteCount: outputByteCount)
+    }
+}

@@ -1,0 +1,125 @@
+internal import COpenSSL
+import Foundation
+
+/// Bytes that hold a secret: wiped with `OPENSSL_cleanse` when the last copy goes away, compared in constant time,
+/// and reachable only through scoped access.
+///
+/// Copy-on-write: copies share one buffer until one of them is mutated.
+package struct SecureBytes: Sendable {
+    // Safe to share: the buffer is written only through `withUnsafeMutableBytes`, which first makes this storage
+    // uniquely referenced (copying if needed), so no two threads ever see a buffer that one of them is writing.
+    final class Storage: @unchecked Sendable {
+        let pointer: UnsafeMutableRawPointer
+        let count: Int
+
+        init(count: Int) {
+            self.count = count
+            self.pointer = UnsafeMutableRawPointer.allocate(byteCount: Swift.max(count, 1), alignment: 16)
+            self.pointer.initializeMemory(as: UInt8.self, repeating: 0, count: Swift.max(count, 1))
+        }
+
+        deinit {
+            OPENSSL_cleanse(pointer, count)
+            pointer.deallocate()
+        }
+    }
+
+    var storage: Storage
+
+    /// `count` zero bytes.
+    package init(zeros count: Int) {
+        precondition(count >= 0, "SecureBytes: negative count")
+        storage = Storage(count: count)
+    }
+
+    /// `count` bytes from the system's cryptographically secure generator.
+    package init(randomCount count: Int) throws {
+        self.init(zeros: count)
+        try withUnsafeMutableBytes { try SecureRandom.fill($0) }
+    }
+
+    /// A copy of `bytes`. The source is not wiped; prefer producing secrets directly into `SecureBytes`.
+    package init<Bytes: Sequence>(_ bytes: Bytes) where Bytes.Element == UInt8 {
+        let array = Array(bytes)
+        self.init(zeros: array.count)
+        array.withUnsafeBytes { source in
+            withUnsafeMutableBytes { $0.copyMemory(from: source) }
+        }
+    }
+
+    /// Takes ownership of a buffer filled by `body`, which receives `count` zeroed bytes to write.
+    package init(count: Int, initializingWith body: (UnsafeMutableRawBufferPointer) throws -> Void) rethrows {
+        self.init(zeros: count)
+        try withUnsafeMutableBytes(body)
+    }
+
+    package var count: Int { storage.count }
+    package var isEmpty: Bool { storage.count == 0 }
+
+    /// Calls `body` with the bytes; the pointer must not escape.
+    package func withUnsafeBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+        try body(UnsafeRawBufferPointer(start: storage.pointer, count: storage.count))
+    }
+
+    /// Calls `body` with writable bytes, copying first if this buffer is shared.
+    package mutating func withUnsafeMutableBytes<Result>(
+        _ body: (UnsafeMutableRawBufferPointer) throws -> Result
+    ) rethrows -> Result {
+        if !isKnownUniquelyReferenced(&storage) {
+            let copy = Storage(count: storage.count)
+            copy.pointer.copyMemory(from: storage.pointer, byteCount: storage.count)
+            storage = copy
+        }
+        return try body(UnsafeMutableRawBufferPointer(start: storage.pointer, count: storage.count))
+    }
+
+    /// These bytes followed by `other`'s, in a new secure buffer.
+    package func appending(_ other: SecureBytes) -> SecureBytes {
+        SecureBytes(count: count + other.count) { destination in
+            withUnsafeBytes { destination.copyMemory(from: $0) }
+            other.withUnsafeBytes {
+                UnsafeMutableRawBufferPointer(rebasing: destination[count...]).copyMemory(from: $0)
+            }
+        }
+    }
+
+    /// The bytes in `range`, in a new secure buffer.
+    package func slice(_ range: Range<Int>) -> SecureBytes {
+        precondition(range.lowerBound >= 0 && range.upperBound <= count, "SecureBytes: slice out of bounds")
+        return SecureBytes(count: range.count) { destination in
+            withUnsafeBytes { destination.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[range])) }
+        }
+    }
+
+    /// An ordinary, unprotected copy. Use only where the bytes leave the secure domain on purpose (returning an
+    /// item's value to its owner); the copy is not wiped.
+    package func unprotectedData() -> Data {
+        withUnsafeBytes { Data($0) }
+    }
+}
+
+extension SecureBytes: Equatable {
+    /// Constant-time comparison of the contents (the lengths are not secret and are compared first).
+    package static func == (lhs: SecureBytes, rhs: SecureBytes) -> Bool {
+        guard lhs.count == rhs.count else { return false }
+        if lhs.count == 0 { return true }
+        return lhs.withUnsafeBytes { l in
+            rhs.withUnsafeBytes { r in CRYPTO_memcmp(l.baseAddress, r.baseAddress, l.count) == 0 }
+        }
+    }
+}
+
+extension SecureBytes: CustomStringConvertible, CustomDebugStringConvertible {
+    /// Never shows the contents.
+    package var description: String { "SecureBytes(\(count) bytes)" }
+    package var debugDescription: String { description }
+}
+
+/// Constant-time comparison of two byte buffers of any kind (MACs, tags).
+package func constantTimeEquals(_ lhs: some ContiguousBytes, _ rhs: some ContiguousBytes) -> Bool {
+    lhs.withUnsafeBytes { l in
+        rhs.withUnsafeBytes { r in
+            l.count == r.count && (l.count == 0 || CRYPTO_memcmp(l.baseAddress, r.baseAddress, l.count) == 0)
+        }
+    }
+}
