@@ -173,6 +173,21 @@ package enum P256 {
             self.publicKey = publicKey
         }
 
+        /// Imports a bare 32-byte big-endian scalar D and computes its public point D·G.
+        ///
+        /// - Throws: `invalidKeyEncoding` for a wrong length, `invalidScalar` when D is 0 or not below the order.
+        package init(rawScalar scalar: SecureBytes) throws {
+            guard scalar.count == P256.coordinateByteCount else {
+                throw CryptoError(.invalidKeyEncoding, "a P-256 scalar is 32 bytes, got \(scalar.count)")
+            }
+            guard P256.isValidScalar(scalar) else {
+                throw CryptoError(.invalidScalar, "the private scalar is not in 1...n-1")
+            }
+            let point = try P256.publicPoint(for: scalar)
+            let whole = SecureBytes(point).appending(scalar)
+            try self.init(x963Representation: whole)
+        }
+
         /// `04 || X || Y || D` (97 bytes), in secure memory.
         package var x963Representation: SecureBytes {
             var bignum: OpaquePointer? = nil
@@ -224,6 +239,30 @@ package enum P256 {
         defer { EVP_PKEY_CTX_free(check) }
         guard EVP_PKEY_public_check(check) == 1 else { return nil }
         return backing
+    }
+
+    /// D·G as `04 || X || Y`, through OpenSSL's constant-time scalar multiplication.
+    static func publicPoint(for scalar: SecureBytes) throws -> Data {
+        guard let group = EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1) else {
+            throw CryptoError.drainingQueue(.internalFailure, "EC_GROUP_new_by_curve_name failed")
+        }
+        defer { EC_GROUP_free(group) }
+        guard let point = EC_POINT_new(group), let bignum = BN_secure_new() else {
+            throw CryptoError.drainingQueue(.internalFailure, "allocation failed")
+        }
+        defer {
+            EC_POINT_free(point)
+            BN_clear_free(bignum)
+        }
+        let loaded = scalar.withUnsafeBytes { BN_bin2bn($0.nonNilBytes, Int32($0.count), bignum) != nil }
+        var encoded = [UInt8](repeating: 0, count: publicKeyByteCount)
+        guard loaded, EC_POINT_mul(group, point, bignum, nil, nil, nil) == 1,
+            EC_POINT_point2oct(group, point, POINT_CONVERSION_UNCOMPRESSED, &encoded, encoded.count, nil)
+                == publicKeyByteCount
+        else {
+            throw CryptoError.drainingQueue(.internalFailure, "could not compute the public point")
+        }
+        return Data(encoded)
     }
 
     /// The curve's short name, as OpenSSL reports it ("prime256v1" for P-256).
