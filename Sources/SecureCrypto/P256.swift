@@ -84,7 +84,13 @@ package enum P256 {
                 throw CryptoError(.invalidKeyEncoding, "not a DER SubjectPublicKeyInfo")
             }
             defer { EVP_PKEY_free(parsed) }
-            guard EVP_PKEY_is_a(parsed, "EC") == 1, P256.groupName(of: parsed) == "prime256v1" else {
+            // RFC 5480 requires the named-curve form; explicit curve parameters (even ones that describe P-256)
+            // are refused, as on Apple's platforms.
+            var explicit: Int32 = 0
+            let hasExplicitFlag = EVP_PKEY_get_int_param(parsed, "decoded-from-explicit", &explicit) == 1
+            guard EVP_PKEY_is_a(parsed, "EC") == 1, P256.groupName(of: parsed) == "prime256v1",
+                !(hasExplicitFlag && explicit != 0)
+            else {
                 OpenSSLErrorQueue.clear()
                 throw CryptoError(.invalidKeyEncoding, "the SubjectPublicKeyInfo is not a named-curve P-256 key")
             }
