@@ -1,0 +1,100 @@
+import Foundation
+
+/// Why an authentication did not succeed, with a code whose raw value is the matching `LAError.Code` raw value.
+///
+/// The public `LAError` type lives in the LocalAuthentication module; this struct carries the same numbers so the
+/// engine can translate one into the other without a table. The message never contains a passcode, a template or
+/// any other secret.
+package struct AuthenticationError: Error, CustomStringConvertible, Sendable {
+    /// What went wrong, as Apple's `LAError.Code` raw value; new codes can be added without breaking callers.
+    package struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        package var rawValue: Int
+        package init(rawValue: Int) { self.rawValue = rawValue }
+
+        /// The credential was presented but did not match (`LAError.authenticationFailed`, -1).
+        package static let authenticationFailed = Code(rawValue: -1)
+        /// The user cancelled, e.g. answered no passcode or pressed Ctrl-C (`LAError.userCancel`, -2).
+        package static let userCancel = Code(rawValue: -2)
+        /// The user asked for the fallback method (`LAError.userFallback`, -3).
+        package static let userFallback = Code(rawValue: -3)
+        /// The system ended the attempt, e.g. no finger within the attempt timeout (`LAError.systemCancel`, -4).
+        package static let systemCancel = Code(rawValue: -4)
+        /// No usable passcode: the PAM service or the account cannot authenticate (`LAError.passcodeNotSet`, -5).
+        package static let passcodeNotSet = Code(rawValue: -5)
+        /// No usable fingerprint reader, or the reader is busy or failed (`LAError.biometryNotAvailable`, -6).
+        package static let biometryNotAvailable = Code(rawValue: -6)
+        /// The user has no enrolled fingerprint for this reader (`LAError.biometryNotEnrolled`, -7).
+        package static let biometryNotEnrolled = Code(rawValue: -7)
+        /// Too many failed fingerprint attempts; a passcode success unlocks (`LAError.biometryLockout`, -8).
+        package static let biometryLockout = Code(rawValue: -8)
+        /// The calling program cancelled, e.g. its task was cancelled (`LAError.appCancel`, -9).
+        package static let appCancel = Code(rawValue: -9)
+        /// The context is no longer usable (`LAError.invalidContext`, -10).
+        package static let invalidContext = Code(rawValue: -10)
+        /// The reader was unplugged or vanished during the operation (`LAError.biometryDisconnected`, -13).
+        package static let biometryDisconnected = Code(rawValue: -13)
+        /// Interaction was needed but not allowed (`LAError.notInteractive`, -1004).
+        package static let notInteractive = Code(rawValue: -1004)
+
+        package var description: String {
+            switch self {
+            case .authenticationFailed: "authenticationFailed"
+            case .userCancel: "userCancel"
+            case .userFallback: "userFallback"
+            case .systemCancel: "systemCancel"
+            case .passcodeNotSet: "passcodeNotSet"
+            case .biometryNotAvailable: "biometryNotAvailable"
+            case .biometryNotEnrolled: "biometryNotEnrolled"
+            case .biometryLockout: "biometryLockout"
+            case .appCancel: "appCancel"
+            case .invalidContext: "invalidContext"
+            case .biometryDisconnected: "biometryDisconnected"
+            case .notInteractive: "notInteractive"
+            default: "code \(rawValue)"
+            }
+        }
+
+        /// Matches an error thrown by an authenticator against a code.
+        package static func ~= (code: Code, error: any Error) -> Bool {
+            (error as? AuthenticationError)?.code == code
+        }
+    }
+
+    /// The status a C library reported, kept for diagnostics and for tests that pin a mapping.
+    package struct BackendStatus: Hashable, Sendable, CustomStringConvertible {
+        /// Which library: `"pam"`, `"libfprint"`, `"gio"`, or `"system"` (errno).
+        package var library: String
+        /// The library's own code: a PAM return value, an `FpDeviceError`/`FpDeviceRetry` value, a `GIOErrorEnum`
+        /// value, or an errno.
+        package var code: Int
+
+        package init(library: String, code: Int) {
+            self.library = library
+            self.code = code
+        }
+
+        package var description: String { "\(library) \(code)" }
+    }
+
+    /// The LAError-compatible code.
+    package var code: Code
+    /// A human-readable explanation without secrets.
+    package var message: String
+    /// For a refused attempt under the attempt policy: how long until the next attempt is allowed.
+    package var retryAfter: Duration?
+    /// The underlying library status, when there is one.
+    package var backendStatus: BackendStatus?
+
+    package init(_ code: Code, _ message: String, retryAfter: Duration? = nil, backendStatus: BackendStatus? = nil) {
+        self.code = code
+        self.message = message
+        self.retryAfter = retryAfter
+        self.backendStatus = backendStatus
+    }
+
+    package var description: String {
+        var text = "\(code) (\(code.rawValue)): \(message)"
+        if let backendStatus { text += " [\(backendStatus)]" }
+        return text
+    }
+}
