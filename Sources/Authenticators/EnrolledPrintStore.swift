@@ -1,0 +1,168 @@
+import Foundation
+import SecureCrypto
+
+/// Where enrolled prints and the per-install salt of the state hash are kept.
+///
+/// ``FileEnrolledPrintStore`` keeps them in encrypted files; the keychain store can implement this protocol later
+/// (an always-available system class), and ``BiometricAuthenticator`` will not notice the difference.
+package protocol EnrolledPrintStore: Sendable {
+    /// Every stored print, templates included.
+    func prints() throws -> [EnrolledPrint]
+    /// Stores `print` under its identifier, replacing nothing else.
+    func save(_ print: EnrolledPrint) throws
+    /// Deletes the print with `identifier`; returns false when there was none.
+    func remove(_ identifier: PrintIdentifier) throws -> Bool
+    /// A random salt made once per installation (per store) and then never changed.
+    func installSalt() throws -> Data
+}
+
+extension EnrolledPrintStore {
+    /// The enrolled-set state hash: SHA-256(salt || identifiers sorted byte-wise), nil when nothing is enrolled.
+    ///
+    /// It changes whenever a print is enrolled or removed and is stable otherwise, which is what
+    /// `biometryCurrentSet` access control binds to.
+    package func stateHash() throws -> Data? {
+        let identifiers = try prints().map(\.info.identifier).sorted()
+        if identifiers.isEmpty { return nil }
+        var hasher = SHA256()
+        hasher.update(try installSalt())
+        for identifier in identifiers { hasher.update(identifier.bytes) }
+        return hasher.finalize()
+    }
+}
+
+/// Enrolled prints in files under `directory` (0700): one AES-256-GCM-sealed file per print (0600), named after
+/// its identifier, with the key in `store.key` (0600, 32 random bytes) and the salt in `salt` (0600).
+///
+/// Each file's associated data names its identifier, so renaming or swapping files makes them fail to open.
+/// The key file sits beside the data: this protects templates from casual copying of the directory, not from a
+/// process running as the same user (the architecture's threat model for embedded mode).
+package struct FileEnrolledPrintStore: EnrolledPrintStore {
+    package let directory: String
+
+    private static let magic: [UInt8] = Array("LAP1".utf8)
+
+    /// A store in `directory`, created (0700) when missing.
+    package init(directory: String) throws {
+        try PrivateFiles.ensureDirectory(directory)
+        self.directory = directory
+    }
+
+    private var lockPath: String { directory + "/store.lock" }
+
+    private func key() throws -> SecureBytes {
+        try PrivateFiles.withExclusiveLock(on: lockPath) {
+            try PrivateFiles.loadOrCreateKey(at: directory + "/store.key")
+        }
+    }
+
+    package func installSalt() throws -> Data {
+        try PrivateFiles.withExclusiveLock(on: lockPath) {
+            let path = directory + "/salt"
+            if let salt = try PrivateFiles.read(path) {
+                guard salt.count == 32 else {
+                    throw AuthenticationError(.invalidContext, "state-hash salt file \(path) is damaged")
+                }
+                return salt
+            }
+            let salt = try SecureRandom.bytes(32)
+            try PrivateFiles.writeAtomically(salt, to: path)
+            return salt
+        }
+    }
+
+    private func path(for identifier: PrintIdentifier) -> String {
+        directory + "/" + identifier.hex + ".print"
+    }
+
+    private static func associatedData(_ identifier: PrintIdentifier) -> Data {
+        Data("local-authentication.print.v1:".utf8) + identifier.bytes
+    }
+
+    package func prints() throws -> [EnrolledPrint] {
+        let key = try key()
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory)
+        var result: [EnrolledPrint] = []
+        for name in names.sorted() where name.hasSuffix(".print") {
+            let identifier = try PrintIdentifier(hex: String(name.dropLast(".print".count)))
+            guard let sealed = try PrivateFiles.read(path(for: identifier)) else { continue }
+            let plaintext: SecureBytes
+            do {
+                plaintext = try AESGCM.open(
+                    AESGCM.SealedBox(combined: sealed), using: key, authenticating: Self.associatedData(identifier))
+            } catch {
+                throw AuthenticationError(
+                    .invalidContext, "enrolled print \(identifier) does not decrypt with this store's key")
+            }
+            result.append(try Self.decode(plaintext, identifier: identifier))
+        }
+        return result
+    }
+
+    package func save(_ print: EnrolledPrint) throws {
+        let plaintext = try Self.encode(print)
+        let box = try AESGCM.seal(
+            plaintext, using: try key(), authenticating: Self.associatedData(print.info.identifier))
+        try PrivateFiles.writeAtomically(box.combined, to: path(for: print.info.identifier))
+    }
+
+    package func remove(_ identifier: PrintIdentifier) throws -> Bool {
+        let path = path(for: identifier)
+        guard FileManager.default.fileExists(atPath: path) else { return false }
+        try PrivateFiles.remove(path)
+        return true
+    }
+
+    // Record layout: "LAP1", finger (1), enrolled-at seconds since 1970 (8, big-endian), then length-prefixed
+    // username, driver, device id (2-byte lengths) and template (4-byte length).
+    private static func encode(_ print: EnrolledPrint) throws -> SecureBytes {
+        let info = print.info
+        let strings = [info.username, info.driver, info.deviceID].map { Array($0.utf8) }
+        guard strings.allSatisfy({ $0.count <= Int(UInt16.max) }), print.template.count <= Int(UInt32.max) else {
+            throw AuthenticationError(.invalidContext, "enrolled print metadata is too long to store")
+        }
+        var header: [UInt8] = magic + [UInt8(info.finger.rawValue)]
+        let seconds = Int64(info.enrolledAt.timeIntervalSince1970.rounded(.down))
+        header += withUnsafeBytes(of: seconds.bigEndian, Array.init)
+        for string in strings {
+            header += withUnsafeBytes(of: UInt16(string.count).bigEndian, Array.init) + string
+        }
+        header += withUnsafeBytes(of: UInt32(print.template.count).bigEndian, Array.init)
+        return SecureBytes(header).appending(print.template)
+    }
+
+    private static func decode(_ record: SecureBytes, identifier: PrintIdentifier) throws -> EnrolledPrint {
+        let damaged = AuthenticationError(.invalidContext, "enrolled print \(identifier) is damaged")
+        return try record.withUnsafeBytes { bytes -> EnrolledPrint in
+            var offset = 0
+            func take(_ count: Int) throws -> UnsafeRawBufferPointer {
+                guard count >= 0, offset + count <= bytes.count else { throw damaged }
+                defer { offset += count }
+                return UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + count])
+            }
+            func integer<T: FixedWidthInteger>(_ type: T.Type) throws -> T {
+                try take(MemoryLayout<T>.size).reduce(T.zero) { $0 << 8 | T($1) }
+            }
+            func string() throws -> String {
+                let count = Int(try integer(UInt16.self))
+                guard let text = String(validating: try take(count), as: UTF8.self) else { throw damaged }
+                return text
+            }
+            guard Array(try take(4)) == magic, let finger = Finger(rawValue: Int(try take(1)[0])) else {
+                throw damaged
+            }
+            let seconds = try integer(Int64.self)
+            let username = try string()
+            let driver = try string()
+            let deviceID = try string()
+            let templateCount = Int(try integer(UInt32.self))
+            let templateStart = offset
+            _ = try take(templateCount)
+            guard offset == bytes.count else { throw damaged }
+            let info = EnrolledPrintInfo(
+                identifier: identifier, finger: finger, username: username, driver: driver, deviceID: deviceID,
+                enrolledAt: Date(timeIntervalSince1970: TimeInterval(seconds)))
+            return EnrolledPrint(info: info, template: record.slice(templateStart..<templateStart + templateCount))
+        }
+    }
+}

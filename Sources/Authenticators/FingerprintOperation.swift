@@ -1,0 +1,97 @@
+internal import CFPrint
+import Foundation
+
+/// Why a fingerprint scan must be repeated (libfprint's `FpDeviceRetry`); a retry is never a failed attempt.
+package struct ScanRetryReason: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    package var rawValue: Int
+    package init(rawValue: Int) { self.rawValue = rawValue }
+
+    /// "Please try again."
+    package static let general = ScanRetryReason(rawValue: 0)
+    /// The swipe was too short.
+    package static let tooShort = ScanRetryReason(rawValue: 1)
+    /// The finger was not centred on the reader.
+    package static let centerFinger = ScanRetryReason(rawValue: 2)
+    /// Lift the finger, then try again.
+    package static let removeFinger = ScanRetryReason(rawValue: 3)
+
+    package var description: String {
+        switch self {
+        case .general: "try again"
+        case .tooShort: "swipe too short, try again"
+        case .centerFinger: "finger not centred, try again"
+        case .removeFinger: "remove the finger, then try again"
+        default: "retry (\(rawValue))"
+        }
+    }
+}
+
+/// A progress report during an enrollment.
+package enum EnrollmentEvent: Sendable, Equatable {
+    /// `completed` of `total` stages are done.
+    case stageCompleted(completed: Int, total: Int)
+    /// The last scan was not usable; the user scans again (stage unchanged). `detail` is the reader's message.
+    case retry(reason: ScanRetryReason, completed: Int, total: Int, detail: String)
+}
+
+/// A progress report during a verification.
+package enum VerificationEvent: Sendable, Equatable {
+    /// Waiting for a finger on the reader.
+    case waitingForFinger
+    /// The scan was not usable and the reader waits for another; it does not count as a failed attempt.
+    case retry(reason: ScanRetryReason, detail: String)
+}
+
+/// The cancellation handle of one libfprint operation: a `GCancellable` that any thread may cancel (task
+/// cancellation, or the per-attempt timeout), remembering which of the two fired.
+// Safe to share: `g_cancellable_cancel` is documented thread-safe; `reason`, `generation` and `finished` are only
+// touched under `lock`; the GCancellable pointer itself never changes and is released in deinit.
+final class OperationCancellation: @unchecked Sendable {
+    enum Reason: Sendable { case task, timeout }
+
+    let cancellable: UnsafeMutablePointer<GCancellable>
+    private let lock = NSLock()
+    private var reason: Reason?
+    private var generation = 0
+    private var finished = false
+
+    init() {
+        cancellable = g_cancellable_new()
+    }
+
+    deinit {
+        g_object_unref(cancellable)
+    }
+
+    /// Cancels the operation, recording why (the first reason wins).
+    func cancel(_ why: Reason) {
+        lock.withLock {
+            if reason == nil && !finished { reason = why }
+        }
+        g_cancellable_cancel(cancellable)
+    }
+
+    /// Why the operation was cancelled, if it was.
+    var cancellationReason: Reason? { lock.withLock { reason } }
+
+    /// Starts (or restarts) the attempt deadline: unless re-armed or finished first, the operation is cancelled
+    /// with reason `.timeout` after `timeout`.
+    func arm(_ timeout: Duration) {
+        let current = lock.withLock { () -> Int in
+            generation += 1
+            return generation
+        }
+        let nanoseconds = Int(timeout.components.seconds) * 1_000_000_000
+            + Int(timeout.components.attoseconds / 1_000_000_000)
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [weak self] in
+            guard let self else { return }
+            let expired = self.lock.withLock { self.generation == current && !self.finished }
+            if expired { self.cancel(.timeout) }
+        }
+    }
+
+    /// Stops the deadline: the operation is over.
+    func finish() {
+        lock.withLock { finished = true }
+    }
+}
