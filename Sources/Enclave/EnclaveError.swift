@@ -1,0 +1,31 @@
+/// A failure of the key store: a code to match on and a message that never contains key material.
+package struct EnclaveError: Error, CustomStringConvertible, Sendable {
+    /// What went wrong, matchable with `~=`.
+    package struct Code: RawRepresentable, Hashable, Sendable {
+        package var rawValue: Int
+        package init(rawValue: Int) { self.rawValue = rawValue }
+
+        /// The class key is not in memory: the keychain is locked (or not unlocked since boot).
+        package static let locked = Code(rawValue: 1)
+        /// The class needs a passcode and none is set.
+        package static let passcodeNotSet = Code(rawValue: 2)
+        /// A wrapped key does not open: the key files were changed or belong to another store.
+        package static let corrupt = Code(rawValue: 3)
+        /// A key file could not be read or written.
+        package static let io = Code(rawValue: 4)
+
+        package static func ~= (code: Code, error: any Error) -> Bool {
+            (error as? EnclaveError)?.code == code
+        }
+    }
+
+    package var code: Code
+    package var message: String
+
+    package init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    package var description: String { "EnclaveError(\(code.rawValue)): \(message)" }
+}

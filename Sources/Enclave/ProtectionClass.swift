@@ -1,0 +1,39 @@
+/// A data-protection class for keychain items, named by its `kSecAttrAccessible` string value.
+package enum ProtectionClass: String, CaseIterable, Sendable {
+    /// `kSecAttrAccessibleWhenUnlocked`: only while unlocked (the default).
+    case whenUnlocked = "ak"
+    /// `kSecAttrAccessibleAfterFirstUnlock`: after the first unlock since boot.
+    case afterFirstUnlock = "ck"
+    /// `kSecAttrAccessibleAlways` (deprecated by Apple): always.
+    case always = "dk"
+    /// `kSecAttrAccessibleWhenUnlockedThisDeviceOnly`.
+    case whenUnlockedThisDeviceOnly = "aku"
+    /// `kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly`.
+    case afterFirstUnlockThisDeviceOnly = "cku"
+    /// `kSecAttrAccessibleAlwaysThisDeviceOnly` (deprecated by Apple).
+    case alwaysThisDeviceOnly = "dku"
+    /// `kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly`: only while unlocked, only while a passcode is set.
+    case whenPasscodeSetThisDeviceOnly = "akpu"
+
+    /// Items of this class never leave the device (no backup export, never synchronizable).
+    package var isThisDeviceOnly: Bool {
+        switch self {
+        case .whenUnlocked, .afterFirstUnlock, .always: false
+        default: true
+        }
+    }
+
+    /// What the keybag must have reached for this class key to be in memory.
+    package var availability: Availability {
+        switch self {
+        case .whenUnlocked, .whenUnlockedThisDeviceOnly, .whenPasscodeSetThisDeviceOnly: .unlocked
+        case .afterFirstUnlock, .afterFirstUnlockThisDeviceOnly: .afterFirstUnlock
+        case .always, .alwaysThisDeviceOnly: .always
+        }
+    }
+
+    /// When a class key may be used.
+    package enum Availability: Sendable {
+        case unlocked, afterFirstUnlock, always
+    }
+}

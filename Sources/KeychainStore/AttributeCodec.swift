@@ -1,0 +1,156 @@
+import Foundation
+
+/// A compact, canonical binary encoding of an attribute dictionary.
+///
+/// Keys are sorted, so equal dictionaries encode to equal bytes. Layout: a version byte, the entry count, then per
+/// entry the key, a type tag and the value, every variable-length field preceded by its 32-bit big-endian length.
+package enum AttributeCodec {
+    private static let version: UInt8 = 1
+
+    private enum Tag: UInt8 {
+        case string = 1, data = 2, integer = 3, bool = 4, date = 5, accessControl = 6
+    }
+
+    /// Encodes `attributes` canonically.
+    package static func encode(_ attributes: [String: KeychainValue]) -> Data {
+        var out = ByteWriter()
+        out.byte(version)
+        out.uint32(UInt32(attributes.count))
+        for key in attributes.keys.sorted() {
+            out.bytes(Data(key.utf8))
+            encode(attributes[key]!, into: &out)
+        }
+        return out.data
+    }
+
+    /// Encodes one value with its type tag (also used for blind-index input).
+    package static func encode(_ value: KeychainValue, into out: inout ByteWriter) {
+        switch value {
+        case .string(let s):
+            out.byte(Tag.string.rawValue)
+            out.bytes(Data(s.utf8))
+        case .data(let d):
+            out.byte(Tag.data.rawValue)
+            out.bytes(d)
+        case .integer(let i):
+            out.byte(Tag.integer.rawValue)
+            out.uint64(UInt64(bitPattern: i))
+        case .bool(let b):
+            out.byte(Tag.bool.rawValue)
+            out.byte(b ? 1 : 0)
+        case .date(let date):
+            out.byte(Tag.date.rawValue)
+            out.uint64(date.timeIntervalSinceReferenceDate.bitPattern)
+        case .accessControl(let policy):
+            out.byte(Tag.accessControl.rawValue)
+            out.bytes(Data(policy.protection.utf8))
+            out.uint64(policy.flags)
+        }
+    }
+
+    /// Decodes what `encode` produced. - Throws: `StoreError.corrupt` for anything malformed.
+    package static func decode(_ data: some DataProtocol) throws -> [String: KeychainValue] {
+        var reader = ByteReader(Data(data))
+        guard try reader.byte() == version else { throw StoreError(.corrupt, "unknown attribute encoding") }
+        let count = try reader.uint32()
+        var result: [String: KeychainValue] = [:]
+        result.reserveCapacity(Int(min(count, 1024)))
+        for _ in 0..<count {
+            guard let key = String(data: try reader.bytes(), encoding: .utf8) else {
+                throw StoreError(.corrupt, "attribute name is not UTF-8")
+            }
+            result[key] = try decodeValue(&reader)
+        }
+        guard reader.isAtEnd else { throw StoreError(.corrupt, "trailing bytes after attributes") }
+        return result
+    }
+
+    private static func decodeValue(_ reader: inout ByteReader) throws -> KeychainValue {
+        guard let tag = Tag(rawValue: try reader.byte()) else { throw StoreError(.corrupt, "unknown value tag") }
+        switch tag {
+        case .string:
+            guard let s = String(data: try reader.bytes(), encoding: .utf8) else {
+                throw StoreError(.corrupt, "string value is not UTF-8")
+            }
+            return .string(s)
+        case .data: return .data(try reader.bytes())
+        case .integer: return .integer(Int64(bitPattern: try reader.uint64()))
+        case .bool: return .bool(try reader.byte() != 0)
+        case .date: return .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: try reader.uint64())))
+        case .accessControl:
+            guard let protection = String(data: try reader.bytes(), encoding: .utf8) else {
+                throw StoreError(.corrupt, "access control protection is not UTF-8")
+            }
+            return .accessControl(AccessControlPolicy(protection: protection, flags: try reader.uint64()))
+        }
+    }
+}
+
+/// Appends big-endian integers and length-prefixed byte strings.
+package struct ByteWriter {
+    package private(set) var data = Data()
+
+    package init() {}
+
+    package mutating func byte(_ value: UInt8) { data.append(value) }
+
+    package mutating func uint32(_ value: UInt32) {
+        withUnsafeBytes(of: value.bigEndian) { data.append(contentsOf: $0) }
+    }
+
+    package mutating func uint64(_ value: UInt64) {
+        withUnsafeBytes(of: value.bigEndian) { data.append(contentsOf: $0) }
+    }
+
+    /// A 32-bit length, then the bytes.
+    package mutating func bytes(_ value: some DataProtocol) {
+        uint32(UInt32(value.count))
+        data.append(contentsOf: value)
+    }
+
+    /// A string as length-prefixed UTF-8.
+    package mutating func string(_ value: String) { bytes(Data(value.utf8)) }
+}
+
+/// Reads what `ByteWriter` wrote; every read checks bounds.
+package struct ByteReader {
+    private let data: Data
+    private var offset: Int
+
+    package init(_ data: Data) {
+        self.data = data
+        self.offset = data.startIndex
+    }
+
+    package var isAtEnd: Bool { offset == data.endIndex }
+
+    package mutating func byte() throws -> UInt8 {
+        guard offset < data.endIndex else { throw StoreError(.corrupt, "truncated record") }
+        defer { offset += 1 }
+        return data[offset]
+    }
+
+    package mutating func uint32() throws -> UInt32 {
+        var value: UInt32 = 0
+        for _ in 0..<4 { value = value << 8 | UInt32(try byte()) }
+        return value
+    }
+
+    package mutating func uint64() throws -> UInt64 {
+        var value: UInt64 = 0
+        for _ in 0..<8 { value = value << 8 | UInt64(try byte()) }
+        return value
+    }
+
+    package mutating func bytes() throws -> Data {
+        let count = Int(try uint32())
+        guard data.endIndex - offset >= count else { throw StoreError(.corrupt, "truncated record") }
+        defer { offset += count }
+        return data.subdata(in: offset..<offset + count)
+    }
+
+    package mutating func string() throws -> String {
+        guard let s = String(data: try bytes(), encoding: .utf8) else { throw StoreError(.corrupt, "not UTF-8") }
+        return s
+    }
+}

@@ -1,0 +1,212 @@
+import Foundation
+import GRDB
+
+/// The keychain's SQLite database: one file `keychain.db` (plus its WAL) in a 0700 directory, opened through GRDB
+/// in WAL mode with `secure_delete` on, migrated from schema version 1.
+///
+/// Several processes may open the same file: writes take SQLite's write lock at `BEGIN IMMEDIATE` and wait up to
+/// the busy timeout for it, so concurrent writers serialize instead of failing.
+package final class KeychainDatabase: Sendable {
+    /// The file name of the database inside the store directory.
+    package static let fileName = "keychain.db"
+
+    private let pool: DatabasePool
+    /// Where the database file lives.
+    package let path: String
+
+    /// Opens (creating if needed, mode 0600) the database in `directory` and runs pending migrations.
+    ///
+    /// - Throws: `StoreError.io` when the file cannot be created or opened, `.corrupt` when it is not a database.
+    package init(directory: URL) throws {
+        path = directory.appendingPathComponent(Self.fileName).path
+        try Self.createPrivateFile(at: path)
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(60)
+        configuration.journalMode = .wal
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA secure_delete = ON")
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+        }
+        do {
+            pool = try DatabasePool(path: path, configuration: configuration)
+            try Self.migrator.migrate(pool)
+        } catch {
+            throw Self.storeError(error)
+        }
+    }
+
+    private static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            // AUTOINCREMENT: row ids are never reused, so a persistent reference never names a later item.
+            try db.execute(
+                sql: """
+                    CREATE TABLE item (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        class TEXT NOT NULL,
+                        agrp TEXT NOT NULL,
+                        pdmn TEXT NOT NULL,
+                        sync INTEGER NOT NULL,
+                        blind_index BLOB NOT NULL UNIQUE,
+                        attributes BLOB NOT NULL,
+                        wrapped_key BLOB NOT NULL,
+                        value BLOB NOT NULL
+                    );
+                    CREATE INDEX item_by_class ON item(class, agrp, sync);
+                    """)
+        }
+        return migrator
+    }
+
+    /// Creates an empty file with mode 0600 unless it exists; SQLite gives its WAL and shared-memory files the same
+    /// mode as the database file.
+    private static func createPrivateFile(at path: String) throws {
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw StoreError(.io, "cannot create the keychain database (errno \(errno))") }
+        fchmod(fd, 0o600)
+        close(fd)
+    }
+
+    /// Runs `body` in a read transaction (a consistent snapshot).
+    package func read<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
+        do {
+            return try pool.read { db in try body(StoreTransaction(db: db)) }
+        } catch {
+            throw Self.storeError(error)
+        }
+    }
+
+    /// Runs `body` in an immediate write transaction; any error rolls everything back.
+    package func write<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
+        do {
+            return try pool.write { db in try body(StoreTransaction(db: db)) }
+        } catch {
+            throw Self.storeError(error)
+        }
+    }
+
+    /// Maps SQLite failures onto store codes; errors that are not SQLite's pass through unchanged.
+    static func storeError(_ error: any Error) -> any Error {
+        guard let error = error as? DatabaseError else { return error }
+        switch error.resultCode {
+        case .SQLITE_CONSTRAINT where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE:
+            return StoreError(.duplicate, "an item with the same primary key exists")
+        case .SQLITE_FULL:
+            return StoreError(.diskFull, "the disk is full")
+        case .SQLITE_CORRUPT, .SQLITE_NOTADB:
+            return StoreError(.corrupt, "the keychain database is damaged")
+        default:
+            return StoreError(.io, "SQLite error \(error.resultCode.rawValue)")
+        }
+    }
+}
+
+/// Row operations inside one transaction of a `KeychainDatabase`.
+package struct StoreTransaction {
+    let db: Database
+
+    private static let columnsWithoutValue =
+        "id, class, agrp, pdmn, sync, blind_index, attributes, wrapped_key"
+
+    /// The id the next inserted row will get (ids are never reused); valid until this transaction ends.
+    package func nextRowID() throws -> Int64 {
+        let last = try Int64.fetchOne(
+            db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'item'") ?? 0
+        let highest = try Int64.fetchOne(db, sql: "SELECT MAX(id) FROM item") ?? 0
+        return max(last, highest) + 1
+    }
+
+    /// Inserts `item` with its own row id. - Throws: `StoreError.duplicate` when the blind index exists.
+    package func insert(_ item: StoredItem) throws {
+        do {
+            try db.execute(
+                sql: """
+                    INSERT INTO item (id, class, agrp, pdmn, sync, blind_index, attributes, wrapped_key, value)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    item.rowID, item.itemClass, item.accessGroup, item.protectionClass, item.synchronizable,
+                    item.blindIndex, item.attributes, item.wrappedKey, item.value ?? Data(),
+                ])
+        } catch {
+            throw KeychainDatabase.storeError(error)
+        }
+    }
+
+    /// Replaces every column of row `item.rowID`. - Throws: `StoreError.duplicate` on a blind-index clash.
+    package func update(_ item: StoredItem) throws {
+        do {
+            try db.execute(
+                sql: """
+                    UPDATE item SET class = ?, agrp = ?, pdmn = ?, sync = ?, blind_index = ?, attributes = ?,
+                    wrapped_key = ?, value = ? WHERE id = ?
+                    """,
+                arguments: [
+                    item.itemClass, item.accessGroup, item.protectionClass, item.synchronizable, item.blindIndex,
+                    item.attributes, item.wrappedKey, item.value ?? Data(), item.rowID,
+                ])
+        } catch {
+            throw KeychainDatabase.storeError(error)
+        }
+    }
+
+    /// Deletes row `rowID`.
+    package func delete(rowID: Int64) throws {
+        try db.execute(sql: "DELETE FROM item WHERE id = ?", arguments: [rowID])
+    }
+
+    /// The rows whose blind index is one of `indexes`, without their values.
+    package func items(blindIndexes indexes: [Data]) throws -> [StoredItem] {
+        var result: [StoredItem] = []
+        let statement = try db.cachedStatement(
+            sql: "SELECT \(Self.columnsWithoutValue) FROM item WHERE blind_index = ?")
+        for index in indexes {
+            if let row = try Row.fetchOne(statement, arguments: [index]) {
+                result.append(Self.item(from: row, withValue: false))
+            }
+        }
+        return result
+    }
+
+    /// The rows of `itemClass` in `accessGroups` (all groups when nil) with `synchronizable` (either when nil),
+    /// without their values, in row-id order.
+    package func items(itemClass: String, accessGroups: [String]?, synchronizable: Bool?) throws -> [StoredItem] {
+        var sql = "SELECT \(Self.columnsWithoutValue) FROM item WHERE class = ?"
+        var arguments: StatementArguments = [itemClass]
+        if let accessGroups {
+            if accessGroups.isEmpty { return [] }
+            sql += " AND agrp IN (\(Array(repeating: "?", count: accessGroups.count).joined(separator: ",")))"
+            for group in accessGroups { _ = arguments.append(contentsOf: [group]) }
+        }
+        if let synchronizable {
+            sql += " AND sync = ?"
+            _ = arguments.append(contentsOf: [synchronizable])
+        }
+        sql += " ORDER BY id"
+        return try Row.fetchAll(db, sql: sql, arguments: arguments).map { Self.item(from: $0, withValue: false) }
+    }
+
+    /// Every row, without values, in row-id order.
+    package func allItems() throws -> [StoredItem] {
+        try Row.fetchAll(db, sql: "SELECT \(Self.columnsWithoutValue) FROM item ORDER BY id")
+            .map { Self.item(from: $0, withValue: false) }
+    }
+
+    /// Row `rowID` without its value.
+    package func item(rowID: Int64) throws -> StoredItem? {
+        try Row.fetchOne(db, sql: "SELECT \(Self.columnsWithoutValue) FROM item WHERE id = ?", arguments: [rowID])
+            .map { Self.item(from: $0, withValue: false) }
+    }
+
+    /// The sealed value of row `rowID`.
+    package func value(rowID: Int64) throws -> Data? {
+        try Data.fetchOne(
+            db.cachedStatement(sql: "SELECT value FROM item WHERE id = ?"), arguments: [rowID])
+    }
+
+    private static func item(from row: Row, withValue: Bool) -> StoredItem {
+        StoredItem(
+            rowID: row[0], itemClass: row[1], accessGroup: row[2], protectionClass: row[3], synchronizable: row[4],
+            blindIndex: row[5], attributes: row[6], wrappedKey: row[7], value: withValue ? row[8] : nil)
+    }
+}

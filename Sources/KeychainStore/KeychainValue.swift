@@ -1,0 +1,52 @@
+import Foundation
+
+/// One attribute value of a keychain item, in the handful of types Keychain Services uses.
+///
+/// The public API converts Foundation values (`String`, `Data`, `NSNumber`, `Bool`, `Date`, `SecAccessControl`) into
+/// these; the engine checks each against the attribute's expected type.
+package enum KeychainValue: Sendable, Hashable {
+    case string(String)
+    case data(Data)
+    case integer(Int64)
+    case bool(Bool)
+    case date(Date)
+    case accessControl(AccessControlPolicy)
+
+    /// The value as a string, when it is one.
+    package var stringValue: String? {
+        if case .string(let value) = self { return value }
+        return nil
+    }
+
+    /// The value as a boolean: a `Bool`, or the integers 0 and 1 (what `NSNumber` booleans decode to).
+    package var boolValue: Bool? {
+        switch self {
+        case .bool(let value): value
+        case .integer(0): false
+        case .integer(1): true
+        default: nil
+        }
+    }
+
+    /// The value as an integer: an integer, or a boolean as 0/1.
+    package var integerValue: Int64? {
+        switch self {
+        case .integer(let value): value
+        case .bool(let value): value ? 1 : 0
+        default: nil
+        }
+    }
+}
+
+/// A stored access-control list: the protection class it names and `SecAccessControlCreateFlags` raw bits.
+package struct AccessControlPolicy: Sendable, Hashable {
+    /// The protection class (`kSecAttrAccessible…` string value, e.g. `"ak"`).
+    package var protection: String
+    /// `SecAccessControlCreateFlags` raw value.
+    package var flags: UInt64
+
+    package init(protection: String, flags: UInt64) {
+        self.protection = protection
+        self.flags = flags
+    }
+}

@@ -1,0 +1,41 @@
+import KeychainStore
+
+/// An operation on an item that its access control may guard.
+package enum AccessControlOperation: Sendable {
+    /// Reading the item's data (or using a key's material).
+    case readData
+    /// Changing the item.
+    case update
+}
+
+/// What an access-control check decided for one item.
+package enum AccessDecision: Sendable, Equatable {
+    case allowed
+    /// Leave the item out of the results (`kSecUseAuthenticationUISkip`).
+    case skip
+    case denied(KeychainStatus.Code)
+}
+
+/// Decides whether an item's `kSecAttrAccessControl` is satisfied for an operation.
+///
+/// The engine asks this for every item that carries an access-control list, before anything of the item's data is
+/// decrypted. An evaluator that can check an `LAContext`'s credential (and prompt through a presenter) replaces the
+/// default when contexts exist.
+package protocol AccessControlEvaluator: Sendable {
+    func authorize(
+        _ policy: AccessControlPolicy, operation: AccessControlOperation, authenticationUI: AuthenticationUI
+    ) -> AccessDecision
+}
+
+/// The evaluator while no authentication context exists: no access-control list can be satisfied, so a guarded
+/// item's data is never released. Reading it is `errSecInteractionNotAllowed` (an authentication would be needed
+/// and there is no way to ask for one), or the item is skipped under `kSecUseAuthenticationUISkip`.
+package struct NoCredentialEvaluator: AccessControlEvaluator {
+    package init() {}
+
+    package func authorize(
+        _ policy: AccessControlPolicy, operation: AccessControlOperation, authenticationUI: AuthenticationUI
+    ) -> AccessDecision {
+        authenticationUI == .skip ? .skip : .denied(.interactionNotAllowed)
+    }
+}

@@ -1,0 +1,104 @@
+import Enclave
+import Foundation
+import KeychainStore
+import SecureCrypto
+
+/// Turns an item (attributes and data) into a `StoredItem` and back, with the two AES-256-GCM layers: attributes
+/// under the metadata key, data under a fresh per-row key that the item's class key wraps.
+///
+/// Every ciphertext's associated data names its part and the row (id, class, access group, protection class,
+/// synchronizable, blind index), so a ciphertext changed, or moved or copied into another row, fails to open.
+struct ItemSealer: Sendable {
+    let enclave: Enclave
+
+    /// A decrypted row's attributes and what the engine needs to act on it.
+    struct OpenedItem {
+        var row: StoredItem
+        var itemClass: ItemClass
+        var protectionClass: ProtectionClass
+        /// Everything stored: user attributes, primary-key defaults, `agrp`, `pdmn`, `sync`, `cdat`, `mdat`, `accc`.
+        var attributes: [String: KeychainValue]
+
+        var accessControl: AccessControlPolicy? {
+            if case .accessControl(let policy) = attributes["accc"] { return policy }
+            return nil
+        }
+    }
+
+    /// HMAC-SHA256(index key, class, access group, synchronizable, primary key values in schema order).
+    func blindIndex(
+        itemClass: ItemClass, accessGroup: String, synchronizable: Bool, attributes: [String: KeychainValue]
+    ) -> Data {
+        var out = ByteWriter()
+        out.string("la.index.v1")
+        out.string(itemClass.rawValue)
+        out.string(accessGroup)
+        out.byte(synchronizable ? 1 : 0)
+        let schema = AttributeSchema.attributes(of: itemClass)
+        for key in AttributeSchema.primaryKey(of: itemClass) {
+            out.string(key)
+            AttributeCodec.encode(attributes[key] ?? AttributeSchema.defaultValue(for: schema[key]!), into: &out)
+        }
+        return HMACSHA256.authenticationCode(for: out.data, using: enclave.indexKey)
+    }
+
+    private func binding(_ part: String, _ row: StoredItem) -> Data {
+        var out = ByteWriter()
+        out.string("la.item.v1")
+        out.string(part)
+        out.uint64(UInt64(bitPattern: row.rowID))
+        out.string(row.itemClass)
+        out.string(row.accessGroup)
+        out.string(row.protectionClass)
+        out.byte(row.synchronizable ? 1 : 0)
+        out.bytes(row.blindIndex)
+        return out.data
+    }
+
+    /// Seals `attributes` and `data` into the row whose clear columns `row` carries.
+    func seal(
+        _ row: StoredItem, attributes: [String: KeychainValue], data: SecureBytes, protectionClass: ProtectionClass
+    ) throws -> StoredItem {
+        var sealed = row
+        let rowKey = try SecureBytes(randomCount: 32)
+        sealed.wrappedKey = try enclave.wrap(
+            rowKey: rowKey, protectionClass: protectionClass, binding: binding("key", row))
+        sealed.attributes = try AESGCM.seal(
+            AttributeCodec.encode(attributes), using: enclave.metadataKey, authenticating: binding("attributes", row)
+        ).combined
+        sealed.value = try AESGCM.seal(data, using: rowKey, authenticating: binding("value", row)).combined
+        return sealed
+    }
+
+    /// Opens a row's attributes. - Throws: `errSecDecode` when they do not authenticate for this row.
+    func open(_ row: StoredItem) throws -> OpenedItem {
+        guard let itemClass = ItemClass(rawValue: row.itemClass),
+            let protectionClass = ProtectionClass(rawValue: row.protectionClass)
+        else { throw KeychainStatus(.decode, "a row names an unknown class") }
+        let attributes: [String: KeychainValue]
+        do {
+            let plaintext = try AESGCM.open(
+                AESGCM.SealedBox(combined: row.attributes), using: enclave.metadataKey,
+                authenticating: binding("attributes", row))
+            attributes = try plaintext.withUnsafeBytes { try AttributeCodec.decode($0) }
+        } catch {
+            throw KeychainStatus(.decode, "an item's attributes do not authenticate")
+        }
+        return OpenedItem(row: row, itemClass: itemClass, protectionClass: protectionClass, attributes: attributes)
+    }
+
+    /// Opens a row's data from its sealed value.
+    ///
+    /// - Throws: `errSecInteractionNotAllowed` when the class key is locked away, `errSecDecode` when the wrapped
+    ///   key or the value does not authenticate for this row.
+    func openData(_ item: OpenedItem, sealedValue: Data) throws -> SecureBytes {
+        let rowKey = try enclave.unwrap(
+            rowKey: item.row.wrappedKey, protectionClass: item.protectionClass, binding: binding("key", item.row))
+        do {
+            return try AESGCM.open(
+                AESGCM.SealedBox(combined: sealedValue), using: rowKey, authenticating: binding("value", item.row))
+        } catch {
+            throw KeychainStatus(.decode, "an item's data does not authenticate")
+        }
+    }
+}

@@ -1,0 +1,185 @@
+import Enclave
+import Foundation
+import KeychainStore
+import SecureCrypto
+
+/// Backups: every exportable item sealed under a key derived from a backup password (scrypt, parameters in the
+/// file), as Apple's encrypted backups carry migratory items and leave `*ThisDeviceOnly` ones behind.
+///
+/// File layout: `LABACKUP1\n`, a 32-bit big-endian header length, the header (JSON: the KDF parameters), then
+/// AES-256-GCM `nonce || ciphertext || tag` whose associated data is everything before it. The plaintext is, per
+/// item: class, encoded attributes and data, each length-prefixed.
+extension KeychainEngine {
+    private static let backupMagic = Data("LABACKUP1\n".utf8)
+
+    private struct BackupEntry {
+        var itemClass: ItemClass
+        var attributes: Data
+        var data: SecureBytes
+    }
+
+    func exportBackup(to file: URL, password: SecureBytes, caller: CallerIdentity) throws -> (Int, Int) {
+        guard !password.isEmpty else { throw KeychainStatus(.param, "the backup password is empty") }
+        var skipped = 0
+        let entries: [BackupEntry] = try database.read { transaction in
+            var entries: [BackupEntry] = []
+            for row in try transaction.allItems() where caller.mayAccess(row.accessGroup) {
+                let item = try sealer.open(row)
+                if item.protectionClass.isThisDeviceOnly {
+                    skipped += 1
+                    continue
+                }
+                guard enclave.isAvailable(item.protectionClass) else {
+                    throw KeychainStatus(.interactionNotAllowed, "the keychain is locked")
+                }
+                guard let sealedValue = try transaction.value(rowID: row.rowID) else { continue }
+                entries.append(
+                    BackupEntry(
+                        itemClass: item.itemClass, attributes: AttributeCodec.encode(item.attributes),
+                        data: try sealer.openData(item, sealedValue: sealedValue)))
+            }
+            return entries
+        }
+        let plaintext = Self.serialize(entries)
+        let kdf = try PasswordKDF.scrypt()
+        let header = try JSONEncoder().encode(kdf)
+        var prefix = Self.backupMagic
+        withUnsafeBytes(of: UInt32(header.count).bigEndian) { prefix.append(contentsOf: $0) }
+        prefix.append(header)
+        let key = try kdf.deriveKey(from: password)
+        let sealed = try AESGCM.seal(plaintext, using: key, authenticating: prefix)
+        do {
+            let temporary = file.deletingLastPathComponent()
+                .appendingPathComponent(".\(file.lastPathComponent).\(getpid()).tmp")
+            let fd = open(temporary.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { throw KeychainStatus(.io, "cannot create the backup file") }
+            let contents = prefix + sealed.combined
+            let written = contents.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            let synced = fsync(fd)
+            close(fd)
+            guard written == contents.count, synced == 0, rename(temporary.path, file.path) == 0 else {
+                unlink(temporary.path)
+                throw KeychainStatus(.io, "cannot write the backup file")
+            }
+        }
+        return (entries.count, skipped)
+    }
+
+    func importBackup(from file: URL, password: SecureBytes, caller: CallerIdentity) throws -> (Int, Int) {
+        guard let contents = FileManager.default.contents(atPath: file.path) else {
+            throw KeychainStatus(.io, "cannot read the backup file")
+        }
+        let magic = Self.backupMagic
+        guard contents.count > magic.count + 4, contents.prefix(magic.count) == magic else {
+            throw KeychainStatus(.decode, "not a keychain backup")
+        }
+        var headerLength = 0
+        for byte in contents[magic.count..<magic.count + 4] { headerLength = headerLength << 8 | Int(byte) }
+        let headerEnd = magic.count + 4 + headerLength
+        guard headerLength > 0, contents.count > headerEnd,
+            let kdf = try? JSONDecoder().decode(PasswordKDF.self, from: contents.subdata(in: magic.count + 4..<headerEnd))
+        else { throw KeychainStatus(.decode, "the backup header is damaged") }
+        let key = try kdf.deriveKey(from: password)
+        let plaintext: SecureBytes
+        do {
+            plaintext = try AESGCM.open(
+                AESGCM.SealedBox(combined: contents.subdata(in: headerEnd..<contents.count)), using: key,
+                authenticating: contents.prefix(headerEnd))
+        } catch {
+            throw KeychainStatus(.authFailed, "wrong backup password, or a damaged backup")
+        }
+        let entries = try Self.deserialize(plaintext)
+        var skipped = 0
+        let events = try database.write { transaction in
+            var events: [KeychainEvent] = []
+            for entry in entries {
+                let attributes = try AttributeCodec.decode(entry.attributes)
+                guard let group = attributes["agrp"]?.stringValue, caller.mayAccess(group) else {
+                    skipped += 1
+                    continue
+                }
+                let protectionClass = try Self.protectionClass(of: attributes)
+                let synchronizable = attributes["sync"]?.boolValue ?? false
+                guard !protectionClass.isThisDeviceOnly, entry.itemClass != .identity else {
+                    skipped += 1
+                    continue
+                }
+                let blindIndex = sealer.blindIndex(
+                    itemClass: entry.itemClass, accessGroup: group, synchronizable: synchronizable,
+                    attributes: attributes)
+                if !(try transaction.items(blindIndexes: [blindIndex]).isEmpty) {
+                    skipped += 1
+                    continue
+                }
+                let row = StoredItem(
+                    rowID: try transaction.nextRowID(), itemClass: entry.itemClass.rawValue, accessGroup: group,
+                    protectionClass: protectionClass.rawValue, synchronizable: synchronizable,
+                    blindIndex: blindIndex, attributes: Data(), wrappedKey: Data(), value: nil)
+                let sealed = try sealer.seal(
+                    row, attributes: attributes, data: entry.data, protectionClass: protectionClass)
+                try transaction.insert(sealed)
+                events.append(event(.added, sealed))
+            }
+            return events
+        }
+        hubEmit(events)
+        return (events.count, skipped)
+    }
+
+    private static func serialize(_ entries: [BackupEntry]) -> SecureBytes {
+        var total = 4
+        for entry in entries { total += 12 + entry.itemClass.rawValue.utf8.count + entry.attributes.count + entry.data.count }
+        return SecureBytes(count: total) { buffer in
+            var offset = 0
+            func put(_ count: Int) {
+                for shift in stride(from: 24, through: 0, by: -8) {
+                    buffer[offset] = UInt8(truncatingIfNeeded: count >> shift)
+                    offset += 1
+                }
+            }
+            func put(_ bytes: UnsafeRawBufferPointer) {
+                put(bytes.count)
+                if bytes.count > 0 {
+                    UnsafeMutableRawBufferPointer(rebasing: buffer[offset..<offset + bytes.count]).copyMemory(from: bytes)
+                }
+                offset += bytes.count
+            }
+            put(entries.count)
+            for entry in entries {
+                Data(entry.itemClass.rawValue.utf8).withUnsafeBytes { put($0) }
+                entry.attributes.withUnsafeBytes { put($0) }
+                entry.data.withUnsafeBytes { put($0) }
+            }
+        }
+    }
+
+    private static func deserialize(_ plaintext: SecureBytes) throws -> [BackupEntry] {
+        try plaintext.withUnsafeBytes { buffer in
+            var offset = 0
+            func count() throws -> Int {
+                guard buffer.count - offset >= 4 else { throw KeychainStatus(.decode, "the backup is truncated") }
+                var value = 0
+                for _ in 0..<4 {
+                    value = value << 8 | Int(buffer[offset])
+                    offset += 1
+                }
+                return value
+            }
+            func field() throws -> UnsafeRawBufferPointer {
+                let length = try count()
+                guard buffer.count - offset >= length else { throw KeychainStatus(.decode, "the backup is truncated") }
+                defer { offset += length }
+                return UnsafeRawBufferPointer(rebasing: buffer[offset..<offset + length])
+            }
+            var entries: [BackupEntry] = []
+            for _ in 0..<(try count()) {
+                guard let itemClass = ItemClass(rawValue: String(decoding: try field(), as: UTF8.self)) else {
+                    throw KeychainStatus(.decode, "the backup names an unknown class")
+                }
+                let attributes = Data(try field())
+                entries.append(BackupEntry(itemClass: itemClass, attributes: attributes, data: SecureBytes(try field())))
+            }
+            return entries
+        }
+    }
+}

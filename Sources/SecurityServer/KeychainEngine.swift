@@ -1,0 +1,477 @@
+import Enclave
+import Foundation
+import KeychainStore
+import SecureCrypto
+
+/// The keychain engine: the only code that reads or writes keychain state. It applies Keychain Services' rules
+/// (classes, primary keys, access groups, protection classes, synchronizable, access control) to requests and
+/// keeps items in an encrypted `KeychainDatabase` with keys from the `Enclave`.
+///
+/// Thread-safe: requests may arrive from any thread; each runs in one SQLite transaction, so a failed request
+/// changes nothing.
+package final class KeychainEngine: Sendable {
+    /// The store directory (0700).
+    package let directory: URL
+    let enclave: Enclave
+    let database: KeychainDatabase
+    let sealer: ItemSealer
+    private let evaluator: any AccessControlEvaluator
+    private let hub = KeychainEventHub()
+
+    /// Opens (creating on first use) the store in `directory`.
+    ///
+    /// - Parameter evaluator: decides access-control lists; by default none can be satisfied yet.
+    /// - Throws: `KeychainStatus` (`errSecIO`, `errSecDecode`) when the files cannot be created or opened.
+    package init(directory: URL, evaluator: any AccessControlEvaluator = NoCredentialEvaluator()) throws {
+        self.directory = directory
+        do {
+            enclave = try Enclave(directory: directory)
+            database = try KeychainDatabase(directory: directory)
+        } catch {
+            throw Self.status(error)
+        }
+        sealer = ItemSealer(enclave: enclave)
+        self.evaluator = evaluator
+    }
+
+    /// Serves one request for `caller`.
+    ///
+    /// - Throws: `KeychainStatus` with the `OSStatus` Keychain Services returns.
+    package func handle(_ request: KeychainRequest, caller: CallerIdentity) throws -> KeychainResponse {
+        do {
+            switch request {
+            case .add(let attributes):
+                return try add(ItemQuery.parse(attributes, for: .add), caller: caller).map(KeychainResponse.items)
+                    ?? .success
+            case .copyMatching(let query):
+                return .items(try copyMatching(ItemQuery.parse(query, for: .copyMatching), caller: caller))
+            case .update(let query, let attributes):
+                try update(ItemQuery.parse(query, for: .update), changes: attributes, caller: caller)
+                return .success
+            case .delete(let query):
+                try delete(ItemQuery.parse(query, for: .delete), caller: caller)
+                return .success
+            case .lock:
+                try enclave.lock()
+                hub.emit([KeychainEvent(kind: .locked)])
+                return .success
+            case .unlock:
+                try enclave.unlock()
+                hub.emit([KeychainEvent(kind: .unlocked)])
+                return .success
+            case .lockState:
+                return .locked(enclave.isLocked)
+            case .exportBackup(let file, let password):
+                let (count, skipped) = try exportBackup(to: file, password: password, caller: caller)
+                return .backup(count: count, skipped: skipped)
+            case .importBackup(let file, let password):
+                let (count, skipped) = try importBackup(from: file, password: password, caller: caller)
+                return .backup(count: count, skipped: skipped)
+            }
+        } catch {
+            throw Self.status(error)
+        }
+    }
+
+    /// Events `caller` may see (items in its access groups, lock and unlock), from now on, in this process.
+    package func events(for caller: CallerIdentity) -> AsyncStream<KeychainEvent> {
+        hub.subscribe(caller)
+    }
+
+    func hubEmit(_ events: [KeychainEvent]) { hub.emit(events) }
+
+    /// Records whether a passcode is set. Turning it off deletes every `akpu` item, as Apple does.
+    package func setPasscodeSet(_ isSet: Bool) throws {
+        do {
+            if !isSet {
+                let events = try database.write { transaction in
+                    var events: [KeychainEvent] = []
+                    for row in try transaction.allItems()
+                    where row.protectionClass == ProtectionClass.whenPasscodeSetThisDeviceOnly.rawValue {
+                        try transaction.delete(rowID: row.rowID)
+                        events.append(event(.deleted, row))
+                    }
+                    return events
+                }
+                hub.emit(events)
+            }
+            try enclave.setPasscodeSet(isSet)
+        } catch {
+            throw Self.status(error)
+        }
+    }
+
+    // MARK: Add
+
+    private func add(_ query: ItemQuery, caller: CallerIdentity) throws -> ItemResults? {
+        let itemClass = query.itemClass!
+        guard let group = query.accessGroup ?? caller.defaultAccessGroup else {
+            throw KeychainStatus(.missingEntitlement, "the caller holds no keychain access group")
+        }
+        guard caller.mayAccess(group) else {
+            throw KeychainStatus(.missingEntitlement, "the caller does not hold access group \(group)")
+        }
+        if query.returns.contains(.reference) && !Self.hasReferences(itemClass) {
+            throw KeychainStatus(.param, "passwords have no references")
+        }
+        var attributes = query.attributes
+        let protectionClass = try Self.protectionClass(of: attributes)
+        let synchronizable = query.synchronizable == .yes
+        if protectionClass.isThisDeviceOnly && synchronizable {
+            throw KeychainStatus(.param, "a ThisDeviceOnly item cannot be synchronizable")
+        }
+        let schema = AttributeSchema.attributes(of: itemClass)
+        for key in AttributeSchema.primaryKey(of: itemClass) where attributes[key] == nil {
+            attributes[key] = AttributeSchema.defaultValue(for: schema[key]!)
+        }
+        let now = Date()
+        attributes["agrp"] = .string(group)
+        attributes["pdmn"] = .string(protectionClass.rawValue)
+        attributes["sync"] = .bool(synchronizable)
+        attributes["cdat"] = .date(now)
+        attributes["mdat"] = .date(now)
+        let data = SecureBytes(query.valueData ?? Data())
+        let blindIndex = sealer.blindIndex(
+            itemClass: itemClass, accessGroup: group, synchronizable: synchronizable, attributes: attributes)
+        let stored = try database.write { transaction in
+            let row = StoredItem(
+                rowID: try transaction.nextRowID(), itemClass: itemClass.rawValue, accessGroup: group,
+                protectionClass: protectionClass.rawValue, synchronizable: synchronizable, blindIndex: blindIndex,
+                attributes: Data(), wrappedKey: Data(), value: nil)
+            let sealed = try sealer.seal(row, attributes: attributes, data: data, protectionClass: protectionClass)
+            try transaction.insert(sealed)
+            return sealed
+        }
+        hub.emit([event(.added, stored)])
+        guard !query.returns.isEmpty else { return nil }
+        let opened = ItemSealer.OpenedItem(
+            row: stored, itemClass: itemClass, protectionClass: protectionClass, attributes: attributes)
+        let result = try database.read { transaction in
+            try self.result(for: opened, query: query, caller: caller, transaction: transaction)
+        }
+        return ItemResults(returns: query.returns, isSingle: true, items: result.map { [$0] } ?? [])
+    }
+
+    // MARK: Copy matching
+
+    private func copyMatching(_ query: ItemQuery, caller: CallerIdentity) throws -> ItemResults {
+        let itemClass = query.itemClass ?? query.persistentReference!.itemClass
+        if query.returns.contains(.reference) && !Self.hasReferences(itemClass) {
+            throw KeychainStatus(.param, "passwords have no references")
+        }
+        return try database.read { transaction in
+            var results: [ItemResult] = []
+            let matches = try matchingItems(query, caller: caller, transaction: transaction)
+            for item in matches {
+                if let limit = query.limit, results.count >= limit { break }
+                try requireAvailable(item)
+                if let result = try result(for: item, query: query, caller: caller, transaction: transaction) {
+                    results.append(result)
+                }
+            }
+            guard !results.isEmpty else { throw KeychainStatus(.itemNotFound, "no item matches") }
+            return ItemResults(returns: query.returns, isSingle: query.limit == 1, items: results)
+        }
+    }
+
+    /// The result for one matched item, or nil when its access control says to skip it.
+    private func result(
+        for item: ItemSealer.OpenedItem, query: ItemQuery, caller: CallerIdentity, transaction: StoreTransaction
+    ) throws -> ItemResult? {
+        var result = ItemResult(itemClass: query.itemClass ?? item.itemClass)
+        let needsData = query.returns.contains(.data) || query.returns.contains(.reference)
+        if needsData, let policy = item.accessControl {
+            switch evaluator.authorize(policy, operation: .readData, authenticationUI: query.authenticationUI) {
+            case .allowed: break
+            case .skip: return nil
+            case .denied(let code): throw KeychainStatus(code, "the item's access control is not satisfied")
+            }
+        }
+        var attributes = item.attributes
+        attributes["class"] = .string(item.itemClass.rawValue)
+        if query.returns.contains(.attributes) { result.attributes = attributes }
+        if query.returns.contains(.persistentReference) {
+            result.persistentReference = PersistentReference(itemClass: item.itemClass, rowID: item.row.rowID).data
+        }
+        if needsData {
+            let data = try openData(item, transaction: transaction)
+            if query.returns.contains(.data) { result.data = data }
+            if query.returns.contains(.reference) {
+                result.reference =
+                    item.itemClass == .certificate
+                    ? .certificate(ItemMaterial(attributes: attributes, data: data))
+                    : .key(ItemMaterial(attributes: attributes, data: data))
+            }
+        }
+        if query.itemClass == .identity {
+            guard let key = try identityKey(for: item, caller: caller, transaction: transaction) else { return nil }
+            if query.returns.contains(.attributes) {
+                result.attributes = key.attributes.merging(attributes) { _, certificate in certificate }
+                result.attributes?["class"] = .string(ItemClass.identity.rawValue)
+            }
+            if query.returns.contains(.reference), case .certificate(let certificate) = result.reference {
+                try requireAvailable(key)
+                if let policy = key.accessControl {
+                    switch evaluator.authorize(policy, operation: .readData, authenticationUI: query.authenticationUI)
+                    {
+                    case .allowed: break
+                    case .skip: return nil
+                    case .denied(let code): throw KeychainStatus(code, "the key's access control is not satisfied")
+                    }
+                }
+                let keyData = try openData(key, transaction: transaction)
+                var keyAttributes = key.attributes
+                keyAttributes["class"] = .string(ItemClass.key.rawValue)
+                result.reference = .identity(
+                    certificate: certificate, privateKey: ItemMaterial(attributes: keyAttributes, data: keyData))
+            }
+        }
+        return result
+    }
+
+    private func openData(_ item: ItemSealer.OpenedItem, transaction: StoreTransaction) throws -> SecureBytes {
+        guard let sealedValue = try transaction.value(rowID: item.row.rowID) else {
+            throw KeychainStatus(.itemNotFound, "the item was deleted")
+        }
+        return try sealer.openData(item, sealedValue: sealedValue)
+    }
+
+    /// The private key (in a group the caller sees) whose application label is the certificate's public-key hash.
+    private func identityKey(
+        for certificate: ItemSealer.OpenedItem, caller: CallerIdentity, transaction: StoreTransaction
+    ) throws -> ItemSealer.OpenedItem? {
+        guard case .data(let hash) = certificate.attributes["pkhh"], !hash.isEmpty else { return nil }
+        for row in try transaction.items(
+            itemClass: ItemClass.key.rawValue, accessGroups: caller.visibleGroups, synchronizable: nil)
+        {
+            let key = try sealer.open(row)
+            if key.attributes["kcls"] == .string("1"), key.attributes["klbl"] == .data(hash) { return key }
+        }
+        return nil
+    }
+
+    // MARK: Update
+
+    private func update(_ query: ItemQuery, changes: [String: KeychainValue], caller: CallerIdentity) throws {
+        let itemClass = query.itemClass ?? query.persistentReference!.itemClass
+        guard itemClass != .identity else {
+            throw KeychainStatus(.param, "update the identity's certificate or key item instead")
+        }
+        let (changedAttributes, newData) = try ItemQuery.parseChanges(changes, for: itemClass)
+        if case .string(let group) = changedAttributes["agrp"], !caller.mayAccess(group) {
+            throw KeychainStatus(.missingEntitlement, "the caller does not hold access group \(group)")
+        }
+        var query = query
+        query.limit = nil
+        let events = try database.write { transaction in
+            let matches = try matchingItems(query, caller: caller, transaction: transaction)
+            guard !matches.isEmpty else { throw KeychainStatus(.itemNotFound, "no item matches") }
+            var events: [KeychainEvent] = []
+            let now = Date()
+            for item in matches {
+                try requireAvailable(item)
+                if let policy = item.accessControl {
+                    let decision = evaluator.authorize(policy, operation: .update, authenticationUI: query.authenticationUI)
+                    guard decision == .allowed else {
+                        throw KeychainStatus(.interactionNotAllowed, "the item's access control is not satisfied")
+                    }
+                }
+                var attributes = item.attributes.merging(changedAttributes) { _, new in new }
+                if changedAttributes["pdmn"] != nil && changedAttributes["accc"] == nil && item.accessControl != nil {
+                    throw KeychainStatus(.param, "change kSecAttrAccessControl to change the protection class")
+                }
+                if changedAttributes["accc"] != nil { attributes["pdmn"] = nil }
+                let protectionClass = try Self.protectionClass(of: attributes)
+                attributes["pdmn"] = .string(protectionClass.rawValue)
+                attributes["mdat"] = .date(max(now, Self.date(attributes["cdat"]) ?? now))
+                let synchronizable = attributes["sync"]?.boolValue ?? false
+                if protectionClass.isThisDeviceOnly && synchronizable {
+                    throw KeychainStatus(.param, "a ThisDeviceOnly item cannot be synchronizable")
+                }
+                let group = attributes["agrp"]?.stringValue ?? item.row.accessGroup
+                let data = try newData.map { SecureBytes($0) } ?? openData(item, transaction: transaction)
+                var row = item.row
+                row.accessGroup = group
+                row.protectionClass = protectionClass.rawValue
+                row.synchronizable = synchronizable
+                row.blindIndex = sealer.blindIndex(
+                    itemClass: item.itemClass, accessGroup: group, synchronizable: synchronizable,
+                    attributes: attributes)
+                let sealed = try sealer.seal(row, attributes: attributes, data: data, protectionClass: protectionClass)
+                try transaction.update(sealed)
+                events.append(event(.updated, sealed))
+            }
+            return events
+        }
+        hub.emit(events)
+    }
+
+    // MARK: Delete
+
+    private func delete(_ query: ItemQuery, caller: CallerIdentity) throws {
+        var query = query
+        query.limit = nil
+        let events = try database.write { transaction in
+            var events: [KeychainEvent] = []
+            var rows: [StoredItem] = []
+            for item in try matchingItems(query, caller: caller, transaction: transaction) {
+                rows.append(item.row)
+                if query.itemClass == .identity,
+                    let key = try identityKey(for: item, caller: caller, transaction: transaction)
+                {
+                    rows.append(key.row)
+                }
+            }
+            guard !rows.isEmpty else { throw KeychainStatus(.itemNotFound, "no item matches") }
+            var deleted = Set<Int64>()
+            for row in rows where deleted.insert(row.rowID).inserted {
+                try transaction.delete(rowID: row.rowID)
+                events.append(event(.deleted, row))
+            }
+            return events
+        }
+        hub.emit(events)
+    }
+
+    // MARK: Matching
+
+    /// The items `query` matches among those `caller` may see, in row order, attributes decrypted.
+    private func matchingItems(
+        _ query: ItemQuery, caller: CallerIdentity, transaction: StoreTransaction
+    ) throws -> [ItemSealer.OpenedItem] {
+        var groups = caller.visibleGroups
+        if let group = query.accessGroup {
+            guard caller.mayAccess(group) else {
+                throw KeychainStatus(.missingEntitlement, "the caller does not hold access group \(group)")
+            }
+            groups = [group]
+        }
+        let storedClass = query.itemClass == .identity ? ItemClass.certificate : query.itemClass
+        var candidates: [StoredItem]
+        if let reference = query.persistentReference {
+            guard storedClass == nil || storedClass == reference.itemClass,
+                let row = try transaction.item(rowID: reference.rowID), row.itemClass == reference.itemClass.rawValue,
+                groups?.contains(row.accessGroup) ?? true
+            else { return [] }
+            candidates = [row]
+        } else if let storedClass, let groups, !query.caseInsensitive, query.itemClass != .identity,
+            AttributeSchema.primaryKey(of: storedClass).allSatisfy({ query.attributes[$0] != nil })
+        {
+            let syncValues: [Bool] =
+                switch query.synchronizable {
+                case .no: [false]
+                case .yes: [true]
+                case .any: [false, true]
+                }
+            var indexes: [Data] = []
+            for group in groups {
+                for sync in syncValues {
+                    indexes.append(
+                        sealer.blindIndex(
+                            itemClass: storedClass, accessGroup: group, synchronizable: sync,
+                            attributes: query.attributes))
+                }
+            }
+            candidates = try transaction.items(blindIndexes: indexes).sorted { $0.rowID < $1.rowID }
+        } else {
+            let sync: Bool? =
+                switch query.synchronizable {
+                case .no: false
+                case .yes: true
+                case .any: nil
+                }
+            candidates = try transaction.items(
+                itemClass: storedClass!.rawValue, accessGroups: groups, synchronizable: sync)
+        }
+        var matches: [ItemSealer.OpenedItem] = []
+        for row in candidates {
+            if query.persistentReference != nil && query.synchronizable != .any
+                && row.synchronizable != (query.synchronizable == .yes)
+            {
+                continue
+            }
+            let item = try sealer.open(row)
+            if Self.matches(item.attributes, query.attributes, caseInsensitive: query.caseInsensitive) {
+                matches.append(item)
+            }
+        }
+        return matches
+    }
+
+    private static func matches(
+        _ attributes: [String: KeychainValue], _ filters: [String: KeychainValue], caseInsensitive: Bool
+    ) -> Bool {
+        for (key, wanted) in filters {
+            guard let value = attributes[key] else { return false }
+            if value == wanted { continue }
+            if caseInsensitive, case .string(let a) = value, case .string(let b) = wanted,
+                a.compare(b, options: [.caseInsensitive]) == .orderedSame
+            {
+                continue
+            }
+            return false
+        }
+        return true
+    }
+
+    // MARK: Rules
+
+    private func requireAvailable(_ item: ItemSealer.OpenedItem) throws {
+        guard enclave.isAvailable(item.protectionClass) else {
+            throw KeychainStatus(.interactionNotAllowed, "the item's protection class is locked")
+        }
+    }
+
+    /// The protection class from `kSecAttrAccessControl` or `kSecAttrAccessible` (they must agree); `ak` when
+    /// neither is given.
+    static func protectionClass(of attributes: [String: KeychainValue]) throws -> ProtectionClass {
+        var name = attributes["pdmn"]?.stringValue
+        if case .accessControl(let policy) = attributes["accc"] {
+            guard ProtectionClass(rawValue: policy.protection) != nil else {
+                throw KeychainStatus(.param, "the access control names an unknown protection class")
+            }
+            if let name, name != policy.protection {
+                throw KeychainStatus(.param, "kSecAttrAccessible disagrees with kSecAttrAccessControl")
+            }
+            name = policy.protection
+        }
+        guard let protectionClass = ProtectionClass(rawValue: name ?? "ak") else {
+            throw KeychainStatus(.param, "kSecAttrAccessible has an unknown value")
+        }
+        return protectionClass
+    }
+
+    private static func hasReferences(_ itemClass: ItemClass) -> Bool {
+        itemClass == .certificate || itemClass == .key || itemClass == .identity
+    }
+
+    private static func date(_ value: KeychainValue?) -> Date? {
+        if case .date(let date) = value { return date }
+        return nil
+    }
+
+    func event(_ kind: KeychainEvent.Kind, _ row: StoredItem) -> KeychainEvent {
+        let itemClass = ItemClass(rawValue: row.itemClass)
+        return KeychainEvent(
+            kind: kind, itemClass: itemClass, accessGroup: row.accessGroup,
+            persistentReference: itemClass.map { PersistentReference(itemClass: $0, rowID: row.rowID).data })
+    }
+
+    /// Maps any failure onto the `OSStatus` Keychain Services reports; messages never carry item contents.
+    static func status(_ error: any Error) -> KeychainStatus {
+        switch error {
+        case let status as KeychainStatus: return status
+        case StoreError.Code.duplicate: return KeychainStatus(.duplicateItem, "an item with this primary key exists")
+        case StoreError.Code.corrupt: return KeychainStatus(.decode, "the keychain database is damaged")
+        case StoreError.Code.diskFull: return KeychainStatus(.diskFull, "the disk is full")
+        case StoreError.Code.io: return KeychainStatus(.io, "the keychain database cannot be read or written")
+        case EnclaveError.Code.locked: return KeychainStatus(.interactionNotAllowed, "the keychain is locked")
+        case EnclaveError.Code.passcodeNotSet:
+            return KeychainStatus(.authFailed, "this protection class needs a passcode and none is set")
+        case EnclaveError.Code.corrupt: return KeychainStatus(.decode, "a key does not authenticate")
+        case EnclaveError.Code.io: return KeychainStatus(.io, "the key files cannot be read or written")
+        case CryptoError.Code.authenticationFailure: return KeychainStatus(.decode, "a ciphertext does not authenticate")
+        default: return KeychainStatus(.internalComponent, "internal failure")
+        }
+    }
+}

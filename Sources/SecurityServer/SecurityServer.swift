@@ -1,1 +1,0 @@
-// SecurityServer: the engine, the only code that touches state (keychain rules, ACLs, contexts, rights, lockout).
