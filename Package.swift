@@ -66,9 +66,10 @@ let package = Package(
         // Benchmarks: ratios against baselines measured in the same run (`make bench`).
         .executableTarget(
             name: "la-bench",
-            dependencies: ["SecureCrypto", "COpenSSL"],
+            dependencies: ["SecureCrypto", "COpenSSL", "Authenticators"],
             path: "Benchmarks/la-bench"),
 
+        .testTarget(name: "AuthenticatorsTests", dependencies: ["Authenticators", "SecureCrypto"]),
         .testTarget(
             name: "SecureCryptoTests",
             dependencies: ["SecureCrypto"],

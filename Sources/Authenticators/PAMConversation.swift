@@ -12,6 +12,8 @@ final class PAMConversationState {
     let presenter: any PasscodePresenter
     /// Set when the presenter answered nil: the transaction's result is then a user cancel whatever PAM returns.
     var cancelled = false
+    /// Set when an answer could not be passed to PAM intact (it contains a NUL byte); such a passcode is wrong.
+    var unusableAnswer = false
     /// How many prompts were answered, for the "was PAM asked" checks of the attempt policy tests.
     var promptsAnswered = 0
 
@@ -78,6 +80,7 @@ let pamConversation: @convention(c) (
                 return PAM_CONV_ERR
             }
             guard let copy = duplicateForPAM(answer) else {
+                state.unusableAnswer = true
                 discardResponses(responses, count: index)
                 return PAM_CONV_ERR
             }

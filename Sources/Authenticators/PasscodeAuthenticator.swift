@@ -92,6 +92,7 @@ package struct PasscodeAuthenticator: Sendable {
         var status: Int32
         var statusText: String
         var cancelled: Bool
+        var unusableAnswer: Bool
     }
 
     /// Runs one PAM transaction on the current thread (always ``pamThread``).
@@ -110,7 +111,9 @@ package struct PasscodeAuthenticator: Sendable {
                 pam_start(configuration.service, user, &conversation, &handle)
             }
         guard started == PAM_SUCCESS, let handle else {
-            return Outcome(stage: .start, status: started, statusText: text(of: started, handle), cancelled: false)
+            return Outcome(
+                stage: .start, status: started, statusText: text(of: started, handle), cancelled: false,
+                unusableAnswer: false)
         }
         var status = pam_set_item(handle, PAM_FAIL_DELAY, unsafeBitCast(pamNoFailDelay, to: UnsafeRawPointer.self))
         var stage = Outcome.Stage.start
@@ -123,7 +126,8 @@ package struct PasscodeAuthenticator: Sendable {
             status = pam_acct_mgmt(handle, 0)
         }
         let outcome = Outcome(
-            stage: stage, status: status, statusText: text(of: status, handle), cancelled: state.cancelled)
+            stage: stage, status: status, statusText: text(of: status, handle), cancelled: state.cancelled,
+            unusableAnswer: state.unusableAnswer)
         pam_end(handle, status)
         return outcome
     }
@@ -141,6 +145,11 @@ package struct PasscodeAuthenticator: Sendable {
         }
         if outcome.cancelled {
             throw AuthenticationError(.userCancel, "passcode entry was cancelled", backendStatus: backend)
+        }
+        if outcome.unusableAnswer {
+            // A passcode with a NUL byte cannot be anyone's PAM password: a wrong passcode, counted as such.
+            try policy?.recordPasscodeFailure()
+            throw AuthenticationError(.authenticationFailed, "the passcode was not accepted", backendStatus: backend)
         }
         switch (outcome.stage, outcome.status) {
         case (.authenticate, PAM_AUTH_ERR), (.authenticate, PAM_USER_UNKNOWN), (.authenticate, PAM_MAXTRIES),

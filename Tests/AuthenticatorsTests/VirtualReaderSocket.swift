@@ -1,0 +1,98 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A client for libfprint's `virtual_device` / `virtual_device_storage` socket protocol.
+///
+/// The wire rules (linux-backends.md §1.3): one command per connection, no trailing newline, shut down the write
+/// side, read until the driver closes (only `LIST` replies), then the next command. The socket exists only while
+/// the device is open, so connecting retries on ENOENT and ECONNREFUSED. Each call runs on its own thread
+/// because it blocks until libfprint's thread pumps its main context.
+struct VirtualReaderSocket: Sendable {
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    let path: String
+
+    /// Sends each command in order, each on its own connection; returns the replies.
+    @discardableResult
+    func send(_ commands: String..., timeout: Duration = .seconds(20)) async throws -> [String] {
+        try await send(commands, timeout: timeout)
+    }
+
+    /// Sends each command in order, each on its own connection; returns the replies.
+    @discardableResult
+    func send(_ commands: [String], timeout: Duration = .seconds(20)) async throws -> [String] {
+        let path = self.path
+        return try await withCheckedThrowingContinuation { continuation in
+            let thread = Thread {
+                continuation.resume(with: Result {
+                    try commands.map { try Self.exchange($0, path: path, timeout: timeout) }
+                })
+            }
+            thread.start()
+        }
+    }
+
+    private static func exchange(_ command: String, path: String, timeout: Duration) throws -> String {
+        precondition(!command.hasSuffix("\n"), "the virtual device takes no trailing newline")
+        let deadline = ContinuousClock.now + timeout
+        let fd = try connect(path: path, deadline: deadline)
+        defer { close(fd) }
+        var receiveTimeout = timeval(tv_sec: Int(timeout.components.seconds), tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &receiveTimeout, socklen_t(MemoryLayout<timeval>.size))
+        let bytes = Array(command.utf8)
+        var sent = 0
+        while sent < bytes.count {
+            let n = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw Failure(description: "send '\(command)': \(String(cString: strerror(errno)))")
+            }
+            sent += n
+        }
+        shutdown(fd, Int32(SHUT_WR))
+        var reply = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw Failure(description: "waiting for the driver to take '\(command)': \(String(cString: strerror(errno)))")
+            }
+            if n == 0 { break }
+            reply += buffer[0..<n]
+        }
+        return String(decoding: reply, as: UTF8.self)
+    }
+
+    private static func connect(path: String, deadline: ContinuousClock.Instant) throws -> Int32 {
+        while true {
+            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            guard fd >= 0 else { throw Failure(description: "socket: \(String(cString: strerror(errno)))") }
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            let pathBytes = Array(path.utf8)
+            precondition(pathBytes.count < MemoryLayout.size(ofValue: address.sun_path), "socket path too long")
+            withUnsafeMutableBytes(of: &address.sun_path) { raw in
+                raw.copyBytes(from: pathBytes)
+                raw[pathBytes.count] = 0
+            }
+            let result = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
+            }
+            if result == 0 { return fd }
+            let code = errno
+            close(fd)
+            guard code == ENOENT || code == ECONNREFUSED, ContinuousClock.now < deadline else {
+                throw Failure(description: "connect \(path): \(String(cString: strerror(code)))")
+            }
+            usleep(10_000)
+        }
+    }
+}
