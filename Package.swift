@@ -51,7 +51,7 @@ let package = Package(
         // Client side: one protocol to send a request to the engine, embedded or over the daemon socket.
         .target(name: "SecurityClient", dependencies: ["SecurityServer"]),
         // Public API: SecItem*, SecAccessControl, SecKey*, kSec* constants, OSStatus.
-        .target(name: "KeychainServices", dependencies: ["SecurityClient", "SecureCrypto"]),
+        .target(name: "KeychainServices", dependencies: ["SecurityClient", "SecurityServer", "KeychainStore", "SecureCrypto"]),
         // Public API: LAContext, LAError, LARight, LAPersistedRight, LARightStore.
         .target(name: "LocalAuthentication", dependencies: ["KeychainServices", "SecurityClient"]),
 

@@ -91,7 +91,7 @@ extension KeychainEngine {
         let entries = try Self.deserialize(plaintext)
         var skipped = 0
         let events = try database.write { transaction in
-            var events: [KeychainEvent] = []
+            var events: [EngineEvent] = []
             for entry in entries {
                 let attributes = try AttributeCodec.decode(entry.attributes)
                 guard let group = attributes["agrp"]?.stringValue, caller.mayAccess(group) else {

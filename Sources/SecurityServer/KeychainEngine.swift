@@ -16,7 +16,7 @@ package final class KeychainEngine: Sendable {
     let database: KeychainDatabase
     let sealer: ItemSealer
     private let evaluator: any AccessControlEvaluator
-    private let hub = KeychainEventHub()
+    private let hub = EngineEventHub()
 
     /// Opens (creating on first use) the store in `directory`.
     ///
@@ -53,11 +53,11 @@ package final class KeychainEngine: Sendable {
                 return .success
             case .lock:
                 try enclave.lock()
-                hub.emit([KeychainEvent(kind: .locked)])
+                hub.emit([EngineEvent(kind: .locked)])
                 return .success
             case .unlock:
                 try enclave.unlock()
-                hub.emit([KeychainEvent(kind: .unlocked)])
+                hub.emit([EngineEvent(kind: .unlocked)])
                 return .success
             case .lockState:
                 return .locked(enclave.isLocked)
@@ -74,18 +74,18 @@ package final class KeychainEngine: Sendable {
     }
 
     /// Events `caller` may see (items in its access groups, lock and unlock), from now on, in this process.
-    package func events(for caller: CallerIdentity) -> AsyncStream<KeychainEvent> {
+    package func events(for caller: CallerIdentity) -> AsyncStream<EngineEvent> {
         hub.subscribe(caller)
     }
 
-    func hubEmit(_ events: [KeychainEvent]) { hub.emit(events) }
+    func hubEmit(_ events: [EngineEvent]) { hub.emit(events) }
 
     /// Records whether a passcode is set. Turning it off deletes every `akpu` item, as Apple does.
     package func setPasscodeSet(_ isSet: Bool) throws {
         do {
             if !isSet {
                 let events = try database.write { transaction in
-                    var events: [KeychainEvent] = []
+                    var events: [EngineEvent] = []
                     for row in try transaction.allItems()
                     where row.protectionClass == ProtectionClass.whenPasscodeSetThisDeviceOnly.rawValue {
                         try transaction.delete(rowID: row.rowID)
@@ -266,7 +266,7 @@ package final class KeychainEngine: Sendable {
         let events = try database.write { transaction in
             let matches = try matchingItems(query, caller: caller, transaction: transaction)
             guard !matches.isEmpty else { throw KeychainStatus(.itemNotFound, "no item matches") }
-            var events: [KeychainEvent] = []
+            var events: [EngineEvent] = []
             let now = Date()
             for item in matches {
                 try requireAvailable(item)
@@ -312,7 +312,7 @@ package final class KeychainEngine: Sendable {
         var query = query
         query.limit = nil
         let events = try database.write { transaction in
-            var events: [KeychainEvent] = []
+            var events: [EngineEvent] = []
             var rows: [StoredItem] = []
             for item in try matchingItems(query, caller: caller, transaction: transaction) {
                 rows.append(item.row)
@@ -450,9 +450,9 @@ package final class KeychainEngine: Sendable {
         return nil
     }
 
-    func event(_ kind: KeychainEvent.Kind, _ row: StoredItem) -> KeychainEvent {
+    func event(_ kind: EngineEvent.Kind, _ row: StoredItem) -> EngineEvent {
         let itemClass = ItemClass(rawValue: row.itemClass)
-        return KeychainEvent(
+        return EngineEvent(
             kind: kind, itemClass: itemClass, accessGroup: row.accessGroup,
             persistentReference: itemClass.map { PersistentReference(itemClass: $0, rowID: row.rowID).data })
     }

@@ -61,7 +61,7 @@ package enum ItemReference: Sendable {
 }
 
 /// Something that happened to the keychain, for observers.
-package struct KeychainEvent: Sendable, Equatable {
+package struct EngineEvent: Sendable, Equatable {
     package enum Kind: Sendable, Equatable {
         case added, updated, deleted, locked, unlocked
     }

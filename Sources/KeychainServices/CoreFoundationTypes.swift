@@ -1,0 +1,53 @@
+import Foundation
+
+// Core Foundation's names for the types Keychain Services' signatures use, as aliases over the Foundation types
+// swift-corelibs-foundation provides, so code written for Apple platforms compiles unchanged:
+// `query as CFDictionary` bridges a Swift dictionary to `NSDictionary`, `item as? Data` bridges `NSData` back.
+
+/// A status code: `errSecSuccess` (0) or one of the `errSec…` values.
+public typealias OSStatus = Int32
+
+/// Any Core Foundation object: the type of `SecItemCopyMatching`'s result.
+public typealias CFTypeRef = AnyObject
+
+/// A dictionary of keychain attributes and query keys.
+public typealias CFDictionary = NSDictionary
+
+/// An array, as `SecItemCopyMatching` returns for several matches.
+public typealias CFArray = NSArray
+
+/// Bytes.
+public typealias CFData = NSData
+
+/// A string. A Swift `String` here (Apple's `CFString` bridges to `String` too), so `kSecClass as String` and
+/// `[kSecClass: kSecClassGenericPassword]` both work.
+public typealias CFString = String
+
+/// A number.
+public typealias CFNumber = NSNumber
+
+/// A boolean, as `kCFBooleanTrue` and `kCFBooleanFalse`.
+public typealias CFBoolean = NSNumber
+
+/// An error object, as `SecAccessControlCreateWithFlags` reports.
+public typealias CFError = NSError
+
+/// Option bits.
+public typealias CFOptionFlags = UInt
+
+/// The true boolean, for dictionaries written with `kCFBooleanTrue`.
+public var kCFBooleanTrue: CFBoolean { NSNumber(value: true) }
+
+/// The false boolean.
+public var kCFBooleanFalse: CFBoolean { NSNumber(value: false) }
+
+/// A memory allocator. Only the default exists on Linux; arguments of this type are accepted and ignored.
+public final class CFAllocator: Sendable {
+    private init() {}
+}
+
+/// The default allocator: `nil`, as Apple's `kCFAllocatorDefault` means "the default".
+public let kCFAllocatorDefault: CFAllocator? = nil
+
+/// The error domain of `CFError`s that carry an `OSStatus`.
+public let NSOSStatusErrorDomain = "NSOSStatusErrorDomain"

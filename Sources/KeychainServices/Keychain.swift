@@ -1,0 +1,215 @@
+import Foundation
+import KeychainStore
+import SecureCrypto
+import SecurityClient
+import SecurityServer
+
+/// When an item's data can be read, with Apple's `kSecAttrAccessible` values as raw values.
+public enum KeychainAccessibility: String, Sendable, CaseIterable {
+    case whenUnlocked = "ak"
+    case whenUnlockedThisDeviceOnly = "aku"
+    case afterFirstUnlock = "ck"
+    case afterFirstUnlockThisDeviceOnly = "cku"
+    case always = "dk"
+    case alwaysThisDeviceOnly = "dku"
+    case whenPasscodeSetThisDeviceOnly = "akpu"
+}
+
+/// A keychain for Swift code that prefers types to dictionaries. Every method sends the same engine request the
+/// SecItem functions send, so rules, errors and stored items are the same.
+public struct Keychain: Sendable {
+    private let explicitClient: (any SecurityClient)?
+
+    /// The keychain the SecItem functions use: the store named by `LA_DATA_DIR` (default
+    /// `$XDG_DATA_HOME/local-authentication`), with the access groups in `LA_ACCESS_GROUPS` (default: one group
+    /// named after the executable).
+    public static let `default` = Keychain(client: nil)
+
+    init(client: (any SecurityClient)?) {
+        explicitClient = client
+    }
+
+    /// A keychain stored in `directory` (created 0700 on first use) for a caller holding `accessGroups`.
+    ///
+    /// - Throws: `KeychainError` when the store cannot be opened.
+    public init(directory: URL, accessGroups: [String]) throws {
+        do {
+            explicitClient = try EmbeddedClient(
+                configuration: EmbeddedConfiguration(dataDirectory: directory, accessGroups: accessGroups))
+        } catch let status as KeychainStatus {
+            throw KeychainError(status)
+        }
+    }
+
+    func send(_ request: KeychainRequest) throws -> KeychainResponse {
+        do {
+            return try (explicitClient ?? KeychainClientSelection.resolve()).send(request)
+        } catch let status as KeychainStatus {
+            throw KeychainError(status)
+        }
+    }
+
+    // MARK: Items
+
+    /// Adds `item`. - Throws: `KeychainError` (`.duplicateItem` when its primary key exists).
+    public func add(_ item: some KeychainItem) throws {
+        guard let item = item as? any KeychainItemCoding else { throw KeychainError(status: errSecParam) }
+        var attributes = item.keychainAttributes
+        attributes["class"] = .string(type(of: item).itemClass)
+        _ = try send(.add(attributes))
+    }
+
+    /// The items `query` matches, with their attributes and data; empty when none match.
+    public func items<Item: KeychainItem>(matching query: KeychainQuery<Item>) throws -> [Item] {
+        guard let coding = Item.self as? any KeychainItemCoding.Type else { throw KeychainError(status: errSecParam) }
+        var dictionary = query.filters
+        dictionary["class"] = .string(coding.itemClass)
+        dictionary["r_Attributes"] = .bool(true)
+        if query.includesData { dictionary["r_Data"] = .bool(true) }
+        dictionary["m_Limit"] = query.limit.map { .integer(Int64($0)) } ?? .string("m_LimitAll")
+        let response: KeychainResponse
+        do {
+            response = try send(.copyMatching(dictionary))
+        } catch KeychainError.Code.itemNotFound {
+            return []
+        }
+        guard case .items(let results) = response else { return [] }
+        return results.items.compactMap { result in
+            result.attributes.flatMap {
+                coding.init(keychainAttributes: $0, data: result.data?.unprotectedData()) as? Item
+            }
+        }
+    }
+
+    /// Changes every item `query` matches: the attributes `change` sets, and the data when given.
+    ///
+    /// - Throws: `KeychainError` (`.itemNotFound`, `.duplicateItem`).
+    public func update<Item: KeychainItem>(
+        _ query: KeychainQuery<Item>, setting change: KeychainQuery<Item>.Change
+    ) throws {
+        guard let coding = Item.self as? any KeychainItemCoding.Type else { throw KeychainError(status: errSecParam) }
+        var dictionary = query.filters
+        dictionary["class"] = .string(coding.itemClass)
+        var attributes = change.attributes
+        if let data = change.data { attributes["v_Data"] = .data(data) }
+        _ = try send(.update(query: dictionary, attributes: attributes))
+    }
+
+    /// Deletes every item `query` matches. - Throws: `KeychainError.Code.itemNotFound` when none does.
+    public func delete<Item: KeychainItem>(_ query: KeychainQuery<Item>) throws {
+        guard let coding = Item.self as? any KeychainItemCoding.Type else { throw KeychainError(status: errSecParam) }
+        var dictionary = query.filters
+        dictionary["class"] = .string(coding.itemClass)
+        _ = try send(.delete(dictionary))
+    }
+
+    // MARK: Convenience for passwords
+
+    /// The generic password for `service` and `account`, or nil.
+    public func genericPassword(service: String, account: String) throws -> GenericPassword? {
+        try items(matching: .genericPasswords(service: service, account: account).limit(1)).first
+    }
+
+    /// The internet password for `server` and `account`, or nil.
+    public func internetPassword(server: String, account: String) throws -> InternetPassword? {
+        try items(matching: .internetPasswords(server: server, account: account).limit(1)).first
+    }
+
+    // MARK: Lock state, events, backups
+
+    /// Locks the keychain: `whenUnlocked` items become unreadable until `unlock()`.
+    public func lock() throws { _ = try send(.lock) }
+
+    /// Unlocks the keychain. (Until passcodes exist, this needs no authentication.)
+    public func unlock() throws { _ = try send(.unlock) }
+
+    /// Whether the keychain is locked.
+    public var isLocked: Bool {
+        get throws {
+            guard case .locked(let locked) = try send(.lockState) else { return true }
+            return locked
+        }
+    }
+
+    /// Keychain events (items added, updated, deleted in the caller's access groups; lock and unlock) from now
+    /// on. Embedded mode sees the changes made through this process's engine.
+    public func events() throws -> KeychainEvents {
+        do {
+            return KeychainEvents(stream: try (explicitClient ?? KeychainClientSelection.resolve()).keychainEvents())
+        } catch let status as KeychainStatus {
+            throw KeychainError(status)
+        }
+    }
+
+    /// Writes every item the caller may see, except `…ThisDeviceOnly` ones, to `file`, encrypted under a key
+    /// derived from `password` (scrypt).
+    ///
+    /// - Returns: the number of items written.
+    public func exportBackup(to file: URL, password: some ContiguousBytes) throws -> Int {
+        let secret = password.withUnsafeBytes { SecureBytes($0) }
+        guard case .backup(let count, _) = try send(.exportBackup(file: file, password: secret)) else { return 0 }
+        return count
+    }
+
+    /// Adds the items of a backup `file`; items whose primary key already exists stay as they are.
+    ///
+    /// - Returns: the number of items added. - Throws: `.authFailed` for a wrong password.
+    public func importBackup(from file: URL, password: some ContiguousBytes) throws -> Int {
+        let secret = password.withUnsafeBytes { SecureBytes($0) }
+        guard case .backup(let count, _) = try send(.importBackup(file: file, password: secret)) else { return 0 }
+        return count
+    }
+}
+
+/// Something that happened to the keychain.
+public struct KeychainEvent: Sendable, Hashable {
+    /// What happened.
+    public enum Kind: Sendable, Hashable {
+        case added, updated, deleted, locked, unlocked
+    }
+
+    /// What happened.
+    public var kind: Kind
+    /// The item's `kSecClass` value (nil for lock and unlock).
+    public var itemClass: String?
+    /// The item's access group (nil for lock and unlock).
+    public var accessGroup: String?
+    /// The item's persistent reference (nil for lock and unlock).
+    public var persistentReference: Data?
+
+    init(_ event: EngineEvent) {
+        kind =
+            switch event.kind {
+            case .added: .added
+            case .updated: .updated
+            case .deleted: .deleted
+            case .locked: .locked
+            case .unlocked: .unlocked
+            }
+        itemClass = event.itemClass?.rawValue
+        accessGroup = event.accessGroup
+        persistentReference = event.persistentReference
+    }
+}
+
+/// An asynchronous sequence of keychain events; it ends when dropped.
+public struct KeychainEvents: AsyncSequence, Sendable {
+    public typealias Element = KeychainEvent
+
+    let stream: AsyncStream<EngineEvent>
+
+    /// Iterates events as they happen.
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        var base: AsyncStream<EngineEvent>.AsyncIterator
+
+        /// The next event.
+        public mutating func next() async -> KeychainEvent? {
+            await base.next().map(KeychainEvent.init)
+        }
+    }
+
+    /// Starts iterating.
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(base: stream.makeAsyncIterator())
+    }
+}

@@ -1,0 +1,316 @@
+import Foundation
+import KeychainStore
+import SecurityServer
+
+/// A type the typed keychain API stores: `GenericPassword`, `InternetPassword` or `KeychainKey`.
+public protocol KeychainItem: Sendable {}
+
+/// How a typed item converts to and from the attributes the engine stores.
+package protocol KeychainItemCoding: KeychainItem {
+    /// The `kSecClass` of items of this type.
+    static var itemClass: String { get }
+    /// The attributes and data to store.
+    var keychainAttributes: [String: KeychainValue] { get }
+    /// An item from stored attributes and data; nil when they do not describe one.
+    init?(keychainAttributes: [String: KeychainValue], data: Data?)
+}
+
+/// Attributes every typed item has.
+private func commonAttributes(
+    label: String?, accessGroup: String?, accessibility: KeychainAccessibility, isSynchronizable: Bool, data: Data
+) -> [String: KeychainValue] {
+    var attributes: [String: KeychainValue] = [
+        "pdmn": .string(accessibility.rawValue), "sync": .bool(isSynchronizable), "v_Data": .data(data),
+    ]
+    if let label { attributes["labl"] = .string(label) }
+    if let accessGroup { attributes["agrp"] = .string(accessGroup) }
+    return attributes
+}
+
+private func date(_ value: KeychainValue?) -> Date? {
+    if case .date(let date) = value { return date }
+    return nil
+}
+
+private func data(_ value: KeychainValue?) -> Data? {
+    if case .data(let data) = value { return data }
+    return nil
+}
+
+/// A generic password (`kSecClassGenericPassword`), unique by service and account within its access group.
+public struct GenericPassword: KeychainItem, KeychainItemCoding, Hashable {
+    package static var itemClass: String { "genp" }
+
+    public var service: String
+    public var account: String
+    /// The secret. (Apple's API hands it out as `Data` too; keep copies short-lived.)
+    public var password: Data
+    public var label: String?
+    public var comment: String?
+    /// Where the item lives; nil = the caller's first access group.
+    public var accessGroup: String?
+    public var accessibility: KeychainAccessibility
+    public var isSynchronizable: Bool
+    /// Set by the keychain.
+    public private(set) var creationDate: Date?
+    /// Set by the keychain.
+    public private(set) var modificationDate: Date?
+
+    /// A generic password to add.
+    public init(
+        service: String, account: String, password: Data, label: String? = nil, comment: String? = nil,
+        accessGroup: String? = nil, accessibility: KeychainAccessibility = .whenUnlocked,
+        isSynchronizable: Bool = false
+    ) {
+        self.service = service
+        self.account = account
+        self.password = password
+        self.label = label
+        self.comment = comment
+        self.accessGroup = accessGroup
+        self.accessibility = accessibility
+        self.isSynchronizable = isSynchronizable
+    }
+
+    package var keychainAttributes: [String: KeychainValue] {
+        var attributes = commonAttributes(
+            label: label, accessGroup: accessGroup, accessibility: accessibility, isSynchronizable: isSynchronizable,
+            data: password)
+        attributes["svce"] = .string(service)
+        attributes["acct"] = .string(account)
+        if let comment { attributes["icmt"] = .string(comment) }
+        return attributes
+    }
+
+    package init?(keychainAttributes attributes: [String: KeychainValue], data: Data?) {
+        guard let service = attributes["svce"]?.stringValue, let account = attributes["acct"]?.stringValue,
+            let accessibility = attributes["pdmn"]?.stringValue.flatMap(KeychainAccessibility.init(rawValue:))
+        else { return nil }
+        self.init(
+            service: service, account: account, password: data ?? Data(), label: attributes["labl"]?.stringValue,
+            comment: attributes["icmt"]?.stringValue, accessGroup: attributes["agrp"]?.stringValue,
+            accessibility: accessibility, isSynchronizable: attributes["sync"]?.boolValue ?? false)
+        creationDate = date(attributes["cdat"])
+        modificationDate = date(attributes["mdat"])
+    }
+}
+
+/// An internet password (`kSecClassInternetPassword`), unique by account, server, protocol, port, path, security
+/// domain and authentication type within its access group.
+public struct InternetPassword: KeychainItem, KeychainItemCoding, Hashable {
+    package static var itemClass: String { "inet" }
+
+    public var server: String
+    public var account: String
+    public var password: Data
+    /// A `kSecAttrProtocol…` value; empty for none.
+    public var `protocol`: String
+    public var port: Int
+    public var path: String
+    public var securityDomain: String
+    /// A `kSecAttrAuthenticationType…` value; empty for none.
+    public var authenticationType: String
+    public var label: String?
+    public var accessGroup: String?
+    public var accessibility: KeychainAccessibility
+    public var isSynchronizable: Bool
+
+    /// An internet password to add.
+    public init(
+        server: String, account: String, password: Data, protocol: String = "", port: Int = 0, path: String = "",
+        securityDomain: String = "", authenticationType: String = "", label: String? = nil,
+        accessGroup: String? = nil, accessibility: KeychainAccessibility = .whenUnlocked,
+        isSynchronizable: Bool = false
+    ) {
+        self.server = server
+        self.account = account
+        self.password = password
+        self.protocol = `protocol`
+        self.port = port
+        self.path = path
+        self.securityDomain = securityDomain
+        self.authenticationType = authenticationType
+        self.label = label
+        self.accessGroup = accessGroup
+        self.accessibility = accessibility
+        self.isSynchronizable = isSynchronizable
+    }
+
+    package var keychainAttributes: [String: KeychainValue] {
+        var attributes = commonAttributes(
+            label: label, accessGroup: accessGroup, accessibility: accessibility, isSynchronizable: isSynchronizable,
+            data: password)
+        attributes["srvr"] = .string(server)
+        attributes["acct"] = .string(account)
+        attributes["ptcl"] = .string(`protocol`)
+        attributes["port"] = .integer(Int64(port))
+        attributes["path"] = .string(path)
+        attributes["sdmn"] = .string(securityDomain)
+        attributes["atyp"] = .string(authenticationType)
+        return attributes
+    }
+
+    package init?(keychainAttributes attributes: [String: KeychainValue], data: Data?) {
+        guard let server = attributes["srvr"]?.stringValue, let account = attributes["acct"]?.stringValue,
+            let accessibility = attributes["pdmn"]?.stringValue.flatMap(KeychainAccessibility.init(rawValue:))
+        else { return nil }
+        self.init(
+            server: server, account: account, password: data ?? Data(),
+            protocol: attributes["ptcl"]?.stringValue ?? "", port: Int(attributes["port"]?.integerValue ?? 0),
+            path: attributes["path"]?.stringValue ?? "", securityDomain: attributes["sdmn"]?.stringValue ?? "",
+            authenticationType: attributes["atyp"]?.stringValue ?? "", label: attributes["labl"]?.stringValue,
+            accessGroup: attributes["agrp"]?.stringValue, accessibility: accessibility,
+            isSynchronizable: attributes["sync"]?.boolValue ?? false)
+    }
+}
+
+/// A key stored as an item (`kSecClassKey`), unique by class, type, size, application tag and label.
+public struct KeychainKey: KeychainItem, KeychainItemCoding, Hashable {
+    package static var itemClass: String { "keys" }
+
+    /// Public, private or symmetric.
+    public enum KeyClass: String, Sendable, Hashable {
+        case `public` = "0", `private` = "1", symmetric = "2"
+    }
+
+    public var keyClass: KeyClass
+    /// A `kSecAttrKeyType…` value (`"73"` for P-256).
+    public var keyType: String
+    public var sizeInBits: Int
+    public var applicationTag: Data
+    public var applicationLabel: Data
+    /// The key's bytes (for example a P-256 private key's X9.63 representation).
+    public var keyData: Data
+    public var label: String?
+    public var accessGroup: String?
+    public var accessibility: KeychainAccessibility
+
+    /// A key to add.
+    public init(
+        keyClass: KeyClass, keyType: String, sizeInBits: Int, applicationTag: Data, applicationLabel: Data = Data(),
+        keyData: Data, label: String? = nil, accessGroup: String? = nil,
+        accessibility: KeychainAccessibility = .whenUnlocked
+    ) {
+        self.keyClass = keyClass
+        self.keyType = keyType
+        self.sizeInBits = sizeInBits
+        self.applicationTag = applicationTag
+        self.applicationLabel = applicationLabel
+        self.keyData = keyData
+        self.label = label
+        self.accessGroup = accessGroup
+        self.accessibility = accessibility
+    }
+
+    package var keychainAttributes: [String: KeychainValue] {
+        var attributes = commonAttributes(
+            label: label, accessGroup: accessGroup, accessibility: accessibility, isSynchronizable: false,
+            data: keyData)
+        attributes["kcls"] = .string(keyClass.rawValue)
+        attributes["type"] = .string(keyType)
+        attributes["bsiz"] = .integer(Int64(sizeInBits))
+        attributes["esiz"] = .integer(Int64(sizeInBits))
+        attributes["atag"] = .data(applicationTag)
+        attributes["klbl"] = .data(applicationLabel)
+        return attributes
+    }
+
+    package init?(keychainAttributes attributes: [String: KeychainValue], data: Data?) {
+        guard let keyClass = attributes["kcls"]?.stringValue.flatMap(KeyClass.init(rawValue:)),
+            let keyType = attributes["type"]?.stringValue,
+            let accessibility = attributes["pdmn"]?.stringValue.flatMap(KeychainAccessibility.init(rawValue:))
+        else { return nil }
+        self.init(
+            keyClass: keyClass, keyType: keyType, sizeInBits: Int(attributes["bsiz"]?.integerValue ?? 0),
+            applicationTag: KeychainServices.data(attributes["atag"]) ?? Data(),
+            applicationLabel: KeychainServices.data(attributes["klbl"]) ?? Data(), keyData: data ?? Data(),
+            label: attributes["labl"]?.stringValue, accessGroup: attributes["agrp"]?.stringValue,
+            accessibility: accessibility)
+    }
+}
+
+/// Which items of type `Item` to find, change or delete.
+public struct KeychainQuery<Item: KeychainItem>: Sendable {
+    var filters: [String: KeychainValue] = [:]
+    var limit: Int?
+    var includesData = true
+
+    /// Every item of this type the caller may see.
+    public init() {}
+
+    /// At most `count` matches.
+    public func limit(_ count: Int) -> KeychainQuery {
+        var query = self
+        query.limit = count
+        return query
+    }
+
+    /// Matches items whose access group is `group`.
+    public func accessGroup(_ group: String) -> KeychainQuery { adding("agrp", .string(group)) }
+
+    /// Matches items whose label is `label`.
+    public func label(_ label: String) -> KeychainQuery { adding("labl", .string(label)) }
+
+    /// Matches synchronizable and non-synchronizable items alike.
+    public func includingSynchronizable() -> KeychainQuery { adding("sync", .string("syna")) }
+
+    /// Returns attributes only, without decrypting data.
+    public func withoutData() -> KeychainQuery {
+        var query = self
+        query.includesData = false
+        return query
+    }
+
+    func adding(_ key: String, _ value: KeychainValue) -> KeychainQuery {
+        var query = self
+        query.filters[key] = value
+        return query
+    }
+
+    /// What `Keychain.update(_:setting:)` changes.
+    public struct Change: Sendable {
+        var attributes: [String: KeychainValue] = [:]
+        var data: Data?
+
+        /// A change of the item's data (its password or key bytes).
+        public static func data(_ data: Data) -> Change { Change(data: data) }
+
+        /// A change of the label.
+        public static func label(_ label: String) -> Change { Change(attributes: ["labl": .string(label)]) }
+
+        /// A change of the accessibility.
+        public static func accessibility(_ accessibility: KeychainAccessibility) -> Change {
+            Change(attributes: ["pdmn": .string(accessibility.rawValue)])
+        }
+    }
+}
+
+extension KeychainQuery where Item == GenericPassword {
+    /// Generic passwords, optionally of one service and account.
+    public static func genericPasswords(service: String? = nil, account: String? = nil) -> KeychainQuery {
+        var query = KeychainQuery()
+        if let service { query.filters["svce"] = .string(service) }
+        if let account { query.filters["acct"] = .string(account) }
+        return query
+    }
+}
+
+extension KeychainQuery where Item == InternetPassword {
+    /// Internet passwords, optionally of one server and account.
+    public static func internetPasswords(server: String? = nil, account: String? = nil) -> KeychainQuery {
+        var query = KeychainQuery()
+        if let server { query.filters["srvr"] = .string(server) }
+        if let account { query.filters["acct"] = .string(account) }
+        return query
+    }
+}
+
+extension KeychainQuery where Item == KeychainKey {
+    /// Keys, optionally with one application tag and key class.
+    public static func keys(applicationTag: Data? = nil, keyClass: KeychainKey.KeyClass? = nil) -> KeychainQuery {
+        var query = KeychainQuery()
+        if let applicationTag { query.filters["atag"] = .data(applicationTag) }
+        if let keyClass { query.filters["kcls"] = .string(keyClass.rawValue) }
+        return query
+    }
+}

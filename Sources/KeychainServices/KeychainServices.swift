@@ -1,1 +1,0 @@
-// KeychainServices: Apple's SecItem*, SecAccessControl, SecKey*, kSec* constants and OSStatus codes.

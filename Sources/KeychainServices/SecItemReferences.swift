@@ -1,0 +1,76 @@
+import Foundation
+import KeychainStore
+import SecureCrypto
+
+/// A certificate: what `kSecReturnRef` returns for certificate items and `kSecValueRef` adds.
+public final class SecCertificate: Sendable, Hashable {
+    /// The DER encoding.
+    let derData: Data
+
+    init(derData: Data) {
+        self.derData = derData
+    }
+
+    public static func == (lhs: SecCertificate, rhs: SecCertificate) -> Bool { lhs.derData == rhs.derData }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(derData) }
+}
+
+/// Wraps DER-encoded certificate bytes.
+///
+/// - Returns: nil when `data` is empty or does not start like a DER SEQUENCE. (Apple parses the certificate fully;
+///   this implementation checks only the outer structure.)
+public func SecCertificateCreateWithData(_ allocator: CFAllocator?, _ data: CFData) -> SecCertificate? {
+    let bytes = data as Data
+    guard bytes.count > 2, bytes.first == 0x30 else { return nil }
+    return SecCertificate(derData: bytes)
+}
+
+/// The DER encoding of `certificate`.
+public func SecCertificateCopyData(_ certificate: SecCertificate) -> CFData {
+    certificate.derData as NSData
+}
+
+/// A key item: what `kSecReturnRef` returns for key items and `kSecValueRef` adds.
+///
+/// Holds the key's stored bytes in a zeroizing buffer and the attributes it was stored with.
+public final class SecKey: Sendable {
+    let keyData: SecureBytes
+    let keyAttributes: [String: KeychainValue]
+
+    init(keyData: SecureBytes, attributes: [String: KeychainValue]) {
+        self.keyData = keyData
+        self.keyAttributes = attributes
+    }
+}
+
+/// A certificate with its private key: what `kSecReturnRef` returns for identity items.
+public final class SecIdentity: Sendable {
+    let certificate: SecCertificate
+    let privateKey: SecKey
+
+    init(certificate: SecCertificate, privateKey: SecKey) {
+        self.certificate = certificate
+        self.privateKey = privateKey
+    }
+}
+
+/// The certificate of `identity`.
+///
+/// - Returns: `errSecSuccess`, with the certificate in `certificateRef`.
+public func SecIdentityCopyCertificate(
+    _ identity: SecIdentity, _ certificateRef: UnsafeMutablePointer<SecCertificate?>
+) -> OSStatus {
+    certificateRef.pointee = identity.certificate
+    return errSecSuccess
+}
+
+/// The private key of `identity`.
+///
+/// - Returns: `errSecSuccess`, with the key in `privateKeyRef`.
+public func SecIdentityCopyPrivateKey(_ identity: SecIdentity, _ privateKeyRef: UnsafeMutablePointer<SecKey?>)
+    -> OSStatus
+{
+    privateKeyRef.pointee = identity.privateKey
+    return errSecSuccess
+}

@@ -1,0 +1,35 @@
+import Foundation
+import SecurityServer
+
+/// A client that runs the engine inside the calling process, on the store its configuration names.
+///
+/// Protects data at rest and gives Apple's semantics; it cannot keep keys from code running as the same user.
+package final class EmbeddedClient: SecurityClient {
+    /// The engine serving this client.
+    package let engine: KeychainEngine
+    /// Who this client's requests come from.
+    package let caller: CallerIdentity
+
+    /// Opens (creating on first use) the store `configuration` names.
+    ///
+    /// - Throws: `KeychainStatus` when the store cannot be opened.
+    package init(configuration: EmbeddedConfiguration) throws {
+        engine = try KeychainEngine(directory: configuration.dataDirectory)
+        caller = CallerIdentity(
+            accessGroups: configuration.accessGroups, mayAccessAllGroups: configuration.mayAccessAllGroups)
+    }
+
+    /// A client for another caller of the same engine (same store, same keys, same event stream).
+    package init(engine: KeychainEngine, caller: CallerIdentity) {
+        self.engine = engine
+        self.caller = caller
+    }
+
+    package func send(_ request: KeychainRequest) throws -> KeychainResponse {
+        try engine.handle(request, caller: caller)
+    }
+
+    package func keychainEvents() -> AsyncStream<EngineEvent> {
+        engine.events(for: caller)
+    }
+}

@@ -1,0 +1,55 @@
+import Foundation
+
+/// Where an embedded client keeps its store and which access groups its caller holds.
+package struct EmbeddedConfiguration: Sendable, Hashable {
+    /// The store directory (created 0700 on first use).
+    package var dataDirectory: URL
+    /// The caller's keychain access groups, in order; the first is the default for new items.
+    package var accessGroups: [String]
+    /// Whether the caller may see every access group (administrative tools).
+    package var mayAccessAllGroups: Bool
+
+    package init(dataDirectory: URL, accessGroups: [String], mayAccessAllGroups: Bool = false) {
+        self.dataDirectory = dataDirectory
+        self.accessGroups = accessGroups
+        self.mayAccessAllGroups = mayAccessAllGroups
+    }
+
+    /// The configuration from the environment:
+    /// - store: `$LA_DATA_DIR`, else `$XDG_DATA_HOME/local-authentication`, else
+    ///   `~/.local/share/local-authentication`;
+    /// - access groups: `$LA_ACCESS_GROUPS` (comma-separated), else one group named after the executable
+    ///   (`local.<executable name>`), the way an app's default group is its application identifier.
+    package static func fromEnvironment(
+        _ environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> EmbeddedConfiguration {
+        EmbeddedConfiguration(
+            dataDirectory: defaultDataDirectory(environment),
+            accessGroups: environment["LA_ACCESS_GROUPS"].map {
+                $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            } ?? [defaultAccessGroup()])
+    }
+
+    /// `$LA_DATA_DIR`, `$XDG_DATA_HOME/local-authentication` or `~/.local/share/local-authentication`.
+    package static func defaultDataDirectory(
+        _ environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> URL {
+        if let directory = environment["LA_DATA_DIR"], !directory.isEmpty {
+            return URL(fileURLWithPath: directory, isDirectory: true)
+        }
+        if let dataHome = environment["XDG_DATA_HOME"], dataHome.hasPrefix("/") {
+            return URL(fileURLWithPath: dataHome, isDirectory: true).appendingPathComponent("local-authentication")
+        }
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        return URL(fileURLWithPath: home, isDirectory: true)
+            .appendingPathComponent(".local/share/local-authentication")
+    }
+
+    /// `local.<name of the running executable>`.
+    package static func defaultAccessGroup() -> String {
+        let executable =
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+            ?? CommandLine.arguments.first ?? "unknown"
+        return "local." + URL(fileURLWithPath: executable).lastPathComponent
+    }
+}
