@@ -64,11 +64,24 @@ final class OperationCancellation: @unchecked Sendable {
     }
 
     /// Cancels the operation, recording why (the first reason wins).
+    ///
+    /// The `GCancellable` is not cancelled on the calling thread: libfprint 1.94.5 runs its "cancelled" handlers
+    /// on whichever thread cancels, and they race with the libfprint thread finishing the operation (observed as
+    /// `g_source_unref: assertion 'source != NULL'` and an idle cancel source left behind for the next operation).
+    /// Instead an idle source on the global default main context, which the libfprint thread's `*_sync` call is
+    /// pumping, cancels it there; `g_idle_add_full` is thread-safe and wakes that context at once.
     func cancel(_ why: Reason) {
-        lock.withLock {
-            if reason == nil && !finished { reason = why }
+        let first = lock.withLock { () -> Bool in
+            guard reason == nil && !finished else { return false }
+            reason = why
+            return true
         }
-        g_cancellable_cancel(cancellable)
+        guard first else { return }
+        g_idle_add_full(
+            G_PRIORITY_HIGH, { cancellable in
+                g_cancellable_cancel(cancellable?.assumingMemoryBound(to: GCancellable.self))
+                return 0  // G_SOURCE_REMOVE
+            }, g_object_ref(cancellable), { g_object_unref($0) })
     }
 
     /// Why the operation was cancelled, if it was.
