@@ -70,6 +70,17 @@ let package = Package(
             path: "Benchmarks/la-bench"),
 
         .testTarget(name: "AuthenticatorsTests", dependencies: ["Authenticators", "SecureCrypto"]),
+        // Keychain tests: semantics, tampering, scale, and two processes / SIGKILL through keychain-stress.
+        .executableTarget(
+            name: "keychain-stress", dependencies: ["SecurityClient", "SecurityServer"]),
+        .testTarget(
+            name: "KeychainStoreTests",
+            dependencies: ["KeychainStore", "Enclave", "SecurityServer", "SecureCrypto"]),
+        .testTarget(
+            name: "KeychainServicesTests",
+            dependencies: [
+                "KeychainServices", "SecurityClient", "SecurityServer", "KeychainStore", "Enclave", "keychain-stress",
+            ]),
         .testTarget(
             name: "SecureCryptoTests",
             dependencies: ["SecureCrypto"],

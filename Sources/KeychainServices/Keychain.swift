@@ -25,7 +25,7 @@ public struct Keychain: Sendable {
     /// named after the executable).
     public static let `default` = Keychain(client: nil)
 
-    init(client: (any SecurityClient)?) {
+    package init(client: (any SecurityClient)?) {
         explicitClient = client
     }
 

@@ -1,0 +1,111 @@
+import Foundation
+import KeychainServices
+import SecurityClient
+import SecurityServer
+import Testing
+
+@Suite("Keychain events")
+struct EventTests {
+    @Test func eventsReportAddsUpdatesDeletesAndLocking() async throws {
+        let store = TestStore()
+        let client = try store.client(groups: ["app"])
+        let keychain = Keychain(client: client)
+        var iterator = try keychain.events().makeAsyncIterator()
+        try keychain.add(GenericPassword(service: "s", account: "a", password: Data("p".utf8)))
+        try keychain.update(.genericPasswords(service: "s", account: "a"), setting: .label("l"))
+        try keychain.delete(.genericPasswords(service: "s"))
+        try keychain.lock()
+        try keychain.unlock()
+        var kinds: [KeychainEvent.Kind] = []
+        for _ in 0..<5 { if let event = await iterator.next() { kinds.append(event.kind) } }
+        #expect(kinds == [.added, .updated, .deleted, .locked, .unlocked])
+    }
+
+    @Test func eventsOfOtherAccessGroupsAreNotSeen() async throws {
+        let store = TestStore()
+        let owner = try store.client(groups: ["owner"])
+        let stranger = EmbeddedClient(engine: owner.engine, caller: CallerIdentity(accessGroups: ["stranger"]))
+        var strangerEvents = try Keychain(client: stranger).events().makeAsyncIterator()
+        var ownerEvents = try Keychain(client: owner).events().makeAsyncIterator()
+        try Keychain(client: owner).add(GenericPassword(service: "s", account: "private", password: Data()))
+        try Keychain(client: stranger).add(GenericPassword(service: "s", account: "own", password: Data()))
+        let first = await strangerEvents.next()
+        #expect(first?.accessGroup == "stranger")
+        #expect(await ownerEvents.next()?.accessGroup == "owner")
+    }
+}
+
+@Suite("Keychain backup")
+struct BackupTests {
+    @Test func backupCarriesMigratoryItemsIntoAnotherStore() throws {
+        let source = TestStore()
+        let target = TestStore()
+        let file = source.directory.deletingLastPathComponent().appendingPathComponent("backup-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let sourceKeychain = Keychain(client: try source.client(groups: ["app"]))
+        try sourceKeychain.add(GenericPassword(service: "s", account: "migrates", password: Data("m".utf8)))
+        try sourceKeychain.add(
+            GenericPassword(
+                service: "s", account: "stays", password: Data("d".utf8), accessibility: .whenUnlockedThisDeviceOnly))
+        try sourceKeychain.add(InternetPassword(server: "example.com", account: "u", password: Data("i".utf8), port: 443))
+        #expect(try sourceKeychain.exportBackup(to: file, password: Data("backup pw".utf8)) == 2)
+        let mode = try FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        let contents = try Data(contentsOf: file)
+        #expect(contents.range(of: Data("migrates".utf8)) == nil)
+
+        let targetKeychain = Keychain(client: try target.client(groups: ["app"]))
+        #expect(throws: KeychainError(status: errSecAuthFailed)) {
+            try targetKeychain.importBackup(from: file, password: Data("wrong".utf8))
+        }
+        #expect(try targetKeychain.importBackup(from: file, password: Data("backup pw".utf8)) == 2)
+        #expect(try targetKeychain.genericPassword(service: "s", account: "migrates")?.password == Data("m".utf8))
+        #expect(try targetKeychain.genericPassword(service: "s", account: "stays") == nil)
+        #expect(try targetKeychain.internetPassword(server: "example.com", account: "u")?.port == 443)
+        #expect(try targetKeychain.importBackup(from: file, password: Data("backup pw".utf8)) == 0)
+    }
+}
+
+@Suite("Typed keychain API")
+struct TypedAPITests {
+    @Test func genericPasswordsThroughTheTypedAPI() throws {
+        let store = TestStore()
+        let keychain = Keychain(client: try store.client(groups: ["app"]))
+        try keychain.add(GenericPassword(service: "mail", account: "ann", password: Data("one".utf8), label: "Mail"))
+        #expect(throws: KeychainError(status: errSecDuplicateItem)) {
+            try keychain.add(GenericPassword(service: "mail", account: "ann", password: Data("two".utf8)))
+        }
+        let found = try #require(try keychain.genericPassword(service: "mail", account: "ann"))
+        #expect(found.password == Data("one".utf8) && found.label == "Mail" && found.accessGroup == "app")
+        #expect(found.creationDate != nil)
+        try keychain.update(.genericPasswords(service: "mail", account: "ann"), setting: .data(Data("three".utf8)))
+        #expect(try keychain.genericPassword(service: "mail", account: "ann")?.password == Data("three".utf8))
+        try keychain.delete(.genericPasswords(service: "mail"))
+        #expect(try keychain.genericPassword(service: "mail", account: "ann") == nil)
+        do {
+            try keychain.delete(.genericPasswords(service: "mail"))
+            Issue.record("deleting nothing succeeded")
+        } catch KeychainError.Code.itemNotFound {
+        }
+    }
+
+    @Test func keysAndTheSameItemsThroughSecItem() throws {
+        let store = TestStore()
+        let client = try store.client(groups: ["app"])
+        let keychain = Keychain(client: client)
+        try keychain.add(
+            KeychainKey(
+                keyClass: .private, keyType: "73", sizeInBits: 256, applicationTag: Data("com.example.key".utf8),
+                keyData: Data(repeating: 4, count: 97)))
+        let keys = try keychain.items(matching: .keys(applicationTag: Data("com.example.key".utf8)))
+        #expect(keys.count == 1 && keys.first?.keyData.count == 97 && keys.first?.keyClass == .private)
+        try store.with(client) {
+            let (status, result) = copyMatching([
+                kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: Data("com.example.key".utf8),
+                kSecAttrKeyClass as String: kSecAttrKeyClassPrivate, kSecReturnAttributes as String: true,
+            ])
+            #expect(status == errSecSuccess)
+            #expect((result as? [String: Any])?[kSecAttrKeySizeInBits as String] as? Int == 256)
+        }
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+import KeychainServices
+import SecurityClient
+import SecurityServer
+
+/// A store in a fresh temporary directory, removed when the value goes away; clients for callers of it.
+final class TestStore: Sendable {
+    let directory: URL
+
+    init() {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("keychain-test-\(UUID().uuidString)")
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// A new client (its own engine) for a caller holding `groups`.
+    func client(groups: [String] = ["test.app"], allGroups: Bool = false) throws -> EmbeddedClient {
+        try EmbeddedClient(
+            configuration: EmbeddedConfiguration(
+                dataDirectory: directory, accessGroups: groups, mayAccessAllGroups: allGroups))
+    }
+
+    /// Runs `body` with the SecItem functions bound to `client`.
+    @discardableResult
+    func with<T>(_ client: EmbeddedClient, _ body: () throws -> T) throws -> T {
+        try KeychainClientSelection.$current.withValue(client) { try body() }
+    }
+
+    /// Runs `body` with the SecItem functions bound to a new client for `groups`.
+    @discardableResult
+    func with<T>(groups: [String] = ["test.app"], _ body: () throws -> T) throws -> T {
+        try with(try client(groups: groups), body)
+    }
+}
+
+/// `SecItemCopyMatching` returning status and result.
+func copyMatching(_ query: [String: Any]) -> (OSStatus, CFTypeRef?) {
+    var result: CFTypeRef?
+    let status = SecItemCopyMatching(query as CFDictionary, &result)
+    return (status, result)
+}
+
+/// `SecItemAdd` of a generic password.
+@discardableResult
+func addGenericPassword(
+    account: String, service: String = "svc", password: String = "secret", extra: [String: Any] = [:]
+) -> OSStatus {
+    var query: [String: Any] = [
+        kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: account,
+        kSecAttrService as String: service, kSecValueData as String: Data(password.utf8),
+    ]
+    query.merge(extra) { _, new in new }
+    return SecItemAdd(query as CFDictionary, nil)
+}
+
+/// The password stored for `account`, or the status that prevented reading it.
+func password(account: String, service: String = "svc", extra: [String: Any] = [:]) -> Result<String, StatusError> {
+    var query: [String: Any] = [
+        kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: account,
+        kSecAttrService as String: service, kSecReturnData as String: true,
+    ]
+    query.merge(extra) { _, new in new }
+    let (status, result) = copyMatching(query)
+    guard status == errSecSuccess else { return .failure(StatusError(status: status)) }
+    guard let data = result as? Data else { return .failure(StatusError(status: 1)) }
+    return .success(String(decoding: data, as: UTF8.self))
+}
+
+struct StatusError: Error, Equatable {
+    var status: OSStatus
+}
+
+/// The number of generic passwords the current caller sees.
+func genericPasswordCount(_ extra: [String: Any] = [:]) -> Int {
+    var query: [String: Any] = [
+        kSecClass as String: kSecClassGenericPassword, kSecMatchLimit as String: kSecMatchLimitAll,
+        kSecReturnAttributes as String: true,
+    ]
+    query.merge(extra) { _, new in new }
+    let (status, result) = copyMatching(query)
+    return status == errSecSuccess ? ((result as? [Any])?.count ?? -1) : 0
+}

@@ -1,0 +1,113 @@
+import Foundation
+import Testing
+
+@testable import Enclave
+
+@Suite("Enclave keybag")
+struct EnclaveTests {
+    private func temporaryDirectory() -> URL {
+        FileManager.default.temporaryDirectory.appendingPathComponent("enclave-\(UUID().uuidString)")
+    }
+
+    private func mode(_ path: String) throws -> Int {
+        (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int) ?? -1
+    }
+
+    @Test func firstUseCreatesAPrivateRootKeyAndKeybag() throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        _ = try Enclave(directory: directory)
+        #expect(try mode(directory.path) == 0o700)
+        for file in ["device.key", "keybag", "keybag.state"] {
+            #expect(try mode(directory.appendingPathComponent(file).path) == 0o600, "\(file)")
+        }
+        #expect(try Data(contentsOf: directory.appendingPathComponent("device.key")).count == 32)
+    }
+
+    @Test func reopeningGivesTheSameKeys() throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let first = try Enclave(directory: directory)
+        let second = try Enclave(directory: directory)
+        #expect(first.metadataKey == second.metadataKey)
+        #expect(first.indexKey == second.indexKey)
+        #expect(first.metadataKey != first.indexKey)
+    }
+
+    @Test func lockingRemovesWhenUnlockedClassesButKeepsAfterFirstUnlockAndAlways() throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let enclave = try Enclave(directory: directory)
+        #expect(enclave.isAvailable(.whenUnlocked))
+        try enclave.lock()
+        #expect(enclave.isLocked)
+        #expect(!enclave.isAvailable(.whenUnlocked))
+        #expect(!enclave.isAvailable(.whenUnlockedThisDeviceOnly))
+        #expect(enclave.isAvailable(.afterFirstUnlock))
+        #expect(enclave.isAvailable(.afterFirstUnlockThisDeviceOnly))
+        #expect(enclave.isAvailable(.always))
+        #expect(enclave.isAvailable(.alwaysThisDeviceOnly))
+        #expect(throws: EnclaveError.self) {
+            try enclave.wrap(rowKey: .init(zeros: 32), protectionClass: .whenUnlocked, binding: Data())
+        }
+        try enclave.unlock()
+        #expect(enclave.isAvailable(.whenUnlocked))
+    }
+
+    @Test func anotherInstanceSeesTheLock() throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let first = try Enclave(directory: directory)
+        let second = try Enclave(directory: directory)
+        try first.lock()
+        #expect(!second.isAvailable(.whenUnlocked))
+        try first.unlock()
+        #expect(second.isAvailable(.whenUnlocked))
+    }
+
+    @Test func afterFirstUnlockNeedsAnUnlockInThisBoot() throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        _ = try Enclave(directory: directory)
+        let state = directory.appendingPathComponent("keybag.state")
+        try Data(#"{"locked":true,"unlockBootID":"an-earlier-boot","passcodeSet":false}"#.utf8).write(to: state)
+        let enclave = try Enclave(directory: directory)
+        #expect(!enclave.isAvailable(.afterFirstUnlock))
+        #expect(enclave.isAvailable(.always))
+        try enclave.unlock()
+        try enclave.lock()
+        #expect(enclave.isAvailable(.afterFirstUnlock))
+    }
+
+    @Test func passcodeClassNeedsAPasscode() throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let enclave = try Enclave(directory: directory)
+        #expect(!enclave.isAvailable(.whenPasscodeSetThisDeviceOnly))
+        try enclave.setPasscodeSet(true)
+        #expect(enclave.isAvailable(.whenPasscodeSetThisDeviceOnly))
+    }
+
+    @Test func rowKeysAreBoundToTheirRowAndClass() throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let enclave = try Enclave(directory: directory)
+        let key = try SecureBytesFactory.random()
+        let wrapped = try enclave.wrap(rowKey: key, protectionClass: .whenUnlocked, binding: Data("row 1".utf8))
+        #expect(try enclave.unwrap(rowKey: wrapped, protectionClass: .whenUnlocked, binding: Data("row 1".utf8)) == key)
+        #expect(throws: EnclaveError.self) {
+            try enclave.unwrap(rowKey: wrapped, protectionClass: .whenUnlocked, binding: Data("row 2".utf8))
+        }
+        #expect(throws: EnclaveError.self) {
+            try enclave.unwrap(rowKey: wrapped, protectionClass: .always, binding: Data("row 1".utf8))
+        }
+    }
+
+    @Test func aForeignDeviceKeyDoesNotOpenTheKeybag() throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        _ = try Enclave(directory: directory)
+        try Data(repeating: 7, count: 32).write(to: directory.appendingPathComponent("device.key"))
+        #expect(throws: EnclaveError.self) { try Enclave(directory: directory) }
+    }
+}
