@@ -146,7 +146,11 @@ public struct Keychain: Sendable {
     ///
     /// - Returns: the number of items written.
     public func exportBackup(to file: URL, password: some ContiguousBytes) throws -> Int {
-        let secret = password.withUnsafeBytes { SecureBytes($0) }
+        try exportBackup(to: file, secret: password.withUnsafeBytes { SecureBytes($0) })
+    }
+
+    /// `exportBackup(to:password:)` for a password already in zeroizing memory.
+    package func exportBackup(to file: URL, secret: SecureBytes) throws -> Int {
         guard case .backup(let count, _) = try send(.exportBackup(file: file, password: secret)) else { return 0 }
         return count
     }
@@ -155,7 +159,11 @@ public struct Keychain: Sendable {
     ///
     /// - Returns: the number of items added. - Throws: `.authFailed` for a wrong password.
     public func importBackup(from file: URL, password: some ContiguousBytes) throws -> Int {
-        let secret = password.withUnsafeBytes { SecureBytes($0) }
+        try importBackup(from: file, secret: password.withUnsafeBytes { SecureBytes($0) })
+    }
+
+    /// `importBackup(from:password:)` for a password already in zeroizing memory.
+    package func importBackup(from file: URL, secret: SecureBytes) throws -> Int {
         guard case .backup(let count, _) = try send(.importBackup(file: file, password: secret)) else { return 0 }
         return count
     }

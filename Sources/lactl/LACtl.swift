@@ -7,5 +7,5 @@ struct LACtl: AsyncParsableCommand {
         commandName: "lactl",
         abstract: "Manage the local-authentication keychain, fingerprints, passcodes and rights.",
         version: "0.1.0",
-        subcommands: [Biometry.self, Passcode.self])
+        subcommands: [Biometry.self, Passcode.self, KeychainCommand.self])
 }

@@ -1,0 +1,437 @@
+import ArgumentParser
+import Foundation
+import KeychainServices
+import SecureCrypto
+import SecurityClient
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `lactl keychain …`: the keychain for people, with the subcommand names of macOS `security`.
+struct KeychainCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "keychain",
+        abstract: "Add, find, delete, dump, lock, export and import keychain items.",
+        subcommands: [
+            AddGenericPassword.self, FindGenericPassword.self, DeleteGenericPassword.self,
+            AddInternetPassword.self, FindInternetPassword.self, DeleteInternetPassword.self,
+            DumpKeychain.self, LockKeychain.self, UnlockKeychain.self, ExportKeychain.self, ImportKeychain.self,
+        ])
+}
+
+/// Options every keychain subcommand takes.
+struct KeychainOptions: ParsableArguments {
+    @Option(help: "The store directory (default: $LA_DATA_DIR, else $XDG_DATA_HOME/local-authentication).")
+    var dataDir: String?
+
+    /// Runs `body` with the SecItem functions bound to this store. `lactl` acts for the user who owns the files,
+    /// so it sees every access group; new items go to the first of `$LA_ACCESS_GROUPS` (default `local.lactl`).
+    func run<T>(_ body: () throws -> T) throws -> T {
+        var configuration = EmbeddedConfiguration.fromEnvironment()
+        if let dataDir { configuration.dataDirectory = URL(fileURLWithPath: dataDir, isDirectory: true) }
+        configuration.mayAccessAllGroups = true
+        let client: EmbeddedClient
+        do {
+            client = try EmbeddedClient(configuration: configuration)
+        } catch {
+            throw KeychainCommandFailure(status: errSecNotAvailable, operation: "open the keychain")
+        }
+        return try KeychainClientSelection.$current.withValue(client) { try body() }
+    }
+}
+
+/// A failed operation, reported as `security` does (its message on stderr) with its exit status: 44 for an item
+/// that is not found, as macOS `security`, 1 otherwise.
+struct KeychainCommandFailure: Error, CustomStringConvertible {
+    var status: OSStatus
+    var operation: String
+
+    var description: String {
+        "lactl: \(operation): \(SecCopyErrorMessageString(status, nil) ?? "OSStatus \(status)")"
+    }
+}
+
+private func check(_ status: OSStatus, _ operation: String) throws {
+    guard status == errSecSuccess else { throw KeychainCommandFailure(status: status, operation: operation) }
+}
+
+/// Runs a keychain subcommand body, turning failures into the message and exit status.
+private func reporting(_ body: () throws -> Void) throws {
+    do {
+        try body()
+    } catch let failure as KeychainCommandFailure {
+        FileHandle.standardError.write(Data("\(failure)\n".utf8))
+        throw ExitCode(failure.status == errSecItemNotFound ? 44 : 1)
+    }
+}
+
+/// Reads a secret from the terminal with echo off, or from standard input when it is not a terminal (one line).
+func readSecret(prompt: String) throws -> SecureBytes {
+    let maximum = 64 * 1024
+    var buffer = SecureBytes(zeros: maximum)
+    let interactive = isatty(STDIN_FILENO) == 1
+    let fd = interactive ? open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC) : STDIN_FILENO
+    guard fd >= 0 else { throw ValidationError("no terminal to read the secret from") }
+    defer { if interactive { close(fd) } }
+    var saved = termios()
+    if interactive {
+        _ = prompt.withCString { write(fd, $0, strlen($0)) }
+        tcgetattr(fd, &saved)
+        var quiet = saved
+        quiet.c_lflag &= ~tcflag_t(ECHO)
+        tcsetattr(fd, TCSAFLUSH, &quiet)
+    }
+    defer {
+        if interactive {
+            tcsetattr(fd, TCSAFLUSH, &saved)
+            _ = write(fd, "\n", 1)
+        }
+    }
+    let length = buffer.withUnsafeMutableBytes { bytes -> Int in
+        var length = 0
+        while length < bytes.count {
+            var byte: UInt8 = 0
+            let n = read(fd, &byte, 1)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 || byte == 0x0A { break }
+            bytes[length] = byte
+            length += 1
+        }
+        return length
+    }
+    if length > 0, buffer.withUnsafeBytes({ $0[length - 1] }) == 0x0D { return buffer.slice(0..<length - 1) }
+    return buffer.slice(0..<length)
+}
+
+/// Prints one item's attributes as `security find-…-password` does, and its data when asked.
+private func printItem(_ item: [String: Any], showData: Bool) {
+    print("class: \"\(item[kSecClass as String] as? String ?? "")\"")
+    print("attributes:")
+    for key in item.keys.sorted() where key != kSecClass as String && key != kSecValueData as String {
+        print("    \"\(key)\"=\(describe(item[key]!))")
+    }
+    if showData, let data = item[kSecValueData as String] as? Data {
+        print("data:\n\(describe(data))")
+    }
+}
+
+private func describe(_ value: Any) -> String {
+    switch value {
+    case let string as String: return "\"\(string)\""
+    case let data as Data:
+        if let text = String(data: data, encoding: .utf8), !text.contains(where: { $0.isNewline || $0 == "\0" }) {
+            return "\"\(text)\""
+        }
+        return "0x" + data.map { String(format: "%02X", $0) }.joined()
+    case let date as Date: return "\"\(ISO8601DateFormatter().string(from: date))\""
+    case let access as SecAccessControl: return "<access control \(access.protection) 0x\(String(access.flags.rawValue, radix: 16))>"
+    default: return "\(value)"
+    }
+}
+
+// MARK: Generic passwords
+
+struct AddGenericPassword: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "add-generic-password", abstract: "Add a generic password (reads it from the terminal or stdin unless -w).")
+
+    @OptionGroup var options: KeychainOptions
+    @Option(name: .customShort("a"), help: "Account name.") var account: String = ""
+    @Option(name: .customShort("s"), help: "Service name.") var service: String = ""
+    @Option(name: .customShort("w"), help: "The password (visible to other users in the process list; prefer stdin).")
+    var password: String?
+    @Option(name: .customShort("l"), help: "Label.") var label: String?
+    @Option(name: .customShort("j"), help: "Comment.") var comment: String?
+    @Option(name: .customShort("G"), help: "Access group.") var accessGroup: String?
+    @Flag(name: .customShort("U"), help: "Update the item if it exists.") var update = false
+
+    func run() throws {
+        try reporting {
+            let secret = try password.map { SecureBytes(Data($0.utf8)) } ?? readSecret(prompt: "password data for new item: ")
+            var item: [String: Any] = [
+                kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: account,
+                kSecAttrService as String: service,
+            ]
+            if let accessGroup { item[kSecAttrAccessGroup as String] = accessGroup }
+            var attributes: [String: Any] = [kSecValueData as String: secret.unprotectedData()]
+            if let label { attributes[kSecAttrLabel as String] = label }
+            if let comment { attributes[kSecAttrComment as String] = comment }
+            try options.run {
+                let status = SecItemAdd(item.merging(attributes) { _, new in new } as CFDictionary, nil)
+                if status == errSecDuplicateItem && update {
+                    try check(SecItemUpdate(item as CFDictionary, attributes as CFDictionary), "update the item")
+                } else {
+                    try check(status, "add the item")
+                }
+            }
+        }
+    }
+}
+
+struct FindGenericPassword: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "find-generic-password", abstract: "Find a generic password and print its attributes.")
+
+    @OptionGroup var options: KeychainOptions
+    @Option(name: .customShort("a"), help: "Account name.") var account: String?
+    @Option(name: .customShort("s"), help: "Service name.") var service: String?
+    @Option(name: .customShort("l"), help: "Label.") var label: String?
+    @Option(name: .customShort("G"), help: "Access group.") var accessGroup: String?
+    @Flag(name: .customShort("g"), help: "Also print the password.") var showPassword = false
+    @Flag(name: .customShort("w"), help: "Print only the password.") var passwordOnly = false
+
+    func run() throws {
+        var query: [String: Any] = [kSecClass as String: kSecClassGenericPassword]
+        if let account { query[kSecAttrAccount as String] = account }
+        if let service { query[kSecAttrService as String] = service }
+        if let label { query[kSecAttrLabel as String] = label }
+        if let accessGroup { query[kSecAttrAccessGroup as String] = accessGroup }
+        try find(query, options: options, showPassword: showPassword, passwordOnly: passwordOnly)
+    }
+}
+
+struct DeleteGenericPassword: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "delete-generic-password", abstract: "Delete the generic passwords that match.")
+
+    @OptionGroup var options: KeychainOptions
+    @Option(name: .customShort("a"), help: "Account name.") var account: String?
+    @Option(name: .customShort("s"), help: "Service name.") var service: String?
+    @Option(name: .customShort("G"), help: "Access group.") var accessGroup: String?
+
+    func run() throws {
+        var query: [String: Any] = [kSecClass as String: kSecClassGenericPassword]
+        if let account { query[kSecAttrAccount as String] = account }
+        if let service { query[kSecAttrService as String] = service }
+        if let accessGroup { query[kSecAttrAccessGroup as String] = accessGroup }
+        try reporting { try options.run { try check(SecItemDelete(query as CFDictionary), "delete the item") } }
+        print("password has been deleted.")
+    }
+}
+
+private func find(_ query: [String: Any], options: KeychainOptions, showPassword: Bool, passwordOnly: Bool) throws {
+    var query = query
+    query[kSecReturnAttributes as String] = true
+    if showPassword || passwordOnly { query[kSecReturnData as String] = true }
+    try reporting {
+        try options.run {
+            var result: CFTypeRef?
+            try check(SecItemCopyMatching(query as CFDictionary, &result), "find the item")
+            guard let item = result as? [String: Any] else { return }
+            if passwordOnly {
+                FileHandle.standardOutput.write((item[kSecValueData as String] as? Data ?? Data()) + Data("\n".utf8))
+            } else {
+                printItem(item, showData: showPassword)
+            }
+        }
+    }
+}
+
+// MARK: Internet passwords
+
+struct AddInternetPassword: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "add-internet-password", abstract: "Add an internet password (reads it from the terminal or stdin unless -w).")
+
+    @OptionGroup var options: KeychainOptions
+    @Option(name: .customShort("a"), help: "Account name.") var account: String = ""
+    @Option(name: .customShort("s"), help: "Server name.") var server: String = ""
+    @Option(name: .customShort("r"), help: "Protocol, four characters (e.g. htps).") var `protocol`: String?
+    @Option(name: .customShort("P"), help: "Port.") var port: Int?
+    @Option(name: .customShort("p"), help: "Path.") var path: String?
+    @Option(name: .customShort("d"), help: "Security domain.") var securityDomain: String?
+    @Option(name: .customShort("t"), help: "Authentication type, four characters (e.g. dflt).") var authenticationType: String?
+    @Option(name: .customShort("w"), help: "The password (visible to other users in the process list; prefer stdin).")
+    var password: String?
+    @Option(name: .customShort("l"), help: "Label.") var label: String?
+    @Option(name: .customShort("G"), help: "Access group.") var accessGroup: String?
+    @Flag(name: .customShort("U"), help: "Update the item if it exists.") var update = false
+
+    func run() throws {
+        try reporting {
+            let secret = try password.map { SecureBytes(Data($0.utf8)) } ?? readSecret(prompt: "password data for new item: ")
+            var item: [String: Any] = [
+                kSecClass as String: kSecClassInternetPassword, kSecAttrAccount as String: account,
+                kSecAttrServer as String: server,
+            ]
+            if let `protocol` { item[kSecAttrProtocol as String] = `protocol` }
+            if let port { item[kSecAttrPort as String] = port }
+            if let path { item[kSecAttrPath as String] = path }
+            if let securityDomain { item[kSecAttrSecurityDomain as String] = securityDomain }
+            if let authenticationType { item[kSecAttrAuthenticationType as String] = authenticationType }
+            if let accessGroup { item[kSecAttrAccessGroup as String] = accessGroup }
+            var attributes: [String: Any] = [kSecValueData as String: secret.unprotectedData()]
+            if let label { attributes[kSecAttrLabel as String] = label }
+            try options.run {
+                let status = SecItemAdd(item.merging(attributes) { _, new in new } as CFDictionary, nil)
+                if status == errSecDuplicateItem && update {
+                    try check(SecItemUpdate(item as CFDictionary, attributes as CFDictionary), "update the item")
+                } else {
+                    try check(status, "add the item")
+                }
+            }
+        }
+    }
+}
+
+struct FindInternetPassword: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "find-internet-password", abstract: "Find an internet password and print its attributes.")
+
+    @OptionGroup var options: KeychainOptions
+    @Option(name: .customShort("a"), help: "Account name.") var account: String?
+    @Option(name: .customShort("s"), help: "Server name.") var server: String?
+    @Option(name: .customShort("r"), help: "Protocol.") var `protocol`: String?
+    @Option(name: .customShort("P"), help: "Port.") var port: Int?
+    @Option(name: .customShort("p"), help: "Path.") var path: String?
+    @Flag(name: .customShort("g"), help: "Also print the password.") var showPassword = false
+    @Flag(name: .customShort("w"), help: "Print only the password.") var passwordOnly = false
+
+    func run() throws {
+        var query: [String: Any] = [kSecClass as String: kSecClassInternetPassword]
+        if let account { query[kSecAttrAccount as String] = account }
+        if let server { query[kSecAttrServer as String] = server }
+        if let `protocol` { query[kSecAttrProtocol as String] = `protocol` }
+        if let port { query[kSecAttrPort as String] = port }
+        if let path { query[kSecAttrPath as String] = path }
+        try find(query, options: options, showPassword: showPassword, passwordOnly: passwordOnly)
+    }
+}
+
+struct DeleteInternetPassword: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "delete-internet-password", abstract: "Delete the internet passwords that match.")
+
+    @OptionGroup var options: KeychainOptions
+    @Option(name: .customShort("a"), help: "Account name.") var account: String?
+    @Option(name: .customShort("s"), help: "Server name.") var server: String?
+    @Option(name: .customShort("r"), help: "Protocol.") var `protocol`: String?
+    @Option(name: .customShort("P"), help: "Port.") var port: Int?
+
+    func run() throws {
+        var query: [String: Any] = [kSecClass as String: kSecClassInternetPassword]
+        if let account { query[kSecAttrAccount as String] = account }
+        if let server { query[kSecAttrServer as String] = server }
+        if let `protocol` { query[kSecAttrProtocol as String] = `protocol` }
+        if let port { query[kSecAttrPort as String] = port }
+        try reporting { try options.run { try check(SecItemDelete(query as CFDictionary), "delete the item") } }
+        print("password has been deleted.")
+    }
+}
+
+// MARK: Whole keychain
+
+struct DumpKeychain: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "dump", abstract: "Print every item's attributes (and data with -d), as security dump-keychain.")
+
+    @OptionGroup var options: KeychainOptions
+    @Flag(name: .customShort("d"), help: "Also print each item's data.") var showData = false
+
+    func run() throws {
+        try reporting {
+            try options.run {
+                for itemClass in [kSecClassGenericPassword, kSecClassInternetPassword, kSecClassCertificate, kSecClassKey] {
+                    var query: [String: Any] = [
+                        kSecClass as String: itemClass, kSecMatchLimit as String: kSecMatchLimitAll,
+                        kSecReturnAttributes as String: true,
+                        kSecAttrSynchronizable as String: kSecAttrSynchronizableAny,
+                    ]
+                    if showData { query[kSecReturnData as String] = true }
+                    var result: CFTypeRef?
+                    let status = SecItemCopyMatching(query as CFDictionary, &result)
+                    if status == errSecItemNotFound { continue }
+                    try check(status, "read the keychain")
+                    for item in result as? [[String: Any]] ?? [] { printItem(item, showData: showData) }
+                }
+            }
+        }
+    }
+}
+
+struct LockKeychain: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "lock",
+        abstract: "Lock the keychain: items readable only when unlocked stay unreadable until it is unlocked.")
+
+    @OptionGroup var options: KeychainOptions
+
+    func run() throws {
+        try reporting {
+            try options.run {
+                do {
+                    try Keychain.default.lock()
+                } catch let error as KeychainError {
+                    throw KeychainCommandFailure(status: error.status, operation: "lock the keychain")
+                }
+            }
+        }
+    }
+}
+
+struct UnlockKeychain: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "unlock",
+        abstract: "Unlock the keychain. (Until passcodes exist, this asks for none; the passcode check comes with them.)")
+
+    @OptionGroup var options: KeychainOptions
+
+    func run() throws {
+        try reporting {
+            try options.run {
+                do {
+                    try Keychain.default.unlock()
+                } catch let error as KeychainError {
+                    throw KeychainCommandFailure(status: error.status, operation: "unlock the keychain")
+                }
+            }
+        }
+    }
+}
+
+struct ExportKeychain: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "export",
+        abstract: "Export every item except ThisDeviceOnly ones to a file encrypted under a backup password.")
+
+    @OptionGroup var options: KeychainOptions
+    @Argument(help: "The backup file to write.") var file: String
+
+    func run() throws {
+        let password = try readSecret(prompt: "backup password: ")
+        guard !password.isEmpty else { throw ValidationError("the backup password is empty") }
+        try reporting {
+            let count = try options.run {
+                do {
+                    return try Keychain.default.exportBackup(to: URL(fileURLWithPath: file), secret: password)
+                } catch let error as KeychainError {
+                    throw KeychainCommandFailure(status: error.status, operation: "export the keychain")
+                }
+            }
+            print("exported \(count) items to \(file)")
+        }
+    }
+}
+
+struct ImportKeychain: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "import", abstract: "Add the items of a backup file; existing items stay as they are.")
+
+    @OptionGroup var options: KeychainOptions
+    @Argument(help: "The backup file to read.") var file: String
+
+    func run() throws {
+        let password = try readSecret(prompt: "backup password: ")
+        try reporting {
+            let count = try options.run {
+                do {
+                    return try Keychain.default.importBackup(from: URL(fileURLWithPath: file), secret: password)
+                } catch let error as KeychainError {
+                    throw KeychainCommandFailure(status: error.status, operation: "import the backup")
+                }
+            }
+            print("imported \(count) items from \(file)")
+        }
+    }
+}
