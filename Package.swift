@@ -66,7 +66,7 @@ let package = Package(
         // Benchmarks: ratios against baselines measured in the same run (`make bench`).
         .executableTarget(
             name: "la-bench",
-            dependencies: ["SecureCrypto", "COpenSSL", "Authenticators"],
+            dependencies: ["SecureCrypto", "COpenSSL", "Authenticators", "KeychainStore", "SecurityServer", "SecurityClient"],
             path: "Benchmarks/la-bench"),
 
         .testTarget(name: "AuthenticatorsTests", dependencies: ["Authenticators", "SecureCrypto"]),

@@ -1,0 +1,202 @@
+import Foundation
+import KeychainStore
+import SecurityClient
+import SecurityServer
+
+/// The keychain engine (encrypted rows, blind index, two AES-256-GCM layers) against the same SQLite schema and
+/// statements without any crypto, at 1k, 10k and 100k items; and lookups against `secret-tool` on a
+/// gnome-keyring daemon started for the run, when those packages are installed.
+enum KeychainBenchmarks {
+    private static let sizes = [1_000, 10_000, 100_000]
+    private static let secret = Data("correct horse battery staple".utf8)
+
+    struct Figures {
+        var add = 0.0
+        var find = 0.0
+        var update = 0.0
+        var delete = 0.0
+    }
+
+    static func run() async throws {
+        print("== keychain: engine vs SQLite with the same schema and no crypto (same run)")
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("la-bench-keychain-\(getpid())")
+        defer { try? FileManager.default.removeItem(at: root) }
+        var findAtSize: [Int: Double] = [:]
+        for size in sizes {
+            let ours = try measureEngine(size: size, directory: root.appendingPathComponent("engine-\(size)"))
+            let raw = try measureRaw(size: size, directory: root.appendingPathComponent("raw-\(size)"))
+            findAtSize[size] = ours.find
+            let label = size >= 1000 ? "\(size / 1000)k" : "\(size)"
+            Measure.report("keychain add @\(label)", ours: ours.add, baseline: raw.add, baselineName: "raw SQLite")
+            Measure.report(
+                "keychain find-by-primary-key @\(label)", ours: ours.find, baseline: raw.find, baselineName: "raw SQLite",
+                target: ">= 0.5")
+            Measure.report("keychain update @\(label)", ours: ours.update, baseline: raw.update, baselineName: "raw SQLite")
+            Measure.report("keychain delete @\(label)", ours: ours.delete, baseline: raw.delete, baselineName: "raw SQLite")
+        }
+        if let small = findAtSize[1_000], let large = findAtSize[100_000] {
+            print(
+                "keychain lookup time 100k vs 1k: \(String(format: "%.2f", small / large))x (target <= 2x; "
+                    + "\(String(format: "%.1f", 1e6 / small)) µs at 1k, \(String(format: "%.1f", 1e6 / large)) µs at 100k)")
+        }
+        try compareWithSecretTool(findAt1k: findAtSize[1_000] ?? 0, directory: root.appendingPathComponent("engine-st"))
+    }
+
+    // MARK: Ours
+
+    private static func query(_ index: Int) -> [String: KeychainValue] {
+        ["class": .string("genp"), "svce": .string("bench"), "acct": .string("account-\(index)")]
+    }
+
+    private static func measureEngine(size: Int, directory: URL) throws -> Figures {
+        let client = try EmbeddedClient(
+            configuration: EmbeddedConfiguration(dataDirectory: directory, accessGroups: ["bench"]))
+        var figures = Figures()
+        let start = ContinuousClock.now
+        for index in 0..<size {
+            var item = query(index)
+            item["labl"] = .string("item \(index)")
+            item["v_Data"] = .data(secret)
+            _ = try client.send(.add(item))
+        }
+        figures.add = Double(size) / seconds(since: start)
+        var random = Random(seed: 1)
+        figures.find = try Measure.opsPerSecond(seconds: 1.5) {
+            var find = query(random.next(below: size))
+            find["r_Data"] = .bool(true)
+            guard case .items(let results) = try client.send(.copyMatching(find)), results.items.count == 1 else {
+                throw BenchmarkFailure.wrongResult
+            }
+        }
+        figures.update = try Measure.opsPerSecond(seconds: 1) {
+            _ = try client.send(.update(query: query(random.next(below: size)), attributes: ["v_Data": .data(secret)]))
+        }
+        let deletions = min(size / 5, 2_000)
+        let deleteStart = ContinuousClock.now
+        for index in 0..<deletions { _ = try client.send(.delete(query(index))) }
+        figures.delete = Double(deletions) / seconds(since: deleteStart)
+        return figures
+    }
+
+    // MARK: Raw SQLite, same schema and statements, no crypto
+
+    private static func rawRow(_ index: Int, rowID: Int64) -> StoredItem {
+        let attributes = AttributeCodec.encode([
+            "acct": .string("account-\(index)"), "svce": .string("bench"), "labl": .string("item \(index)"),
+        ])
+        return StoredItem(
+            rowID: rowID, itemClass: "genp", accessGroup: "bench", protectionClass: "ak", synchronizable: false,
+            blindIndex: Data("bench/account-\(index)".utf8), attributes: attributes, wrappedKey: Data(count: 60),
+            value: secret)
+    }
+
+    private static func measureRaw(size: Int, directory: URL) throws -> Figures {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let database = try KeychainDatabase(directory: directory)
+        var figures = Figures()
+        let start = ContinuousClock.now
+        for index in 0..<size {
+            try database.write { transaction in
+                try transaction.insert(rawRow(index, rowID: try transaction.nextRowID()))
+            }
+        }
+        figures.add = Double(size) / seconds(since: start)
+        var random = Random(seed: 1)
+        figures.find = try Measure.opsPerSecond(seconds: 1.5) {
+            let index = random.next(below: size)
+            let found = try database.read { transaction -> Data? in
+                guard let row = try transaction.items(blindIndexes: [Data("bench/account-\(index)".utf8)]).first else {
+                    return nil
+                }
+                return try transaction.value(rowID: row.rowID)
+            }
+            guard found != nil else { throw BenchmarkFailure.wrongResult }
+        }
+        figures.update = try Measure.opsPerSecond(seconds: 1) {
+            let index = random.next(below: size)
+            try database.write { transaction in
+                guard var row = try transaction.items(blindIndexes: [Data("bench/account-\(index)".utf8)]).first else {
+                    throw BenchmarkFailure.wrongResult
+                }
+                row.value = secret
+                try transaction.update(row)
+            }
+        }
+        let deletions = min(size / 5, 2_000)
+        let deleteStart = ContinuousClock.now
+        for index in 0..<deletions {
+            try database.write { transaction in
+                for row in try transaction.items(blindIndexes: [Data("bench/account-\(index)".utf8)]) {
+                    try transaction.delete(rowID: row.rowID)
+                }
+            }
+        }
+        figures.delete = Double(deletions) / seconds(since: deleteStart)
+        return figures
+    }
+
+    // MARK: secret-tool on gnome-keyring
+
+    private static func compareWithSecretTool(findAt1k: Double, directory: URL) throws {
+        let tools = ["/usr/bin/secret-tool", "/usr/bin/gnome-keyring-daemon", "/usr/bin/dbus-run-session"]
+        guard tools.allSatisfy({ FileManager.default.isExecutableFile(atPath: $0) }) else {
+            print(
+                "keychain vs secret-tool: skipped, \(tools.filter { !FileManager.default.isExecutableFile(atPath: $0) }.joined(separator: ", ")) missing "
+                    + "(apt-get install gnome-keyring libsecret-tools dbus)")
+            return
+        }
+        let home = directory.appendingPathComponent("home")
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        let script = home.appendingPathComponent("run.sh")
+        try """
+            set -e
+            export HOME="$1" XDG_DATA_HOME="$1/data" XDG_RUNTIME_DIR="$1/run" XDG_CONFIG_HOME="$1/config"
+            mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
+            eval "$(printf 'la-bench' | gnome-keyring-daemon --unlock --components=secrets --daemonize)"
+            N=$2; L=$3
+            i=1; while [ $i -le $N ]; do printf 'correct horse battery staple' | secret-tool store --label="bench $i" service la-bench account "account-$i"; i=$((i+1)); done
+            start=$(date +%s%N)
+            i=0; while [ $i -lt $L ]; do secret-tool lookup service la-bench account "account-$((i % N + 1))" >/dev/null; i=$((i+1)); done
+            end=$(date +%s%N)
+            echo "lookups $L $((end-start))"
+            """.write(to: script, atomically: true, encoding: .utf8)
+        let lookups = 200
+        guard let output = Measure.run("/usr/bin/dbus-run-session", ["--", "/bin/sh", script.path, home.path, "100", "\(lookups)"]),
+            let line = output.split(separator: "\n").first(where: { $0.hasPrefix("lookups ") }),
+            let nanoseconds = Double(line.split(separator: " ")[2])
+        else {
+            print("keychain vs secret-tool: skipped, gnome-keyring did not start under dbus-run-session")
+            return
+        }
+        let secretToolOps = Double(lookups) / (nanoseconds / 1e9)
+        Measure.report(
+            "keychain find vs secret-tool lookup (process + D-Bus, 100 items)", ours: findAt1k,
+            baseline: secretToolOps, baselineName: "secret-tool", target: ">= 20")
+    }
+
+    // MARK: Helpers
+
+    private enum BenchmarkFailure: Error {
+        case wrongResult
+    }
+
+    private static func seconds(since start: ContinuousClock.Instant) -> Double {
+        let elapsed = start.duration(to: .now)
+        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    }
+
+    /// A small deterministic generator (SplitMix64), so both sides look up the same sequence of items.
+    struct Random {
+        var state: UInt64
+
+        init(seed: UInt64) { state = seed }
+
+        mutating func next(below bound: Int) -> Int {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return Int((z ^ (z >> 31)) % UInt64(bound))
+        }
+    }
+}
