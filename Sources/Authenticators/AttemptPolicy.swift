@@ -28,7 +28,8 @@ package struct SystemAttemptClock: AttemptClock {
 ///   counter only.
 ///
 /// Every operation re-reads the file under an exclusive `flock`, so several instances and processes sharing one
-/// state directory see one policy.
+/// state directory see one policy. There is one policy per state directory; in embedded mode that directory is the
+/// user's own, so the counters are per user.
 package final class AttemptPolicy: Sendable {
     /// The persisted counters.
     package struct State: Codable, Equatable, Sendable {
