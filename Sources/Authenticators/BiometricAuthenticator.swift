@@ -116,7 +116,17 @@ package final class BiometricAuthenticator: Sendable {
                 && $0.info.driver == scanned.driver && $0.info.deviceID == scanned.deviceID
         }
         try store.save(EnrolledPrint(info: info, template: scanned.template))
-        for old in replaced { _ = try store.remove(old.info.identifier) }
+        for old in replaced {
+            let template = old.template
+            do {
+                try await Self.fprintThread.run { try reader.deleteFromDevice(template) }
+            } catch {
+                Self.logger.warning(
+                    "replaced print kept on the reader's storage",
+                    metadata: ["id": "\(old.info.identifier)", "reason": "\(error)"])
+            }
+            _ = try store.remove(old.info.identifier)
+        }
         Self.logger.info("fingerprint enrolled", metadata: ["finger": "\(finger)", "id": "\(info.identifier)"])
         return info
     }

@@ -82,6 +82,22 @@ struct BiometricAuthenticatorTests {
         }
     }
 
+    @Test func busyReaderIsBiometryNotAvailableAndTheNextAttemptWorks() async throws {
+        let fixture = try VirtualReaderFixture()
+        defer { fixture.directory.remove() }
+        try await fixture.withAuthenticator { authenticator in
+            let enrolled = try await fixture.enroll(authenticator, printID: "p1")
+
+            let busy = try await fixture.verify(authenticator, feeding: ["ERROR 4"])
+            #expect(busy.failure?.code == .biometryNotAvailable)
+            #expect(busy.failure?.backendStatus == .init(library: "libfprint", code: 4))
+            #expect(busy.failure?.message.contains("busy") == true)
+
+            let again = try await fixture.verify(authenticator, feeding: ["SCAN p1"])
+            #expect(again.value?.identifier == enrolled.identifier)
+        }
+    }
+
     @Test func unplugDuringVerifyIsBiometryDisconnectedAndTheNextAttemptFindsTheReaderAgain() async throws {
         let fixture = try VirtualReaderFixture()
         defer { fixture.directory.remove() }
