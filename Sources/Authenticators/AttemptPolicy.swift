@@ -11,7 +11,9 @@ package protocol AttemptClock: Sendable {
 
 /// The system's real-time clock.
 package struct SystemAttemptClock: AttemptClock {
+    /// The system clock.
     package init() {}
+    /// `Date()`.
     package func now() -> Date { Date() }
 }
 
@@ -42,6 +44,7 @@ package final class AttemptPolicy: Sendable {
         /// When the last passcode failure happened (seconds since 1970).
         package var lastPasscodeFailure: Double?
 
+        /// No failures, not locked.
         package init() {}
     }
 

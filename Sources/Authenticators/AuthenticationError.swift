@@ -8,7 +8,9 @@ import Foundation
 package struct AuthenticationError: Error, CustomStringConvertible, Sendable {
     /// What went wrong, as Apple's `LAError.Code` raw value; new codes can be added without breaking callers.
     package struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        /// The `LAError.Code` raw value.
         package var rawValue: Int
+        /// A code with this raw value.
         package init(rawValue: Int) { self.rawValue = rawValue }
 
         /// The credential was presented but did not match (`LAError.authenticationFailed`, -1).
@@ -36,6 +38,7 @@ package struct AuthenticationError: Error, CustomStringConvertible, Sendable {
         /// Interaction was needed but not allowed (`LAError.notInteractive`, -1004).
         package static let notInteractive = Code(rawValue: -1004)
 
+        /// The LAError case name, e.g. `authenticationFailed`.
         package var description: String {
             switch self {
             case .authenticationFailed: "authenticationFailed"
@@ -68,11 +71,13 @@ package struct AuthenticationError: Error, CustomStringConvertible, Sendable {
         /// value, or an errno.
         package var code: Int
 
+        /// A status from `library`.
         package init(library: String, code: Int) {
             self.library = library
             self.code = code
         }
 
+        /// `library code`, e.g. `pam 7`.
         package var description: String { "\(library) \(code)" }
     }
 
@@ -85,6 +90,7 @@ package struct AuthenticationError: Error, CustomStringConvertible, Sendable {
     /// The underlying library status, when there is one.
     package var backendStatus: BackendStatus?
 
+    /// An error with `code` and a secret-free `message`.
     package init(_ code: Code, _ message: String, retryAfter: Duration? = nil, backendStatus: BackendStatus? = nil) {
         self.code = code
         self.message = message
@@ -92,6 +98,7 @@ package struct AuthenticationError: Error, CustomStringConvertible, Sendable {
         self.backendStatus = backendStatus
     }
 
+    /// The code, its raw value, the message and the backend status.
     package var description: String {
         var text = "\(code) (\(code.rawValue)): \(message)"
         if let backendStatus { text += " [\(backendStatus)]" }

@@ -26,6 +26,7 @@ package final class BiometricAuthenticator: Sendable {
         /// How long one scan may take before the attempt is given up.
         package var attemptTimeout: Duration
 
+        /// A configuration for `username`'s prints in `stateDirectory`.
         package init(
             stateDirectory: String = defaultAuthenticatorStateDirectory(), username: String,
             drivers: [String]? = nil, attemptTimeout: Duration = .seconds(30)
@@ -42,8 +43,11 @@ package final class BiometricAuthenticator: Sendable {
 
     private static let logger = Logger(label: "local-authentication.fingerprint")
 
+    /// Where state lives, whose prints these are, which reader, how long a scan may take.
     package let configuration: Configuration
+    /// Where the enrolled prints and the state-hash salt are kept.
     package let store: any EnrolledPrintStore
+    /// The persisted attempt counters and lockout.
     package let policy: AttemptPolicy
     private let reader: FingerprintReader
 

@@ -3,8 +3,11 @@ import SecureCrypto
 
 /// A finger, numbered as libfprint's `FpFinger`.
 package enum Finger: Int, CaseIterable, Sendable, CustomStringConvertible {
+    /// Not recorded (`FP_FINGER_UNKNOWN`); never used for a new enrollment.
     case unknown = 0
+    /// The fingers of the left hand, thumb to little finger (`FP_FINGER_LEFT_*`, 1 to 5).
     case leftThumb = 1, leftIndex, leftMiddle, leftRing, leftLittle
+    /// The fingers of the right hand, thumb to little finger (`FP_FINGER_RIGHT_*`, 6 to 10).
     case rightThumb = 6, rightIndex, rightMiddle, rightRing, rightLittle
 
     /// The command-line name, e.g. `right-index`.
@@ -30,6 +33,7 @@ package enum Finger: Int, CaseIterable, Sendable, CustomStringConvertible {
         self = finger
     }
 
+    /// The command-line name.
     package var description: String { name }
 }
 
@@ -66,6 +70,7 @@ package struct PrintIdentifier: Hashable, Comparable, Sendable, CustomStringConv
 
     /// The 32-digit lowercase hexadecimal form.
     package var hex: String { bytes.map { String(format: "%02x", $0) }.joined() }
+    /// The hexadecimal form.
     package var description: String { hex }
 
     /// Byte-wise lexicographic order, the order the state hash uses.
@@ -76,15 +81,20 @@ package struct PrintIdentifier: Hashable, Comparable, Sendable, CustomStringConv
 
 /// What is known about an enrolled print without its template.
 package struct EnrolledPrintInfo: Sendable, Equatable {
+    /// The print's random identifier (covered by the state hash).
     package var identifier: PrintIdentifier
+    /// Which finger was scanned.
     package var finger: Finger
+    /// The user the print belongs to.
     package var username: String
     /// The libfprint driver that made it (`fp_print_get_driver`); a print only matches on that driver's readers.
     package var driver: String
     /// The reader's device id within its driver (`fp_print_get_device_id`).
     package var deviceID: String
+    /// When it was enrolled (whole seconds).
     package var enrolledAt: Date
 
+    /// Describes an enrolled print.
     package init(
         identifier: PrintIdentifier, finger: Finger, username: String, driver: String, deviceID: String,
         enrolledAt: Date
@@ -101,9 +111,12 @@ package struct EnrolledPrintInfo: Sendable, Equatable {
 /// An enrolled print: its description and its template (`fp_print_serialize` output), which is biometric data
 /// and therefore kept in zeroizing memory.
 package struct EnrolledPrint: Sendable {
+    /// What the print is.
     package var info: EnrolledPrintInfo
+    /// The libfprint template, `fp_print_serialize` output.
     package var template: SecureBytes
 
+    /// Pairs a description with its template.
     package init(info: EnrolledPrintInfo, template: SecureBytes) {
         self.info = info
         self.template = template

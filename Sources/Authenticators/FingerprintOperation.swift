@@ -3,7 +3,9 @@ import Foundation
 
 /// Why a fingerprint scan must be repeated (libfprint's `FpDeviceRetry`); a retry is never a failed attempt.
 package struct ScanRetryReason: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The `FpDeviceRetry` value.
     package var rawValue: Int
+    /// A reason with this `FpDeviceRetry` value.
     package init(rawValue: Int) { self.rawValue = rawValue }
 
     /// "Please try again."
@@ -15,6 +17,7 @@ package struct ScanRetryReason: RawRepresentable, Hashable, Sendable, CustomStri
     /// Lift the finger, then try again.
     package static let removeFinger = ScanRetryReason(rawValue: 3)
 
+    /// Advice for the user.
     package var description: String {
         switch self {
         case .general: "try again"

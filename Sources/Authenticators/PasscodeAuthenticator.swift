@@ -35,7 +35,9 @@ package struct PasscodeAuthenticator: Sendable {
 
     private static let logger = Logger(label: "local-authentication.passcode")
 
+    /// The PAM service and configuration directory.
     package let configuration: Configuration
+    /// The attempt policy consulted before and updated after each transaction, if any.
     package let policy: AttemptPolicy?
 
     /// An authenticator for `configuration`. With a `policy`, failures are counted and escalating waits enforced

@@ -7,6 +7,7 @@ package struct PasscodePrompt: Sendable, Equatable {
     /// Whether the answer may be shown while typed (`PAM_PROMPT_ECHO_ON`); passcodes are asked with echo off.
     package var echo: Bool
 
+    /// A prompt with `text`, shown with or without echo.
     package init(text: String, echo: Bool) {
         self.text = text
         self.echo = echo
@@ -20,6 +21,7 @@ package struct PasscodeMessage: Sendable, Equatable {
     /// The module's text.
     package var text: String
 
+    /// A message with `text`.
     package init(isError: Bool, text: String) {
         self.isError = isError
         self.text = text
