@@ -82,6 +82,30 @@ struct BiometricAuthenticatorTests {
         }
     }
 
+    @Test func enrollmentFailingOrCancelledMidwayStoresNothing() async throws {
+        let fixture = try VirtualReaderFixture()
+        defer { fixture.directory.remove() }
+        try await fixture.withAuthenticator { authenticator in
+            let failed = await VirtualReaderFixture.capture {
+                try await fixture.enroll(authenticator, printID: "p1", scans: ["SCAN p1", "SCAN p1", "ERROR 5"])
+            }
+            #expect(failed.failure?.code == .biometryNotAvailable)
+
+            let log = EventLog<EnrollmentEvent>()
+            let task = Task { await VirtualReaderFixture.capture { try await authenticator.enroll(finger: .leftIndex, progress: log.append) } }
+            try await fixture.socket.send("SCAN p2", "SCAN p2")
+            try await Task.sleep(for: .milliseconds(100))
+            task.cancel()
+            let (cancelled, elapsed) = await measure { await task.value }
+            #expect(cancelled.failure?.code == .appCancel)
+            #expect(elapsed < .milliseconds(100))
+            #expect(log.events == [.stageCompleted(completed: 1, total: 5), .stageCompleted(completed: 2, total: 5)])
+
+            #expect(try authenticator.enrolledPrints().isEmpty)
+            #expect(try authenticator.stateHash() == nil)
+        }
+    }
+
     @Test func busyReaderIsBiometryNotAvailableAndTheNextAttemptWorks() async throws {
         let fixture = try VirtualReaderFixture()
         defer { fixture.directory.remove() }
