@@ -35,9 +35,11 @@ enum CryptoBenchmarks {
         return speed
     }
 
+    /// Alternates baseline and ours in short rounds and keeps each side's best round, so that load from other
+    /// processes on a shared machine hits both sides alike instead of skewing the ratio.
     static func run() async throws {
-        print("== crypto core vs `openssl speed` (P-256, AES-256-GCM 1 KiB)")
-        guard let speed = openSSLSpeed(seconds: 3) else {
+        print("== crypto core vs `openssl speed` (P-256, AES-256-GCM 1 KiB), best of 3 alternating 1 s rounds")
+        guard openSSLSpeed(seconds: 1) != nil else {
             print("crypto: `openssl speed` did not run; install the openssl package (scripts/bootstrap does)")
             return
         }
@@ -50,14 +52,25 @@ enum CryptoBenchmarks {
         let plaintext = Data(repeating: 0x5A, count: 1024)
         let nonce = try AESGCM.Nonce.random()
 
-        let sign = try Measure.opsPerSecond(seconds: 3) { _ = try key.signature(forDigest: digest) }
-        let verify = Measure.opsPerSecond(seconds: 3) { _ = key.publicKey.isValidSignature(signature, forDigest: digest) }
-        let ecdh = try Measure.opsPerSecond(seconds: 3) { _ = try key.sharedSecret(with: peer) }
-        let aes = try Measure.opsPerSecond(seconds: 3) { _ = try AESGCM.seal(plaintext, using: aesKey, nonce: nonce) }
-
-        Measure.report("ecdsa-p256 sign", ours: sign, baseline: speed.ecdsaSign, baselineName: "openssl speed", target: ">= 0.9")
-        Measure.report("ecdsa-p256 verify", ours: verify, baseline: speed.ecdsaVerify, baselineName: "openssl speed", target: ">= 0.9")
-        Measure.report("ecdh-p256", ours: ecdh, baseline: speed.ecdh, baselineName: "openssl speed")
-        Measure.report("aes-256-gcm seal 1 KiB", ours: aes, baseline: speed.aesGCM1KiB, baselineName: "openssl speed -evp")
+        var best = OpenSSLSpeed()
+        var ours = OpenSSLSpeed()
+        for _ in 0..<3 {
+            if let speed = openSSLSpeed(seconds: 1) {
+                best.ecdsaSign = max(best.ecdsaSign, speed.ecdsaSign)
+                best.ecdsaVerify = max(best.ecdsaVerify, speed.ecdsaVerify)
+                best.ecdh = max(best.ecdh, speed.ecdh)
+                best.aesGCM1KiB = max(best.aesGCM1KiB, speed.aesGCM1KiB)
+            }
+            ours.ecdsaSign = max(ours.ecdsaSign, try Measure.opsPerSecond(seconds: 1) { _ = try key.signature(forDigest: digest) })
+            ours.ecdsaVerify = max(ours.ecdsaVerify, Measure.opsPerSecond(seconds: 1) { _ = key.publicKey.isValidSignature(signature, forDigest: digest) })
+            ours.ecdh = max(ours.ecdh, try Measure.opsPerSecond(seconds: 1) { _ = try key.sharedSecret(with: peer) })
+            ours.aesGCM1KiB = max(ours.aesGCM1KiB, try Measure.opsPerSecond(seconds: 1) { _ = try AESGCM.seal(plaintext, using: aesKey, nonce: nonce) })
+        }
+        Measure.report("ecdsa-p256 sign", ours: ours.ecdsaSign, baseline: best.ecdsaSign, baselineName: "openssl speed", target: ">= 0.9")
+        Measure.report("ecdsa-p256 verify", ours: ours.ecdsaVerify, baseline: best.ecdsaVerify, baselineName: "openssl speed", target: ">= 0.9")
+        Measure.report("ecdh-p256", ours: ours.ecdh, baseline: best.ecdh, baselineName: "openssl speed")
+        Measure.report(
+            "aes-256-gcm seal 1 KiB", ours: ours.aesGCM1KiB, baseline: best.aesGCM1KiB, baselineName: "openssl speed -evp",
+            target: "none; speed reuses one keyed context, ours keys a new one per message")
     }
 }

@@ -1,22 +1,31 @@
 import Foundation
+import Glibc
 
 /// Timing helpers shared by every benchmark section.
 enum Measure {
-    /// Runs `body` repeatedly for about `seconds` (after a short warm-up) and returns operations per second.
+    /// Runs `body` repeatedly for about `seconds` of this thread's user CPU time (after a short warm-up) and returns
+    /// operations per CPU second.
+    ///
+    /// CPU time, not wall time, is what `openssl speed` divides by (its default without `-elapsed`), so both sides
+    /// are measured alike, and load from other processes on a shared machine does not skew the ratio.
     static func opsPerSecond(seconds: Double = 2, _ body: () throws -> Void) rethrows -> Double {
         for _ in 0..<50 { try body() }
-        let clock = ContinuousClock()
-        let start = clock.now
-        let deadline = start + .milliseconds(Int(seconds * 1000))
+        let start = threadUserTime()
         var iterations = 0
-        while true {
+        var elapsed = 0.0
+        repeat {
             for _ in 0..<20 { try body() }
             iterations += 20
-            if clock.now >= deadline { break }
-        }
-        let elapsed = start.duration(to: clock.now)
-        let elapsedSeconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        return Double(iterations) / elapsedSeconds
+            elapsed = threadUserTime() - start
+        } while elapsed < seconds
+        return Double(iterations) / elapsed
+    }
+
+    /// CPU seconds consumed by the calling thread (user and system; crypto loops make no system calls).
+    static func threadUserTime() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
     }
 
     /// Prints one comparison line: ours, the baseline, and ours / baseline.
@@ -31,18 +40,40 @@ enum Measure {
         String(format: value >= 100 ? "%.0f" : "%.2f", value)
     }
 
-    /// Runs a command and returns its standard output, or nil when it cannot run.
+    /// Runs a command and returns its standard output, or nil when it cannot run or fails.
+    ///
+    /// Spawned with an empty signal mask and default signal actions: threads of the Swift runtime block signals,
+    /// a child inherits that mask, and `openssl speed` times itself with SIGALRM (blocked, it would never stop).
     static func run(_ executable: String, _ arguments: [String]) -> String? {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        do { try process.run() } catch { return nil }
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { return nil }
-        return String(decoding: data, as: UTF8.self)
+        var pipe: [Int32] = [0, 0]
+        guard Glibc.pipe(&pipe) == 0 else { return nil }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, pipe[1], 1)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addclose(&actions, pipe[0])
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var emptyMask = sigset_t()
+        sigemptyset(&emptyMask)
+        var allSignals = sigset_t()
+        sigfillset(&allSignals)
+        posix_spawnattr_setsigmask(&attributes, &emptyMask)
+        posix_spawnattr_setsigdefault(&attributes, &allSignals)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
+        close(pipe[1])
+        defer { close(pipe[0]) }
+        guard spawned == 0 else { return nil }
+        let output = FileHandle(fileDescriptor: pipe[0], closeOnDealloc: false).readDataToEndOfFile()
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        guard status == 0 else { return nil }
+        return String(decoding: output, as: UTF8.self)
     }
 }

@@ -12,7 +12,9 @@ extension P256.PrivateKey {
         guard EVP_PKEY_derive_init(ctx) == 1 else {
             throw CryptoError.drainingQueue(.internalFailure, "EVP_PKEY_derive_init failed")
         }
-        guard EVP_PKEY_derive_set_peer_ex(ctx, peer.backing.pointer, 1) == 1 else {
+        // The peer was fully checked when it was imported (`PublicKey` cannot hold an invalid point), so the
+        // check OpenSSL would repeat here, a scalar multiplication, is skipped.
+        guard EVP_PKEY_derive_set_peer_ex(ctx, peer.backing.pointer, 0) == 1 else {
             throw CryptoError.drainingQueue(.pointNotOnCurve, "the peer key is not usable for P-256 ECDH")
         }
         return try SecureBytes(count: P256.coordinateByteCount) { out in

@@ -26,6 +26,11 @@ package struct ECDSASignature: Sendable, Equatable {
         derRepresentation = canonical
     }
 
+    /// Wraps bytes that OpenSSL's encoder produced.
+    init(trustedDER der: Data) {
+        derRepresentation = der
+    }
+
     /// Accepts raw `r || s`, 32 bytes each.
     ///
     /// - Throws: `invalidSignatureEncoding` when the input is not 64 bytes.
@@ -102,16 +107,17 @@ extension P256.PrivateKey {
             guard digest.count > 0, digest.count <= 64 else {
                 throw CryptoError(.invalidParameter, "an ECDSA digest must be 1...64 bytes, not \(digest.count)")
             }
-            let ctx = try backing.makeContext()
-            defer { EVP_PKEY_CTX_free(ctx) }
-            var der = [UInt8](repeating: 0, count: 80)
-            var length = der.count
-            guard EVP_PKEY_sign_init(ctx) == 1,
-                EVP_PKEY_sign(ctx, &der, &length, digest.nonNilBytes, digest.count) == 1
-            else {
-                throw CryptoError.drainingQueue(.internalFailure, "ECDSA signing failed")
+            return try backing.withSigningContext { ctx in
+                var der = Data(count: 80)
+                var length = der.count
+                let signed = der.withUnsafeMutableBytes {
+                    EVP_PKEY_sign(ctx, $0.bindMemory(to: UInt8.self).baseAddress, &length, digest.nonNilBytes, digest.count)
+                }
+                guard signed == 1 else { throw CryptoError.drainingQueue(.internalFailure, "ECDSA signing failed") }
+                der.count = length
+                // OpenSSL's own encoder wrote these bytes: they are DER by construction.
+                return ECDSASignature(trustedDER: der)
             }
-            return try ECDSASignature(derRepresentation: der[0..<length])
         }
     }
 }
