@@ -105,10 +105,8 @@ enum KeychainBenchmarks {
         figures.find = try Measure.opsPerSecond(seconds: 1.5) {
             let index = random.next(below: size)
             let found = try database.read { transaction -> Data? in
-                guard let row = try transaction.items(blindIndexes: [Data("bench/account-\(index)".utf8)]).first else {
-                    return nil
-                }
-                return try transaction.value(rowID: row.rowID)
+                try transaction.items(blindIndexes: [Data("bench/account-\(index)".utf8)], includingValues: true)
+                    .first?.value
             }
             guard found != nil else { throw BenchmarkFailure.wrongResult }
         }

@@ -6,12 +6,19 @@ import SecurityServer
 
 /// When an item's data can be read, with Apple's `kSecAttrAccessible` values as raw values.
 public enum KeychainAccessibility: String, Sendable, CaseIterable {
+    /// `kSecAttrAccessibleWhenUnlocked` (the default).
     case whenUnlocked = "ak"
+    /// `kSecAttrAccessibleWhenUnlockedThisDeviceOnly`.
     case whenUnlockedThisDeviceOnly = "aku"
+    /// `kSecAttrAccessibleAfterFirstUnlock`.
     case afterFirstUnlock = "ck"
+    /// `kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly`.
     case afterFirstUnlockThisDeviceOnly = "cku"
+    /// `kSecAttrAccessibleAlways`.
     case always = "dk"
+    /// `kSecAttrAccessibleAlwaysThisDeviceOnly`.
     case alwaysThisDeviceOnly = "dku"
+    /// `kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly`.
     case whenPasscodeSetThisDeviceOnly = "akpu"
 }
 
@@ -173,7 +180,16 @@ public struct Keychain: Sendable {
 public struct KeychainEvent: Sendable, Hashable {
     /// What happened.
     public enum Kind: Sendable, Hashable {
-        case added, updated, deleted, locked, unlocked
+        /// An item was added.
+        case added
+        /// An item was changed.
+        case updated
+        /// An item was deleted.
+        case deleted
+        /// The keychain was locked.
+        case locked
+        /// The keychain was unlocked.
+        case unlocked
     }
 
     /// What happened.
@@ -202,6 +218,7 @@ public struct KeychainEvent: Sendable, Hashable {
 
 /// An asynchronous sequence of keychain events; it ends when dropped.
 public struct KeychainEvents: AsyncSequence, Sendable {
+    /// A keychain event.
     public typealias Element = KeychainEvent
 
     let stream: AsyncStream<EngineEvent>

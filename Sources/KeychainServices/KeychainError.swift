@@ -4,6 +4,7 @@ import SecurityServer
 public struct KeychainError: Error, Sendable, Hashable, CustomStringConvertible {
     /// An `OSStatus` code, matchable with `~=` against an error.
     public struct Code: RawRepresentable, Hashable, Sendable {
+        /// The `OSStatus` value.
         public var rawValue: OSStatus
 
         /// Wraps an `OSStatus`.

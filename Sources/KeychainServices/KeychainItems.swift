@@ -41,15 +41,21 @@ private func data(_ value: KeychainValue?) -> Data? {
 public struct GenericPassword: KeychainItem, KeychainItemCoding, Hashable {
     package static var itemClass: String { "genp" }
 
+    /// The service (`kSecAttrService`).
     public var service: String
+    /// The account (`kSecAttrAccount`).
     public var account: String
     /// The secret. (Apple's API hands it out as `Data` too; keep copies short-lived.)
     public var password: Data
+    /// A user-visible label (`kSecAttrLabel`).
     public var label: String?
+    /// A comment (`kSecAttrComment`).
     public var comment: String?
     /// Where the item lives; nil = the caller's first access group.
     public var accessGroup: String?
+    /// When the data can be read (`kSecAttrAccessible`).
     public var accessibility: KeychainAccessibility
+    /// Whether the item is synchronizable (`kSecAttrSynchronizable`).
     public var isSynchronizable: Bool
     /// Set by the keychain.
     public private(set) var creationDate: Date?
@@ -100,19 +106,29 @@ public struct GenericPassword: KeychainItem, KeychainItemCoding, Hashable {
 public struct InternetPassword: KeychainItem, KeychainItemCoding, Hashable {
     package static var itemClass: String { "inet" }
 
+    /// The server (`kSecAttrServer`).
     public var server: String
+    /// The account (`kSecAttrAccount`).
     public var account: String
+    /// The secret (`kSecValueData`).
     public var password: Data
     /// A `kSecAttrProtocol…` value; empty for none.
     public var `protocol`: String
+    /// The port (`kSecAttrPort`); 0 for none.
     public var port: Int
+    /// The path (`kSecAttrPath`).
     public var path: String
+    /// The security domain (`kSecAttrSecurityDomain`).
     public var securityDomain: String
     /// A `kSecAttrAuthenticationType…` value; empty for none.
     public var authenticationType: String
+    /// A user-visible label (`kSecAttrLabel`).
     public var label: String?
+    /// The access group (`kSecAttrAccessGroup`); nil = the caller's first group.
     public var accessGroup: String?
+    /// When the data can be read (`kSecAttrAccessible`).
     public var accessibility: KeychainAccessibility
+    /// Whether the item is synchronizable (`kSecAttrSynchronizable`).
     public var isSynchronizable: Bool
 
     /// An internet password to add.
@@ -168,21 +184,33 @@ public struct InternetPassword: KeychainItem, KeychainItemCoding, Hashable {
 public struct KeychainKey: KeychainItem, KeychainItemCoding, Hashable {
     package static var itemClass: String { "keys" }
 
-    /// Public, private or symmetric.
+    /// Public, private or symmetric, with Apple's `kSecAttrKeyClass…` values.
     public enum KeyClass: String, Sendable, Hashable {
-        case `public` = "0", `private` = "1", symmetric = "2"
+        /// `kSecAttrKeyClassPublic`.
+        case `public` = "0"
+        /// `kSecAttrKeyClassPrivate`.
+        case `private` = "1"
+        /// `kSecAttrKeyClassSymmetric`.
+        case symmetric = "2"
     }
 
+    /// Public, private or symmetric (`kSecAttrKeyClass`).
     public var keyClass: KeyClass
     /// A `kSecAttrKeyType…` value (`"73"` for P-256).
     public var keyType: String
+    /// The key size (`kSecAttrKeySizeInBits`).
     public var sizeInBits: Int
+    /// The application tag (`kSecAttrApplicationTag`).
     public var applicationTag: Data
+    /// The application label (`kSecAttrApplicationLabel`).
     public var applicationLabel: Data
     /// The key's bytes (for example a P-256 private key's X9.63 representation).
     public var keyData: Data
+    /// A user-visible label (`kSecAttrLabel`).
     public var label: String?
+    /// The access group (`kSecAttrAccessGroup`); nil = the caller's first group.
     public var accessGroup: String?
+    /// When the data can be read (`kSecAttrAccessible`).
     public var accessibility: KeychainAccessibility
 
     /// A key to add.

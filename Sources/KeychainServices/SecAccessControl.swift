@@ -3,6 +3,7 @@ import KeychainStore
 
 /// The conditions an access-control list sets (`SecAccessControlCreateFlags`), with Apple's raw values.
 public struct SecAccessControlCreateFlags: OptionSet, Sendable, Hashable {
+    /// The raw option bits.
     public var rawValue: CFOptionFlags
 
     /// Creates flags from their raw bits.
@@ -57,8 +58,10 @@ public final class SecAccessControl: Sendable, Hashable {
     /// The flags it was created with.
     public var flags: SecAccessControlCreateFlags { SecAccessControlCreateFlags(rawValue: CFOptionFlags(policy.flags)) }
 
+    /// Whether both lists name the same protection class and flags.
     public static func == (lhs: SecAccessControl, rhs: SecAccessControl) -> Bool { lhs.policy == rhs.policy }
 
+    /// Hashes the protection class and flags.
     public func hash(into hasher: inout Hasher) { hasher.combine(policy) }
 }
 

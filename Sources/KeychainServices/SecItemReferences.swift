@@ -11,8 +11,10 @@ public final class SecCertificate: Sendable, Hashable {
         self.derData = derData
     }
 
+    /// Whether both certificates have the same DER encoding.
     public static func == (lhs: SecCertificate, rhs: SecCertificate) -> Bool { lhs.derData == rhs.derData }
 
+    /// Hashes the DER encoding.
     public func hash(into hasher: inout Hasher) { hasher.combine(derData) }
 }
 

@@ -56,7 +56,7 @@ package enum AttributeCodec {
         var result: [String: KeychainValue] = [:]
         result.reserveCapacity(Int(min(count, 1024)))
         for _ in 0..<count {
-            guard let key = String(data: try reader.bytes(), encoding: .utf8) else {
+            guard let key = String(validating: try reader.bytes(), as: UTF8.self) else {
                 throw StoreError(.corrupt, "attribute name is not UTF-8")
             }
             result[key] = try decodeValue(&reader)
@@ -69,7 +69,7 @@ package enum AttributeCodec {
         guard let tag = Tag(rawValue: try reader.byte()) else { throw StoreError(.corrupt, "unknown value tag") }
         switch tag {
         case .string:
-            guard let s = String(data: try reader.bytes(), encoding: .utf8) else {
+            guard let s = String(validating: try reader.bytes(), as: UTF8.self) else {
                 throw StoreError(.corrupt, "string value is not UTF-8")
             }
             return .string(s)

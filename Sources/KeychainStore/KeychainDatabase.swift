@@ -155,14 +155,14 @@ package struct StoreTransaction {
         try db.execute(sql: "DELETE FROM item WHERE id = ?", arguments: [rowID])
     }
 
-    /// The rows whose blind index is one of `indexes`, without their values.
-    package func items(blindIndexes indexes: [Data]) throws -> [StoredItem] {
+    /// The rows whose blind index is one of `indexes`, with their sealed values when `includingValues`.
+    package func items(blindIndexes indexes: [Data], includingValues: Bool = false) throws -> [StoredItem] {
         var result: [StoredItem] = []
-        let statement = try db.cachedStatement(
-            sql: "SELECT \(Self.columnsWithoutValue) FROM item WHERE blind_index = ?")
+        let columns = includingValues ? "\(Self.columnsWithoutValue), value" : Self.columnsWithoutValue
+        let statement = try db.cachedStatement(sql: "SELECT \(columns) FROM item WHERE blind_index = ?")
         for index in indexes {
             if let row = try Row.fetchOne(statement, arguments: [index]) {
-                result.append(Self.item(from: row, withValue: false))
+                result.append(Self.item(from: row, withValue: includingValues))
             }
         }
         return result

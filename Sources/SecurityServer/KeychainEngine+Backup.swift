@@ -6,6 +6,8 @@ import SecureCrypto
 /// Backups: every exportable item sealed under a key derived from a backup password (scrypt, parameters in the
 /// file), as Apple's encrypted backups carry migratory items and leave `*ThisDeviceOnly` ones behind.
 ///
+/// Items with an access-control list stay behind as well: reading their data needs an authentication.
+///
 /// File layout: `LABACKUP1\n`, a 32-bit big-endian header length, the header (JSON: the KDF parameters), then
 /// AES-256-GCM `nonce || ciphertext || tag` whose associated data is everything before it. The plaintext is, per
 /// item: class, encoded attributes and data, each length-prefixed.
@@ -25,7 +27,9 @@ extension KeychainEngine {
             var entries: [BackupEntry] = []
             for row in try transaction.allItems() where caller.mayAccess(row.accessGroup) {
                 let item = try sealer.open(row)
-                if item.protectionClass.isThisDeviceOnly {
+                // Device-only items never leave; items under an access-control list need an authentication to
+                // read, which an export cannot ask for, so they stay too.
+                if item.protectionClass.isThisDeviceOnly || item.accessControl != nil {
                     skipped += 1
                     continue
                 }

@@ -161,10 +161,14 @@ package final class KeychainEngine: Sendable {
         }
         return try database.read { transaction in
             var results: [ItemResult] = []
-            let matches = try matchingItems(query, caller: caller, transaction: transaction)
+            let matches = try matchingItems(
+                query, caller: caller, transaction: transaction,
+                includingValues: query.returns.contains(.data) || query.returns.contains(.reference))
+            let needsData = query.returns.contains(.data) || query.returns.contains(.reference)
             for item in matches {
                 if let limit = query.limit, results.count >= limit { break }
-                try requireAvailable(item)
+                // Opening the data checks the class key itself (one keybag check per item, not two).
+                if !needsData { try requireAvailable(item) }
                 if let result = try result(for: item, query: query, caller: caller, transaction: transaction) {
                     results.append(result)
                 }
@@ -187,8 +191,11 @@ package final class KeychainEngine: Sendable {
             case .denied(let code): throw KeychainStatus(code, "the item's access control is not satisfied")
             }
         }
-        var attributes = item.attributes
-        attributes["class"] = .string(item.itemClass.rawValue)
+        var attributes: [String: KeychainValue] = [:]
+        if query.returns.contains(.attributes) || query.returns.contains(.reference) {
+            attributes = item.attributes
+            attributes["class"] = .string(item.itemClass.rawValue)
+        }
         if query.returns.contains(.attributes) { result.attributes = attributes }
         if query.returns.contains(.persistentReference) {
             result.persistentReference = PersistentReference(itemClass: item.itemClass, rowID: item.row.rowID).data
@@ -230,7 +237,7 @@ package final class KeychainEngine: Sendable {
     }
 
     private func openData(_ item: ItemSealer.OpenedItem, transaction: StoreTransaction) throws -> SecureBytes {
-        guard let sealedValue = try transaction.value(rowID: item.row.rowID) else {
+        guard let sealedValue = try item.row.value ?? transaction.value(rowID: item.row.rowID) else {
             throw KeychainStatus(.itemNotFound, "the item was deleted")
         }
         return try sealer.openData(item, sealedValue: sealedValue)
@@ -337,7 +344,7 @@ package final class KeychainEngine: Sendable {
 
     /// The items `query` matches among those `caller` may see, in row order, attributes decrypted.
     private func matchingItems(
-        _ query: ItemQuery, caller: CallerIdentity, transaction: StoreTransaction
+        _ query: ItemQuery, caller: CallerIdentity, transaction: StoreTransaction, includingValues: Bool = false
     ) throws -> [ItemSealer.OpenedItem] {
         var groups = caller.visibleGroups
         if let group = query.accessGroup {
@@ -372,7 +379,8 @@ package final class KeychainEngine: Sendable {
                             attributes: query.attributes))
                 }
             }
-            candidates = try transaction.items(blindIndexes: indexes).sorted { $0.rowID < $1.rowID }
+            candidates = try transaction.items(blindIndexes: indexes, includingValues: includingValues)
+                .sorted { $0.rowID < $1.rowID }
         } else {
             let sync: Bool? =
                 switch query.synchronizable {

@@ -338,7 +338,11 @@ struct DumpKeychain: ParsableCommand {
                         kSecReturnAttributes as String: true,
                         kSecAttrSynchronizable as String: kSecAttrSynchronizableAny,
                     ]
-                    if showData { query[kSecReturnData as String] = true }
+                    if showData {
+                        query[kSecReturnData as String] = true
+                        // Items behind an access-control list need an authentication; leave them out.
+                        query[kSecUseAuthenticationUI as String] = kSecUseAuthenticationUISkip
+                    }
                     var result: CFTypeRef?
                     let status = SecItemCopyMatching(query as CFDictionary, &result)
                     if status == errSecItemNotFound { continue }

@@ -48,6 +48,10 @@ struct BackupTests {
             GenericPassword(
                 service: "s", account: "stays", password: Data("d".utf8), accessibility: .whenUnlockedThisDeviceOnly))
         try sourceKeychain.add(InternetPassword(server: "example.com", account: "u", password: Data("i".utf8), port: 443))
+        try source.with(try source.client(groups: ["app"])) {
+            let access = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .userPresence, nil)!
+            #expect(addGenericPassword(account: "guarded", extra: [kSecAttrAccessControl as String: access]) == errSecSuccess)
+        }
         #expect(try sourceKeychain.exportBackup(to: file, password: Data("backup pw".utf8)) == 2)
         let mode = try FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? Int
         #expect(mode == 0o600)
@@ -61,6 +65,7 @@ struct BackupTests {
         #expect(try targetKeychain.importBackup(from: file, password: Data("backup pw".utf8)) == 2)
         #expect(try targetKeychain.genericPassword(service: "s", account: "migrates")?.password == Data("m".utf8))
         #expect(try targetKeychain.genericPassword(service: "s", account: "stays") == nil)
+        #expect(try targetKeychain.genericPassword(service: "svc", account: "guarded") == nil)
         #expect(try targetKeychain.internetPassword(server: "example.com", account: "u")?.port == 443)
         #expect(try targetKeychain.importBackup(from: file, password: Data("backup pw".utf8)) == 0)
     }
