@@ -20,6 +20,7 @@ package final class Enclave: Sendable {
     package let indexKey: SecureBytes
 
     private let directory: URL
+    private let statePath: String
     private let wrappedClassKeys: [ProtectionClass: Data]
     private let bootID: String
     private let state: Mutex<State>
@@ -54,6 +55,7 @@ package final class Enclave: Sendable {
     /// - Throws: `EnclaveError.io` when the files cannot be created or read, `.corrupt` when they do not open.
     package init(directory: URL) throws {
         self.directory = directory
+        statePath = directory.appendingPathComponent("keybag.state").path
         try Self.createPrivateDirectory(directory)
         bootID = Self.currentBootID()
         let lock = try FileLock(path: directory.appendingPathComponent("enclave.lock").path)
@@ -81,7 +83,6 @@ package final class Enclave: Sendable {
         for protectionClass in ProtectionClass.allCases { classKeys[protectionClass] = wrapped[protectionClass.rawValue] }
         wrappedClassKeys = classKeys
 
-        let statePath = directory.appendingPathComponent("keybag.state").path
         var persisted = (try? JSONDecoder().decode(PersistedState.self, from: Self.readFile(statePath)))
             ?? PersistedState(locked: false, unlockBootID: nil, passcodeSet: false)
         if !persisted.locked && persisted.unlockBootID != bootID {
@@ -167,7 +168,6 @@ package final class Enclave: Sendable {
 
     // MARK: State file
 
-    private var statePath: String { directory.appendingPathComponent("keybag.state").path }
 
     private func updateState(_ change: (inout PersistedState) -> Void) throws {
         let lock = try FileLock(path: directory.appendingPathComponent("enclave.lock").path)

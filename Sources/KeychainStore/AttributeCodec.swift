@@ -50,66 +50,123 @@ package enum AttributeCodec {
 
     /// Decodes what `encode` produced. - Throws: `StoreError.corrupt` for anything malformed.
     package static func decode(_ data: some DataProtocol) throws -> [String: KeychainValue] {
-        var reader = ByteReader(Data(data))
+        if let contiguous = data as? Data {
+            return try contiguous.withUnsafeBytes { try decode($0) }
+        }
+        return try Data(data).withUnsafeBytes { try decode($0) }
+    }
+
+    /// Decodes what `encode` produced, straight from memory (for example a decrypted `SecureBytes`).
+    package static func decode(_ buffer: UnsafeRawBufferPointer) throws -> [String: KeychainValue] {
+        var reader = BufferReader(buffer)
         guard try reader.byte() == version else { throw StoreError(.corrupt, "unknown attribute encoding") }
         let count = try reader.uint32()
         var result: [String: KeychainValue] = [:]
         result.reserveCapacity(Int(min(count, 1024)))
         for _ in 0..<count {
-            guard let key = String(validating: try reader.bytes(), as: UTF8.self) else {
-                throw StoreError(.corrupt, "attribute name is not UTF-8")
-            }
+            let key = try reader.string()
             result[key] = try decodeValue(&reader)
         }
         guard reader.isAtEnd else { throw StoreError(.corrupt, "trailing bytes after attributes") }
         return result
     }
 
-    private static func decodeValue(_ reader: inout ByteReader) throws -> KeychainValue {
+    private static func decodeValue(_ reader: inout BufferReader) throws -> KeychainValue {
         guard let tag = Tag(rawValue: try reader.byte()) else { throw StoreError(.corrupt, "unknown value tag") }
         switch tag {
-        case .string:
-            guard let s = String(validating: try reader.bytes(), as: UTF8.self) else {
-                throw StoreError(.corrupt, "string value is not UTF-8")
-            }
-            return .string(s)
-        case .data: return .data(try reader.bytes())
+        case .string: return .string(try reader.string())
+        case .data: return .data(Data(try reader.bytes()))
         case .integer: return .integer(Int64(bitPattern: try reader.uint64()))
         case .bool: return .bool(try reader.byte() != 0)
         case .date: return .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: try reader.uint64())))
         case .accessControl:
-            guard let protection = String(data: try reader.bytes(), encoding: .utf8) else {
-                throw StoreError(.corrupt, "access control protection is not UTF-8")
-            }
+            let protection = try reader.string()
             return .accessControl(AccessControlPolicy(protection: protection, flags: try reader.uint64()))
         }
     }
 }
 
+/// Reads the encoding from memory; every read checks bounds.
+private struct BufferReader {
+    private let buffer: UnsafeRawBufferPointer
+    private var offset = 0
+
+    init(_ buffer: UnsafeRawBufferPointer) {
+        self.buffer = buffer
+    }
+
+    var isAtEnd: Bool { offset == buffer.count }
+
+    mutating func byte() throws -> UInt8 {
+        guard offset < buffer.count else { throw StoreError(.corrupt, "truncated record") }
+        defer { offset += 1 }
+        return buffer[offset]
+    }
+
+    mutating func uint32() throws -> UInt32 {
+        guard buffer.count - offset >= 4 else { throw StoreError(.corrupt, "truncated record") }
+        var value: UInt32 = 0
+        for index in offset..<offset + 4 { value = value << 8 | UInt32(buffer[index]) }
+        offset += 4
+        return value
+    }
+
+    mutating func uint64() throws -> UInt64 {
+        guard buffer.count - offset >= 8 else { throw StoreError(.corrupt, "truncated record") }
+        var value: UInt64 = 0
+        for index in offset..<offset + 8 { value = value << 8 | UInt64(buffer[index]) }
+        offset += 8
+        return value
+    }
+
+    mutating func bytes() throws -> UnsafeRawBufferPointer {
+        let count = Int(try uint32())
+        guard buffer.count - offset >= count else { throw StoreError(.corrupt, "truncated record") }
+        defer { offset += count }
+        return UnsafeRawBufferPointer(rebasing: buffer[offset..<offset + count])
+    }
+
+    mutating func string() throws -> String {
+        guard let string = String(validating: try bytes().assumingMemoryBound(to: UInt8.self), as: UTF8.self) else {
+            throw StoreError(.corrupt, "not UTF-8")
+        }
+        return string
+    }
+}
+
 /// Appends big-endian integers and length-prefixed byte strings.
 package struct ByteWriter {
-    package private(set) var data = Data()
+    private var buffer: [UInt8] = []
 
-    package init() {}
+    package init() {
+        buffer.reserveCapacity(256)
+    }
 
-    package mutating func byte(_ value: UInt8) { data.append(value) }
+    /// What was written.
+    package var data: Data { Data(buffer) }
+
+    package mutating func byte(_ value: UInt8) { buffer.append(value) }
 
     package mutating func uint32(_ value: UInt32) {
-        withUnsafeBytes(of: value.bigEndian) { data.append(contentsOf: $0) }
+        for shift in stride(from: 24, through: 0, by: -8) { buffer.append(UInt8(truncatingIfNeeded: value >> shift)) }
     }
 
     package mutating func uint64(_ value: UInt64) {
-        withUnsafeBytes(of: value.bigEndian) { data.append(contentsOf: $0) }
+        for shift in stride(from: 56, through: 0, by: -8) { buffer.append(UInt8(truncatingIfNeeded: value >> shift)) }
     }
 
     /// A 32-bit length, then the bytes.
     package mutating func bytes(_ value: some DataProtocol) {
         uint32(UInt32(value.count))
-        data.append(contentsOf: value)
+        buffer.append(contentsOf: value)
     }
 
     /// A string as length-prefixed UTF-8.
-    package mutating func string(_ value: String) { bytes(Data(value.utf8)) }
+    package mutating func string(_ value: String) {
+        let utf8 = value.utf8
+        uint32(UInt32(utf8.count))
+        buffer.append(contentsOf: utf8)
+    }
 }
 
 /// Reads what `ByteWriter` wrote; every read checks bounds.

@@ -42,6 +42,7 @@ struct ItemSealer: Sendable {
         return HMACSHA256.authenticationCode(for: out.data, using: enclave.indexKey)
     }
 
+    /// The associated data of one part of a row: the part's name, then the row's id and clear columns.
     private func binding(_ part: String, _ row: StoredItem) -> Data {
         var out = ByteWriter()
         out.string("la.item.v1")
