@@ -206,52 +206,11 @@ enum AuthenticatorBenchmarks {
         return String(cString: made)
     }
 
-    /// Sends each command on its own connection to the virtual reader's socket (retrying connect until the
-    /// reader is open), waiting for the driver to close each one; returns how long it took. Runs on its own
-    /// thread because it blocks until libfprint's thread services the socket.
+    /// Sends each command to the virtual reader (the library's protocol client) and returns how long it took.
     @discardableResult
     static func feed(_ path: String, _ commands: [String]) async throws -> Duration {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread {
-                let start = ContinuousClock.now
-                continuation.resume(with: Result {
-                    for command in commands { try exchange(path, command) }
-                    return ContinuousClock.now - start
-                })
-            }.start()
-        }
-    }
-
-    static func exchange(_ path: String, _ command: String) throws {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: Array(path.utf8) + [0])
-        }
-        let deadline = ContinuousClock.now + .seconds(20)
-        var fd: Int32 = -1
-        while true {
-            fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-                }
-            }
-            if connected == 0 { break }
-            let code = errno
-            close(fd)
-            guard code == ENOENT || code == ECONNREFUSED, ContinuousClock.now < deadline else {
-                throw BenchFailure("connect \(path): errno \(code)")
-            }
-            usleep(5000)
-        }
-        defer { close(fd) }
-        let bytes = Array(command.utf8)
-        guard send(fd, bytes, bytes.count, Int32(MSG_NOSIGNAL)) == bytes.count else {
-            throw BenchFailure("send failed")
-        }
-        shutdown(fd, Int32(SHUT_WR))
-        var buffer = [UInt8](repeating: 0, count: 256)
-        while recv(fd, &buffer, buffer.count, 0) > 0 {}
+        let start = ContinuousClock.now
+        try await VirtualReaderSocket(path: path).send(commands)
+        return ContinuousClock.now - start
     }
 }

@@ -1,4 +1,15 @@
 // la-bench: every benchmark prints ops/s beside a baseline measured in the same run, and the ratio.
 // Sections live in their own files; each is an enum with `static func run() async throws`.
+// `la-bench crypto keychain authenticators` runs only the named sections.
+import Foundation
+
+let sections: [(name: String, run: () async throws -> Void)] = [
+    ("crypto", CryptoBenchmarks.run),
+    ("keychain", KeychainBenchmarks.run),
+    ("authenticators", AuthenticatorBenchmarks.run),
+]
+let chosen = Set(CommandLine.arguments.dropFirst())
 print("la-bench: ratios against baselines measured in this run (higher is better unless said)")
-try await CryptoBenchmarks.run()
+for section in sections where chosen.isEmpty || chosen.contains(section.name) {
+    try await section.run()
+}

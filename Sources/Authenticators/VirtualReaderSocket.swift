@@ -10,22 +10,24 @@ import Glibc
 /// side, read until the driver closes (only `LIST` replies), then the next command. The socket exists only while
 /// the device is open, so connecting retries on ENOENT and ECONNREFUSED. Each call runs on its own thread
 /// because it blocks until libfprint's thread pumps its main context.
-struct VirtualReaderSocket: Sendable {
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
+package struct VirtualReaderSocket: Sendable {
+    package struct Failure: Error, CustomStringConvertible {
+        package var description: String
     }
 
-    let path: String
+    package let path: String
+
+    package init(path: String) { self.path = path }
 
     /// Sends each command in order, each on its own connection; returns the replies.
     @discardableResult
-    func send(_ commands: String..., timeout: Duration = .seconds(20)) async throws -> [String] {
+    package func send(_ commands: String..., timeout: Duration = .seconds(20)) async throws -> [String] {
         try await send(commands, timeout: timeout)
     }
 
     /// Sends each command in order, each on its own connection; returns the replies.
     @discardableResult
-    func send(_ commands: [String], timeout: Duration = .seconds(20)) async throws -> [String] {
+    package func send(_ commands: [String], timeout: Duration = .seconds(20)) async throws -> [String] {
         let path = self.path
         return try await withCheckedThrowingContinuation { continuation in
             let thread = Thread {
