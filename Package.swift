@@ -59,8 +59,9 @@ let package = Package(
         .executableTarget(
             name: "lactl",
             dependencies: [
-                "LocalAuthentication", "KeychainServices", "SecurityClient", "Authenticators",
+                "LocalAuthentication", "KeychainServices", "SecurityClient", "Authenticators", "SecureCrypto",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ]),
 
         // Benchmarks: ratios against baselines measured in the same run (`make bench`).

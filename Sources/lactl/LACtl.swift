@@ -1,4 +1,6 @@
 import ArgumentParser
+import Foundation
+import Logging
 
 /// `lactl`: LocalAuthentication and Keychain Services for people, named after macOS `security` where it can be.
 @main
@@ -7,5 +9,16 @@ struct LACtl: AsyncParsableCommand {
         commandName: "lactl",
         abstract: "Manage the local-authentication keychain, fingerprints, passcodes and rights.",
         version: "0.1.0",
-        subcommands: [Biometry.self, Passcode.self, KeychainCommand.self])
+        subcommands: [Demo.self, Biometry.self, Passcode.self, KeychainCommand.self])
+
+    /// Logs go to standard error at `warning` and above; `LACTL_LOG_LEVEL=info` (or `debug`, `trace`) shows more.
+    static func main() async {
+        let level = ProcessInfo.processInfo.environment["LACTL_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:))
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level ?? .warning
+            return handler
+        }
+        await main(nil)
+    }
 }

@@ -1,0 +1,187 @@
+import ArgumentParser
+import Authenticators
+import Foundation
+import KeychainServices
+import SecureCrypto
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `lactl demo`: the main flow end to end on real parts, in a throwaway directory, explained as it goes.
+///
+/// Needs no reader and no PAM setup: fingerprints go through libfprint's own virtual reader (driven over its
+/// socket, as a finger on a real reader would be), passcodes through the real PAM library with pam_matrix and a
+/// password file written for the run. Nothing outside the throwaway directory is touched.
+struct Demo: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show the main flow end to end on libfprint's virtual reader and a real PAM stack.")
+
+    @Flag(help: "Keep the throwaway directory and print its path.")
+    var keep = false
+
+    func run() async throws {
+        let directory = try makeThrowawayDirectory()
+        defer { if !keep { try? FileManager.default.removeItem(atPath: directory) } }
+        say("swift-local-authentication demo — everything below runs on real parts in \(keep ? directory : "a throwaway directory").")
+
+        try signChallenge()
+        try storeSecret(in: directory)
+        try await fingerprint(in: directory)
+        try await passcode(in: directory)
+
+        say("\nDone. Each step above used OpenSSL 3, SQLite, libfprint-2 or Linux-PAM for real; none was simulated.")
+    }
+
+    /// 1. A server's challenge signed with a P-256 key and checked with the public key alone.
+    func signChallenge() throws {
+        heading("1. Signing a server's challenge with a P-256 key (OpenSSL 3)")
+        let key = try P256.PrivateKey()
+        let challenge = try SecureRandom.bytes(32)
+        say("The server sends a random 32-byte challenge: \(challenge.prefix(8).hexString)…")
+        let signature = try key.signature(for: challenge)
+        say("The client signs it with its private key: a \(signature.derRepresentation.count)-byte ECDSA signature.")
+        let verifies = key.publicKey.isValidSignature(signature, for: challenge)
+        say("The server checks it with the 65-byte public key it registered earlier: \(verifies ? "valid" : "INVALID").")
+        var forged = challenge
+        forged[0] ^= 1
+        let forgedVerifies = key.publicKey.isValidSignature(signature, for: forged)
+        say("The same signature on a different challenge: \(forgedVerifies ? "ACCEPTED (bug)" : "rejected, as it must be").")
+        guard verifies, !forgedVerifies else { throw ValidationError("signature check did not behave") }
+    }
+
+    /// 2. A secret kept with Apple's SecItem calls, encrypted at rest, refused while the keychain is locked.
+    func storeSecret(in directory: String) throws {
+        heading("2. Keeping a secret in the encrypted keychain (SQLite, two AES-256-GCM layers)")
+        let storeDirectory = directory + "/keychain"
+        let keychain = try Keychain(directory: URL(fileURLWithPath: storeDirectory), accessGroups: ["demo.app"])
+        let token = Data("demo-api-token-\(UUID().uuidString)".utf8)
+        try keychain.add(GenericPassword(service: "api.example.com", account: "demo", password: token))
+        say("Added a generic password for service \"api.example.com\", account \"demo\".")
+        let found = try keychain.genericPassword(service: "api.example.com", account: "demo")
+        say("Read it back by service and account: \(found?.password == token ? "same bytes" : "MISMATCH").")
+        let onDisk = try FileManager.default.contentsOfDirectory(atPath: storeDirectory)
+            .compactMap { FileManager.default.contents(atPath: storeDirectory + "/" + $0) }
+        let leaked = onDisk.contains { $0.range(of: token) != nil || $0.range(of: Data("api.example.com".utf8)) != nil }
+        say("Searched every file of the store for the token and the service name: \(leaked ? "FOUND (bug)" : "neither is there in clear").")
+        try keychain.lock()
+        let whileLocked: String
+        do {
+            _ = try keychain.genericPassword(service: "api.example.com", account: "demo")
+            whileLocked = "returned data (bug)"
+        } catch let error as KeychainError {
+            whileLocked = "refused with OSStatus \(error.status)"
+        }
+        say("Locked the keychain and asked again: \(whileLocked).")
+        try keychain.unlock()
+        say("Unlocked it: \(try keychain.genericPassword(service: "api.example.com", account: "demo") != nil ? "readable again" : "MISSING").")
+        guard found?.password == token, !leaked else { throw ValidationError("keychain did not behave") }
+    }
+
+    /// 3. Enrolling and verifying a finger on libfprint's virtual reader, and the enrolled-set state hash.
+    func fingerprint(in directory: String) async throws {
+        heading("3. Fingerprints through libfprint-2 (its virtual reader stands in for the hardware)")
+        let socket = VirtualReaderSocket(path: directory + "/virtual-reader.sock")
+        setenv("FP_DRIVERS_WHITELIST", "virtual_device", 1)
+        setenv("FP_VIRTUAL_DEVICE", socket.path, 1)
+        let authenticator = try BiometricAuthenticator(
+            configuration: .init(
+                stateDirectory: directory + "/authenticators", username: "demo", drivers: ["virtual_device"],
+                attemptTimeout: .seconds(20)))
+        let reader = try await authenticator.open()
+        say("Opened reader \"\(reader.name)\" (driver \(reader.driver)).")
+        say("Before enrolling, the enrolled-set state hash is \(try authenticator.stateHash()?.prefix(8).hexString ?? "nil (nothing enrolled)").")
+
+        async let enrolled = authenticator.enroll(finger: .rightIndex) { event in
+            if case .stageCompleted(let completed, let total) = event { say("  enrolling: stage \(completed)/\(total)") }
+        }
+        try await socket.send(Array(repeating: "SCAN demo-finger", count: 5))
+        let print = try await enrolled
+        let firstHash = try authenticator.stateHash()
+        say("Enrolled the right index finger; state hash now \(firstHash?.prefix(8).hexString ?? "nil").")
+
+        async let matched = authenticator.verify()
+        try await socket.send("SCAN demo-finger")
+        let match = try await matched
+        say("The same finger on the reader: matched \(match.identifier == print.identifier ? "the enrolled print" : "ANOTHER print").")
+
+        async let mismatched: EnrolledPrintInfo = authenticator.verify()
+        try await socket.send("SCAN someone-else")
+        do {
+            _ = try await mismatched
+            say("Another finger: ACCEPTED (bug)")
+        } catch let error as AuthenticationError {
+            say("Another finger: refused (LAError code \(error.code.rawValue), authenticationFailed).")
+        }
+
+        async let second = authenticator.enroll(finger: .leftIndex)
+        try await socket.send(Array(repeating: "SCAN second-finger", count: 5))
+        _ = try await second
+        let secondHash = try authenticator.stateHash()
+        say("Enrolled a second finger: the state hash changed (\(secondHash?.prefix(8).hexString ?? "nil")). Keys bound to")
+        say("the first enrolled set (.biometryCurrentSet) stop working for good at this point.")
+        await authenticator.close()
+        guard firstHash != nil, firstHash != secondHash else { throw ValidationError("state hash did not change") }
+    }
+
+    /// 4. A passcode checked by the real PAM library, and the escalating wait after repeated failures.
+    func passcode(in directory: String) async throws {
+        heading("4. Passcodes through Linux-PAM (pam_matrix with a password file written for this run)")
+        let module = "/usr/lib/x86_64-linux-gnu/pam_wrapper/pam_matrix.so"
+        guard FileManager.default.fileExists(atPath: module) else {
+            say("pam_matrix is not installed (package libpam-wrapper); `make demo` installs it through scripts/bootstrap.")
+            return
+        }
+        let pamDirectory = directory + "/pam.d"
+        try FileManager.default.createDirectory(atPath: pamDirectory, withIntermediateDirectories: true)
+        let passdb = directory + "/passdb"
+        try "demo:correct horse:local-authentication\n".write(toFile: passdb, atomically: true, encoding: .utf8)
+        try "auth required \(module) passdb=\(passdb)\naccount required \(module) passdb=\(passdb)\n"
+            .write(toFile: pamDirectory + "/local-authentication", atomically: true, encoding: .utf8)
+        let policy = try AttemptPolicy(directory: directory + "/authenticators")
+        let pam = PasscodeAuthenticator(
+            configuration: .init(service: "local-authentication", configurationDirectory: pamDirectory), policy: policy)
+
+        try await pam.authenticate(user: "demo", presenter: ScriptedPasscode(answer: "correct horse"))
+        say("The right passcode: accepted by PAM (pam_authenticate, then pam_acct_mgmt).")
+        for attempt in 1...5 {
+            do {
+                try await pam.authenticate(user: "demo", presenter: ScriptedPasscode(answer: "wrong \(attempt)"))
+            } catch let error as AuthenticationError {
+                if attempt == 5 { say("Five wrong passcodes in a row: the fifth is refused too (code \(error.code.rawValue)).") }
+            }
+        }
+        do {
+            try await pam.authenticate(user: "demo", presenter: ScriptedPasscode(answer: "correct horse"))
+            say("Even the right passcode right away: ACCEPTED (bug: no escalation)")
+        } catch let error as AuthenticationError {
+            say("Even the right passcode right away is refused before PAM is asked: \(error.message)")
+        }
+    }
+
+    func makeThrowawayDirectory() throws -> String {
+        var template = Array((NSTemporaryDirectory() + "/lactl-demo-XXXXXX").utf8CString)
+        guard let made = mkdtemp(&template) else { throw ValidationError("cannot create a temporary directory") }
+        return String(cString: made)
+    }
+
+    func heading(_ text: String) {
+        say("\n" + text)
+    }
+}
+
+/// Answers PAM's prompts with a fixed passcode, as a program that already holds it would.
+private struct ScriptedPasscode: PasscodePresenter {
+    let answer: String
+
+    func answer(_ prompt: PasscodePrompt) -> SecureBytes? { SecureBytes(Data(answer.utf8)) }
+    func show(_ message: PasscodeMessage) {}
+}
+
+private func say(_ text: String) {
+    FileHandle.standardOutput.write(Data((text + "\n").utf8))
+}
+
+extension Data {
+    fileprivate var hexString: String { map { String(format: "%02x", $0) }.joined() }
+}
