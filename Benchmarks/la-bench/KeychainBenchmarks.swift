@@ -23,16 +23,22 @@ enum KeychainBenchmarks {
         defer { try? FileManager.default.removeItem(at: root) }
         var findAtSize: [Int: Double] = [:]
         for size in sizes {
-            let ours = try measureEngine(size: size, directory: root.appendingPathComponent("engine-\(size)"))
-            let raw = try measureRaw(size: size, directory: root.appendingPathComponent("raw-\(size)"))
-            findAtSize[size] = ours.find
-            let label = size >= 1000 ? "\(size / 1000)k" : "\(size)"
-            Measure.report("keychain add @\(label)", ours: ours.add, baseline: raw.add, baselineName: "raw SQLite")
+            let engine = try EngineSide(size: size, directory: root.appendingPathComponent("engine-\(size)"))
+            let raw = try RawSide(size: size, directory: root.appendingPathComponent("raw-\(size)"))
+            // Lookups and updates alternate between the two sides in short slices, so load from anything else on
+            // the machine falls on both alike.
+            let (ourFind, rawFind) = try alternate(seconds: 3, engine.find, raw.find)
+            let (ourUpdate, rawUpdate) = try alternate(seconds: 2, engine.update, raw.update)
+            let ourDelete = try engine.deleteSome()
+            let rawDelete = try raw.deleteSome()
+            findAtSize[size] = ourFind
+            let label = "\(size / 1000)k"
+            Measure.report("keychain add @\(label)", ours: engine.addRate, baseline: raw.addRate, baselineName: "raw SQLite")
             Measure.report(
-                "keychain find-by-primary-key @\(label)", ours: ours.find, baseline: raw.find, baselineName: "raw SQLite",
+                "keychain find-by-primary-key @\(label)", ours: ourFind, baseline: rawFind, baselineName: "raw SQLite",
                 target: ">= 0.5")
-            Measure.report("keychain update @\(label)", ours: ours.update, baseline: raw.update, baselineName: "raw SQLite")
-            Measure.report("keychain delete @\(label)", ours: ours.delete, baseline: raw.delete, baselineName: "raw SQLite")
+            Measure.report("keychain update @\(label)", ours: ourUpdate, baseline: rawUpdate, baselineName: "raw SQLite")
+            Measure.report("keychain delete @\(label)", ours: ourDelete, baseline: rawDelete, baselineName: "raw SQLite")
         }
         if let small = findAtSize[1_000], let large = findAtSize[100_000] {
             print(
@@ -48,89 +54,144 @@ enum KeychainBenchmarks {
         ["class": .string("genp"), "svce": .string("bench"), "acct": .string("account-\(index)")]
     }
 
-    private static func measureEngine(size: Int, directory: URL) throws -> Figures {
-        let client = try EmbeddedClient(
-            configuration: EmbeddedConfiguration(dataDirectory: directory, accessGroups: ["bench"]))
-        var figures = Figures()
-        let start = ContinuousClock.now
-        for index in 0..<size {
-            var item = query(index)
-            item["labl"] = .string("item \(index)")
-            item["v_Data"] = .data(secret)
-            _ = try client.send(.add(item))
-        }
-        figures.add = Double(size) / seconds(since: start)
+    /// The engine through an embedded client: what `SecItemCopyMatching` and friends run.
+    final class EngineSide {
+        let client: EmbeddedClient
+        let size: Int
+        var addRate = 0.0
         var random = Random(seed: 1)
-        figures.find = try Measure.opsPerSecond(seconds: 1.5) {
+
+        init(size: Int, directory: URL) throws {
+            self.size = size
+            client = try EmbeddedClient(
+                configuration: EmbeddedConfiguration(dataDirectory: directory, accessGroups: ["bench"]))
+            let start = ContinuousClock.now
+            for index in 0..<size {
+                var item = query(index)
+                item["labl"] = .string("item \(index)")
+                item["v_Data"] = .data(secret)
+                _ = try client.send(.add(item))
+            }
+            addRate = Double(size) / seconds(since: start)
+        }
+
+        func find() throws {
             var find = query(random.next(below: size))
             find["r_Data"] = .bool(true)
             guard case .items(let results) = try client.send(.copyMatching(find)), results.items.count == 1 else {
                 throw BenchmarkFailure.wrongResult
             }
         }
-        figures.update = try Measure.opsPerSecond(seconds: 1) {
+
+        func update() throws {
             _ = try client.send(.update(query: query(random.next(below: size)), attributes: ["v_Data": .data(secret)]))
         }
-        let deletions = min(size / 5, 2_000)
-        let deleteStart = ContinuousClock.now
-        for index in 0..<deletions { _ = try client.send(.delete(query(index))) }
-        figures.delete = Double(deletions) / seconds(since: deleteStart)
-        return figures
+
+        func deleteSome() throws -> Double {
+            let deletions = min(size / 5, 2_000)
+            let start = ContinuousClock.now
+            for index in 0..<deletions { _ = try client.send(.delete(query(index))) }
+            return Double(deletions) / seconds(since: start)
+        }
     }
 
     // MARK: Raw SQLite, same schema and statements, no crypto
 
-    private static func rawRow(_ index: Int, rowID: Int64) -> StoredItem {
-        let attributes = AttributeCodec.encode([
-            "acct": .string("account-\(index)"), "svce": .string("bench"), "labl": .string("item \(index)"),
-        ])
-        return StoredItem(
-            rowID: rowID, itemClass: "genp", accessGroup: "bench", protectionClass: "ak", synchronizable: false,
-            blindIndex: Data("bench/account-\(index)".utf8), attributes: attributes, wrappedKey: Data(count: 60),
-            value: secret)
-    }
-
-    private static func measureRaw(size: Int, directory: URL) throws -> Figures {
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let database = try KeychainDatabase(directory: directory)
-        var figures = Figures()
-        let start = ContinuousClock.now
-        for index in 0..<size {
-            try database.write { transaction in
-                try transaction.insert(rawRow(index, rowID: try transaction.nextRowID()))
-            }
-        }
-        figures.add = Double(size) / seconds(since: start)
+    /// The same table, indexes, connection settings and statements, with values and attributes in clear and the
+    /// primary key itself as the unique index.
+    final class RawSide {
+        let database: KeychainDatabase
+        let size: Int
+        var addRate = 0.0
         var random = Random(seed: 1)
-        figures.find = try Measure.opsPerSecond(seconds: 1.5) {
+
+        init(size: Int, directory: URL) throws {
+            self.size = size
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            database = try KeychainDatabase(directory: directory)
+            let start = ContinuousClock.now
+            for index in 0..<size {
+                try database.write { transaction in
+                    try transaction.insert(Self.row(index, rowID: try transaction.nextRowID()))
+                }
+            }
+            addRate = Double(size) / seconds(since: start)
+        }
+
+        static func row(_ index: Int, rowID: Int64) -> StoredItem {
+            let attributes = AttributeCodec.encode([
+                "acct": .string("account-\(index)"), "svce": .string("bench"), "labl": .string("item \(index)"),
+            ])
+            return StoredItem(
+                rowID: rowID, itemClass: "genp", accessGroup: "bench", protectionClass: "ak", synchronizable: false,
+                blindIndex: key(index), attributes: attributes, wrappedKey: Data(count: 60), value: secret)
+        }
+
+        static func key(_ index: Int) -> Data { Data("bench/account-\(index)".utf8) }
+
+        func find() throws {
             let index = random.next(below: size)
             let found = try database.read { transaction -> Data? in
-                try transaction.items(blindIndexes: [Data("bench/account-\(index)".utf8)], includingValues: true)
-                    .first?.value
+                try transaction.items(blindIndexes: [Self.key(index)], includingValues: true).first?.value
             }
             guard found != nil else { throw BenchmarkFailure.wrongResult }
         }
-        figures.update = try Measure.opsPerSecond(seconds: 1) {
+
+        func update() throws {
             let index = random.next(below: size)
             try database.write { transaction in
-                guard var row = try transaction.items(blindIndexes: [Data("bench/account-\(index)".utf8)]).first else {
+                guard var row = try transaction.items(blindIndexes: [Self.key(index)]).first else {
                     throw BenchmarkFailure.wrongResult
                 }
                 row.value = secret
                 try transaction.update(row)
             }
         }
-        let deletions = min(size / 5, 2_000)
-        let deleteStart = ContinuousClock.now
-        for index in 0..<deletions {
-            try database.write { transaction in
-                for row in try transaction.items(blindIndexes: [Data("bench/account-\(index)".utf8)]) {
-                    try transaction.delete(rowID: row.rowID)
+
+        func deleteSome() throws -> Double {
+            let deletions = min(size / 5, 2_000)
+            let start = ContinuousClock.now
+            for index in 0..<deletions {
+                try database.write { transaction in
+                    for row in try transaction.items(blindIndexes: [Self.key(index)]) {
+                        try transaction.delete(rowID: row.rowID)
+                    }
+                }
+            }
+            return Double(deletions) / seconds(since: start)
+        }
+    }
+
+    /// Operations per second of `ours` and `baseline`, run in alternating slices for `seconds` in total.
+    private static func alternate(
+        seconds total: Double, _ ours: () throws -> Void, _ baseline: () throws -> Void
+    ) throws -> (Double, Double) {
+        for _ in 0..<50 {
+            try ours()
+            try baseline()
+        }
+        let rounds = 10
+        let slice = Duration.milliseconds(Int(total * 1000) / (2 * rounds))
+        var counts = (0, 0)
+        var elapsed = (0.0, 0.0)
+        for _ in 0..<rounds {
+            for side in 0..<2 {
+                let start = ContinuousClock.now
+                var done = 0
+                repeat {
+                    for _ in 0..<10 { try side == 0 ? ours() : baseline() }
+                    done += 10
+                } while ContinuousClock.now - start < slice
+                if side == 0 {
+                    counts.0 += done
+                    elapsed.0 += Self.seconds(since: start)
+                } else {
+                    counts.1 += done
+                    elapsed.1 += Self.seconds(since: start)
                 }
             }
         }
-        figures.delete = Double(deletions) / seconds(since: deleteStart)
-        return figures
+        return (Double(counts.0) / elapsed.0, Double(counts.1) / elapsed.1)
     }
 
     // MARK: secret-tool on gnome-keyring

@@ -43,10 +43,10 @@ struct ItemSealer: Sendable {
     }
 
     /// The associated data of one part of a row: the part's name, then the row's id and clear columns.
-    private func binding(_ part: String, _ row: StoredItem) -> Data {
+    private func binding(_ part: UInt8, _ row: StoredItem) -> Data {
         var out = ByteWriter()
         out.string("la.item.v1")
-        out.string(part)
+        out.byte(part)
         out.uint64(UInt64(bitPattern: row.rowID))
         out.string(row.itemClass)
         out.string(row.accessGroup)
@@ -56,6 +56,13 @@ struct ItemSealer: Sendable {
         return out.data
     }
 
+    /// The three parts a row seals, each bound separately.
+    private enum Part {
+        static let attributes: UInt8 = 1
+        static let key: UInt8 = 2
+        static let value: UInt8 = 3
+    }
+
     /// Seals `attributes` and `data` into the row whose clear columns `row` carries.
     func seal(
         _ row: StoredItem, attributes: [String: KeychainValue], data: SecureBytes, protectionClass: ProtectionClass
@@ -63,11 +70,11 @@ struct ItemSealer: Sendable {
         var sealed = row
         let rowKey = try SecureBytes(randomCount: 32)
         sealed.wrappedKey = try enclave.wrap(
-            rowKey: rowKey, protectionClass: protectionClass, binding: binding("key", row))
+            rowKey: rowKey, protectionClass: protectionClass, binding: binding(Part.key, row))
         sealed.attributes = try AESGCM.seal(
-            AttributeCodec.encode(attributes), using: enclave.metadataKey, authenticating: binding("attributes", row)
+            AttributeCodec.encode(attributes), using: enclave.metadataKey, authenticating: binding(Part.attributes, row)
         ).combined
-        sealed.value = try AESGCM.seal(data, using: rowKey, authenticating: binding("value", row)).combined
+        sealed.value = try AESGCM.seal(data, using: rowKey, authenticating: binding(Part.value, row)).combined
         return sealed
     }
 
@@ -80,7 +87,7 @@ struct ItemSealer: Sendable {
         do {
             let plaintext = try AESGCM.open(
                 AESGCM.SealedBox(combined: row.attributes), using: enclave.metadataKey,
-                authenticating: binding("attributes", row))
+                authenticating: binding(Part.attributes, row))
             attributes = try plaintext.withUnsafeBytes { try AttributeCodec.decode($0) }
         } catch {
             throw KeychainStatus(.decode, "an item's attributes do not authenticate")
@@ -94,10 +101,10 @@ struct ItemSealer: Sendable {
     ///   key or the value does not authenticate for this row.
     func openData(_ item: OpenedItem, sealedValue: Data) throws -> SecureBytes {
         let rowKey = try enclave.unwrap(
-            rowKey: item.row.wrappedKey, protectionClass: item.protectionClass, binding: binding("key", item.row))
+            rowKey: item.row.wrappedKey, protectionClass: item.protectionClass, binding: binding(Part.key, item.row))
         do {
             return try AESGCM.open(
-                AESGCM.SealedBox(combined: sealedValue), using: rowKey, authenticating: binding("value", item.row))
+                AESGCM.SealedBox(combined: sealedValue), using: rowKey, authenticating: binding(Part.value, item.row))
         } catch {
             throw KeychainStatus(.decode, "an item's data does not authenticate")
         }
