@@ -55,6 +55,12 @@ package final class KeychainDatabase: Sendable {
                     CREATE INDEX item_by_class ON item(class, agrp, sync);
                     """)
         }
+        migrator.registerMigration("v2") { db in
+            // Whether the item has an access-control list, in clear (and in every ciphertext's associated data), so
+            // a lookup that only returns data can skip decrypting attributes. NULL for rows written before: those
+            // always take the path that decrypts them.
+            try db.execute(sql: "ALTER TABLE item ADD COLUMN acl INTEGER")
+        }
         return migrator
     }
 
@@ -106,7 +112,7 @@ package struct StoreTransaction {
     let db: Database
 
     private static let columnsWithoutValue =
-        "id, class, agrp, pdmn, sync, blind_index, attributes, wrapped_key"
+        "id, class, agrp, pdmn, sync, blind_index, attributes, wrapped_key, acl"
 
     /// The id the next inserted row will get (ids are never reused); valid until this transaction ends.
     package func nextRowID() throws -> Int64 {
@@ -121,30 +127,38 @@ package struct StoreTransaction {
         do {
             try db.execute(
                 sql: """
-                    INSERT INTO item (id, class, agrp, pdmn, sync, blind_index, attributes, wrapped_key, value)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO item (id, class, agrp, pdmn, sync, blind_index, attributes, wrapped_key, value, acl)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     item.rowID, item.itemClass, item.accessGroup, item.protectionClass, item.synchronizable,
-                    item.blindIndex, item.attributes, item.wrappedKey, item.value ?? Data(),
+                    item.blindIndex, item.attributes, item.wrappedKey, item.value ?? Data(), item.hasAccessControl,
                 ])
         } catch {
             throw KeychainDatabase.storeError(error)
         }
     }
 
-    /// Replaces every column of row `item.rowID`. - Throws: `StoreError.duplicate` on a blind-index clash.
+    /// Replaces the columns of row `item.rowID`; the value column only when `item.value` is set.
+    ///
+    /// - Throws: `StoreError.duplicate` on a blind-index clash.
     package func update(_ item: StoredItem) throws {
         do {
-            try db.execute(
-                sql: """
-                    UPDATE item SET class = ?, agrp = ?, pdmn = ?, sync = ?, blind_index = ?, attributes = ?,
-                    wrapped_key = ?, value = ? WHERE id = ?
-                    """,
-                arguments: [
-                    item.itemClass, item.accessGroup, item.protectionClass, item.synchronizable, item.blindIndex,
-                    item.attributes, item.wrappedKey, item.value ?? Data(), item.rowID,
-                ])
+            var arguments: StatementArguments = [
+                item.itemClass, item.accessGroup, item.protectionClass, item.synchronizable, item.blindIndex,
+                item.attributes, item.wrappedKey, item.hasAccessControl,
+            ]
+            var sql = """
+                UPDATE item SET class = ?, agrp = ?, pdmn = ?, sync = ?, blind_index = ?, attributes = ?,
+                wrapped_key = ?, acl = ?
+                """
+            if let value = item.value {
+                sql += ", value = ?"
+                _ = arguments.append(contentsOf: [value])
+            }
+            sql += " WHERE id = ?"
+            _ = arguments.append(contentsOf: [item.rowID])
+            try db.execute(sql: sql, arguments: arguments)
         } catch {
             throw KeychainDatabase.storeError(error)
         }
@@ -207,6 +221,7 @@ package struct StoreTransaction {
     private static func item(from row: Row, withValue: Bool) -> StoredItem {
         StoredItem(
             rowID: row[0], itemClass: row[1], accessGroup: row[2], protectionClass: row[3], synchronizable: row[4],
-            blindIndex: row[5], attributes: row[6], wrappedKey: row[7], value: withValue ? row[8] : nil)
+            blindIndex: row[5], attributes: row[6], wrappedKey: row[7], hasAccessControl: row[8],
+            value: withValue ? row[9] : nil)
     }
 }

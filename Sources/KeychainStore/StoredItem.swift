@@ -15,12 +15,14 @@ package struct StoredItem: Sendable, Equatable {
     package var blindIndex: Data
     package var attributes: Data
     package var wrappedKey: Data
+    /// Whether the item has an access-control list; nil for rows written before the column existed.
+    package var hasAccessControl: Bool?
     /// The sealed value; `nil` when the row was read without it (scans skip the possibly large value column).
     package var value: Data?
 
     package init(
         rowID: Int64, itemClass: String, accessGroup: String, protectionClass: String, synchronizable: Bool,
-        blindIndex: Data, attributes: Data, wrappedKey: Data, value: Data?
+        blindIndex: Data, attributes: Data, wrappedKey: Data, hasAccessControl: Bool? = nil, value: Data?
     ) {
         self.rowID = rowID
         self.itemClass = itemClass
@@ -30,6 +32,7 @@ package struct StoredItem: Sendable, Equatable {
         self.blindIndex = blindIndex
         self.attributes = attributes
         self.wrappedKey = wrappedKey
+        self.hasAccessControl = hasAccessControl
         self.value = value
     }
 }

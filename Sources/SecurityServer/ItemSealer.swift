@@ -19,6 +19,9 @@ struct ItemSealer: Sendable {
         /// Everything stored: user attributes, primary-key defaults, `agrp`, `pdmn`, `sync`, `cdat`, `mdat`, `accc`.
         var attributes: [String: KeychainValue]
 
+        /// False when the attributes were left sealed (a lookup that needs none of them); `attributes` is empty then.
+        var attributesOpened = true
+
         var accessControl: AccessControlPolicy? {
             if case .accessControl(let policy) = attributes["accc"] { return policy }
             return nil
@@ -53,6 +56,9 @@ struct ItemSealer: Sendable {
         out.string(row.protectionClass)
         out.byte(row.synchronizable ? 1 : 0)
         out.bytes(row.blindIndex)
+        // Rows from before the access-control column bind nothing for it; newer rows bind its value, so changing
+        // the column in either direction makes every part of the row fail to open.
+        if let hasAccessControl = row.hasAccessControl { out.byte(hasAccessControl ? 2 : 1) }
         return out.data
     }
 
@@ -68,13 +74,15 @@ struct ItemSealer: Sendable {
         _ row: StoredItem, attributes: [String: KeychainValue], data: SecureBytes, protectionClass: ProtectionClass
     ) throws -> StoredItem {
         var sealed = row
+        sealed.hasAccessControl = attributes["accc"] != nil
         let rowKey = try SecureBytes(randomCount: 32)
         sealed.wrappedKey = try enclave.wrap(
-            rowKey: rowKey, protectionClass: protectionClass, binding: binding(Part.key, row))
+            rowKey: rowKey, protectionClass: protectionClass, binding: binding(Part.key, sealed))
         sealed.attributes = try AESGCM.seal(
-            AttributeCodec.encode(attributes), using: enclave.metadataKey, authenticating: binding(Part.attributes, row)
+            AttributeCodec.encode(attributes), using: enclave.metadataKey,
+            authenticating: binding(Part.attributes, sealed)
         ).combined
-        sealed.value = try AESGCM.seal(data, using: rowKey, authenticating: binding(Part.value, row)).combined
+        sealed.value = try AESGCM.seal(data, using: rowKey, authenticating: binding(Part.value, sealed)).combined
         return sealed
     }
 
@@ -93,6 +101,16 @@ struct ItemSealer: Sendable {
             throw KeychainStatus(.decode, "an item's attributes do not authenticate")
         }
         return OpenedItem(row: row, itemClass: itemClass, protectionClass: protectionClass, attributes: attributes)
+    }
+
+    /// A row whose attributes stay sealed: for lookups by full primary key that return only data or a persistent
+    /// reference, of rows known to have no access-control list. Its data still opens only for this row.
+    func unopened(_ row: StoredItem) throws -> OpenedItem {
+        guard let itemClass = ItemClass(rawValue: row.itemClass),
+            let protectionClass = ProtectionClass(rawValue: row.protectionClass)
+        else { throw KeychainStatus(.decode, "a row names an unknown class") }
+        return OpenedItem(
+            row: row, itemClass: itemClass, protectionClass: protectionClass, attributes: [:], attributesOpened: false)
     }
 
     /// Opens a row's data from its sealed value.

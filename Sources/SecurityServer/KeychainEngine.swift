@@ -163,7 +163,8 @@ package final class KeychainEngine: Sendable {
             var results: [ItemResult] = []
             let matches = try matchingItems(
                 query, caller: caller, transaction: transaction,
-                includingValues: query.returns.contains(.data) || query.returns.contains(.reference))
+                includingValues: query.returns.contains(.data) || query.returns.contains(.reference),
+                mayLeaveAttributesSealed: true)
             let needsData = query.returns.contains(.data) || query.returns.contains(.reference)
             for item in matches {
                 if let limit = query.limit, results.count >= limit { break }
@@ -344,7 +345,8 @@ package final class KeychainEngine: Sendable {
 
     /// The items `query` matches among those `caller` may see, in row order, attributes decrypted.
     private func matchingItems(
-        _ query: ItemQuery, caller: CallerIdentity, transaction: StoreTransaction, includingValues: Bool = false
+        _ query: ItemQuery, caller: CallerIdentity, transaction: StoreTransaction, includingValues: Bool = false,
+        mayLeaveAttributesSealed: Bool = false
     ) throws -> [ItemSealer.OpenedItem] {
         var groups = caller.visibleGroups
         if let group = query.accessGroup {
@@ -355,6 +357,7 @@ package final class KeychainEngine: Sendable {
         }
         let storedClass = query.itemClass == .identity ? ItemClass.certificate : query.itemClass
         var candidates: [StoredItem]
+        var usedScan = false
         if let reference = query.persistentReference {
             guard storedClass == nil || storedClass == reference.itemClass,
                 let row = try transaction.item(rowID: reference.rowID), row.itemClass == reference.itemClass.rawValue,
@@ -390,9 +393,22 @@ package final class KeychainEngine: Sendable {
                 }
             candidates = try transaction.items(
                 itemClass: storedClass!.rawValue, accessGroups: groups, synchronizable: sync)
+            usedScan = true
         }
+        // A lookup by the full primary key that returns nothing but data or persistent references needs no
+        // attribute: the blind index already matched every filter, and the clear (authenticated) access-control
+        // flag says whether an access-control check is due.
+        let primaryKey = storedClass.map { Set(AttributeSchema.primaryKey(of: $0)) } ?? []
+        let attributesNeeded =
+            !mayLeaveAttributesSealed || usedScan || query.caseInsensitive || query.itemClass == .identity
+            || query.persistentReference != nil || !query.returns.isSubset(of: [.data, .persistentReference])
+            || !query.attributes.keys.allSatisfy(primaryKey.contains)
         var matches: [ItemSealer.OpenedItem] = []
         for row in candidates {
+            if !attributesNeeded && row.hasAccessControl == false {
+                matches.append(try sealer.unopened(row))
+                continue
+            }
             if query.persistentReference != nil && query.synchronizable != .any
                 && row.synchronizable != (query.synchronizable == .yes)
             {

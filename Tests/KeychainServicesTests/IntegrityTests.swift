@@ -92,6 +92,31 @@ struct IntegrityTests {
         }
     }
 
+    @Test func clearingTheAccessControlFlagDoesNotReleaseData() throws {
+        let store = TestStore()
+        let client = try store.client()
+        try store.with(client) {
+            let access = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .userPresence, nil)!
+            addGenericPassword(account: "guarded", password: "secret", extra: [kSecAttrAccessControl as String: access])
+            addGenericPassword(account: "open", password: "plain")
+        }
+        let database = try KeychainDatabase(directory: store.directory)
+        let flags = try database.read { try $0.allItems().map(\.hasAccessControl) }
+        #expect(flags == [true, false])
+        for forged in [false, nil] as [Bool?] {
+            try database.write { transaction in
+                var row = try transaction.allItems()[0]
+                row.hasAccessControl = forged
+                row.value = try transaction.value(rowID: row.rowID)
+                try transaction.update(row)
+            }
+            try store.with(client) {
+                #expect(password(account: "guarded") == .failure(StatusError(status: errSecDecode)))
+                #expect(password(account: "open") == .success("plain"))
+            }
+        }
+    }
+
     @Test func flippedBytesInTheDatabaseFileAreDetected() throws {
         let store = TestStore()
         var sealedAttributes = Data()
