@@ -6,6 +6,25 @@ package enum AccessControlOperation: Sendable {
     case readData
     /// Changing the item.
     case update
+    /// Signing with a private key (`LAAccessControlOperation.useKeySign`).
+    case useKeySign
+    /// Decrypting with a private key (`LAAccessControlOperation.useKeyDecrypt`).
+    case useKeyDecrypt
+    /// Key agreement with a private key (`LAAccessControlOperation.useKeyKeyExchange`).
+    case useKeyKeyExchange
+}
+
+/// The engine-side handle of an `LAContext` (`kSecUseAuthenticationContext`): 32 random bytes the client holds,
+/// unguessable, so a context can only be used by whoever was given it.
+package struct AuthenticationContextID: Hashable, Sendable, CustomStringConvertible {
+    package let bytes: [UInt8]
+
+    package init(bytes: [UInt8]) {
+        self.bytes = bytes
+    }
+
+    /// Never shows the handle itself, which is a bearer credential.
+    package var description: String { "AuthenticationContextID(…)" }
 }
 
 /// What an access-control check decided for one item.
@@ -22,8 +41,10 @@ package enum AccessDecision: Sendable, Equatable {
 /// decrypted. An evaluator that can check an `LAContext`'s credential (and prompt through a presenter) replaces the
 /// default when contexts exist.
 package protocol AccessControlEvaluator: Sendable {
+    /// - Parameter context: the caller's `kSecUseAuthenticationContext`, when it gave one.
     func authorize(
-        _ policy: AccessControlPolicy, operation: AccessControlOperation, authenticationUI: AuthenticationUI
+        _ policy: AccessControlPolicy, operation: AccessControlOperation, authenticationUI: AuthenticationUI,
+        context: AuthenticationContextID?
     ) -> AccessDecision
 }
 
@@ -34,7 +55,8 @@ package struct NoCredentialEvaluator: AccessControlEvaluator {
     package init() {}
 
     package func authorize(
-        _ policy: AccessControlPolicy, operation: AccessControlOperation, authenticationUI: AuthenticationUI
+        _ policy: AccessControlPolicy, operation: AccessControlOperation, authenticationUI: AuthenticationUI,
+        context: AuthenticationContextID?
     ) -> AccessDecision {
         authenticationUI == .skip ? .skip : .denied(.interactionNotAllowed)
     }

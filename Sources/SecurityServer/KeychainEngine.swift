@@ -186,7 +186,8 @@ package final class KeychainEngine: Sendable {
         var result = ItemResult(itemClass: query.itemClass ?? item.itemClass)
         let needsData = query.returns.contains(.data) || query.returns.contains(.reference)
         if needsData, let policy = item.accessControl {
-            switch evaluator.authorize(policy, operation: .readData, authenticationUI: query.authenticationUI) {
+            switch evaluator.authorize(
+                policy, operation: .readData, authenticationUI: query.authenticationUI, context: nil) {
             case .allowed: break
             case .skip: return nil
             case .denied(let code): throw KeychainStatus(code, "the item's access control is not satisfied")
@@ -220,7 +221,8 @@ package final class KeychainEngine: Sendable {
             if query.returns.contains(.reference), case .certificate(let certificate) = result.reference {
                 try requireAvailable(key)
                 if let policy = key.accessControl {
-                    switch evaluator.authorize(policy, operation: .readData, authenticationUI: query.authenticationUI)
+                    switch evaluator.authorize(
+                policy, operation: .readData, authenticationUI: query.authenticationUI, context: nil)
                     {
                     case .allowed: break
                     case .skip: return nil
@@ -279,7 +281,8 @@ package final class KeychainEngine: Sendable {
             for item in matches {
                 try requireAvailable(item)
                 if let policy = item.accessControl {
-                    let decision = evaluator.authorize(policy, operation: .update, authenticationUI: query.authenticationUI)
+                    let decision = evaluator.authorize(
+                        policy, operation: .update, authenticationUI: query.authenticationUI, context: nil)
                     guard decision == .allowed else {
                         throw KeychainStatus(.interactionNotAllowed, "the item's access control is not satisfied")
                     }
