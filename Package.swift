@@ -67,7 +67,10 @@ let package = Package(
         // Benchmarks: ratios against baselines measured in the same run (`make bench`).
         .executableTarget(
             name: "la-bench",
-            dependencies: ["SecureCrypto", "COpenSSL", "Authenticators", "KeychainStore", "SecurityServer", "SecurityClient"],
+            dependencies: [
+                "SecureCrypto", "COpenSSL", "Authenticators", "KeychainStore", "SecurityServer", "SecurityClient",
+                "KeychainServices",
+            ],
             path: "Benchmarks/la-bench"),
 
         .testTarget(name: "AuthenticatorsTests", dependencies: ["Authenticators", "SecureCrypto"]),
@@ -82,6 +85,10 @@ let package = Package(
             dependencies: [
                 "KeychainServices", "SecurityClient", "SecurityServer", "KeychainStore", "Enclave", "keychain-stress",
             ]),
+        // SecKey: software and enclave P-256 keys, access-control-gated private-key operations.
+        .testTarget(
+            name: "SecKeyTests",
+            dependencies: ["KeychainServices", "SecurityClient", "SecurityServer", "KeychainStore", "Enclave", "SecureCrypto"]),
         .testTarget(
             name: "SecureCryptoTests",
             dependencies: ["SecureCrypto"],

@@ -7,6 +7,7 @@ let sections: [(name: String, run: () async throws -> Void)] = [
     ("crypto", CryptoBenchmarks.run),
     ("keychain", KeychainBenchmarks.run),
     ("authenticators", AuthenticatorBenchmarks.run),
+    ("seckey", SecKeyBenchmarks.run),
 ]
 let chosen = Set(CommandLine.arguments.dropFirst())
 print("la-bench: ratios against baselines measured in this run (higher is better unless said)")

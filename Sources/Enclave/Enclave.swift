@@ -19,7 +19,9 @@ package final class Enclave: Sendable {
     /// The key of the blind index (HMAC-SHA256 over an item's primary key).
     package let indexKey: SecureBytes
 
-    private let directory: URL
+    let directory: URL
+    /// Enclave keys opened recently (see `EnclaveKey.swift`).
+    let keyCache = EnclaveKeyCache()
     private let statePath: String
     private let wrappedClassKeys: [ProtectionClass: Data]
     private let bootID: String
@@ -263,7 +265,7 @@ package final class Enclave: Sendable {
         return result
     }
 
-    private static func loadOrCreateRootKey(in directory: URL) throws -> SecureBytes {
+    static func loadOrCreateRootKey(in directory: URL) throws -> SecureBytes {
         let path = directory.appendingPathComponent("device.key").path
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         if fd < 0 {

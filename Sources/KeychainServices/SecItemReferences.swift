@@ -33,19 +33,6 @@ public func SecCertificateCopyData(_ certificate: SecCertificate) -> CFData {
     certificate.derData as NSData
 }
 
-/// A key item: what `kSecReturnRef` returns for key items and `kSecValueRef` adds.
-///
-/// Holds the key's stored bytes in a zeroizing buffer and the attributes it was stored with.
-public final class SecKey: Sendable {
-    let keyData: SecureBytes
-    let keyAttributes: [String: KeychainValue]
-
-    init(keyData: SecureBytes, attributes: [String: KeychainValue]) {
-        self.keyData = keyData
-        self.keyAttributes = attributes
-    }
-}
-
 /// A certificate with its private key: what `kSecReturnRef` returns for identity items.
 public final class SecIdentity: Sendable {
     let certificate: SecCertificate

@@ -29,6 +29,10 @@ package final class EmbeddedClient: SecurityClient {
         try engine.handle(request, caller: caller)
     }
 
+    package func send(_ request: KeyRequest) throws -> KeyResponse {
+        try engine.handle(request, caller: caller)
+    }
+
     package func keychainEvents() -> AsyncStream<EngineEvent> {
         engine.events(for: caller)
     }

@@ -9,6 +9,11 @@ package protocol SecurityClient: Sendable {
     /// - Throws: `KeychainStatus` carrying the `OSStatus` Keychain Services reports.
     func send(_ request: KeychainRequest) throws -> KeychainResponse
 
+    /// Serves one enclave-key request (generate, sign, decrypt, key exchange). Blocks until the engine answers.
+    ///
+    /// - Throws: `KeychainStatus` carrying the `OSStatus` the `SecKey` functions report.
+    func send(_ request: KeyRequest) throws -> KeyResponse
+
     /// Keychain events the caller may see, from now on.
     func keychainEvents() -> AsyncStream<EngineEvent>
 }

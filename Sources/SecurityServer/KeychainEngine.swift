@@ -15,7 +15,7 @@ package final class KeychainEngine: Sendable {
     let enclave: Enclave
     let database: KeychainDatabase
     let sealer: ItemSealer
-    private let evaluator: any AccessControlEvaluator
+    let evaluator: any AccessControlEvaluator
     private let hub = EngineEventHub()
 
     /// Opens (creating on first use) the store in `directory`.

@@ -1,0 +1,134 @@
+import Foundation
+import SecureCrypto
+import Synchronization
+
+/// A P-256 private key that lives in the enclave, in the only form that ever leaves it: its scalar sealed with
+/// AES-256-GCM under the device root key, the associated data binding the key's access-control list and its public
+/// key. Changing any byte (the sealed scalar, the list, the public key) makes the key fail to open.
+///
+/// Whoever holds this value can ask the enclave to use the key but cannot read it; the engine checks the
+/// access-control list before it asks the enclave to open the key.
+package struct EnclaveKey: Sendable, Hashable {
+    /// The canonical encoding of the key's access-control list (empty when the key has none).
+    package var accessControl: Data
+    /// The public key, `04 || X || Y` (65 bytes).
+    package var publicKey: Data
+    /// The private scalar sealed under the root key (nonce, ciphertext, tag).
+    package var sealedScalar: Data
+
+    private static let magic = Data("LAEK1".utf8)
+
+    package init(accessControl: Data, publicKey: Data, sealedScalar: Data) {
+        self.accessControl = accessControl
+        self.publicKey = publicKey
+        self.sealedScalar = sealedScalar
+    }
+
+    /// The bytes stored as the key item's data and held by a client's `SecKey` as its handle.
+    package var serialized: Data {
+        var out = Self.magic
+        Self.appendField(accessControl, to: &out)
+        Self.appendField(publicKey, to: &out)
+        Self.appendField(sealedScalar, to: &out)
+        return out
+    }
+
+    /// Parses `serialized`'s output. - Throws: `EnclaveError.corrupt` for anything else.
+    package init(serialized data: Data) throws {
+        let bytes = [UInt8](data)
+        guard bytes.count >= Self.magic.count, Data(bytes[0..<Self.magic.count]) == Self.magic else {
+            throw EnclaveError(.corrupt, "not an enclave key")
+        }
+        var offset = Self.magic.count
+        func field() throws -> Data {
+            guard offset + 4 <= bytes.count else { throw EnclaveError(.corrupt, "an enclave key is truncated") }
+            let count = bytes[offset..<(offset + 4)].reduce(0) { $0 << 8 | Int($1) }
+            guard count <= bytes.count - offset - 4 else { throw EnclaveError(.corrupt, "an enclave key is truncated") }
+            defer { offset += 4 + count }
+            return Data(bytes[(offset + 4)..<(offset + 4 + count)])
+        }
+        accessControl = try field()
+        publicKey = try field()
+        sealedScalar = try field()
+        guard offset == bytes.count, publicKey.count == P256.publicKeyByteCount else {
+            throw EnclaveError(.corrupt, "an enclave key has trailing or missing bytes")
+        }
+    }
+
+    /// The associated data of the sealed scalar: a label, the access-control list and the public key.
+    var binding: Data {
+        var out = Data("la.enclave-key.v1".utf8)
+        Self.appendField(accessControl, to: &out)
+        Self.appendField(publicKey, to: &out)
+        return out
+    }
+
+    private static func appendField(_ field: Data, to out: inout Data) {
+        let count = UInt32(field.count)
+        for shift in stride(from: 24, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: count >> shift)) }
+        out.append(field)
+    }
+}
+
+/// Opened enclave keys, by their sealed form, so repeated operations with one key do not open and re-check it each
+/// time. Only a key that opened (authenticated under the root key) is ever entered, under its exact sealed bytes,
+/// so a changed list or scalar never finds an entry. The keys stay inside the enclave object; the engine still
+/// checks the access-control list before every use.
+final class EnclaveKeyCache: Sendable {
+    private static let capacity = 64
+    private let keys = Mutex<[EnclaveKey: P256.PrivateKey]>([:])
+
+    func key(for sealed: EnclaveKey) -> P256.PrivateKey? {
+        keys.withLock { $0[sealed] }
+    }
+
+    func insert(_ key: P256.PrivateKey, for sealed: EnclaveKey) {
+        keys.withLock { keys in
+            if keys.count >= Self.capacity { keys.removeAll() }
+            keys[sealed] = key
+        }
+    }
+}
+
+extension Enclave {
+    /// Generates a P-256 key inside the enclave, bound to `accessControl` (the list's canonical bytes, empty for
+    /// none). The private scalar exists in clear only in this process's secure memory, never in the result.
+    ///
+    /// - Throws: `EnclaveError.io` when the root key cannot be read.
+    package func generateKey(accessControl: Data) throws -> EnclaveKey {
+        let key = try P256.PrivateKey()
+        let scalar = key.x963Representation.slice(P256.publicKeyByteCount..<P256.privateKeyByteCount)
+        var sealed = EnclaveKey(
+            accessControl: accessControl, publicKey: key.publicKey.x963Representation, sealedScalar: Data())
+        sealed.sealedScalar = try AESGCM.seal(scalar, using: rootKey(), authenticating: sealed.binding).combined
+        keyCache.insert(key, for: sealed)
+        return sealed
+    }
+
+    /// Runs `body` with the opened private key of `sealed`. The caller (the engine) must have checked the key's
+    /// access-control list first.
+    ///
+    /// - Throws: `EnclaveError.corrupt` when the key does not open under this device's root key (a changed byte in
+    ///   the scalar, the list or the public key, or a key from another device); whatever `body` throws.
+    package func withPrivateKey<Result>(
+        _ sealed: EnclaveKey, _ body: (P256.PrivateKey) throws -> Result
+    ) throws -> Result {
+        if let key = keyCache.key(for: sealed) { return try body(key) }
+        let key: P256.PrivateKey
+        do {
+            let scalar = try AESGCM.open(
+                AESGCM.SealedBox(combined: sealed.sealedScalar), using: rootKey(), authenticating: sealed.binding)
+            key = try P256.PrivateKey(x963Representation: SecureBytes(sealed.publicKey).appending(scalar))
+        } catch let error as EnclaveError where error.code == .io {
+            throw error
+        } catch {
+            throw EnclaveError(.corrupt, "an enclave key does not open on this device")
+        }
+        keyCache.insert(key, for: sealed)
+        return try body(key)
+    }
+
+    private func rootKey() throws -> SecureBytes {
+        try Self.loadOrCreateRootKey(in: directory)
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+import KeychainStore
+import SecureCrypto
+import SecurityClient
+import SecurityServer
+
+/// A P-256 key: what `SecKeyCreateRandomKey`, `SecKeyCreateWithData` and `SecKeyCopyPublicKey` return, and what
+/// `kSecReturnRef` returns for key items.
+///
+/// A software key holds its key in this process (the private scalar in secure memory). An enclave key
+/// (`kSecAttrTokenIDSecureEnclave`) holds only its public key and a handle the engine gave it: the private key stays
+/// sealed under the device root key, and every private-key operation is a request to the engine, which checks the
+/// key's access control first. A key item whose bytes are not a P-256 key (stored by other code) gives a key that
+/// supports no operation.
+public final class SecKey: Sendable {
+    enum Material: Sendable {
+        case publicKey(P256.PublicKey)
+        case privateKey(P256.PrivateKey)
+        case enclave(handle: Data, publicKey: P256.PublicKey, client: any SecurityClient, context: AuthenticationContextID?)
+        case opaque(SecureBytes)
+    }
+
+    let material: Material
+    /// The attributes the key was created or stored with (tag, label, access control, permanence…).
+    let keyAttributes: [String: KeychainValue]
+
+    init(material: Material, attributes: [String: KeychainValue]) {
+        self.material = material
+        self.keyAttributes = attributes
+    }
+
+    /// A key from a key item's stored bytes and attributes (what `kSecReturnRef` gives). An enclave key is bound to
+    /// the client serving the current request.
+    convenience init(keyData: SecureBytes, attributes: [String: KeychainValue]) {
+        self.init(material: Self.material(keyData: keyData, attributes: attributes), attributes: attributes)
+    }
+
+    /// The bytes a key item stores for this key (`kSecValueRef` in `SecItemAdd`): `04||X||Y`, `04||X||Y||D`, or an
+    /// enclave key's handle.
+    var keyData: SecureBytes {
+        switch material {
+        case .publicKey(let key): SecureBytes(key.x963Representation)
+        case .privateKey(let key): key.x963Representation
+        case .enclave(let handle, _, _, _): SecureBytes(handle)
+        case .opaque(let bytes): bytes
+        }
+    }
+
+    /// The public key of a P-256 key (nil for an opaque one).
+    var publicKey: P256.PublicKey? {
+        switch material {
+        case .publicKey(let key): key
+        case .privateKey(let key): key.publicKey
+        case .enclave(_, let key, _, _): key
+        case .opaque: nil
+        }
+    }
+
+    /// Whether this is a private key (software or enclave).
+    var isPrivate: Bool {
+        switch material {
+        case .privateKey, .enclave: true
+        case .publicKey, .opaque: false
+        }
+    }
+
+    private static func material(keyData: SecureBytes, attributes: [String: KeychainValue]) -> Material {
+        if attributes["tkid"] == .string(kSecAttrTokenIDSecureEnclave) {
+            let handle = keyData.unprotectedData()
+            if let point = KeyRequest.publicKey(ofHandle: handle),
+                let publicKey = try? P256.PublicKey(x963Representation: point),
+                let client = try? KeychainClientSelection.resolve()
+            {
+                return .enclave(handle: handle, publicKey: publicKey, client: client, context: nil)
+            }
+            return .opaque(keyData)
+        }
+        switch keyData.count {
+        case P256.privateKeyByteCount:
+            if let key = try? P256.PrivateKey(x963Representation: keyData) { return .privateKey(key) }
+        case P256.publicKeyByteCount:
+            if let key = try? P256.PublicKey(x963Representation: keyData.unprotectedData()) { return .publicKey(key) }
+        default:
+            break
+        }
+        return .opaque(keyData)
+    }
+
+    /// What `SecKeyCopyAttributes` returns: the stored or creation attributes, then what the key itself says.
+    var attributes: [String: KeychainValue] {
+        var result = keyAttributes
+        result["class"] = .string(kSecClassKey)
+        guard let publicKey else { return result }
+        result["type"] = .string(kSecAttrKeyTypeECSECPrimeRandom)
+        result["bsiz"] = .integer(256)
+        result["esiz"] = .integer(256)
+        result["kcls"] = .string(isPrivate ? kSecAttrKeyClassPrivate : kSecAttrKeyClassPublic)
+        result["klbl"] = .data(InsecureSHA1.hash(publicKey.x963Representation))
+        result["sign"] = .bool(isPrivate)
+        result["decr"] = .bool(isPrivate)
+        result["drve"] = .bool(isPrivate)
+        result["vrfy"] = .bool(!isPrivate)
+        result["encr"] = .bool(!isPrivate)
+        switch material {
+        case .enclave: result["tkid"] = .string(kSecAttrTokenIDSecureEnclave)
+        case .publicKey(let key): result["v_Data"] = .data(key.x963Representation)
+        default: break
+        }
+        return result
+    }
+}

@@ -1,0 +1,142 @@
+import Foundation
+import KeychainStore
+import SecureCrypto
+import SecurityClient
+import SecurityServer
+
+/// `SecKeyCreateRandomKey`'s parameters, validated, and the generation they ask for.
+struct SecKeyGeneration {
+    /// Top-level attributes, which apply to both keys.
+    private var common: [String: KeychainValue] = [:]
+    private var privateAttributes: [String: KeychainValue] = [:]
+    private var publicAttributes: [String: KeychainValue] = [:]
+    private var inEnclave = false
+    private var context: AuthenticationContextID?
+
+    /// - Throws: `KeychainStatus(.param)` for a key type other than EC, a size other than 256, a token other than the
+    ///   Secure Enclave, or a malformed dictionary.
+    init(_ parameters: NSDictionary) throws {
+        for (key, value) in parameters {
+            guard let key = key as? String else { throw KeychainStatus(.param, "a parameter key is not a string") }
+            switch key {
+            case kSecPrivateKeyAttrs: privateAttributes = try subAttributes(value)
+            case kSecPublicKeyAttrs: publicAttributes = try subAttributes(value)
+            case kSecUseAuthenticationContext: context = try Self.context(value)
+            default: common[key] = try SecItemConversion.keychainValue(value)
+            }
+        }
+        try Self.checkKeyType(common)
+        if let token = common["tkid"] {
+            guard token == .string(kSecAttrTokenIDSecureEnclave) else {
+                throw KeychainStatus(.param, "the only token is kSecAttrTokenIDSecureEnclave")
+            }
+            inEnclave = true
+        }
+        for name in ["type", "bsiz", "esiz", "tkid"] { common[name] = nil }
+    }
+
+    /// Generates the key pair (in the enclave or here), stores the permanent halves, and returns the private key.
+    func generate() throws -> SecKey {
+        let client = try KeychainClientSelection.resolve()
+        let privateItem = common.merging(privateAttributes) { _, new in new }
+        let publicItem = common.merging(publicAttributes) { _, new in new }
+        let material: SecKey.Material
+        let publicKey: P256.PublicKey
+        if inEnclave {
+            var policy: AccessControlPolicy?
+            if case .accessControl(let value) = privateItem["accc"] { policy = value }
+            var item: [String: KeychainValue]?
+            if privateItem["perm"]?.boolValue == true {
+                // The engine adds the application label once the key (and so its public key) exists.
+                item = Self.item(privateItem, keyClass: kSecAttrKeyClassPrivate, publicKey: Data())
+                item?["tkid"] = .string(kSecAttrTokenIDSecureEnclave)
+            }
+            guard
+                case .generated(let handle, let point) = try client.send(
+                    .generate(accessControl: policy, item: item))
+            else { throw KeychainStatus(.internalComponent, "the engine answered another request") }
+            publicKey = try P256.PublicKey(x963Representation: point)
+            material = .enclave(handle: handle, publicKey: publicKey, client: client, context: context)
+        } else {
+            let privateKey = try P256.PrivateKey()
+            publicKey = privateKey.publicKey
+            if privateItem["perm"]?.boolValue == true {
+                var item = Self.item(
+                    privateItem, keyClass: kSecAttrKeyClassPrivate, publicKey: publicKey.x963Representation)
+                item["v_Data"] = .data(privateKey.x963Representation.unprotectedData())
+                _ = try client.send(.add(item))
+            }
+            material = .privateKey(privateKey)
+        }
+        if publicItem["perm"]?.boolValue == true {
+            var item = Self.item(publicItem, keyClass: kSecAttrKeyClassPublic, publicKey: publicKey.x963Representation)
+            item["v_Data"] = .data(publicKey.x963Representation)
+            _ = try client.send(.add(item))
+        }
+        return SecKey(material: material, attributes: privateItem.merging(["perm": .bool(false)]) { old, _ in old })
+    }
+
+    /// A key item's `SecItemAdd` attributes (without its value).
+    private static func item(
+        _ attributes: [String: KeychainValue], keyClass: String, publicKey: Data
+    ) -> [String: KeychainValue] {
+        var item = attributes
+        item["class"] = .string(kSecClassKey)
+        item["kcls"] = .string(keyClass)
+        item["type"] = .string(kSecAttrKeyTypeECSECPrimeRandom)
+        item["bsiz"] = .integer(256)
+        item["esiz"] = .integer(256)
+        if item["klbl"] == nil && !publicKey.isEmpty { item["klbl"] = .data(InsecureSHA1.hash(publicKey)) }
+        item["perm"] = .bool(true)
+        return item
+    }
+
+    /// `kSecPrivateKeyAttrs` / `kSecPublicKeyAttrs`: a dictionary of attributes (a context in it applies to the
+    /// key's operations).
+    private mutating func subAttributes(_ value: Any) throws -> [String: KeychainValue] {
+        guard let dictionary = value as? NSDictionary ?? (value as? [String: Any]).map({ $0 as NSDictionary }) else {
+            throw KeychainStatus(.param, "kSecPrivateKeyAttrs and kSecPublicKeyAttrs must be dictionaries")
+        }
+        var result: [String: KeychainValue] = [:]
+        for (key, value) in dictionary {
+            guard let key = key as? String else { throw KeychainStatus(.param, "an attribute key is not a string") }
+            if key == kSecUseAuthenticationContext {
+                context = try Self.context(value)
+            } else {
+                result[key] = try SecItemConversion.keychainValue(value)
+            }
+        }
+        return result
+    }
+
+    /// The engine handle of a `kSecUseAuthenticationContext` value, converted as `SecItem` dictionaries convert it.
+    private static func context(_ value: Any) throws -> AuthenticationContextID {
+        guard case .data(let handle) = try SecItemConversion.keychainValue(value), handle.count == 32 else {
+            throw KeychainStatus(.param, "kSecUseAuthenticationContext must be an LAContext")
+        }
+        return AuthenticationContextID(bytes: [UInt8](handle))
+    }
+
+    /// A flat attribute dictionary (`SecKeyCreateWithData`'s attributes), converted.
+    static func plainAttributes(_ dictionary: NSDictionary) throws -> [String: KeychainValue] {
+        var result: [String: KeychainValue] = [:]
+        for (key, value) in dictionary {
+            guard let key = key as? String else { throw KeychainStatus(.param, "an attribute key is not a string") }
+            result[key] = try SecItemConversion.keychainValue(value)
+        }
+        return result
+    }
+
+    /// Requires an EC key type and (when given) a 256-bit size.
+    static func checkKeyType(_ attributes: [String: KeychainValue]) throws {
+        switch attributes["type"] {
+        case .string(kSecAttrKeyTypeECSECPrimeRandom), .integer(73): break
+        case nil: throw KeychainStatus(.param, "kSecAttrKeyType is missing")
+        default: throw KeychainStatus(.param, "only kSecAttrKeyTypeECSECPrimeRandom keys are supported")
+        }
+        switch attributes["bsiz"] {
+        case nil, .integer(256), .string("256"): break
+        default: throw KeychainStatus(.param, "only 256-bit (P-256) keys are supported")
+        }
+    }
+}

@@ -1,0 +1,101 @@
+import Enclave
+import Foundation
+import KeychainStore
+import SecureCrypto
+
+extension KeychainEngine {
+    /// Serves one enclave-key request for `caller`: every private-key operation on a key with an access-control
+    /// list first asks the evaluator (with the caller's authentication context), and only then opens the key.
+    ///
+    /// - Throws: `KeychainStatus`: the evaluator's code when the list is not satisfied (usually
+    ///   `errSecInteractionNotAllowed` or `errSecAuthFailed`), `errSecInteractionNotAllowed` when the list's
+    ///   protection class is locked, `errSecDecode` when the key does not open (changed bytes, another device),
+    ///   `errSecInvalidKeyRef` for a handle that is not an enclave key, `errSecParam` for bad input (a ciphertext
+    ///   that does not open, a peer key that is not on P-256), and what `SecItemAdd` returns for a stored key.
+    package func handle(_ request: KeyRequest, caller: CallerIdentity) throws -> KeyResponse {
+        do {
+            switch request {
+            case .generate(let policy, let item):
+                if let policy, ProtectionClass(rawValue: policy.protection) == nil {
+                    throw KeychainStatus(.param, "the access control names an unknown protection class")
+                }
+                let key = try enclave.generateKey(accessControl: Self.encodedAccessControl(policy))
+                if var item {
+                    item["v_Data"] = .data(key.serialized)
+                    if item["klbl"] == nil { item["klbl"] = .data(InsecureSHA1.hash(key.publicKey)) }
+                    if let policy { item["accc"] = .accessControl(policy) }
+                    _ = try handle(.add(item), caller: caller)
+                }
+                return .generated(handle: key.serialized, publicKey: key.publicKey)
+            case .sign(let handle, let digest, let context):
+                return .signature(
+                    try useEnclaveKey(handle, for: .useKeySign, context: context) {
+                        try $0.signature(forDigest: digest).derRepresentation
+                    })
+            case .decrypt(let handle, let ciphertext, let variant, let context):
+                return .secret(
+                    try useEnclaveKey(handle, for: .useKeyDecrypt, context: context) {
+                        try ECIES.open(ciphertext, with: $0, variant: variant)
+                    })
+            case .keyExchange(let handle, let peerBytes, let kdf, let context):
+                let peer: P256.PublicKey
+                do {
+                    peer = try P256.PublicKey(x963Representation: peerBytes)
+                } catch {
+                    throw KeychainStatus(.param, "the peer key is not a P-256 public key")
+                }
+                return .secret(
+                    try useEnclaveKey(handle, for: .useKeyKeyExchange, context: context) { key in
+                        guard let kdf else { return try key.sharedSecret(with: peer) }
+                        return try key.sharedSecret(
+                            with: peer, x963SharedInfo: kdf.sharedInfo, outputByteCount: kdf.byteCount)
+                    })
+            }
+        } catch {
+            throw Self.status(error)
+        }
+    }
+
+    /// The bytes an enclave key binds as its access-control list: the attribute codec's encoding of `accc`, so
+    /// the list is bound exactly as the keychain stores it; empty for a key without one.
+    static func encodedAccessControl(_ policy: AccessControlPolicy?) -> Data {
+        guard let policy else { return Data() }
+        return AttributeCodec.encode(["accc": .accessControl(policy)])
+    }
+
+    /// Checks the key's list for `operation`, then runs `body` with the opened key. Failures of `body` (bad
+    /// ciphertext, KDF size) are the caller's input: `errSecParam`.
+    private func useEnclaveKey<Result>(
+        _ handle: Data, for operation: AccessControlOperation, context: AuthenticationContextID?,
+        _ body: (P256.PrivateKey) throws -> Result
+    ) throws -> Result {
+        let key: EnclaveKey
+        do {
+            key = try EnclaveKey(serialized: handle)
+        } catch {
+            throw KeychainStatus(KeychainStatus.Code(rawValue: -67712), "the key is not an enclave key")
+        }
+        if !key.accessControl.isEmpty {
+            guard case .accessControl(let policy)? = try? AttributeCodec.decode(key.accessControl)["accc"] else {
+                throw KeychainStatus(.decode, "the key's access control does not decode")
+            }
+            if let protectionClass = ProtectionClass(rawValue: policy.protection),
+                !enclave.isAvailable(protectionClass)
+            {
+                throw KeychainStatus(.interactionNotAllowed, "the key's protection class is locked")
+            }
+            switch evaluator.authorize(policy, operation: operation, authenticationUI: .allow, context: context) {
+            case .allowed: break
+            case .skip: throw KeychainStatus(.interactionNotAllowed, "the key's access control is not satisfied")
+            case .denied(let code): throw KeychainStatus(code, "the key's access control is not satisfied")
+            }
+        }
+        return try enclave.withPrivateKey(key) { opened in
+            do {
+                return try body(opened)
+            } catch let error as CryptoError {
+                throw KeychainStatus(.param, "the operation's input was refused: \(error.code)")
+            }
+        }
+    }
+}

@@ -1,0 +1,123 @@
+import Foundation
+import KeychainServices
+import KeychainStore
+import SecurityClient
+import SecurityServer
+import Synchronization
+import Testing
+
+/// A store in a fresh temporary directory, removed when the value goes away.
+final class KeyTestStore: Sendable {
+    let directory: URL
+
+    init() {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("seckey-test-\(UUID().uuidString)")
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// A client over a new engine on this store, deciding access control with `evaluator`.
+    func client(evaluator: any AccessControlEvaluator = NoCredentialEvaluator()) throws -> EmbeddedClient {
+        let engine = try KeychainEngine(directory: directory, evaluator: evaluator)
+        return EmbeddedClient(engine: engine, caller: CallerIdentity(accessGroups: ["test.keys"]))
+    }
+
+    /// Runs `body` with the SecItem and SecKey functions bound to `client`.
+    @discardableResult
+    func with<T>(_ client: EmbeddedClient, _ body: () throws -> T) throws -> T {
+        try KeychainClientSelection.$current.withValue(client) { try body() }
+    }
+
+    /// Runs `body` with the functions bound to a new client using `evaluator`.
+    @discardableResult
+    func with<T>(evaluator: any AccessControlEvaluator = NoCredentialEvaluator(), _ body: () throws -> T) throws -> T {
+        try with(try client(evaluator: evaluator), body)
+    }
+}
+
+/// An evaluator that allows every operation and records what it was asked: a credential that satisfies every list.
+final class AllowingEvaluator: AccessControlEvaluator {
+    struct Call: Equatable {
+        var operation: AccessControlOperation
+        var context: AuthenticationContextID?
+    }
+
+    private let recorded = Mutex<[Call]>([])
+
+    var calls: [Call] { recorded.withLock { $0 } }
+
+    func authorize(
+        _ policy: AccessControlPolicy, operation: AccessControlOperation, authenticationUI: AuthenticationUI,
+        context: AuthenticationContextID?
+    ) -> AccessDecision {
+        recorded.withLock { $0.append(Call(operation: operation, context: context)) }
+        return .allowed
+    }
+}
+
+/// Thrown by the helpers below with the `OSStatus` a `SecKey` function reported.
+struct SecKeyFailure: Error, Equatable {
+    var status: Int
+}
+
+/// `body`'s result, or the status of the `CFError` it reported.
+func secKeyCall<T>(_ body: (UnsafeMutablePointer<Unmanaged<CFError>?>) -> T?) -> Result<T, SecKeyFailure> {
+    var error: Unmanaged<CFError>?
+    if let value = body(&error) { return .success(value) }
+    let status = error.map { $0.takeRetainedValue().code } ?? 0
+    return .failure(SecKeyFailure(status: status))
+}
+
+/// The status a failing `SecKey` call reported (0 when it succeeded).
+func failureStatus<T>(_ body: (UnsafeMutablePointer<Unmanaged<CFError>?>) -> T?) -> Int {
+    if case .failure(let failure) = secKeyCall(body) { return failure.status }
+    return 0
+}
+
+/// `SecKeyCreateRandomKey` parameters for a P-256 key.
+func keyParameters(
+    enclave: Bool = false, permanent: Bool = false, tag: Data? = nil, accessControl: SecAccessControl? = nil,
+    extra: [String: Any] = [:]
+) -> [String: Any] {
+    var privateAttributes: [String: Any] = [kSecAttrIsPermanent as String: permanent]
+    if let tag { privateAttributes[kSecAttrApplicationTag as String] = tag }
+    if let accessControl { privateAttributes[kSecAttrAccessControl as String] = accessControl }
+    var parameters: [String: Any] = [
+        kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits as String: 256,
+        kSecPrivateKeyAttrs as String: privateAttributes,
+    ]
+    if enclave { parameters[kSecAttrTokenID as String] = kSecAttrTokenIDSecureEnclave }
+    parameters.merge(extra) { _, new in new }
+    return parameters
+}
+
+/// A new key, or the test fails with the reported status.
+func makeKey(_ parameters: [String: Any]) throws -> SecKey {
+    try secKeyCall { SecKeyCreateRandomKey(parameters as CFDictionary, $0) }.get()
+}
+
+/// An access-control list that needs user presence for private-key use.
+func userPresenceACL() throws -> SecAccessControl {
+    try #require(
+        SecAccessControlCreateWithFlags(
+            nil, kSecAttrAccessibleWhenUnlockedThisDeviceOnly, [.privateKeyUsage, .userPresence], nil))
+}
+
+
+/// The engine status `body` failed with, or nil when it succeeded.
+func statusCode(_ body: () throws -> Any) -> KeychainStatus.Code? {
+    do {
+        _ = try body()
+        return nil
+    } catch {
+        return (error as? KeychainStatus)?.code ?? KeychainStatus.Code(rawValue: 1)
+    }
+}
+
+/// The 65-byte external representation of `key`'s public key.
+func publicKeyBytes(_ key: SecKey) throws -> Data {
+    let publicKey = try #require(SecKeyCopyPublicKey(key))
+    return try #require(SecKeyCopyExternalRepresentation(publicKey, nil) as Data?)
+}
