@@ -14,7 +14,13 @@ package enum KeychainClientSelection {
 
     private static let shared: Result<any SecurityClient, KeychainStatus> = {
         do {
-            return .success(try EmbeddedClient(configuration: .fromEnvironment()))
+            let configuration = EmbeddedConfiguration.fromEnvironment()
+            return .success(
+                try EmbeddedClient(
+                    configuration: configuration,
+                    authentication: .fromEnvironment(
+                        dataDirectory: configuration.dataDirectory,
+                        presenter: AuthenticationConfiguration.defaultPresenter())))
         } catch let status as KeychainStatus {
             return .failure(status)
         } catch {
@@ -23,7 +29,7 @@ package enum KeychainClientSelection {
     }()
 
     /// The client for this task. - Throws: `KeychainStatus` when the default store cannot be opened.
-    static func resolve() throws -> any SecurityClient {
+    package static func resolve() throws -> any SecurityClient {
         if let current { return current }
         return try shared.get()
     }

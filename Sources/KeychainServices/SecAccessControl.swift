@@ -42,13 +42,20 @@ public struct SecAccessControlCreateFlags: OptionSet, Sendable, Hashable {
 
 /// An access-control list for a keychain item: a protection class and the authentication its use requires.
 ///
-/// Stored with the item (`kSecAttrAccessControl`). Until authentication contexts exist, no list can be satisfied:
-/// reading such an item's data fails with `errSecInteractionNotAllowed` (or skips it under
-/// `kSecUseAuthenticationUISkip`); its attributes stay readable, as on Apple platforms.
+/// Stored with the item (`kSecAttrAccessControl`). Reading such an item's data needs an `LAContext` (passed as
+/// `kSecUseAuthenticationContext`) whose credential satisfies the list; otherwise the engine prompts through the
+/// context's presenter (or the terminal), or fails with `errSecInteractionNotAllowed` when it may not
+/// (`kSecUseAuthenticationUIFail`, `interactionNotAllowed`, no presenter) or skips the item
+/// (`kSecUseAuthenticationUISkip`). A cancelled prompt is `errSecUserCanceled`, any other failed authentication
+/// `errSecAuthFailed`, as Apple maps `LAError`s. Its attributes stay readable, as on Apple platforms.
+///
+/// `.biometryCurrentSet` is bound to the enrolled fingerprints when the item is added; after any enrollment change
+/// the item is unusable for good (`errSecAuthFailed`). `.applicationPassword` items are sealed with a key derived
+/// from the context's application password (`LAContext.setCredential(_:type:)`), which adding and reading need.
 public final class SecAccessControl: Sendable, Hashable {
-    let policy: AccessControlPolicy
+    package let policy: AccessControlPolicy
 
-    init(policy: AccessControlPolicy) {
+    package init(policy: AccessControlPolicy) {
         self.policy = policy
     }
 

@@ -124,6 +124,12 @@ enum SecItemConversion {
         case let data as Data: return .data(data)
         case let date as Date: return .date(date)
         case let access as SecAccessControl: return .accessControl(access.policy)
+        case let context as any AuthenticationContextHandle:
+            do {
+                return .data(Data(try context.authenticationContextID().bytes))
+            } catch {
+                throw KeychainStatus(.authFailed, "the LAContext is not usable")
+            }
         case let number as NSNumber:
             let integer = number.int64Value
             guard Double(integer) == number.doubleValue else {

@@ -9,6 +9,9 @@ package enum AttributeCodec {
 
     private enum Tag: UInt8 {
         case string = 1, data = 2, integer = 3, bool = 4, date = 5, accessControl = 6
+        /// An access-control list with a bound enrolled-set hash; lists without one keep tag 6, so older rows and
+        /// unbound lists encode exactly as before.
+        case boundAccessControl = 7
     }
 
     /// Encodes `attributes` canonically.
@@ -42,9 +45,10 @@ package enum AttributeCodec {
             out.byte(Tag.date.rawValue)
             out.uint64(date.timeIntervalSinceReferenceDate.bitPattern)
         case .accessControl(let policy):
-            out.byte(Tag.accessControl.rawValue)
+            out.byte((policy.boundStateHash == nil ? Tag.accessControl : Tag.boundAccessControl).rawValue)
             out.bytes(Data(policy.protection.utf8))
             out.uint64(policy.flags)
+            if let hash = policy.boundStateHash { out.bytes(hash) }
         }
     }
 
@@ -82,6 +86,11 @@ package enum AttributeCodec {
         case .accessControl:
             let protection = try reader.string()
             return .accessControl(AccessControlPolicy(protection: protection, flags: try reader.uint64()))
+        case .boundAccessControl:
+            let protection = try reader.string()
+            let flags = try reader.uint64()
+            return .accessControl(
+                AccessControlPolicy(protection: protection, flags: flags, boundStateHash: Data(try reader.bytes())))
         }
     }
 }

@@ -38,15 +38,20 @@ package enum KeychainValue: Sendable, Hashable {
     }
 }
 
-/// A stored access-control list: the protection class it names and `SecAccessControlCreateFlags` raw bits.
+/// A stored access-control list: the protection class it names, `SecAccessControlCreateFlags` raw bits and, for
+/// `.biometryCurrentSet`, the enrolled-set state hash bound when the item or key was created.
 package struct AccessControlPolicy: Sendable, Hashable {
     /// The protection class (`kSecAttrAccessible…` string value, e.g. `"ak"`).
     package var protection: String
     /// `SecAccessControlCreateFlags` raw value.
     package var flags: UInt64
+    /// The enrolled-set state hash bound at creation (`.biometryCurrentSet`); nil when not bound (lists made
+    /// before binding existed, or not yet attached to an item). Empty when nothing was enrolled at creation.
+    package var boundStateHash: Data?
 
-    package init(protection: String, flags: UInt64) {
+    package init(protection: String, flags: UInt64, boundStateHash: Data? = nil) {
         self.protection = protection
         self.flags = flags
+        self.boundStateHash = boundStateHash
     }
 }

@@ -51,6 +51,8 @@ package struct ItemQuery: Sendable {
     package var returns: ReturnOptions = []
     package var persistentReference: PersistentReference?
     package var authenticationUI: AuthenticationUI = .allow
+    /// The caller's `kSecUseAuthenticationContext` handle, when it gave one.
+    package var authenticationContext: AuthenticationContextID?
     package var valueData: Data?
 
     /// Validates `dictionary` for `operation`.
@@ -119,6 +121,11 @@ package struct ItemQuery: Sendable {
             case "u_NoAuthUI":
                 guard let flag = value.boolValue else { throw KeychainStatus(.param, "\(key) must be a boolean") }
                 if flag { query.authenticationUI = .fail }
+            case "u_AuthCtx":
+                guard case .data(let handle) = value, handle.count == 32 else {
+                    throw KeychainStatus(.param, "kSecUseAuthenticationContext must be an LAContext")
+                }
+                query.authenticationContext = AuthenticationContextID(bytes: [UInt8](handle))
             case "u_OpPrompt":
                 guard value.stringValue != nil else { throw KeychainStatus(.param, "\(key) must be a string") }
             case "nleg":

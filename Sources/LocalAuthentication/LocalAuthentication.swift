@@ -1,1 +1,0 @@
-// LocalAuthentication: Apple's LAContext, LAError, LARight, LAPersistedRight and LARightStore.

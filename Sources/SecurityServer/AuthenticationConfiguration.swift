@@ -1,0 +1,46 @@
+import Authenticators
+import Foundation
+
+/// How the engine authenticates: where the authenticators keep state, which PAM service and fingerprint readers it
+/// uses, whose credentials they check, and who draws prompts the engine itself starts.
+package struct AuthenticationConfiguration: Sendable {
+    /// The directory with the attempt policy and the encrypted prints (the keychain's data directory by default).
+    package var stateDirectory: String
+    /// The user whose passcode and fingerprints are checked.
+    package var username: String
+    /// The PAM service and its configuration directory.
+    package var passcode: PasscodeAuthenticator.Configuration
+    /// Acceptable libfprint driver ids, most preferred first; nil = any reader.
+    package var readerDrivers: [String]?
+    /// How long one fingerprint scan may take.
+    package var attemptTimeout: Duration
+    /// Who draws prompts that no `LAContext` asked for (a keychain read of an item with an access-control list);
+    /// nil = nobody, so such a read needs a context that is already satisfied.
+    package var presenter: (any EvaluationPresenter)?
+    /// The clock of credentials and reuse windows; tests move it by hand.
+    package var clock: any AttemptClock
+
+    /// A configuration for `username` with state in `stateDirectory`.
+    package init(
+        stateDirectory: String, username: String,
+        passcode: PasscodeAuthenticator.Configuration = PasscodeAuthenticator.Configuration(),
+        readerDrivers: [String]? = nil, attemptTimeout: Duration = .seconds(30),
+        presenter: (any EvaluationPresenter)? = nil, clock: any AttemptClock = SystemAttemptClock()
+    ) {
+        self.stateDirectory = stateDirectory
+        self.username = username
+        self.passcode = passcode
+        self.readerDrivers = readerDrivers
+        self.attemptTimeout = attemptTimeout
+        self.presenter = presenter
+        self.clock = clock
+    }
+
+    /// The name of the user running this process (`getpwuid(geteuid())`, else `$USER`).
+    package static func currentUsername() -> String {
+        if let entry = getpwuid(geteuid()), let name = entry.pointee.pw_name {
+            return String(cString: name)
+        }
+        return ProcessInfo.processInfo.environment["USER"] ?? "root"
+    }
+}

@@ -1,0 +1,204 @@
+import Authenticators
+import Foundation
+import SecureCrypto
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Draws prompts on the controlling terminal (`/dev/tty`): the reason and titles, "place your finger" and retry
+/// reasons, and the passcode read with echo off straight into zeroizing memory. Ctrl-C (or Ctrl-D on an empty
+/// line) cancels; during a fingerprint prompt, Enter chooses the fallback when one is offered.
+package final class TerminalPresenter: EvaluationPresenter, PasscodePresenter {
+    /// The longest answer accepted, in bytes.
+    package static let maximumLength = 1024
+
+    private let watcher = Mutex<FingerprintKeyWatcher?>(nil)
+
+    /// A presenter on `/dev/tty`.
+    package init() {}
+
+    /// Whether this process has a controlling terminal to prompt on.
+    package static var isAvailable: Bool {
+        let fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        close(fd)
+        return true
+    }
+
+    // MARK: EvaluationPresenter
+
+    package func fingerprintPromptDidBegin(
+        _ prompt: EvaluationPrompt, respond: @escaping @Sendable (PromptAction) -> Void
+    ) {
+        var text = prompt.reason + "\nPlace your finger on the reader"
+        let cancel = (prompt.cancelTitle?.isEmpty ?? true) ? "Cancel" : prompt.cancelTitle!
+        text += " (Ctrl-C: \(cancel)"
+        if prompt.offersFallback { text += ", Enter: \(prompt.fallbackTitle ?? "Enter Password")" }
+        text += ")"
+        Self.writeLine(text)
+        let started = FingerprintKeyWatcher.start(offersFallback: prompt.offersFallback, respond: respond)
+        watcher.withLock { $0 = started }
+    }
+
+    package func fingerprintPrompt(_ event: FingerprintPromptEvent) {
+        switch event {
+        case .waitingForFinger: break
+        case .retry(let reason): Self.writeLine("Fingerprint: \(reason)")
+        case .notRecognized: Self.writeLine("Fingerprint not recognised")
+        }
+    }
+
+    package func fingerprintPromptDidEnd() {
+        watcher.withLock { current in
+            current?.stop()
+            current = nil
+        }
+    }
+
+    package func passcode(_ prompt: EvaluationPrompt, question: PasscodePrompt) -> SecureBytes? {
+        if !prompt.reason.isEmpty { Self.writeLine(prompt.reason) }
+        return answer(question)
+    }
+
+    // MARK: PasscodePresenter
+
+    package func answer(_ prompt: PasscodePrompt) -> SecureBytes? {
+        let fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        Self.write(fd, prompt.text)
+        var saved = termios()
+        let isTerminal = tcgetattr(fd, &saved) == 0
+        if isTerminal {
+            var raw = saved
+            // No echo for passcodes; no signals, so Ctrl-C arrives as a byte we turn into a cancel and the
+            // terminal is always restored; canonical mode off to see Ctrl-C and Ctrl-D ourselves.
+            raw.c_lflag &= ~tcflag_t(ICANON | ISIG | (prompt.echo ? 0 : ECHO))
+            raw.c_cc.16 = 1  // VMIN
+            raw.c_cc.5 = 0  // VTIME
+            tcsetattr(fd, TCSAFLUSH, &raw)
+        }
+        defer {
+            if isTerminal { tcsetattr(fd, TCSAFLUSH, &saved) }
+            if !prompt.echo { Self.write(fd, "\n") }
+        }
+        var buffer = SecureBytes(zeros: Self.maximumLength)
+        var length = 0
+        let outcome = buffer.withUnsafeMutableBytes { bytes -> Bool in
+            while true {
+                var byte: UInt8 = 0
+                let n = read(fd, &byte, 1)
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { return length > 0 }
+                switch byte {
+                case 0x03: return false  // Ctrl-C
+                case 0x04: if length == 0 { return false } else { return true }  // Ctrl-D
+                case 0x0A, 0x0D: return true
+                case 0x7F, 0x08:
+                    if length > 0 {
+                        length -= 1
+                        bytes[length] = 0
+                        if prompt.echo { Self.write(fd, "\u{8} \u{8}") }
+                    }
+                default:
+                    guard length < bytes.count else { return true }
+                    bytes[length] = byte
+                    length += 1
+                }
+            }
+        }
+        return outcome ? buffer.slice(0..<length) : nil
+    }
+
+    package func show(_ message: PasscodeMessage) {
+        Self.writeLine(message.text)
+    }
+
+    package static func writeLine(_ text: String) {
+        let fd = open("/dev/tty", O_WRONLY | O_NOCTTY | O_CLOEXEC)
+        guard fd >= 0 else {
+            FileHandle.standardError.write(Data((text + "\n").utf8))
+            return
+        }
+        defer { close(fd) }
+        write(fd, text + "\n")
+    }
+
+    private static func write(_ fd: Int32, _ text: String) {
+        var text = text
+        text.withUTF8 { bytes in _ = Glibc.write(fd, bytes.baseAddress, bytes.count) }
+    }
+}
+
+/// Watches the terminal while a fingerprint prompt is shown: Ctrl-C cancels, Enter falls back. Runs on its own
+/// thread, polling `/dev/tty` and a pipe that `stop()` writes to; restores the terminal before it ends.
+// Safe to share: the file descriptors are set once in `start` and only the watcher thread reads them; `stop()`
+// only writes one byte to the pipe.
+private final class FingerprintKeyWatcher: @unchecked Sendable {
+    private let tty: Int32
+    private let stopRead: Int32
+    private let stopWrite: Int32
+
+    private init(tty: Int32, stopRead: Int32, stopWrite: Int32) {
+        self.tty = tty
+        self.stopRead = stopRead
+        self.stopWrite = stopWrite
+    }
+
+    static func start(offersFallback: Bool, respond: @escaping @Sendable (PromptAction) -> Void) -> FingerprintKeyWatcher? {
+        let tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
+        guard tty >= 0 else { return nil }
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else {
+            close(tty)
+            return nil
+        }
+        let watcher = FingerprintKeyWatcher(tty: tty, stopRead: fds[0], stopWrite: fds[1])
+        let thread = Thread { watcher.run(offersFallback: offersFallback, respond: respond) }
+        thread.name = "local-authentication.terminal"
+        thread.start()
+        return watcher
+    }
+
+    func stop() {
+        var byte: UInt8 = 1
+        _ = write(stopWrite, &byte, 1)
+    }
+
+    private func run(offersFallback: Bool, respond: @escaping @Sendable (PromptAction) -> Void) {
+        defer {
+            close(tty)
+            close(stopRead)
+            close(stopWrite)
+        }
+        var saved = termios()
+        let isTerminal = tcgetattr(tty, &saved) == 0
+        if isTerminal {
+            var raw = saved
+            raw.c_lflag &= ~tcflag_t(ICANON | ISIG | ECHO)
+            raw.c_cc.16 = 1  // VMIN
+            raw.c_cc.5 = 0  // VTIME
+            tcsetattr(tty, TCSANOW, &raw)
+        }
+        defer { if isTerminal { tcsetattr(tty, TCSANOW, &saved) } }
+        while true {
+            var polled = [pollfd(fd: tty, events: Int16(POLLIN), revents: 0), pollfd(fd: stopRead, events: Int16(POLLIN), revents: 0)]
+            let n = poll(&polled, 2, -1)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 || polled[1].revents != 0 { return }
+            var byte: UInt8 = 0
+            guard read(tty, &byte, 1) == 1 else { return }
+            switch byte {
+            case 0x03, 0x04:
+                respond(.cancel)
+                return
+            case 0x0A where offersFallback, 0x0D where offersFallback:
+                respond(.fallback)
+                return
+            default: continue
+            }
+        }
+    }
+}

@@ -1,0 +1,147 @@
+import Authenticators
+import Foundation
+import KeychainServices
+import LocalAuthentication
+import SecurityClient
+import SecurityServer
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A private temporary directory with a short path (Unix socket paths must fit 108 bytes).
+struct ScratchDirectory: Sendable {
+    let path: String
+
+    init() throws {
+        var template = Array("/tmp/la-ctx-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw CocoaError(.fileWriteUnknown) }
+        path = String(cString: made)
+    }
+
+    func remove() { try? FileManager.default.removeItem(atPath: path) }
+}
+
+/// A clock the test moves by hand.
+final class ManualClock: AttemptClock, Sendable {
+    private let current: Mutex<Date>
+
+    init(_ start: Date = Date(timeIntervalSince1970: 1_800_000_000)) { current = Mutex(start) }
+
+    func now() -> Date { current.withLock { $0 } }
+
+    func advance(by seconds: TimeInterval) { current.withLock { $0 += seconds } }
+}
+
+import Synchronization
+
+/// One test's world: a keychain store, the virtual reader (its own socket), pam_matrix with alice/secret, and an
+/// embedded client whose engine authenticates alice with them.
+struct LocalAuthenticationWorld {
+    static let pamModule = "/usr/lib/x86_64-linux-gnu/pam_wrapper/pam_matrix.so"
+    static let service = "la-context-test"
+
+    let directory: ScratchDirectory
+    let socket: VirtualReaderSocket
+    let client: EmbeddedClient
+    let clock: ManualClock
+
+    var contexts: AuthenticationContexts { client.engine.authentication! }
+
+    /// - Parameters:
+    ///   - reader: whether the virtual reader is an acceptable driver (false = no reader at all).
+    ///   - pamService: false = a PAM service name with no configuration file (no passcode can be checked).
+    init(reader: Bool = true, pamService: Bool = true, presenter: (any EvaluationPresenter)? = nil) throws {
+        directory = try ScratchDirectory()
+        socket = VirtualReaderSocket(path: directory.path + "/reader.sock")
+        setenv("FP_DRIVERS_WHITELIST", "virtual_device", 1)
+        unsetenv("FP_VIRTUAL_DEVICE_STORAGE")
+        setenv("FP_VIRTUAL_DEVICE", socket.path, 1)
+        let passdb = directory.path + "/passdb"
+        // No blank lines: pam_matrix crashes on them.
+        try "alice:secret:\(Self.service)\n".write(toFile: passdb, atomically: true, encoding: .utf8)
+        let serviceFile = """
+            auth     required  \(Self.pamModule) passdb=\(passdb)
+            account  required  \(Self.pamModule) passdb=\(passdb)
+
+            """
+        try serviceFile.write(toFile: directory.path + "/" + Self.service, atomically: true, encoding: .utf8)
+        clock = ManualClock()
+        let authentication = AuthenticationConfiguration(
+            stateDirectory: directory.path + "/state", username: "alice",
+            passcode: .init(service: pamService ? Self.service : "absent-service", configurationDirectory: directory.path),
+            readerDrivers: [reader ? "virtual_device" : "no_such_driver"], attemptTimeout: .seconds(20),
+            presenter: presenter, clock: clock)
+        client = try EmbeddedClient(
+            configuration: EmbeddedConfiguration(
+                dataDirectory: URL(fileURLWithPath: directory.path + "/store"), accessGroups: ["test.group"]),
+            authentication: authentication)
+    }
+
+    /// Runs `body` with the SecItem functions and new `LAContext`s bound to this world's engine.
+    func run<T: Sendable>(_ body: () async throws -> T) async rethrows -> T {
+        try await KeychainClientSelection.$current.withValue(client) { try await body() }
+    }
+
+    /// Enrolls a finger whose scans carry `printID`.
+    @discardableResult
+    func enroll(_ printID: String, finger: Finger = .rightIndex) async throws -> EnrolledPrintInfo {
+        let biometric = contexts.biometric
+        async let enrolled = biometric.enroll(finger: finger)
+        try await socket.send(Array(repeating: "SCAN \(printID)", count: 5))
+        return try await enrolled
+    }
+
+    /// Feeds the reader a scan of `printID` once an evaluation waits for it.
+    func scan(_ printID: String) async throws {
+        try await socket.send("SCAN \(printID)")
+    }
+
+    func close() async {
+        await contexts.closeReader()
+        directory.remove()
+    }
+}
+
+/// A context bound to `world` with a scripted presenter.
+func makeContext(
+    in world: LocalAuthenticationWorld, presenter: ScriptedAuthenticationPresenter? = ScriptedAuthenticationPresenter()
+) async -> LAContext {
+    await world.run {
+        let context = LAContext()
+        context.presenter = presenter
+        return context
+    }
+}
+
+/// The `LAError` code `body` throws; nil when it succeeds.
+func laErrorCode(_ body: () async throws -> Bool) async -> LAError.Code? {
+    do {
+        _ = try await body()
+        return nil
+    } catch let error as LAError {
+        return error.code
+    } catch {
+        Issue.record("not an LAError: \(error)")
+        return nil
+    }
+}
+
+/// Holds ``VirtualReaderEnvironment/lock`` around each test, so no other suite of the process (AuthenticatorsTests)
+/// runs a libfprint reader at the same time.
+struct VirtualReaderLock: SuiteTrait, TestTrait, TestScoping {
+    var isRecursive: Bool { true }
+
+    func provideScope(
+        for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
+    ) async throws {
+        if test.isSuite { return try await function() }
+        try await VirtualReaderEnvironment.lock.withLock { try await function() }
+    }
+}
+
+extension Trait where Self == VirtualReaderLock {
+    /// One reader user at a time across the whole test process.
+    static var virtualReaderLock: VirtualReaderLock { VirtualReaderLock() }
+}
