@@ -49,11 +49,13 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // Client side: one protocol to send a request to the engine, embedded or over the daemon socket.
-        .target(name: "SecurityClient", dependencies: ["SecurityServer"]),
+        .target(name: "SecurityClient", dependencies: ["SecurityServer", "Authenticators"]),
         // Public API: SecItem*, SecAccessControl, SecKey*, kSec* constants, OSStatus.
         .target(name: "KeychainServices", dependencies: ["SecurityClient", "SecurityServer", "KeychainStore", "SecureCrypto"]),
         // Public API: LAContext, LAError, LARight, LAPersistedRight, LARightStore.
-        .target(name: "LocalAuthentication", dependencies: ["KeychainServices", "SecurityClient"]),
+        .target(
+            name: "LocalAuthentication",
+            dependencies: ["KeychainServices", "SecurityClient", "SecurityServer", "Authenticators", "KeychainStore", "SecureCrypto"]),
 
         // The command-line tool for people.
         .executableTarget(
@@ -69,11 +71,18 @@ let package = Package(
             name: "la-bench",
             dependencies: [
                 "SecureCrypto", "COpenSSL", "Authenticators", "KeychainStore", "SecurityServer", "SecurityClient",
-                "KeychainServices",
+                "KeychainServices", "LocalAuthentication",
             ],
             path: "Benchmarks/la-bench"),
 
         .testTarget(name: "AuthenticatorsTests", dependencies: ["Authenticators", "SecureCrypto"]),
+        // LAContext, presenters, contexts and access control against the virtual reader and pam_matrix.
+        .testTarget(
+            name: "LocalAuthenticationTests",
+            dependencies: [
+                "LocalAuthentication", "KeychainServices", "SecurityClient", "SecurityServer", "Authenticators",
+                "KeychainStore", "SecureCrypto",
+            ]),
         // Keychain tests: semantics, tampering, scale, and two processes / SIGKILL through keychain-stress.
         .executableTarget(
             name: "keychain-stress", dependencies: ["SecurityClient", "SecurityServer"]),

@@ -10,11 +10,22 @@ package final class EmbeddedClient: SecurityClient {
     /// Who this client's requests come from.
     package let caller: CallerIdentity
 
-    /// Opens (creating on first use) the store `configuration` names.
+    /// Opens (creating on first use) the store `configuration` names, with authenticators configured by
+    /// `authentication` (by default: state in the store directory, PAM and readers from the environment, no
+    /// presenter for prompts the engine starts).
     ///
     /// - Throws: `KeychainStatus` when the store cannot be opened.
-    package init(configuration: EmbeddedConfiguration) throws {
-        engine = try KeychainEngine(directory: configuration.dataDirectory)
+    package init(configuration: EmbeddedConfiguration, authentication: AuthenticationConfiguration? = nil) throws {
+        let authentication =
+            authentication
+            ?? .fromEnvironment(dataDirectory: configuration.dataDirectory, presenter: nil)
+        let contexts: AuthenticationContexts
+        do {
+            contexts = try AuthenticationContexts(configuration: authentication)
+        } catch {
+            throw KeychainStatus(.io, "the authentication state directory cannot be created")
+        }
+        engine = try KeychainEngine(directory: configuration.dataDirectory, authentication: contexts)
         caller = CallerIdentity(
             accessGroups: configuration.accessGroups, mayAccessAllGroups: configuration.mayAccessAllGroups)
     }
@@ -31,6 +42,10 @@ package final class EmbeddedClient: SecurityClient {
 
     package func send(_ request: KeyRequest) throws -> KeyResponse {
         try engine.handle(request, caller: caller)
+    }
+
+    package func send(_ request: AuthenticationRequest) async throws -> AuthenticationResponse {
+        try await engine.handle(request)
     }
 
     package func keychainEvents() -> AsyncStream<EngineEvent> {

@@ -14,6 +14,12 @@ package protocol SecurityClient: Sendable {
     /// - Throws: `KeychainStatus` carrying the `OSStatus` the `SecKey` functions report.
     func send(_ request: KeyRequest) throws -> KeyResponse
 
+    /// Serves one authentication-context request (`LAContext`): create, evaluate, check, invalidate, credentials.
+    /// Suspends while a prompt is shown; the authenticators' blocking calls run on their own threads.
+    ///
+    /// - Throws: `AuthenticationError` carrying the `LAError` code.
+    func send(_ request: AuthenticationRequest) async throws -> AuthenticationResponse
+
     /// Keychain events the caller may see, from now on.
     func keychainEvents() -> AsyncStream<EngineEvent>
 }

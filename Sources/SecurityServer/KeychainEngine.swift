@@ -1,3 +1,4 @@
+import Authenticators
 import Enclave
 import Foundation
 import KeychainStore
@@ -16,13 +17,21 @@ package final class KeychainEngine: Sendable {
     let database: KeychainDatabase
     let sealer: ItemSealer
     let evaluator: any AccessControlEvaluator
+    /// The authentication contexts (`LAContext`s) this engine serves, when it was given authenticators.
+    package let authentication: AuthenticationContexts?
     private let hub = EngineEventHub()
 
     /// Opens (creating on first use) the store in `directory`.
     ///
-    /// - Parameter evaluator: decides access-control lists; by default none can be satisfied yet.
+    /// - Parameters:
+    ///   - evaluator: decides access-control lists; by default the credentials of `authentication`'s contexts,
+    ///     or, without contexts, nothing satisfies a list.
+    ///   - authentication: the authenticators and contexts behind `LAContext`; a passcode success through them
+    ///     also unlocks the keychain's classes.
     /// - Throws: `KeychainStatus` (`errSecIO`, `errSecDecode`) when the files cannot be created or opened.
-    package init(directory: URL, evaluator: any AccessControlEvaluator = NoCredentialEvaluator()) throws {
+    package init(
+        directory: URL, evaluator: (any AccessControlEvaluator)? = nil, authentication: AuthenticationContexts? = nil
+    ) throws {
         self.directory = directory
         do {
             enclave = try Enclave(directory: directory)
@@ -31,7 +40,15 @@ package final class KeychainEngine: Sendable {
             throw Self.status(error)
         }
         sealer = ItemSealer(enclave: enclave)
-        self.evaluator = evaluator
+        self.authentication = authentication
+        self.evaluator =
+            evaluator ?? authentication.map { ContextAccessControlEvaluator(contexts: $0) } ?? NoCredentialEvaluator()
+        let enclave = self.enclave
+        let hub = self.hub
+        authentication?.onPasscodeSuccess {
+            guard enclave.isLocked else { return }
+            if (try? enclave.unlock()) != nil { hub.emit([EngineEvent(kind: .unlocked)]) }
+        }
     }
 
     /// Serves one request for `caller`.
@@ -130,7 +147,15 @@ package final class KeychainEngine: Sendable {
         attributes["sync"] = .bool(synchronizable)
         attributes["cdat"] = .date(now)
         attributes["mdat"] = .date(now)
-        let data = SecureBytes(query.valueData ?? Data())
+        var data = SecureBytes(query.valueData ?? Data())
+        if case .accessControl(var policy) = attributes["accc"] {
+            if AccessRequirement.bindsEnrolledSet(policy), let authentication {
+                // Bound now: after any enrollment change the item can never be satisfied again.
+                policy.boundStateHash = try authentication.currentStateHash() ?? Data()
+                attributes["accc"] = .accessControl(policy)
+            }
+            data = try sealForApplicationPassword(data, policy: policy, context: query.authenticationContext)
+        }
         let blindIndex = sealer.blindIndex(
             itemClass: itemClass, accessGroup: group, synchronizable: synchronizable, attributes: attributes)
         let stored = try database.write { transaction in
@@ -187,7 +212,8 @@ package final class KeychainEngine: Sendable {
         let needsData = query.returns.contains(.data) || query.returns.contains(.reference)
         if needsData, let policy = item.accessControl {
             switch evaluator.authorize(
-                policy, operation: .readData, authenticationUI: query.authenticationUI, context: nil) {
+                policy, operation: .readData, authenticationUI: query.authenticationUI,
+                context: query.authenticationContext) {
             case .allowed: break
             case .skip: return nil
             case .denied(let code): throw KeychainStatus(code, "the item's access control is not satisfied")
@@ -203,7 +229,10 @@ package final class KeychainEngine: Sendable {
             result.persistentReference = PersistentReference(itemClass: item.itemClass, rowID: item.row.rowID).data
         }
         if needsData {
-            let data = try openData(item, transaction: transaction)
+            var data = try openData(item, transaction: transaction)
+            if let policy = item.accessControl {
+                data = try openForApplicationPassword(data, policy: policy, context: query.authenticationContext)
+            }
             if query.returns.contains(.data) { result.data = data }
             if query.returns.contains(.reference) {
                 result.reference =
@@ -222,7 +251,8 @@ package final class KeychainEngine: Sendable {
                 try requireAvailable(key)
                 if let policy = key.accessControl {
                     switch evaluator.authorize(
-                policy, operation: .readData, authenticationUI: query.authenticationUI, context: nil)
+                policy, operation: .readData, authenticationUI: query.authenticationUI,
+                context: query.authenticationContext)
                     {
                     case .allowed: break
                     case .skip: return nil
@@ -282,7 +312,8 @@ package final class KeychainEngine: Sendable {
                 try requireAvailable(item)
                 if let policy = item.accessControl {
                     let decision = evaluator.authorize(
-                        policy, operation: .update, authenticationUI: query.authenticationUI, context: nil)
+                        policy, operation: .update, authenticationUI: query.authenticationUI,
+                        context: query.authenticationContext)
                     guard decision == .allowed else {
                         throw KeychainStatus(.interactionNotAllowed, "the item's access control is not satisfied")
                     }
@@ -300,7 +331,10 @@ package final class KeychainEngine: Sendable {
                     throw KeychainStatus(.param, "a ThisDeviceOnly item cannot be synchronizable")
                 }
                 let group = attributes["agrp"]?.stringValue ?? item.row.accessGroup
-                let data = try newData.map { SecureBytes($0) } ?? openData(item, transaction: transaction)
+                var data = try newData.map { SecureBytes($0) } ?? openData(item, transaction: transaction)
+                if newData != nil, let policy = item.accessControl {
+                    data = try sealForApplicationPassword(data, policy: policy, context: query.authenticationContext)
+                }
                 var row = item.row
                 row.accessGroup = group
                 row.protectionClass = protectionClass.rawValue
@@ -442,6 +476,36 @@ package final class KeychainEngine: Sendable {
     }
 
     // MARK: Rules
+
+    /// Seals `data` under the context's application password when `policy` has `.applicationPassword`.
+    private func sealForApplicationPassword(
+        _ data: SecureBytes, policy: AccessControlPolicy, context: AuthenticationContextID?
+    ) throws -> SecureBytes {
+        guard AccessRequirement.needsApplicationPassword(policy) else { return data }
+        return try ApplicationPasswordSeal.seal(data, password: applicationPassword(context))
+    }
+
+    /// Opens the application-password layer of an item whose `policy` has `.applicationPassword`.
+    private func openForApplicationPassword(
+        _ data: SecureBytes, policy: AccessControlPolicy, context: AuthenticationContextID?
+    ) throws -> SecureBytes {
+        guard AccessRequirement.needsApplicationPassword(policy) else { return data }
+        return try ApplicationPasswordSeal.open(data, password: applicationPassword(context))
+    }
+
+    private func applicationPassword(_ context: AuthenticationContextID?) throws -> SecureBytes {
+        guard let authentication, let context else {
+            throw KeychainStatus(.interactionNotAllowed, "the item needs an application password from an LAContext")
+        }
+        do {
+            guard let password = try authentication.applicationPassword(for: context) else {
+                throw KeychainStatus(.authFailed, "the LAContext has no application password set")
+            }
+            return password
+        } catch let error as AuthenticationError {
+            throw KeychainStatus(KeychainStatus.Code(authenticationCode: error.code), "the LAContext is not usable")
+        }
+    }
 
     private func requireAvailable(_ item: ItemSealer.OpenedItem) throws {
         guard enclave.isAvailable(item.protectionClass) else {

@@ -10,7 +10,7 @@ struct LAContextEvaluationTests {
     @Test func matchingFingerSucceedsAndRecordsTheDomainState() async throws {
         let world = try LocalAuthenticationWorld()
         try await world.enroll("alice-1")
-        let context = await makeContext(in: world)
+        let context = makeContext(in: world)
         #expect(context.evaluatedPolicyDomainState == nil)
         async let outcome = context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "unlock")
         try await world.scan("alice-1")
@@ -25,7 +25,7 @@ struct LAContextEvaluationTests {
         let world = try LocalAuthenticationWorld()
         try await world.enroll("alice-1")
         let presenter = ScriptedAuthenticationPresenter()
-        let context = await makeContext(in: world, presenter: presenter)
+        let context = makeContext(in: world, presenter: presenter)
         async let code = laErrorCode {
             try await context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "unlock")
         }
@@ -40,7 +40,7 @@ struct LAContextEvaluationTests {
         let world = try LocalAuthenticationWorld()
         try await world.enroll("alice-1")
         let presenter = ScriptedAuthenticationPresenter(fingerprintSteps: [.fallback], passcodes: ["secret"])
-        let context = await makeContext(in: world, presenter: presenter)
+        let context = makeContext(in: world, presenter: presenter)
         context.localizedFallbackTitle = "Use Password"
         #expect(try await context.evaluatePolicy(.deviceOwnerAuthentication, localizedReason: "open the vault"))
         #expect(presenter.askedQuestions.count == 1)
@@ -54,7 +54,7 @@ struct LAContextEvaluationTests {
         let world = try LocalAuthenticationWorld()
         try await world.enroll("alice-1")
         let presenter = ScriptedAuthenticationPresenter(fingerprintSteps: [.fallback], passcodes: ["secret"])
-        let context = await makeContext(in: world, presenter: presenter)
+        let context = makeContext(in: world, presenter: presenter)
         let code = await laErrorCode {
             try await context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "unlock")
         }
@@ -66,12 +66,12 @@ struct LAContextEvaluationTests {
     @Test func cancellingThePromptIsUserCancel() async throws {
         let world = try LocalAuthenticationWorld()
         try await world.enroll("alice-1")
-        let context = await makeContext(in: world, presenter: ScriptedAuthenticationPresenter(fingerprintSteps: [.cancel]))
+        let context = makeContext(in: world, presenter: ScriptedAuthenticationPresenter(fingerprintSteps: [.cancel]))
         let code = await laErrorCode {
             try await context.evaluatePolicy(.deviceOwnerAuthentication, localizedReason: "unlock")
         }
         #expect(code == .userCancel)
-        let passcodeCancelled = await makeContext(in: world, presenter: ScriptedAuthenticationPresenter(fingerprintSteps: [.fallback], passcodes: [nil]))
+        let passcodeCancelled = makeContext(in: world, presenter: ScriptedAuthenticationPresenter(fingerprintSteps: [.fallback], passcodes: [nil]))
         #expect(await laErrorCode {
             try await passcodeCancelled.evaluatePolicy(.deviceOwnerAuthentication, localizedReason: "unlock")
         } == .userCancel)
@@ -81,7 +81,7 @@ struct LAContextEvaluationTests {
     @Test func invalidateDuringEvaluationIsAppCancelAndAfterIsInvalidContext() async throws {
         let world = try LocalAuthenticationWorld()
         try await world.enroll("alice-1")
-        let context = await makeContext(in: world)
+        let context = makeContext(in: world)
         async let code = laErrorCode {
             try await context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "unlock")
         }
@@ -101,36 +101,36 @@ struct LAContextEvaluationTests {
     @Test func aRecentFingerprintIsReusedOnlyInsideTheWindow() async throws {
         let world = try LocalAuthenticationWorld()
         try await world.enroll("alice-1")
-        let first = await makeContext(in: world)
+        let first = makeContext(in: world)
         async let matched = first.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "unlock")
         try await world.scan("alice-1")
         #expect(try await matched)
 
         // No presenter: success is only possible by reusing the earlier match.
         world.clock.advance(by: 30)
-        let inside = await makeContext(in: world, presenter: nil)
+        let inside = makeContext(in: world, presenter: nil)
         inside.touchIDAuthenticationAllowableReuseDuration = 60
         #expect(try await inside.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "again"))
 
-        let noWindow = await makeContext(in: world, presenter: nil)
+        let noWindow = makeContext(in: world, presenter: nil)
         #expect(await laErrorCode {
             try await noWindow.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "again")
         } == .notInteractive)
 
         world.clock.advance(by: 40)
-        let outside = await makeContext(in: world, presenter: nil)
+        let outside = makeContext(in: world, presenter: nil)
         outside.touchIDAuthenticationAllowableReuseDuration = 60
         #expect(await laErrorCode {
             try await outside.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "again")
         } == .notInteractive)
 
         // Longer windows count as 300 s.
-        let capped = await makeContext(in: world, presenter: nil)
+        let capped = makeContext(in: world, presenter: nil)
         capped.touchIDAuthenticationAllowableReuseDuration = 10_000
         #expect(capped.touchIDAuthenticationAllowableReuseDuration == 10_000)
         #expect(try await capped.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "again"))
         world.clock.advance(by: 240)
-        let beyond = await makeContext(in: world, presenter: nil)
+        let beyond = makeContext(in: world, presenter: nil)
         beyond.touchIDAuthenticationAllowableReuseDuration = 10_000
         #expect(await laErrorCode {
             try await beyond.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "again")
@@ -142,14 +142,14 @@ struct LAContextEvaluationTests {
         let world = try LocalAuthenticationWorld()
         try await world.enroll("alice-1")
         for _ in 0..<5 {
-            let context = await makeContext(in: world)
+            let context = makeContext(in: world)
             async let code = laErrorCode {
                 try await context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "unlock")
             }
             try await world.scan("mallory")
             #expect(await code == .authenticationFailed)
         }
-        let locked = await makeContext(in: world)
+        let locked = makeContext(in: world)
         #expect(await laErrorCode {
             try await locked.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "unlock")
         } == .biometryLockout)
@@ -159,11 +159,11 @@ struct LAContextEvaluationTests {
 
         // Locked biometry goes straight to the passcode, whose success lifts the lockout.
         let presenter = ScriptedAuthenticationPresenter(passcodes: ["secret"])
-        let recovery = await makeContext(in: world, presenter: presenter)
+        let recovery = makeContext(in: world, presenter: presenter)
         #expect(try await recovery.evaluatePolicy(.deviceOwnerAuthentication, localizedReason: "recover"))
         #expect(presenter.askedQuestions.count == 1)
 
-        let after = await makeContext(in: world)
+        let after = makeContext(in: world)
         async let matched = after.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "unlock")
         try await world.scan("alice-1")
         #expect(try await matched)
@@ -173,12 +173,12 @@ struct LAContextEvaluationTests {
     @Test func interactionNotAllowedOrNoPresenterIsNotInteractive() async throws {
         let world = try LocalAuthenticationWorld()
         try await world.enroll("alice-1")
-        let context = await makeContext(in: world)
+        let context = makeContext(in: world)
         context.interactionNotAllowed = true
         #expect(await laErrorCode {
             try await context.evaluatePolicy(.deviceOwnerAuthentication, localizedReason: "unlock")
         } == .notInteractive)
-        let silent = await makeContext(in: world, presenter: nil)
+        let silent = makeContext(in: world, presenter: nil)
         #expect(await laErrorCode {
             try await silent.evaluatePolicy(.deviceOwnerAuthentication, localizedReason: "unlock")
         } == .notInteractive)
@@ -187,7 +187,7 @@ struct LAContextEvaluationTests {
 
     @Test func canEvaluatePolicyReportsWhatIsMissing() async throws {
         let noReader = try LocalAuthenticationWorld(reader: false)
-        let context = await makeContext(in: noReader)
+        let context = makeContext(in: noReader)
         var error: NSError?
         #expect(!context.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error))
         #expect(error?.domain == LAErrorDomain)
@@ -199,7 +199,7 @@ struct LAContextEvaluationTests {
         await noReader.close()
 
         let nothingEnrolled = try LocalAuthenticationWorld()
-        let empty = await makeContext(in: nothingEnrolled)
+        let empty = makeContext(in: nothingEnrolled)
         #expect(!empty.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error))
         #expect(error?.code == LAError.Code.biometryNotEnrolled.rawValue)
         #expect(empty.biometryType == .touchID)
@@ -215,7 +215,7 @@ struct LAContextEvaluationTests {
         await nothingEnrolled.close()
 
         let noPAM = try LocalAuthenticationWorld(pamService: false)
-        let noPasscode = await makeContext(in: noPAM)
+        let noPasscode = makeContext(in: noPAM)
         error = nil
         #expect(!noPasscode.canEvaluatePolicy(.deviceOwnerAuthentication, error: &error))
         #expect(error?.code == LAError.Code.passcodeNotSet.rawValue)
@@ -224,7 +224,7 @@ struct LAContextEvaluationTests {
 
     @Test func theDomainStateHashChangesWithEveryEnrollment() async throws {
         let world = try LocalAuthenticationWorld()
-        let context = await makeContext(in: world)
+        let context = makeContext(in: world)
         #expect(context.domainState.biometry.stateHash == nil)
         try await world.enroll("alice-1")
         let first = try #require(context.domainState.biometry.stateHash)
@@ -243,13 +243,13 @@ struct LAContextEvaluationTests {
             Issue.record("the keychain did not lock")
             return
         }
-        let context = await makeContext(in: world, presenter: ScriptedAuthenticationPresenter(passcodes: ["secret"]))
+        let context = makeContext(in: world, presenter: ScriptedAuthenticationPresenter(passcodes: ["secret"]))
         #expect(try await context.evaluatePolicy(.deviceOwnerAuthentication, localizedReason: "unlock"))
         guard case .locked(false) = try world.client.send(.lockState) else {
             Issue.record("the passcode success did not unlock the keychain")
             return
         }
-        let wrong = await makeContext(in: world, presenter: ScriptedAuthenticationPresenter(passcodes: ["wrong"]))
+        let wrong = makeContext(in: world, presenter: ScriptedAuthenticationPresenter(passcodes: ["wrong"]))
         #expect(await laErrorCode {
             try await wrong.evaluatePolicy(.deviceOwnerAuthentication, localizedReason: "unlock")
         } == .authenticationFailed)
@@ -258,7 +258,7 @@ struct LAContextEvaluationTests {
 
     @Test func applicationPasswordCredentialsAreSetAndCleared() async throws {
         let world = try LocalAuthenticationWorld(reader: false)
-        let context = await makeContext(in: world)
+        let context = makeContext(in: world)
         #expect(!context.isCredentialSet(.applicationPassword))
         #expect(context.setCredential(Data("pw".utf8), type: .applicationPassword))
         #expect(context.isCredentialSet(.applicationPassword))

@@ -80,7 +80,7 @@ struct LocalAuthenticationWorld {
     }
 
     /// Runs `body` with the SecItem functions and new `LAContext`s bound to this world's engine.
-    func run<T: Sendable>(_ body: () async throws -> T) async rethrows -> T {
+    func run<T: Sendable>(_ body: () async throws -> T) async throws -> T {
         try await KeychainClientSelection.$current.withValue(client) { try await body() }
     }
 
@@ -107,8 +107,8 @@ struct LocalAuthenticationWorld {
 /// A context bound to `world` with a scripted presenter.
 func makeContext(
     in world: LocalAuthenticationWorld, presenter: ScriptedAuthenticationPresenter? = ScriptedAuthenticationPresenter()
-) async -> LAContext {
-    await world.run {
+) -> LAContext {
+    KeychainClientSelection.$current.withValue(world.client) {
         let context = LAContext()
         context.presenter = presenter
         return context
