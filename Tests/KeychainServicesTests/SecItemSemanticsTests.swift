@@ -199,6 +199,28 @@ struct SecItemSemanticsTests {
         }
     }
 
+    @Test func certificatesCanBeAddedByReference() throws {
+        try TestStore().with {
+            let der = Data([0x30, 0x03, 0x02, 0x01, 0x05])
+            let certificate = try #require(SecCertificateCreateWithData(nil, der as CFData))
+            #expect(SecCertificateCreateWithData(nil, Data("not der".utf8) as CFData) == nil)
+            #expect(
+                SecItemAdd([kSecValueRef as String: certificate, kSecAttrLabel as String: "c"] as CFDictionary, nil)
+                    == errSecSuccess)
+            #expect(SecItemAdd([kSecValueRef as String: certificate] as CFDictionary, nil) == errSecDuplicateItem)
+            let (status, result) = copyMatching([
+                kSecClass as String: kSecClassCertificate, kSecAttrLabel as String: "c", kSecReturnData as String: true,
+            ])
+            #expect(status == errSecSuccess)
+            #expect(result as? Data == der)
+            #expect(
+                SecItemAdd(
+                    [kSecClass as String: kSecClassGenericPassword, kSecValueRef as String: certificate] as CFDictionary,
+                    nil) == errSecParam)
+            #expect(copyMatching([kSecClass as String: kSecClassCertificate, kSecValueRef as String: certificate]).0 == errSecParam)
+        }
+    }
+
     @Test func addCanReturnWhatItStored() throws {
         try TestStore().with {
             var result: CFTypeRef?
