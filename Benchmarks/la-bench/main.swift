@@ -8,6 +8,7 @@ let sections: [(name: String, run: () async throws -> Void)] = [
     ("keychain", KeychainBenchmarks.run),
     ("authenticators", AuthenticatorBenchmarks.run),
     ("seckey", SecKeyBenchmarks.run),
+    ("context", ContextBenchmarks.run),
 ]
 let chosen = Set(CommandLine.arguments.dropFirst())
 print("la-bench: ratios against baselines measured in this run (higher is better unless said)")
