@@ -61,7 +61,8 @@ let package = Package(
         .executableTarget(
             name: "lactl",
             dependencies: [
-                "LocalAuthentication", "KeychainServices", "SecurityClient", "Authenticators", "SecureCrypto",
+                "LocalAuthentication", "KeychainServices", "SecurityClient", "SecurityServer", "Authenticators",
+                "SecureCrypto",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),

@@ -1,8 +1,10 @@
 import ArgumentParser
+import Authenticators
 import Foundation
 import KeychainServices
 import SecureCrypto
 import SecurityClient
+import SecurityServer
 
 #if canImport(Glibc)
 import Glibc
@@ -28,16 +30,25 @@ struct KeychainOptions: ParsableArguments {
     /// Runs `body` with the SecItem functions bound to this store. `lactl` acts for the user who owns the files,
     /// so it sees every access group; new items go to the first of `$LA_ACCESS_GROUPS` (default `local.lactl`).
     func run<T>(_ body: () throws -> T) throws -> T {
+        let client = try client()
+        return try KeychainClientSelection.$current.withValue(client) { try body() }
+    }
+
+    /// An embedded client on this store whose authenticators (PAM, fingerprint reader) come from the environment
+    /// and prompt on the terminal, so protected items can be read after authenticating.
+    func client() throws -> EmbeddedClient {
         var configuration = EmbeddedConfiguration.fromEnvironment()
         if let dataDir { configuration.dataDirectory = URL(fileURLWithPath: dataDir, isDirectory: true) }
         configuration.mayAccessAllGroups = true
-        let client: EmbeddedClient
         do {
-            client = try EmbeddedClient(configuration: configuration)
+            return try EmbeddedClient(
+                configuration: configuration,
+                authentication: .fromEnvironment(
+                    dataDirectory: configuration.dataDirectory,
+                    presenter: AuthenticationConfiguration.defaultPresenter()))
         } catch {
             throw KeychainCommandFailure(status: errSecNotAvailable, operation: "open the keychain")
         }
-        return try KeychainClientSelection.$current.withValue(client) { try body() }
     }
 }
 
@@ -377,18 +388,30 @@ struct LockKeychain: ParsableCommand {
 struct UnlockKeychain: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "unlock",
-        abstract: "Unlock the keychain. (Until passcodes exist, this asks for none; the passcode check comes with them.)")
+        abstract: "Unlock the keychain after asking for the passcode on the terminal and checking it through PAM.",
+        discussion: """
+            The PAM service is $LA_PAM_SERVICE (default 'local-authentication'; install \
+            Resources/pam.d/local-authentication as /etc/pam.d/local-authentication), its directory $LA_PAM_CONFDIR. \
+            Failed attempts count toward the passcode waits; a success also lifts a fingerprint lockout.
+            """)
 
     @OptionGroup var options: KeychainOptions
 
     func run() throws {
         try reporting {
-            try options.run {
-                do {
-                    try Keychain.default.unlock()
-                } catch let error as KeychainError {
-                    throw KeychainCommandFailure(status: error.status, operation: "unlock the keychain")
-                }
+            let client = try options.client()
+            guard let presenter = AuthenticationConfiguration.defaultPresenter() else {
+                throw KeychainCommandFailure(
+                    status: errSecInteractionNotAllowed, operation: "unlock the keychain (no terminal to ask on)")
+            }
+            let options = EvaluationOptions(prompt: EvaluationPrompt(reason: "Unlock the keychain"), presenter: presenter)
+            do {
+                _ = try BlockingBridge.wait { try await client.send(.unlockWithPasscode(options)) }
+            } catch let error as AuthenticationError {
+                printError(error)
+                throw KeychainCommandFailure(
+                    status: KeychainStatus.Code(authenticationCode: error.code).rawValue,
+                    operation: "unlock the keychain")
             }
         }
     }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Authenticators
 import Foundation
+import SecurityServer
 
 /// `lactl passcode …`: the passcode through PAM.
 struct Passcode: AsyncParsableCommand {
@@ -38,7 +39,7 @@ struct PasscodeVerify: AsyncParsableCommand {
         let authenticator = PasscodeAuthenticator(
             configuration: .init(service: service, configurationDirectory: confdir), policy: policy)
         do {
-            try await authenticator.authenticate(user: user, presenter: PasscodeTerminalPresenter())
+            try await authenticator.authenticate(user: user, presenter: TerminalPresenter())
             print("passcode accepted for \(user)")
         } catch let error as AuthenticationError {
             printError(error)
