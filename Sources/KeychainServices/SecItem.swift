@@ -55,9 +55,10 @@ private func perform(
     _ result: UnsafeMutablePointer<CFTypeRef?>?, _ makeRequest: () throws -> KeychainRequest
 ) -> OSStatus {
     do {
-        let response = try KeychainClientSelection.resolve().send(try makeRequest())
+        let request = try makeRequest()
+        let response = try KeychainClientSelection.resolve().send(request)
         if case .items(let items) = response, let result {
-            result.pointee = SecItemConversion.shape(items)
+            result.pointee = SecKey.withLookupContext(of: request) { SecItemConversion.shape(items) }
         }
         return errSecSuccess
     } catch let status as KeychainStatus {

@@ -71,7 +71,7 @@ public final class SecKey: Sendable {
                 let publicKey = try? P256.PublicKey(x963Representation: point),
                 let client = try? KeychainClientSelection.resolve()
             {
-                return .enclave(handle: handle, publicKey: publicKey, client: client, context: nil)
+                return .enclave(handle: handle, publicKey: publicKey, client: client, context: lookupContext)
             }
             return .opaque(keyData)
         }
@@ -84,6 +84,18 @@ public final class SecKey: Sendable {
             break
         }
         return .opaque(keyData)
+    }
+
+    /// The `kSecUseAuthenticationContext` of the `SecItemCopyMatching` whose results are being shaped: an enclave
+    /// key it returns uses that context for its private-key operations, as on Apple platforms.
+    @TaskLocal static var lookupContext: AuthenticationContextID?
+
+    /// Runs `body` (shaping the results of `request`) with `request`'s authentication context as `lookupContext`.
+    static func withLookupContext<Result>(of request: KeychainRequest, _ body: () -> Result) -> Result {
+        guard case .copyMatching(let query) = request, case .data(let handle)? = query["u_AuthCtx"] else {
+            return body()
+        }
+        return $lookupContext.withValue(AuthenticationContextID(bytes: [UInt8](handle)), operation: body)
     }
 
     /// What `SecKeyCopyAttributes` returns: the stored or creation attributes, then what the key itself says.

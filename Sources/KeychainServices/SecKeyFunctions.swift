@@ -72,7 +72,7 @@ public func SecKeyCreateWithData(
     reportingError(error) {
         var attributes = try SecKeyGeneration.plainAttributes(attributes)
         try SecKeyGeneration.checkKeyType(attributes)
-        let bytes = keyData as Data
+        let bytes = contents(of: keyData)
         let material: SecKey.Material
         do {
             switch attributes["kcls"] {
@@ -126,7 +126,7 @@ public func SecKeyCreateSignature(
         guard case .ecdsa(let input, let raw)? = try supportedKind(key, .sign, algorithm) else {
             throw unsupported(algorithm)
         }
-        let digest = try digest(of: dataToSign as Data, input)
+        let digest = try digest(of: contents(of: dataToSign), input)
         let der: Data
         switch key.material {
         case .privateKey(let privateKey):
@@ -156,8 +156,8 @@ public func SecKeyVerifySignature(
         guard case .ecdsa(let input, let raw)? = try supportedKind(key, .verify, algorithm),
             let publicKey = key.publicKey
         else { throw unsupported(algorithm) }
-        let digest = try digest(of: signedData as Data, input)
-        let bytes = signature as Data
+        let digest = try digest(of: contents(of: signedData), input)
+        let bytes = contents(of: signature)
         let parsed = try? (raw ? ECDSASignature(rawRepresentation: bytes) : ECDSASignature(derRepresentation: bytes))
         guard let parsed, publicKey.isValidSignature(parsed, forDigest: digest) else {
             throw KeychainStatus(KeychainStatus.Code(rawValue: errSecVerifyFailed), "ECDSA signature verification failed")
@@ -177,7 +177,7 @@ public func SecKeyCreateEncryptedData(
     reportingError(error) {
         guard case .ecies(let variant)? = try supportedKind(key, .encrypt, algorithm), let publicKey = key.publicKey
         else { throw unsupported(algorithm) }
-        return try ECIES.seal(plaintext as Data, to: publicKey, variant: variant) as NSData
+        return try ECIES.seal(contents(of: plaintext), to: publicKey, variant: variant) as NSData
     }
 }
 
@@ -194,7 +194,7 @@ public func SecKeyCreateDecryptedData(
         guard case .ecies(let variant)? = try supportedKind(key, .decrypt, algorithm) else {
             throw unsupported(algorithm)
         }
-        let bytes = ciphertext as Data
+        let bytes = contents(of: ciphertext)
         let plaintext: SecureBytes
         switch key.material {
         case .privateKey(let privateKey):
@@ -290,6 +290,12 @@ private func supportedKind(_ key: SecKey, _ operation: SecKeyOperationType, _ al
 
 private func unsupported(_ algorithm: SecKeyAlgorithm) -> KeychainStatus {
     KeychainStatus(.param, "algorithm \(algorithm.rawValue) is not supported by the key")
+}
+
+/// The bytes of `data`, copied in one piece (the `as Data` bridge of swift-corelibs-foundation copies byte by byte,
+/// which would cost more than a signature's hashing).
+private func contents(of data: CFData) -> Data {
+    data.length == 0 ? Data() : Data(bytes: data.bytes, count: data.length)
 }
 
 /// The digest ECDSA signs for `input`.

@@ -15,9 +15,15 @@ extension KeychainEngine {
     package func handle(_ request: KeyRequest, caller: CallerIdentity) throws -> KeyResponse {
         do {
             switch request {
-            case .generate(let policy, let item):
-                if let policy, ProtectionClass(rawValue: policy.protection) == nil {
-                    throw KeychainStatus(.param, "the access control names an unknown protection class")
+            case .generate(var policy, let item):
+                if let unbound = policy {
+                    guard ProtectionClass(rawValue: unbound.protection) != nil else {
+                        throw KeychainStatus(.param, "the access control names an unknown protection class")
+                    }
+                    if AccessRequirement.bindsEnrolledSet(unbound), let authentication {
+                        // Bound into the sealed key: after any enrollment change the key never signs again.
+                        policy?.boundStateHash = try authentication.currentStateHash() ?? Data()
+                    }
                 }
                 let key = try enclave.generateKey(accessControl: Self.encodedAccessControl(policy))
                 if var item {

@@ -24,6 +24,18 @@ final class KeyTestStore: Sendable {
         return EmbeddedClient(engine: engine, caller: CallerIdentity(accessGroups: ["test.keys"]))
     }
 
+    /// A client over a new engine on this store whose evaluator checks authentication contexts (no fingerprint
+    /// reader, no passcode service: only lists that need no authentication are satisfied).
+    func contextClient() throws -> EmbeddedClient {
+        let contexts = try AuthenticationContexts(
+            configuration: AuthenticationConfiguration(
+                stateDirectory: directory.appendingPathComponent("state").path, username: "nobody",
+                passcode: .init(service: "absent-service", configurationDirectory: directory.path),
+                readerDrivers: ["no_such_driver"]))
+        let engine = try KeychainEngine(directory: directory, authentication: contexts)
+        return EmbeddedClient(engine: engine, caller: CallerIdentity(accessGroups: ["test.keys"]))
+    }
+
     /// Runs `body` with the SecItem and SecKey functions bound to `client`.
     @discardableResult
     func with<T>(_ client: EmbeddedClient, _ body: () throws -> T) throws -> T {
