@@ -82,7 +82,7 @@ let package = Package(
             name: "LocalAuthenticationTests",
             dependencies: [
                 "LocalAuthentication", "KeychainServices", "SecurityClient", "SecurityServer", "Authenticators",
-                "KeychainStore", "SecureCrypto",
+                "KeychainStore", "SecureCrypto", "lactl",
             ]),
         // Keychain tests: semantics, tampering, scale, and two processes / SIGKILL through keychain-stress.
         .executableTarget(

@@ -52,7 +52,11 @@ struct LocalAuthenticationWorld {
     /// - Parameters:
     ///   - reader: whether the virtual reader is an acceptable driver (false = no reader at all).
     ///   - pamService: false = a PAM service name with no configuration file (no passcode can be checked).
-    init(reader: Bool = true, pamService: Bool = true, presenter: (any EvaluationPresenter)? = nil) throws {
+    ///   - user: whose passcode pam_matrix knows (`secret`) and the engine checks.
+    init(
+        reader: Bool = true, pamService: Bool = true, presenter: (any EvaluationPresenter)? = nil,
+        user: String = "alice"
+    ) throws {
         directory = try ScratchDirectory()
         socket = VirtualReaderSocket(path: directory.path + "/reader.sock")
         setenv("FP_DRIVERS_WHITELIST", "virtual_device", 1)
@@ -60,7 +64,7 @@ struct LocalAuthenticationWorld {
         setenv("FP_VIRTUAL_DEVICE", socket.path, 1)
         let passdb = directory.path + "/passdb"
         // No blank lines: pam_matrix crashes on them.
-        try "alice:secret:\(Self.service)\n".write(toFile: passdb, atomically: true, encoding: .utf8)
+        try "\(user):secret:\(Self.service)\n".write(toFile: passdb, atomically: true, encoding: .utf8)
         let serviceFile = """
             auth     required  \(Self.pamModule) passdb=\(passdb)
             account  required  \(Self.pamModule) passdb=\(passdb)
@@ -69,7 +73,7 @@ struct LocalAuthenticationWorld {
         try serviceFile.write(toFile: directory.path + "/" + Self.service, atomically: true, encoding: .utf8)
         clock = ManualClock()
         let authentication = AuthenticationConfiguration(
-            stateDirectory: directory.path + "/state", username: "alice",
+            stateDirectory: directory.path + "/store", username: user,
             passcode: .init(service: pamService ? Self.service : "absent-service", configurationDirectory: directory.path),
             readerDrivers: [reader ? "virtual_device" : "no_such_driver"], attemptTimeout: .seconds(20),
             presenter: presenter, clock: clock)

@@ -1,0 +1,82 @@
+import Foundation
+import SecurityClient
+import SecurityServer
+import Synchronization
+import Testing
+
+/// `lactl` built next to the test bundle.
+private func lactlExecutable() throws -> URL {
+    var directory = Bundle.main.bundleURL
+    for _ in 0..<4 {
+        let candidate = directory.appendingPathComponent("lactl")
+        if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+        directory = directory.deletingLastPathComponent()
+    }
+    let fromExecutable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    for candidate in [fromExecutable, fromExecutable.deletingLastPathComponent()] {
+        let path = candidate.appendingPathComponent("lactl")
+        if FileManager.default.isExecutableFile(atPath: path.path) { return path }
+    }
+    throw CocoaError(.fileNoSuchFile)
+}
+
+/// `lactl keychain unlock` on a real pseudo-terminal (util-linux `script`): the terminal presenter reads the
+/// passcode from `/dev/tty` with echo off and PAM (pam_matrix) checks it.
+@Suite("lactl keychain unlock through PAM on a terminal", .serialized)
+struct LactlUnlockTests {
+    /// Runs `lactl keychain unlock` on a pty, typing `keys` once the passcode prompt shows; returns the exit
+    /// status and everything the terminal showed.
+    func unlock(world: LocalAuthenticationWorld, typing keys: String) throws -> (Int32, String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
+        process.arguments = ["-qec", try lactlExecutable().path + " keychain unlock", "/dev/null"]
+        var environment = ProcessInfo.processInfo.environment
+        environment["LA_DATA_DIR"] = world.directory.path + "/store"
+        environment["LA_PAM_SERVICE"] = LocalAuthenticationWorld.service
+        environment["LA_PAM_CONFDIR"] = world.directory.path
+        environment["LA_READER_DRIVERS"] = "no_such_driver"
+        environment["LA_PRESENTER"] = nil
+        process.environment = environment
+        let input = Pipe()
+        let output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = output
+        let shown = Mutex("")
+        output.fileHandleForReading.readabilityHandler = { handle in
+            let text = String(decoding: handle.availableData, as: UTF8.self)
+            shown.withLock { $0 += text }
+        }
+        try process.run()
+        let deadline = Date().addingTimeInterval(20)
+        while !shown.withLock({ $0.contains("Password:") }) && Date() < deadline { usleep(20_000) }
+        usleep(100_000)
+        input.fileHandleForWriting.write(Data(keys.utf8))
+        process.waitUntilExit()
+        output.fileHandleForReading.readabilityHandler = nil
+        return (process.terminationStatus, shown.withLock { $0 })
+    }
+
+    @Test func theRightPasscodeUnlocksAndCtrlCOrAWrongOneDoesNot() throws {
+        let world = try LocalAuthenticationWorld(reader: false, user: AuthenticationConfiguration.currentUsername())
+        defer { world.directory.remove() }
+        func isLocked() throws -> Bool {
+            guard case .locked(let locked) = try world.client.send(.lockState) else { return false }
+            return locked
+        }
+        _ = try world.client.send(.lock)
+        let (cancelled, cancelledScreen) = try unlock(world: world, typing: "\u{03}")
+        #expect(cancelled != 0)
+        #expect(try isLocked())
+        #expect(cancelledScreen.contains("Unlock the keychain"))
+
+        let (wrong, _) = try unlock(world: world, typing: "guess\r")
+        #expect(wrong != 0)
+        #expect(try isLocked())
+
+        let (accepted, screen) = try unlock(world: world, typing: "secret\r")
+        #expect(accepted == 0)
+        #expect(!screen.contains("secret"))
+        #expect(try isLocked() == false)
+    }
+}
