@@ -332,7 +332,14 @@ package final class KeychainEngine: Sendable {
                 }
                 let group = attributes["agrp"]?.stringValue ?? item.row.accessGroup
                 var data = try newData.map { SecureBytes($0) } ?? openData(item, transaction: transaction)
-                if newData != nil, let policy = item.accessControl {
+                if newData == nil, let old = item.accessControl {
+                    data = try openForApplicationPassword(data, policy: old, context: query.authenticationContext)
+                }
+                if case .accessControl(var policy) = attributes["accc"] {
+                    if changedAttributes["accc"] != nil, AccessRequirement.bindsEnrolledSet(policy), let authentication {
+                        policy.boundStateHash = try authentication.currentStateHash() ?? Data()
+                        attributes["accc"] = .accessControl(policy)
+                    }
                     data = try sealForApplicationPassword(data, policy: policy, context: query.authenticationContext)
                 }
                 var row = item.row

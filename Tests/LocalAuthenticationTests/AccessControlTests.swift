@@ -170,6 +170,28 @@ struct AccessControlTests {
             let friend = LAContext()
             #expect(friend.setCredential(Data("hunter2".utf8), type: .applicationPassword))
             #expect(readProtected("app", context: friend).value == "top secret")
+            // Without a credential but with a presenter, the engine asks for the password and keeps it.
+            let asking = ScriptedAuthenticationPresenter(passcodes: ["hunter2"])
+            let prompted = LAContext()
+            prompted.presenter = asking
+            #expect(readProtected("app", context: prompted).value == "top secret")
+            #expect(asking.askedQuestions.first?.isSecret == true)
+            #expect(prompted.isCredentialSet(.applicationPassword))
+
+            // Changing the list re-seals the data: without the password layer now, then with it again.
+            let item: [String: Any] = [
+                kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "acl-tests",
+                kSecAttrAccount as String: "app", kSecUseAuthenticationContext as String: friend,
+            ]
+            let plain = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, [], nil)!
+            #expect(SecItemUpdate(item as CFDictionary, [kSecAttrAccessControl as String: plain] as CFDictionary)
+                == errSecSuccess)
+            #expect(readProtected("app").value == "top secret")
+            let again = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .applicationPassword, nil)!
+            #expect(SecItemUpdate(item as CFDictionary, [kSecAttrAccessControl as String: again] as CFDictionary)
+                == errSecSuccess)
+            #expect(readProtected("app", context: friend).value == "top secret")
+            #expect(readProtected("app", context: stranger).status == errSecAuthFailed)
         }
         await world.close()
     }
