@@ -109,7 +109,7 @@ enum SecItemConversion {
             }
             result["class"] = .string("keys")
             result["v_Data"] = .data(key.keyData.unprotectedData())
-            for name in ["kcls", "type", "bsiz", "esiz"] where result[name] == nil {
+            for name in ["kcls", "type", "bsiz", "esiz", "klbl", "tkid"] where result[name] == nil {
                 result[name] = key.keyAttributes[name]
             }
         default:

@@ -22,11 +22,11 @@ public final class SecKey: Sendable {
 
     let material: Material
     /// The attributes the key was created or stored with (tag, label, access control, permanence…).
-    let keyAttributes: [String: KeychainValue]
+    let storedAttributes: [String: KeychainValue]
 
     init(material: Material, attributes: [String: KeychainValue]) {
         self.material = material
-        self.keyAttributes = attributes
+        self.storedAttributes = attributes
     }
 
     /// A key from a key item's stored bytes and attributes (what `kSecReturnRef` gives). An enclave key is bound to
@@ -98,9 +98,10 @@ public final class SecKey: Sendable {
         return $lookupContext.withValue(AuthenticationContextID(bytes: [UInt8](handle)), operation: body)
     }
 
-    /// What `SecKeyCopyAttributes` returns: the stored or creation attributes, then what the key itself says.
-    var attributes: [String: KeychainValue] {
-        var result = keyAttributes
+    /// What `SecKeyCopyAttributes` returns, and what `kSecValueRef` in `SecItemAdd` takes the key's class, type,
+    /// size, label and token from: the stored or creation attributes, then what the key itself says.
+    var keyAttributes: [String: KeychainValue] {
+        var result = storedAttributes
         result["class"] = .string(kSecClassKey)
         guard let publicKey else { return result }
         result["type"] = .string(kSecAttrKeyTypeECSECPrimeRandom)

@@ -33,7 +33,7 @@ public func SecKeyCreateRandomKey(
 public func SecKeyCopyPublicKey(_ key: SecKey) -> SecKey? {
     guard let publicKey = key.publicKey else { return nil }
     if case .publicKey = key.material { return key }
-    var attributes = key.keyAttributes
+    var attributes = key.storedAttributes
     for name in ["perm", "accc", "pdmn", "u_AuthCtx"] { attributes[name] = nil }
     return SecKey(material: .publicKey(publicKey), attributes: attributes)
 }
@@ -94,7 +94,7 @@ public func SecKeyCreateWithData(
 /// The key's attributes: class, type, size, application label (SHA-1 of the public key), token, usage flags, the
 /// tag, label and access control it was created or stored with, and for a public key its bytes (`kSecValueData`).
 public func SecKeyCopyAttributes(_ key: SecKey) -> CFDictionary? {
-    SecItemConversion.dictionary(key.attributes)
+    SecItemConversion.dictionary(key.keyAttributes)
 }
 
 /// Whether `key` can run `algorithm` for `operation`.

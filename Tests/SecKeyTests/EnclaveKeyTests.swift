@@ -342,3 +342,38 @@ struct EnclaveKeyTests {
         #expect(statusCode { try first.send(KeyRequest.sign(handle: handle, digest: digest, context: nil)) } == nil)
     }
 }
+
+@Suite("SecKey references added with kSecValueRef")
+struct KeyReferenceAddTests {
+    @Test func addedKeysKeepTheirClassLabelAndTokenAndStillWork() throws {
+        try KeyTestStore().with {
+            let enclaveKey = try makeKey(keyParameters(enclave: true))
+            let softwareKey = try makeKey(keyParameters())
+            for (key, tag) in [(enclaveKey, "enclave"), (softwareKey, "software")] {
+                #expect(
+                    SecItemAdd(
+                        [kSecValueRef as String: key, kSecAttrApplicationTag as String: Data(tag.utf8)] as CFDictionary,
+                        nil) == errSecSuccess)
+                var result: CFTypeRef?
+                #expect(
+                    SecItemCopyMatching(
+                        [
+                            kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: Data(tag.utf8),
+                            kSecReturnAttributes as String: true, kSecReturnRef as String: true,
+                        ] as CFDictionary, &result) == errSecSuccess)
+                let found = try #require(result as? [String: Any])
+                #expect(found[kSecAttrKeyClass as String] as? String == kSecAttrKeyClassPrivate)
+                #expect(found[kSecAttrApplicationLabel as String] as? Data == InsecureSHA1.hash(try publicKeyBytes(key)))
+                let stored = try #require(found[kSecValueRef as String].map { $0 as! SecKey })
+                let signature = try secKeyCall {
+                    SecKeyCreateSignature(stored, .ecdsaSignatureMessageX962SHA256, Data("m".utf8) as CFData, $0) as Data?
+                }.get()
+                #expect(
+                    SecKeyVerifySignature(
+                        SecKeyCopyPublicKey(key)!, .ecdsaSignatureMessageX962SHA256, Data("m".utf8) as CFData,
+                        signature as CFData, nil))
+            }
+            #expect(failureStatus { SecKeyCopyExternalRepresentation(enclaveKey, $0) } == Int(errSecUnimplemented))
+        }
+    }
+}
