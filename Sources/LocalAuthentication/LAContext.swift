@@ -21,6 +21,10 @@ import Synchronization
 /// - For `.deviceOwnerAuthentication` one fingerprint attempt is made; a finger that is not recognised, a lockout
 ///   or the fallback button leads to the passcode.
 /// - An empty `localizedReason` fails with ``LAError/Code/authenticationFailed`` instead of raising an exception.
+/// - `evaluatePolicy` with the biometric policy does not re-check that a passcode is set (one PAM transaction
+///   per evaluation); ``canEvaluatePolicy(_:error:)`` does, and reports `passcodeNotSet`.
+/// - Keychain prompts for an item read with this context block the calling thread, as Apple's do, while the
+///   engine holds a read snapshot of the store.
 open class LAContext: NSObject, @unchecked Sendable {
     // Safe to share: every mutable field lives in `state`, a Mutex; `client` is immutable after init.
     private struct State {
