@@ -98,7 +98,10 @@ let package = Package(
         // SecKey: software and enclave P-256 keys, access-control-gated private-key operations.
         .testTarget(
             name: "SecKeyTests",
-            dependencies: ["KeychainServices", "SecurityClient", "SecurityServer", "KeychainStore", "Enclave", "SecureCrypto"]),
+            dependencies: [
+                "KeychainServices", "LocalAuthentication", "SecurityClient", "SecurityServer", "KeychainStore", "Enclave",
+                "SecureCrypto",
+            ]),
         .testTarget(
             name: "SecureCryptoTests",
             dependencies: ["SecureCrypto"],

@@ -123,7 +123,7 @@ public func SecKeyCreateSignature(
     _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
 ) -> CFData? {
     reportingError(error) {
-        guard case .ecdsa(let input, let raw)? = try supportedKind(key, .sign, algorithm) else {
+        guard case .ecdsa(let input, let raw)? = supportedKind(key, .sign, algorithm) else {
             throw unsupported(algorithm)
         }
         let digest = try digest(of: contents(of: dataToSign), input)
@@ -153,7 +153,7 @@ public func SecKeyVerifySignature(
     _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
 ) -> Bool {
     reportingError(error) {
-        guard case .ecdsa(let input, let raw)? = try supportedKind(key, .verify, algorithm),
+        guard case .ecdsa(let input, let raw)? = supportedKind(key, .verify, algorithm),
             let publicKey = key.publicKey
         else { throw unsupported(algorithm) }
         let digest = try digest(of: contents(of: signedData), input)
@@ -175,7 +175,7 @@ public func SecKeyCreateEncryptedData(
     _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
 ) -> CFData? {
     reportingError(error) {
-        guard case .ecies(let variant)? = try supportedKind(key, .encrypt, algorithm), let publicKey = key.publicKey
+        guard case .ecies(let variant)? = supportedKind(key, .encrypt, algorithm), let publicKey = key.publicKey
         else { throw unsupported(algorithm) }
         return try ECIES.seal(contents(of: plaintext), to: publicKey, variant: variant) as NSData
     }
@@ -191,7 +191,7 @@ public func SecKeyCreateDecryptedData(
     _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
 ) -> CFData? {
     reportingError(error) {
-        guard case .ecies(let variant)? = try supportedKind(key, .decrypt, algorithm) else {
+        guard case .ecies(let variant)? = supportedKind(key, .decrypt, algorithm) else {
             throw unsupported(algorithm)
         }
         let bytes = contents(of: ciphertext)
@@ -229,7 +229,7 @@ public func SecKeyCopyKeyExchangeResult(
     _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
 ) -> CFData? {
     reportingError(error) {
-        guard case .ecdh(let usesKDF)? = try supportedKind(privateKey, .keyExchange, algorithm) else {
+        guard case .ecdh(let usesKDF)? = supportedKind(privateKey, .keyExchange, algorithm) else {
             throw unsupported(algorithm)
         }
         guard let peer = publicKey.publicKey else { throw KeychainStatus(.param, "the public key is not P-256") }
@@ -282,7 +282,7 @@ public func SecKeyCopyKeyExchangeResult(
 // MARK: Helpers
 
 /// The algorithm's kind when `key` supports it for `operation`, else nil.
-private func supportedKind(_ key: SecKey, _ operation: SecKeyOperationType, _ algorithm: SecKeyAlgorithm) throws
+private func supportedKind(_ key: SecKey, _ operation: SecKeyOperationType, _ algorithm: SecKeyAlgorithm)
     -> SecKeyAlgorithmKind?
 {
     SecKeyIsAlgorithmSupported(key, operation, algorithm) ? SecKeyAlgorithmKind.table[algorithm] : nil

@@ -48,7 +48,7 @@ struct SecKeyGeneration {
             var item: [String: KeychainValue]?
             if privateItem["perm"]?.boolValue == true {
                 // The engine adds the application label once the key (and so its public key) exists.
-                item = Self.item(privateItem, keyClass: kSecAttrKeyClassPrivate, publicKey: Data())
+                item = self.item(privateItem, keyClass: kSecAttrKeyClassPrivate, publicKey: Data())
                 item?["tkid"] = .string(kSecAttrTokenIDSecureEnclave)
             }
             guard
@@ -61,7 +61,7 @@ struct SecKeyGeneration {
             let privateKey = try P256.PrivateKey()
             publicKey = privateKey.publicKey
             if privateItem["perm"]?.boolValue == true {
-                var item = Self.item(
+                var item = self.item(
                     privateItem, keyClass: kSecAttrKeyClassPrivate, publicKey: publicKey.x963Representation)
                 item["v_Data"] = .data(privateKey.x963Representation.unprotectedData())
                 _ = try client.send(.add(item))
@@ -69,18 +69,20 @@ struct SecKeyGeneration {
             material = .privateKey(privateKey)
         }
         if publicItem["perm"]?.boolValue == true {
-            var item = Self.item(publicItem, keyClass: kSecAttrKeyClassPublic, publicKey: publicKey.x963Representation)
+            var item = self.item(publicItem, keyClass: kSecAttrKeyClassPublic, publicKey: publicKey.x963Representation)
             item["v_Data"] = .data(publicKey.x963Representation)
             _ = try client.send(.add(item))
         }
         return SecKey(material: material, attributes: privateItem.merging(["perm": .bool(false)]) { old, _ in old })
     }
 
-    /// A key item's `SecItemAdd` attributes (without its value).
-    private static func item(
+    /// A key item's `SecItemAdd` attributes (without its value), with the context that authorizes storing it (an
+    /// `.applicationPassword` list seals the item under the context's credential).
+    private func item(
         _ attributes: [String: KeychainValue], keyClass: String, publicKey: Data
     ) -> [String: KeychainValue] {
         var item = attributes
+        if let context { item[kSecUseAuthenticationContext] = .data(Data(context.bytes)) }
         item["class"] = .string(kSecClassKey)
         item["kcls"] = .string(keyClass)
         item["type"] = .string(kSecAttrKeyTypeECSECPrimeRandom)

@@ -2,6 +2,7 @@ import Enclave
 import Foundation
 import KeychainServices
 import KeychainStore
+import LocalAuthentication
 import SecureCrypto
 import SecurityClient
 import SecurityServer
@@ -60,6 +61,51 @@ struct EnclaveKeyAccessControlTests {
             let key = try #require(result.map { $0 as! SecKey })
             #expect(SecKeyCreateSignature(key, .ecdsaSignatureMessageX962SHA256, Data("m".utf8) as CFData, nil) != nil)
             #expect(evaluator.calls.last == .init(operation: .useKeySign, context: AuthenticationContextID(bytes: [UInt8](handle))))
+        }
+    }
+}
+
+@Suite("Enclave keys with an LAContext")
+struct EnclaveKeyLAContextTests {
+    @Test func applicationPasswordKeyNeedsTheContextThatHoldsTheCredential() throws {
+        let store = KeyTestStore()
+        try store.with(try store.contextClient()) {
+            let context = LAContext()
+            context.interactionNotAllowed = true
+            #expect(context.setCredential(Data("hunter2".utf8), type: .applicationPassword))
+            let access = try #require(
+                SecAccessControlCreateWithFlags(
+                    nil, kSecAttrAccessibleWhenUnlockedThisDeviceOnly, [.privateKeyUsage, .applicationPassword], nil))
+            let tag = Data("com.example.app-password".utf8)
+            let attributes: [String: Any] = [
+                kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom,
+                kSecAttrKeySizeInBits as String: 256,
+                kSecAttrTokenID as String: kSecAttrTokenIDSecureEnclave,
+                kSecUseAuthenticationContext as String: context,
+                kSecPrivateKeyAttrs as String: [
+                    kSecAttrIsPermanent as String: true, kSecAttrApplicationTag as String: tag,
+                    kSecAttrAccessControl as String: access,
+                ],
+            ]
+            let key = try makeKey(attributes)
+            #expect(SecKeyCreateSignature(key, .ecdsaSignatureMessageX962SHA256, Data("m".utf8) as CFData, nil) != nil)
+
+            func lookUp(_ context: LAContext?) -> SecKey? {
+                var query: [String: Any] = [
+                    kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: tag,
+                    kSecReturnRef as String: true,
+                ]
+                if let context { query[kSecUseAuthenticationContext as String] = context }
+                var result: CFTypeRef?
+                guard SecItemCopyMatching(query as CFDictionary, &result) == errSecSuccess else { return nil }
+                return result.map { $0 as! SecKey }
+            }
+            let found = try #require(lookUp(context))
+            #expect(SecKeyCreateSignature(found, .ecdsaSignatureMessageX962SHA256, Data("m".utf8) as CFData, nil) != nil)
+            // Another context without the credential gets no key.
+            let stranger = LAContext()
+            stranger.interactionNotAllowed = true
+            #expect(lookUp(stranger) == nil)
         }
     }
 }
