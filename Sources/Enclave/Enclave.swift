@@ -18,6 +18,8 @@ package final class Enclave: Sendable {
     package let metadataKey: SecureBytes
     /// The key of the blind index (HMAC-SHA256 over an item's primary key).
     package let indexKey: SecureBytes
+    /// `indexKey` prepared once for the HMAC of every lookup.
+    package let indexMAC: HMACSHA256.Key
 
     let directory: URL
     /// Enclave keys opened recently (see `EnclaveKey.swift`).
@@ -81,6 +83,7 @@ package final class Enclave: Sendable {
         }
         metadataKey = try Self.unwrap(wrapped["metadata"]!, name: "metadata", rootKey: rootKey)
         indexKey = try Self.unwrap(wrapped["index"]!, name: "index", rootKey: rootKey)
+        indexMAC = HMACSHA256.Key(indexKey)
         var classKeys: [ProtectionClass: Data] = [:]
         for protectionClass in ProtectionClass.allCases { classKeys[protectionClass] = wrapped[protectionClass.rawValue] }
         wrappedClassKeys = classKeys

@@ -42,7 +42,7 @@ struct ItemSealer: Sendable {
             out.string(key)
             AttributeCodec.encode(attributes[key] ?? AttributeSchema.defaultValue(for: schema[key]!), into: &out)
         }
-        return HMACSHA256.authenticationCode(for: out.data, using: enclave.indexKey)
+        return enclave.indexMAC.authenticationCode(for: out.data)
     }
 
     /// The associated data of one part of a row: the part's name, then the row's id and clear columns.

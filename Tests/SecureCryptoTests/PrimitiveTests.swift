@@ -101,3 +101,19 @@ struct PrimitiveTests {
         #expect(OpenSSLErrorQueue.drain().isEmpty)
     }
 }
+
+@Suite("Prepared HMAC keys")
+struct PreparedHMACKeyTests {
+    @Test("A prepared key gives the same codes as the one-shot function, call after call")
+    func preparedKeyMatchesOneShot() throws {
+        let secret = try SecureBytes(randomCount: 32)
+        let key = HMACSHA256.Key(secret)
+        for message in ["", "a", String(repeating: "x", count: 1000)].map({ Data($0.utf8) }) {
+            #expect(key.authenticationCode(for: message) == HMACSHA256.authenticationCode(for: message, using: secret))
+            #expect(key.authenticationCode(for: message) == key.authenticationCode(for: message))
+        }
+        let jefe = HMACSHA256.Key(SecureBytes(Data("Jefe".utf8)))
+        #expect(jefe.authenticationCode(for: Data("what do ya want for nothing?".utf8)).hex
+            == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
+    }
+}
