@@ -102,6 +102,12 @@ let package = Package(
                 "KeychainServices", "LocalAuthentication", "SecurityClient", "SecurityServer", "KeychainStore", "Enclave",
                 "SecureCrypto",
             ]),
+        // LARight, LARightStore, LAPersistedRight against the virtual reader and pam_matrix.
+        .testTarget(
+            name: "RightsTests",
+            dependencies: [
+                "LocalAuthentication", "KeychainServices", "SecurityClient", "SecurityServer", "Authenticators", "lactl",
+            ]),
         .testTarget(
             name: "SecureCryptoTests",
             dependencies: ["SecureCrypto"],

@@ -1,0 +1,121 @@
+import Foundation
+import KeychainServices
+
+/// A persisted right's enclave P-256 private key (`LAPrivateKey`).
+///
+/// The key never leaves the engine's enclave. Its private operations run only while the right is authorized,
+/// with the right's authorized context as the credential; otherwise they throw ``LAError`` `authenticationFailed`
+/// saying the right is not authorized.
+public final class LAPrivateKey: NSObject, Sendable {
+    private let tag: Data
+    private let right: WeakRight
+
+    /// The key's public half; its operations need no authorization.
+    public let publicKey: LAPublicKey
+
+    init(tag: Data, publicKey: LAPublicKey, right: WeakRight) {
+        self.tag = tag
+        self.publicKey = publicKey
+        self.right = right
+        super.init()
+    }
+
+    /// Signs `data` (ECDSA; see `SecKeyCreateSignature`).
+    public func sign(_ data: Data, algorithm: SecKeyAlgorithm) async throws -> Data {
+        let key = try authorizedKey()
+        return try throwingSecurityError { SecKeyCreateSignature(key, algorithm, data as NSData, $0) } as Data
+    }
+
+    /// Calls `completion` (on another thread) with ``sign(_:algorithm:)``'s outcome.
+    public func sign(
+        _ data: Data, algorithm: SecKeyAlgorithm, completion: @escaping @Sendable (Data?, (any Error)?) -> Void
+    ) {
+        Task.detached {
+            do { completion(try await self.sign(data, algorithm: algorithm), nil) } catch { completion(nil, error) }
+        }
+    }
+
+    /// Whether ``sign(_:algorithm:)`` supports `algorithm`.
+    public func canSign(using algorithm: SecKeyAlgorithm) -> Bool { supports(.sign, algorithm) }
+
+    /// Decrypts an Apple ECIES ciphertext made for ``publicKey``.
+    public func decrypt(_ data: Data, algorithm: SecKeyAlgorithm) async throws -> Data {
+        let key = try authorizedKey()
+        return try throwingSecurityError { SecKeyCreateDecryptedData(key, algorithm, data as NSData, $0) } as Data
+    }
+
+    /// Calls `completion` (on another thread) with ``decrypt(_:algorithm:)``'s outcome.
+    public func decrypt(
+        _ data: Data, algorithm: SecKeyAlgorithm, completion: @escaping @Sendable (Data?, (any Error)?) -> Void
+    ) {
+        Task.detached {
+            do { completion(try await self.decrypt(data, algorithm: algorithm), nil) } catch { completion(nil, error) }
+        }
+    }
+
+    /// Whether ``decrypt(_:algorithm:)`` supports `algorithm`.
+    public func canDecrypt(using algorithm: SecKeyAlgorithm) -> Bool { supports(.decrypt, algorithm) }
+
+    /// ECDH with the peer's X9.63 public key `publicKey` (see `SecKeyCopyKeyExchangeResult` for `parameters`).
+    public func exchangeKeys(publicKey: Data, algorithm: SecKeyAlgorithm, parameters: [AnyHashable: Any])
+        async throws -> Data
+    {
+        let key = try authorizedKey()
+        let peer = try throwingSecurityError {
+            SecKeyCreateWithData(
+                publicKey as NSData,
+                [kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeyClass as String: kSecAttrKeyClassPublic]
+                    as NSDictionary, $0)
+        }
+        let dictionary = NSDictionary(dictionary: parameters)
+        return try throwingSecurityError { SecKeyCopyKeyExchangeResult(key, algorithm, peer, dictionary, $0) } as Data
+    }
+
+    /// Calls `completion` (on another thread) with ``exchangeKeys(publicKey:algorithm:parameters:)``'s outcome.
+    public func exchangeKeys(
+        publicKey: Data, algorithm: SecKeyAlgorithm, parameters: [AnyHashable: Any],
+        completion: @escaping @Sendable (Data?, (any Error)?) -> Void
+    ) {
+        let dictionary = NSDictionary(dictionary: parameters)
+        nonisolated(unsafe) let sendable = dictionary  // NSDictionary copied above, never mutated.
+        Task.detached {
+            do {
+                let parameters = sendable as? [AnyHashable: Any] ?? [:]
+                completion(try await self.exchangeKeys(publicKey: publicKey, algorithm: algorithm, parameters: parameters), nil)
+            } catch {
+                completion(nil, error)
+            }
+        }
+    }
+
+    /// Whether ``exchangeKeys(publicKey:algorithm:parameters:)`` supports `algorithm`.
+    public func canExchangeKeys(using algorithm: SecKeyAlgorithm) -> Bool { supports(.keyExchange, algorithm) }
+
+    // MARK: Internals
+
+    private func supports(_ operation: SecKeyOperationType, _ algorithm: SecKeyAlgorithm) -> Bool {
+        guard let key = try? lookUpKey(context: nil) else { return false }
+        return SecKeyIsAlgorithmSupported(key, operation, algorithm)
+    }
+
+    private func authorizedKey() throws -> SecKey {
+        let (_, context) = try right.authorizedContext()
+        return try lookUpKey(context: context)
+    }
+
+    private func lookUpKey(context: LAContext?) throws -> SecKey {
+        guard let right = right.right else { throw LAError(.invalidContext, "the right was released") }
+        var query: [String: Any] = [
+            kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: tag, kSecReturnRef as String: true,
+        ]
+        if let context { query[kSecUseAuthenticationContext as String] = context }
+        var result: CFTypeRef?
+        let status = KeychainClientSelection.$current.withValue(right.client) {
+            SecItemCopyMatching(query as NSDictionary, &result)
+        }
+        guard status == errSecSuccess, let key = result as? SecKey else {
+            throw LAError(.invalidContext, "the right's key is missing (status \(status))")
+        }
+        return key
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+import KeychainServices
+import LocalAuthentication
+import SecurityClient
+import Testing
+
+/// `lactl` built next to the test bundle.
+private func lactlExecutable() throws -> URL {
+    var directory = Bundle.main.bundleURL
+    for _ in 0..<4 {
+        let candidate = directory.appendingPathComponent("lactl")
+        if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+        directory = directory.deletingLastPathComponent()
+    }
+    let fromExecutable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    for candidate in [fromExecutable, fromExecutable.deletingLastPathComponent()] {
+        let path = candidate.appendingPathComponent("lactl")
+        if FileManager.default.isExecutableFile(atPath: path.path) { return path }
+    }
+    throw CocoaError(.fileNoSuchFile)
+}
+
+@Suite("lactl rights list and remove", .serialized, .virtualReaderLock)
+struct LactlRightsTests {
+    /// Runs `lactl rights <arguments> --data-dir <store>`; returns the exit status and standard output.
+    func lactl(_ arguments: [String], store: String) throws -> (Int32, String) {
+        let process = Process()
+        process.executableURL = try lactlExecutable()
+        process.arguments = ["rights"] + arguments + ["--data-dir", store]
+        var environment = ProcessInfo.processInfo.environment
+        environment["LA_PRESENTER"] = "none"
+        process.environment = environment
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    @Test func listsAndRemovesRightsWithTheirKeysAndSecrets() async throws {
+        let world = try RightsWorld()
+        let store = world.directory + "/store"
+        try await world.run {
+            _ = try await LARightStore.shared.saveRight(LARight(), identifier: "access-token", secret: Data("t".utf8))
+            _ = try await LARightStore.shared.saveRight(LARight(requirement: .biometry), identifier: "show-account")
+        }
+        let (listed, listing) = try lactl(["list"], store: store)
+        #expect(listed == 0)
+        #expect(listing == "access-token\ttest.rights\tuserPresence\nshow-account\ttest.rights\tbiometry\n")
+        #expect(!listing.contains("t\n\t"))
+        let (removed, _) = try lactl(["remove", "access-token"], store: store)
+        #expect(removed == 0)
+        let (missing, _) = try lactl(["remove", "access-token"], store: store)
+        #expect(missing == 44)
+        try await world.run {
+            await #expect(throws: (any Error).self) { try await LARightStore.shared.right(forIdentifier: "access-token") }
+            let identifiers = try LARightStore.shared.identifiers()
+            #expect(identifiers == ["show-account"])
+            var result: CFTypeRef?
+            let status = SecItemCopyMatching(
+                [kSecClass as String: kSecClassKey, kSecMatchLimit as String: kSecMatchLimitAll,
+                 kSecReturnAttributes as String: true] as CFDictionary, &result)
+            #expect(status == errSecSuccess && (result as? [Any])?.count == 1)
+        }
+        #expect(try lactl(["remove", "show-account"], store: store).0 == 0)
+        #expect(try lactl(["list"], store: store) == (0, "No rights are saved.\n"))
+        await world.close()
+    }
+}

@@ -1,0 +1,125 @@
+import Authenticators
+import Foundation
+import KeychainServices
+import LocalAuthentication
+import SecurityClient
+import SecurityServer
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One test's world (as LocalAuthenticationTests' world): a temporary keychain store, the virtual reader on its own
+/// socket, pam_matrix knowing alice/secret, and an embedded client whose engine authenticates alice with them.
+/// `run` binds the SecItem functions, new `LAContext`s, new `LARight`s and `LARightStore.shared` to it.
+struct RightsWorld {
+    static let pamModule = "/usr/lib/x86_64-linux-gnu/pam_wrapper/pam_matrix.so"
+    static let service = "la-rights-test"
+
+    let directory: String
+    let socket: VirtualReaderSocket
+    let client: EmbeddedClient
+
+    init() throws {
+        var template = Array("/tmp/la-right-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw CocoaError(.fileWriteUnknown) }
+        directory = String(cString: made)
+        socket = VirtualReaderSocket(path: directory + "/reader.sock")
+        setenv("FP_DRIVERS_WHITELIST", "virtual_device", 1)
+        unsetenv("FP_VIRTUAL_DEVICE_STORAGE")
+        setenv("FP_VIRTUAL_DEVICE", socket.path, 1)
+        let passdb = directory + "/passdb"
+        try "alice:secret:\(Self.service)\n".write(toFile: passdb, atomically: true, encoding: .utf8)
+        try """
+        auth     required  \(Self.pamModule) passdb=\(passdb)
+        account  required  \(Self.pamModule) passdb=\(passdb)
+
+        """.write(toFile: directory + "/" + Self.service, atomically: true, encoding: .utf8)
+        client = try Self.openClient(directory)
+    }
+
+    static func openClient(_ directory: String, accessGroup: String = "test.rights") throws -> EmbeddedClient {
+        let authentication = AuthenticationConfiguration(
+            stateDirectory: directory + "/store", username: "alice",
+            passcode: .init(service: service, configurationDirectory: directory),
+            readerDrivers: ["virtual_device"], attemptTimeout: .seconds(20), presenter: nil)
+        return try EmbeddedClient(
+            configuration: EmbeddedConfiguration(
+                dataDirectory: URL(fileURLWithPath: directory + "/store"), accessGroups: [accessGroup]),
+            authentication: authentication)
+    }
+
+    func run<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+        try await KeychainClientSelection.$current.withValue(client) { try await body() }
+    }
+
+    /// Enrolls a finger whose scans carry `printID`.
+    func enroll(_ printID: String, finger: Finger = .rightIndex) async throws {
+        let biometric = client.engine.authentication!.biometric
+        async let enrolled = biometric.enroll(finger: finger)
+        try await socket.send(Array(repeating: "SCAN \(printID)", count: 5))
+        _ = try await enrolled
+    }
+
+    /// Feeds the reader a scan of `printID` shortly after an authorization starts waiting for it.
+    func scanSoon(_ printID: String) -> Task<Void, Never> {
+        Task {
+            _ = try? await Task.sleep(for: .milliseconds(150))
+            _ = try? await socket.send("SCAN \(printID)")
+        }
+    }
+
+    func close() async {
+        await client.engine.authentication!.closeReader()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
+/// A right's state changes, collected from its `stateUpdates` and from the notifications.
+final class TransitionLog: @unchecked Sendable {
+    // Safe to share: `entries` is a Mutex; the observer tokens are only touched in init and `stop`.
+    let entries = Mutex<[String]>([])
+    private var tokens: [any NSObjectProtocol] = []
+
+    init(_ right: LARight) {
+        for (name, label) in [
+            (LARight.didBecomeAuthorizedNotification, "posted authorized"),
+            (LARight.didBecomeUnauthorizedNotification, "posted unauthorized"),
+        ] {
+            tokens.append(
+                NotificationCenter.default.addObserver(forName: name, object: right, queue: nil) { [self] _ in
+                    self.entries.withLock { $0.append(label) }
+                })
+        }
+    }
+
+    func stop() {
+        for token in tokens { NotificationCenter.default.removeObserver(token) }
+    }
+
+    var posted: [String] { entries.withLock { $0 } }
+}
+
+/// Holds `VirtualReaderEnvironment.lock` around each test so no other suite runs a libfprint reader meanwhile.
+struct VirtualReaderLock: SuiteTrait, TestTrait, TestScoping {
+    var isRecursive: Bool { true }
+
+    func provideScope(
+        for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
+    ) async throws {
+        if test.isSuite { return try await function() }
+        try await VirtualReaderEnvironment.lock.withLock { try await function() }
+    }
+}
+
+extension Trait where Self == VirtualReaderLock {
+    static var virtualReaderLock: VirtualReaderLock { VirtualReaderLock() }
+}
+
+/// The OSStatus of an `NSOSStatusErrorDomain` error, or nil.
+func osStatus(_ error: any Error) -> Int? {
+    let error = error as NSError
+    return error.domain == "NSOSStatusErrorDomain" ? error.code : nil
+}
