@@ -16,9 +16,11 @@ test: bootstrap
 	$(SWIFT) build --build-tests $(SWIFT_BUILD_FLAGS)
 	$(SWIFT) test --skip-build $(SWIFT_BUILD_FLAGS)
 
+# The ChallengeSigning example end to end: libfprint's virtual reader, a throwaway store, HTTP on loopback.
+# `lactl demo` (the building blocks one by one) stays available: `swift run lactl demo`.
 demo: bootstrap
-	$(SWIFT) build $(SWIFT_BUILD_FLAGS) --product lactl
-	$(SWIFT) run $(SWIFT_BUILD_FLAGS) --skip-build lactl demo
+	$(SWIFT) build $(SWIFT_BUILD_FLAGS) --product ChallengeSigning
+	$(SWIFT) run $(SWIFT_BUILD_FLAGS) --skip-build ChallengeSigning demo
 
 bench: bootstrap
 	$(SWIFT) build -c release $(SWIFT_BUILD_FLAGS) --product la-bench

@@ -16,6 +16,9 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // Examples only: ChallengeSigning's HTTP server and client, and its verifier on an independent crypto path.
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
     targets: [
         // C libraries, one thin system-library target each.
@@ -108,6 +111,20 @@ let package = Package(
             dependencies: [
                 "LocalAuthentication", "KeychainServices", "SecurityClient", "SecurityServer", "Authenticators", "lactl",
             ]),
+        // Examples (README.md, "Examples"), built and run as subprocesses by ExamplesTests.
+        .executableTarget(name: "GuardedOperation", dependencies: ["LocalAuthentication"], path: "Examples/GuardedOperation"),
+        .executableTarget(
+            name: "ChallengeSigning",
+            dependencies: [
+                "LocalAuthentication", "KeychainServices", "Authenticators", "SecurityClient", "SecurityServer",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            path: "Examples/ChallengeSigning"),
+        .executableTarget(name: "RightObserver", dependencies: ["LocalAuthentication"], path: "Examples/RightObserver"),
+        .testTarget(name: "ExamplesTests", dependencies: ["GuardedOperation", "ChallengeSigning", "RightObserver"]),
         .testTarget(
             name: "SecureCryptoTests",
             dependencies: ["SecureCrypto"],

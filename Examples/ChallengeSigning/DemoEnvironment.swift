@@ -1,0 +1,80 @@
+import Authenticators
+import Foundation
+import KeychainServices
+import SecurityClient
+import SecurityServer
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Everything `ChallengeSigning demo` needs instead of a person with a reader: a throwaway store, libfprint's
+/// virtual reader, and a passcode service checked by the real PAM library through pam_matrix.
+///
+/// The program talks to the store, the reader and PAM exactly as it would on a real machine; only where the
+/// fingerprints come from differs. This file is the demo's scaffolding, not part of what an app copies: an app
+/// uses a real reader and `lactl biometry enroll` (see README, "Examples").
+struct DemoEnvironment {
+    /// The throwaway directory: the store (`LA_DATA_DIR`), the reader's socket and the PAM files.
+    let directory: String
+    /// libfprint's virtual reader: a scan sent here is a finger on the reader.
+    let reader: VirtualReaderSocket
+
+    /// Creates the directory and points the library at it through its environment variables. Call it before the
+    /// first right or keychain call of the process: the library reads its configuration once.
+    init() throws {
+        var template = Array("/tmp/challenge-signing-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw ExampleError("cannot create a temporary directory") }
+        directory = String(cString: made)
+        reader = VirtualReaderSocket(path: directory + "/reader.sock")
+
+        // The store: rights, keys and enrolled prints live here and nowhere else.
+        setenv("LA_DATA_DIR", directory + "/store", 1)
+        // The reader: only libfprint's virtual driver, listening on our socket.
+        setenv("FP_DRIVERS_WHITELIST", "virtual_device", 1)
+        setenv("FP_VIRTUAL_DEVICE", reader.path, 1)
+        setenv("LA_READER_DRIVERS", "virtual_device", 1)
+        // The passcode: the real PAM library with pam_matrix and a password file for this run.
+        let module = "/usr/lib/x86_64-linux-gnu/pam_wrapper/pam_matrix.so"
+        if FileManager.default.fileExists(atPath: module) {
+            let user = AuthenticationConfiguration.currentUsername()
+            let passdb = directory + "/passdb"
+            // No blank lines: pam_matrix stops at them.
+            try "\(user):demo-passcode:challenge-signing\n".write(toFile: passdb, atomically: true, encoding: .utf8)
+            try "auth required \(module) passdb=\(passdb)\naccount required \(module) passdb=\(passdb)\n"
+                .write(toFile: directory + "/challenge-signing", atomically: true, encoding: .utf8)
+            setenv("LA_PAM_SERVICE", "challenge-signing", 1)
+            setenv("LA_PAM_CONFDIR", directory, 1)
+        }
+        // No terminal prompts: the demo's presenter follows a script.
+        setenv("LA_PRESENTER", "none", 1)
+    }
+
+    /// Enrolls a finger whose scans carry `printID`, through the same authenticator the rights use (in a real
+    /// setup: `lactl biometry enroll`). Returns the enrolled-set state hash afterwards.
+    func enroll(_ printID: String, finger: Finger) async throws -> Data? {
+        let biometric = try authenticators().biometric
+        async let enrolled = biometric.enroll(finger: finger)
+        try await reader.send(Array(repeating: "SCAN \(printID)", count: 5))
+        _ = try await enrolled
+        return try biometric.stateHash()
+    }
+
+    /// Puts the finger `printID` on the reader once a prompt waits for it.
+    func touch(_ printID: String) async throws {
+        try await reader.send("SCAN \(printID)")
+    }
+
+    /// Closes the reader and removes the directory.
+    func remove() async {
+        if let contexts = try? authenticators() { await contexts.closeReader() }
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    private func authenticators() throws -> AuthenticationContexts {
+        guard let embedded = try KeychainClientSelection.resolve() as? EmbeddedClient,
+            let contexts = embedded.engine.authentication
+        else { throw ExampleError("the embedded engine has no authenticators") }
+        return contexts
+    }
+}
