@@ -102,6 +102,38 @@ struct LARightTests {
         await world.close()
     }
 
+    @Test func deauthorizeDuringAnAuthorizationCancelsIt() async throws {
+        let world = try RightsWorld()
+        try await world.enroll("alice-1")
+        try await world.run {
+            let right = LARight(requirement: .biometry)
+            right.presenter = ScriptedAuthenticationPresenter()
+            let log = TransitionLog(right)
+            let updates = right.stateUpdates
+            async let attempt: Void = right.authorize(localizedReason: "Log in")
+            try await Task.sleep(for: .milliseconds(150))
+            #expect(right.state == .authorizing)
+            await right.deauthorize()
+            do {
+                try await attempt
+                Issue.record("the authorization survived deauthorize()")
+            } catch LAError.appCancel {
+            } catch {
+                Issue.record("unexpected \(error)")
+            }
+            #expect(right.state == .notAuthorized)
+            log.stop()
+            var seen: [LARight.State] = []
+            for await state in updates {
+                seen.append(state)
+                if seen.count == 2 { break }
+            }
+            #expect(seen == [.authorizing, .notAuthorized])
+            #expect(log.posted == ["posted unauthorized"])
+        }
+        await world.close()
+    }
+
     @Test func checkCanAuthorizeReportsMissingEnrollmentWithoutPrompting() async throws {
         let world = try RightsWorld()
         try await world.run {
