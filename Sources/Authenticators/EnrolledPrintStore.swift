@@ -12,22 +12,54 @@ package protocol EnrolledPrintStore: Sendable {
     func save(_ print: EnrolledPrint) throws
     /// Deletes the print with `identifier`; returns false when there was none.
     func remove(_ identifier: PrintIdentifier) throws -> Bool
-    /// A random salt made once per installation (per store) and then never changed.
+    /// A random salt made once per installation (per store), renewed whenever a print is removed.
     func installSalt() throws -> Data
+    /// The enrolled-set state hash (see ``computeStateHash()``); a store may answer from a cache it keeps exact.
+    func stateHash() throws -> Data?
 }
 
 extension EnrolledPrintStore {
+    package func stateHash() throws -> Data? {
+        try computeStateHash()
+    }
+
     /// The enrolled-set state hash: SHA-256(salt || identifiers sorted byte-wise), nil when nothing is enrolled.
     ///
     /// It changes whenever a print is enrolled or removed and is stable otherwise, which is what
     /// `biometryCurrentSet` access control binds to.
-    package func stateHash() throws -> Data? {
+    package func computeStateHash() throws -> Data? {
         let identifiers = try prints().map(\.info.identifier).sorted()
         if identifiers.isEmpty { return nil }
         var hasher = SHA256()
         hasher.update(try installSalt())
         for identifier in identifiers { hasher.update(identifier.bytes) }
         return hasher.finalize()
+    }
+}
+
+/// The last state hash a ``FileEnrolledPrintStore`` computed and the directory stamp it was computed for.
+// Safe to share: both fields are read and written only under `lock`.
+final class StateHashCache: @unchecked Sendable {
+    struct Stamp: Equatable {
+        var device: UInt64
+        var inode: UInt64
+        var seconds: Int64
+        var nanoseconds: Int64
+    }
+
+    private let lock = NSLock()
+    private var stamp: Stamp?
+    private var cached: Data??
+
+    func hash(for stamp: Stamp) -> Data?? {
+        lock.withLock { self.stamp == stamp ? cached : nil }
+    }
+
+    func store(_ hash: Data?, for stamp: Stamp) {
+        lock.withLock {
+            self.stamp = stamp
+            cached = .some(hash)
+        }
     }
 }
 
@@ -46,6 +78,25 @@ package struct FileEnrolledPrintStore: EnrolledPrintStore {
     package init(directory: String) throws {
         try PrivateFiles.ensureDirectory(directory)
         self.directory = directory
+    }
+
+    private let stateHashCache = StateHashCache()
+
+    /// The state hash, recomputed (every print decrypted) only when the directory changed since the last answer.
+    ///
+    /// Every access-control check on a `biometryCurrentSet` item or key asks for it, so the answer is kept while the
+    /// directory's modification time stays the same. A time closer than a second to now is never trusted (two
+    /// changes within one timestamp tick would look like one), the rule git uses for racy index entries.
+    package func stateHash() throws -> Data? {
+        var status = stat()
+        guard stat(directory, &status) == 0 else { return try computeStateHash() }
+        let stamp = StateHashCache.Stamp(
+            device: UInt64(status.st_dev), inode: UInt64(status.st_ino), seconds: Int64(status.st_mtim.tv_sec),
+            nanoseconds: Int64(status.st_mtim.tv_nsec))
+        if let cached = stateHashCache.hash(for: stamp) { return cached }
+        let hash = try computeStateHash()
+        if Int64(Date().timeIntervalSince1970) - stamp.seconds >= 2 { stateHashCache.store(hash, for: stamp) }
+        return hash
     }
 
     private var lockPath: String { directory + "/store.lock" }
@@ -106,10 +157,16 @@ package struct FileEnrolledPrintStore: EnrolledPrintStore {
         try PrivateFiles.writeAtomically(box.combined, to: path(for: print.info.identifier))
     }
 
+    /// Deletes the print and renews the salt, so the state hash never returns to an earlier value: removing the
+    /// fingers added since would otherwise bring back the old set and its hash, and with it every
+    /// `biometryCurrentSet` item and key that an enrollment change must retire for good.
     package func remove(_ identifier: PrintIdentifier) throws -> Bool {
         let path = path(for: identifier)
         guard FileManager.default.fileExists(atPath: path) else { return false }
-        try PrivateFiles.remove(path)
+        try PrivateFiles.withExclusiveLock(on: lockPath) {
+            try PrivateFiles.remove(path)
+            try PrivateFiles.writeAtomically(try SecureRandom.bytes(32), to: directory + "/salt")
+        }
         return true
     }
 

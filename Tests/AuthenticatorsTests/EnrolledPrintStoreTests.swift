@@ -79,6 +79,23 @@ struct EnrolledPrintStoreTests {
         #expect(try otherInstall.stateHash() != store.stateHash(), "the per-install salt must enter the hash")
     }
 
+    @Test func removingTheFingersAddedSinceNeverBringsAnEarlierStateHashBack() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let store = try FileEnrolledPrintStore(directory: directory.path)
+        let first = try Self.print("first")
+        try store.save(first)
+        let original = try store.stateHash()
+        let added = try Self.print("added")
+        try store.save(added)
+        #expect(try store.stateHash() != original)
+        #expect(try store.remove(added.info.identifier))
+        #expect(try store.prints().map(\.info.identifier) == [first.info.identifier], "the same set as before")
+        #expect(try store.stateHash() != original, "but not the same hash: a retired set stays retired")
+        let afterRemoval = try store.stateHash()
+        #expect(try store.stateHash() == afterRemoval, "and stable until the next change")
+    }
+
     @Test func damagedPolicyFileFailsClosedInsteadOfResettingCounters() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
