@@ -39,10 +39,12 @@ struct SigningClient {
     }
 
     /// Fetches a challenge, authorizes the right (the fingerprint prompt; `touchReader` puts the finger on the
-    /// reader), signs the challenge, and sends the signature. Returns the server's verdict.
-    func signChallenge(with right: LAPersistedRight, touchReader: @Sendable () async throws -> Void) async throws -> String {
-        let (_, challengeHex) = try await server.send(.GET, "/challenge")
-        guard let challenge = Data(hex: challengeHex) else { throw ExampleError("the server sent no challenge") }
+    /// reader), signs the challenge, and sends the signature. Returns what was sent and the server's verdict.
+    func signChallenge(
+        with right: LAPersistedRight, touchReader: @Sendable () async throws -> Void
+    ) async throws -> SignedChallenge {
+        let challenge = try await fetchChallenge()
+        let challengeHex = challenge.hexString
         say("server: issued challenge \(challengeHex.prefix(16))…")
 
         // The prompt waits for a finger; meanwhile the finger goes on the reader.
@@ -57,8 +59,33 @@ struct SigningClient {
 
         let (status, verdict) = try await server.send(.POST, "/verify", body: "\(challengeHex) \(signature.hexString)")
         say("server: checked the signature with the registered public key (swift-crypto): \(status.code) \(verdict).")
-        return verdict
+        return SignedChallenge(challenge: challenge, signature: signature, verdict: verdict)
     }
+
+    /// Sends `challenge` and `signature` as they are, without authorizing or signing anything. Returns the
+    /// server's status code and verdict.
+    func resend(challenge: Data, signature: Data) async throws -> (UInt, String) {
+        let (status, verdict) = try await server.send(
+            .POST, "/verify", body: "\(challenge.hexString) \(signature.hexString)")
+        return (status.code, verdict)
+    }
+
+    /// A fresh challenge from the server.
+    func fetchChallenge() async throws -> Data {
+        let (_, challengeHex) = try await server.send(.GET, "/challenge")
+        guard let challenge = Data(hex: challengeHex) else { throw ExampleError("the server sent no challenge") }
+        return challenge
+    }
+}
+
+/// One round: the challenge, its signature and what the server said.
+struct SignedChallenge {
+    /// The server's challenge.
+    var challenge: Data
+    /// The DER-encoded ECDSA signature over it.
+    var signature: Data
+    /// The server's verdict: `verified` or why it rejected.
+    var verdict: String
 }
 
 /// A failure of the example itself, with a message for the reader.

@@ -57,15 +57,26 @@ private func demoStory(environment: DemoEnvironment, server: ChallengeServer) as
         say("   client: signing before authorizing is refused: \(error.localizedDescription)")
     }
 
+    var last: SignedChallenge?
     for round in 1...2 {
         say("\n\(round + 4). Signing challenge \(round): Alice puts her right index finger on the reader")
-        let verdict = try await client.signChallenge(with: right) {
+        let signed = try await client.signChallenge(with: right) {
             try await environment.touch("alice-right-index")
         }
-        guard verdict == "verified" else { throw ExampleError("the server did not verify: \(verdict)") }
+        guard signed.verdict == "verified" else { throw ExampleError("the server did not verify: \(signed.verdict)") }
+        last = signed
     }
 
-    say("\n7. The fingerprints change: someone enrolls another finger")
+    say("\n7. The server accepts each signature once, and only for its own challenge")
+    guard let last else { throw ExampleError("no round was signed") }
+    let (replayStatus, replayVerdict) = try await client.resend(challenge: last.challenge, signature: last.signature)
+    say("   Someone replays challenge 2 with its signature: \(replayStatus) \(replayVerdict).")
+    let fresh = try await client.fetchChallenge()
+    let (forgedStatus, forgedVerdict) = try await client.resend(challenge: fresh, signature: last.signature)
+    say("   Someone sends challenge 2's signature for a new challenge: \(forgedStatus) \(forgedVerdict).")
+    guard replayStatus == 401, forgedStatus == 401 else { throw ExampleError("the server accepted a replay") }
+
+    say("\n8. The fingerprints change: someone enrolls another finger")
     let secondHash = try await environment.enroll("mallory-left-index", finger: .leftIndex)
     guard firstHash != secondHash else { throw ExampleError("the enrolled set did not change") }
     say("   A second finger is enrolled. The right was saved for the fingerprints enrolled at that time,")
@@ -94,11 +105,11 @@ func runReal() async throws {
     do {
         let right = try await client.loadOrSaveRight()
         try await client.register(right)
-        let verdict = try await client.signChallenge(with: right) {
+        let signed = try await client.signChallenge(with: right) {
             say("client: place an enrolled finger on the reader.")
         }
         try await server.shutdown()
-        if verdict != "verified" { exit(1) }
+        if signed.verdict != "verified" { exit(1) }
     } catch {
         try? await server.shutdown()
         throw error

@@ -58,6 +58,8 @@ struct ExamplesTests {
         #expect(run.lines.filter { $0.hasSuffix("200 verified.") }.count == 2, "\(run)")
         #expect(run.lines.contains { $0.contains("signing before authorizing is refused") }, "\(run)")
         #expect(run.lines.contains { $0.contains("authorizing the right again is refused") }, "\(run)")
+        #expect(run.lines.contains { $0.hasSuffix("replays challenge 2 with its signature: 401 rejected: unknown or reused challenge.") }, "\(run)")
+        #expect(run.lines.contains { $0.hasSuffix("for a new challenge: 401 rejected: bad signature.") }, "\(run)")
     }
 
     @Test func challengeSigningRejectsAnUnknownMode() throws {
