@@ -1,6 +1,7 @@
 import Foundation
 import KeychainServices
 import SecurityClient
+import SecurityServer
 
 /// A right kept in ``LARightStore``, with its own enclave P-256 key and secret (`LAPersistedRight`).
 ///
@@ -35,12 +36,22 @@ public final class LAPersistedRight: LARight, @unchecked Sendable {
 
     package override func checkStillValid() async throws {
         guard let recorded = record.enrolledSetHash else { return }
-        let current = KeychainClientSelection.$current.withValue(client) { LAContext().domainState.biometry.stateHash }
-        if current != recorded {
+        if try await Self.enrolledSetHash(client) != recorded {
             throw LAError(
                 .authenticationFailed,
                 "the right was invalidated: the enrolled fingerprints changed since it was saved")
         }
+    }
+}
+
+extension LARight {
+    /// The enrolled-fingerprint hash now (nil with no enrolled finger), asked of `client`'s engine.
+    static func enrolledSetHash(_ client: (any SecurityClient)?) async throws -> Data? {
+        guard let client else { throw LAError(.invalidContext, "the authentication service cannot be opened") }
+        guard case .biometryState(_, let hash) = try await client.send(.biometryState) else {
+            throw LAError(.invalidContext, "unexpected answer from the authentication service")
+        }
+        return hash
     }
 }
 

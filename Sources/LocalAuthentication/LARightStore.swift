@@ -29,12 +29,12 @@ public final class LARightStore: NSObject, Sendable {
     /// Saves `right` under `identifier`, with a new key and an empty secret.
     /// - Returns: the persisted right (its state is ``LARight/State-swift.enum/unknown``).
     public func saveRight(_ right: LARight, identifier: String) async throws -> LAPersistedRight {
-        try save(right, identifier: identifier, secret: nil)
+        try await save(right, identifier: identifier, secret: nil)
     }
 
     /// Saves `right` under `identifier` with a new key and `secret`.
     public func saveRight(_ right: LARight, identifier: String, secret: Data) async throws -> LAPersistedRight {
-        try save(right, identifier: identifier, secret: secret)
+        try await save(right, identifier: identifier, secret: secret)
     }
 
     /// Calls `completion` (on another thread) with ``saveRight(_:identifier:)``'s outcome.
@@ -243,11 +243,11 @@ public final class LARightStore: NSObject, Sendable {
         }
     }
 
-    private func save(_ right: LARight, identifier: String, secret: Data?) throws -> LAPersistedRight {
+    private func save(_ right: LARight, identifier: String, secret: Data?) async throws -> LAPersistedRight {
         let requirement = right.requirement
         var enrolledSetHash: Data?
         if requirement.kind == .biometryCurrentSet {
-            enrolledSetHash = LAContext().domainState.biometry.stateHash
+            enrolledSetHash = try await LARight.enrolledSetHash(try? KeychainClientSelection.resolve())
             guard enrolledSetHash != nil else {
                 throw LAError(.biometryNotEnrolled, "a .biometryCurrentSet right needs an enrolled finger")
             }
