@@ -85,8 +85,8 @@ package struct FileEnrolledPrintStore: EnrolledPrintStore {
     /// The state hash, recomputed (every print decrypted) only when the directory changed since the last answer.
     ///
     /// Every access-control check on a `biometryCurrentSet` item or key asks for it, so the answer is kept while the
-    /// directory's modification time stays the same. A time closer than a second to now is never trusted (two
-    /// changes within one timestamp tick would look like one), the rule git uses for racy index entries.
+    /// directory's modification time stays the same. A time too close to now is never trusted (two changes within
+    /// one timestamp tick would look like one), the rule git uses for racy index entries.
     package func stateHash() throws -> Data? {
         var status = stat()
         guard stat(directory, &status) == 0 else { return try computeStateHash() }
@@ -95,7 +95,11 @@ package struct FileEnrolledPrintStore: EnrolledPrintStore {
             nanoseconds: Int64(status.st_mtim.tv_nsec))
         if let cached = stateHashCache.hash(for: stamp) { return cached }
         let hash = try computeStateHash()
-        if Int64(Date().timeIntervalSince1970) - stamp.seconds >= 2 { stateHashCache.store(hash, for: stamp) }
+        // A stamp with nanoseconds comes from a file system with fine timestamps (ticks of a few ms): 50 ms of
+        // distance is enough. A whole-second stamp may be coarse: then wait two seconds.
+        let stampTime = Double(stamp.seconds) + Double(stamp.nanoseconds) / 1e9
+        let margin = stamp.nanoseconds == 0 ? 2.0 : 0.05
+        if Date().timeIntervalSince1970 - stampTime >= margin { stateHashCache.store(hash, for: stamp) }
         return hash
     }
 
