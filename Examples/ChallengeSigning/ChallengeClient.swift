@@ -19,7 +19,7 @@ struct HTTPClient: Sendable {
         self.port = port
     }
 
-    /// Sends one request and returns the status and body of the answer.
+    /// Sends one request and returns the status and body of the answer; fails after 10 seconds without one.
     func send(_ method: HTTPMethod, _ path: String, body: String = "") async throws -> (HTTPResponseStatus, String) {
         let promise = MultiThreadedEventLoopGroup.singleton.next().makePromise(of: (HTTPResponseStatus, String).self)
         let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -29,7 +29,13 @@ struct HTTPClient: Sendable {
                     try channel.pipeline.syncOperations.addHandler(ResponseCollector(promise: promise))
                 }
             }
+            .connectTimeout(.seconds(5))
             .connect(host: host, port: port).get()
+        let deadline = channel.eventLoop.scheduleTask(in: .seconds(10)) {
+            promise.fail(ExampleError("no answer from \(host):\(port) within 10 seconds"))
+            channel.close(promise: nil)
+        }
+        defer { deadline.cancel() }
         var headers = HTTPHeaders()
         headers.add(name: "Host", value: "\(host):\(port)")
         headers.add(name: "Content-Length", value: String(body.utf8.count))
