@@ -131,7 +131,7 @@ package final class BiometricAuthenticator: Sendable {
             }
             _ = try store.remove(old.info.identifier)
         }
-        Self.logger.info("fingerprint enrolled", metadata: ["finger": "\(finger)", "id": "\(info.identifier)"])
+        Self.logger.debug("fingerprint enrolled", metadata: ["finger": "\(finger)", "id": "\(info.identifier)"])
         return info
     }
 

@@ -157,7 +157,7 @@ package struct PasscodeAuthenticator: Sendable {
         case (.authenticate, PAM_AUTH_ERR), (.authenticate, PAM_USER_UNKNOWN), (.authenticate, PAM_MAXTRIES),
             (.authenticate, PAM_CRED_INSUFFICIENT), (.authenticate, PAM_CRED_ERR):
             try policy?.recordPasscodeFailure()
-            Self.logger.info("passcode rejected", metadata: ["service": "\(configuration.service)"])
+            Self.logger.debug("passcode rejected", metadata: ["service": "\(configuration.service)"])
             throw AuthenticationError(.authenticationFailed, "the passcode was not accepted", backendStatus: backend)
         case (.account, PAM_ACCT_EXPIRED), (.account, PAM_NEW_AUTHTOK_REQD), (.account, PAM_PERM_DENIED),
             (.account, PAM_AUTHTOK_EXPIRED), (.account, PAM_USER_UNKNOWN), (.account, PAM_AUTH_ERR):
