@@ -68,6 +68,12 @@ package struct AccessRequirement: Sendable, Equatable {
     }
 
     /// Whether `credentials` meet the constraints, the enrolled set being `currentHash` now.
+    /// Whether any constraint compares against the enrolled set (`biometryCurrentSet`); only then does a check need
+    /// the current state hash.
+    package var dependsOnEnrolledSet: Bool {
+        constraints.contains { if case .biometryCurrentSet = $0 { true } else { false } }
+    }
+
     package func isSatisfied(by credentials: [Credential], currentHash: Data?) -> Bool {
         guard !constraints.isEmpty else { return true }
         let met = constraints.map { Self.isMet($0, credentials, currentHash) }

@@ -39,7 +39,8 @@ package struct ContextAccessControlEvaluator: AccessControlEvaluator {
         let requirement = AccessRequirement(policy, operation: operation)
         let contexts = self.contexts
         do {
-            let currentHash = try contexts.currentStateHash()
+            // Every private-key operation comes through here: read the enrolled set only when the list depends on it.
+            let currentHash = requirement.dependsOnEnrolledSet ? try contexts.currentStateHash() : nil
             var credentials = try context.map { try contexts.credentials(for: $0) } ?? []
             var hasPassword = try requirement.needsApplicationPassword
                 ? context.map { try contexts.applicationPassword(for: $0) != nil } ?? false : true
@@ -67,7 +68,8 @@ package struct ContextAccessControlEvaluator: AccessControlEvaluator {
             }
             credentials = try contexts.credentials(for: target)
             hasPassword = try !requirement.needsApplicationPassword || contexts.applicationPassword(for: target) != nil
-            let satisfied = requirement.isSatisfied(by: credentials, currentHash: try contexts.currentStateHash())
+            let satisfied = requirement.isSatisfied(
+                by: credentials, currentHash: requirement.dependsOnEnrolledSet ? try contexts.currentStateHash() : nil)
             return satisfied && hasPassword ? .allowed : .denied(.authFailed)
         } catch let error as AuthenticationError {
             return .denied(KeychainStatus.Code(authenticationCode: error.code))
