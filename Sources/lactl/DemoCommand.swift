@@ -159,10 +159,12 @@ struct Demo: AsyncParsableCommand {
         }
     }
 
+    /// A new 0700 directory under the system's temporary directory, with a random name.
     func makeThrowawayDirectory() throws -> String {
-        var template = Array((NSTemporaryDirectory() + "/lactl-demo-XXXXXX").utf8CString)
-        guard let made = mkdtemp(&template) else { throw ValidationError("cannot create a temporary directory") }
-        return String(cString: made)
+        let path = NSTemporaryDirectory() + "/lactl-demo-" + UUID().uuidString.prefix(8)
+        try FileManager.default.createDirectory(
+            atPath: path, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        return path
     }
 
     func heading(_ text: String) {

@@ -168,14 +168,7 @@ struct AddGenericPassword: ParsableCommand {
             var attributes: [String: Any] = [kSecValueData as String: secret.unprotectedData()]
             if let label { attributes[kSecAttrLabel as String] = label }
             if let comment { attributes[kSecAttrComment as String] = comment }
-            try options.run {
-                let status = SecItemAdd(item.merging(attributes) { _, new in new } as CFDictionary, nil)
-                if status == errSecDuplicateItem && update {
-                    try check(SecItemUpdate(item as CFDictionary, attributes as CFDictionary), "update the item")
-                } else {
-                    try check(status, "add the item")
-                }
-            }
+            try addOrUpdate(item, attributes: attributes, update: update, options: options)
         }
     }
 }
@@ -218,6 +211,20 @@ struct DeleteGenericPassword: ParsableCommand {
         if let accessGroup { query[kSecAttrAccessGroup as String] = accessGroup }
         try reporting { try options.run { try check(SecItemDelete(query as CFDictionary), "delete the item") } }
         print("password has been deleted.")
+    }
+}
+
+/// Adds the item identified by `item` with `attributes`; when it exists and `update` (`-U`) is set, updates it.
+private func addOrUpdate(
+    _ item: [String: Any], attributes: [String: Any], update: Bool, options: KeychainOptions
+) throws {
+    try options.run {
+        let status = SecItemAdd(item.merging(attributes) { _, new in new } as CFDictionary, nil)
+        if status == errSecDuplicateItem && update {
+            try check(SecItemUpdate(item as CFDictionary, attributes as CFDictionary), "update the item")
+        } else {
+            try check(status, "add the item")
+        }
     }
 }
 
@@ -274,14 +281,7 @@ struct AddInternetPassword: ParsableCommand {
             if let accessGroup { item[kSecAttrAccessGroup as String] = accessGroup }
             var attributes: [String: Any] = [kSecValueData as String: secret.unprotectedData()]
             if let label { attributes[kSecAttrLabel as String] = label }
-            try options.run {
-                let status = SecItemAdd(item.merging(attributes) { _, new in new } as CFDictionary, nil)
-                if status == errSecDuplicateItem && update {
-                    try check(SecItemUpdate(item as CFDictionary, attributes as CFDictionary), "update the item")
-                } else {
-                    try check(status, "add the item")
-                }
-            }
+            try addOrUpdate(item, attributes: attributes, update: update, options: options)
         }
     }
 }
