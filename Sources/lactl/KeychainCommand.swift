@@ -209,9 +209,14 @@ struct DeleteGenericPassword: ParsableCommand {
         if let account { query[kSecAttrAccount as String] = account }
         if let service { query[kSecAttrService as String] = service }
         if let accessGroup { query[kSecAttrAccessGroup as String] = accessGroup }
-        try reporting { try options.run { try check(SecItemDelete(query as CFDictionary), "delete the item") } }
-        print("password has been deleted.")
+        try delete(query, options: options)
     }
+}
+
+/// Deletes every item that matches `query`, as `security delete-*-password` does, and says so.
+private func delete(_ query: [String: Any], options: KeychainOptions) throws {
+    try reporting { try options.run { try check(SecItemDelete(query as CFDictionary), "delete the item") } }
+    print("password has been deleted.")
 }
 
 /// Adds the item identified by `item` with `attributes`; when it exists and `update` (`-U`) is set, updates it.
@@ -326,8 +331,7 @@ struct DeleteInternetPassword: ParsableCommand {
         if let server { query[kSecAttrServer as String] = server }
         if let `protocol` { query[kSecAttrProtocol as String] = `protocol` }
         if let port { query[kSecAttrPort as String] = port }
-        try reporting { try options.run { try check(SecItemDelete(query as CFDictionary), "delete the item") } }
-        print("password has been deleted.")
+        try delete(query, options: options)
     }
 }
 
