@@ -34,21 +34,25 @@ let package = Package(
 
         // Primitives: P-256, ECDSA, ECDH, Apple ECIES, AES-GCM, HKDF, X9.63 KDF, SecureBytes over OpenSSL 3.
         .target(name: "SecureCrypto", dependencies: ["COpenSSL"]),
+        // Private store files: 0700/0600, atomic writes through unpredictable exclusive temporaries, locks, key files.
+        .target(name: "StoreFiles", dependencies: ["SecureCrypto"]),
         // State: the encrypted SQLite keychain database and its item codec.
         .target(
             name: "KeychainStore",
             dependencies: ["SecureCrypto", .product(name: "GRDB", package: "GRDB.swift")]),
         // Secrets: device root key, protection-class keys, enclave-held P-256 keys.
-        .target(name: "Enclave", dependencies: ["SecureCrypto"]),
+        .target(name: "Enclave", dependencies: ["SecureCrypto", "StoreFiles"]),
         // Authenticators: passcodes through PAM, fingerprints through libfprint-2, attempt policy.
         .target(
             name: "Authenticators",
-            dependencies: ["CPAM", "CFPrint", "SecureCrypto", .product(name: "Logging", package: "swift-log")]),
+            dependencies: [
+                "CPAM", "CFPrint", "SecureCrypto", "StoreFiles", .product(name: "Logging", package: "swift-log"),
+            ]),
         // The engine: the only code that touches state (keychain rules, ACLs, contexts, rights, lockout).
         .target(
             name: "SecurityServer",
             dependencies: [
-                "KeychainStore", "Enclave", "Authenticators", "SecureCrypto",
+                "KeychainStore", "Enclave", "Authenticators", "SecureCrypto", "StoreFiles",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // Client side: one protocol to send a request to the engine, embedded or over the daemon socket.
@@ -97,6 +101,7 @@ let package = Package(
             name: "KeychainServicesTests",
             dependencies: [
                 "KeychainServices", "SecurityClient", "SecurityServer", "KeychainStore", "Enclave", "keychain-stress",
+                "Authenticators", "SecureCrypto",
             ]),
         // SecKey: software and enclave P-256 keys, access-control-gated private-key operations.
         .testTarget(

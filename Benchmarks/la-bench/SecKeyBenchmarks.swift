@@ -13,12 +13,12 @@ enum SecKeyBenchmarks {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("la-bench-seckey-\(UUID())")
         defer { try? FileManager.default.removeItem(at: directory) }
         // The engine's context-aware evaluator decides each operation; no reader and no passcode service here.
-        let contexts = try AuthenticationContexts(
-            configuration: AuthenticationConfiguration(
+        let authentication = (
+            AuthenticationConfiguration(
                 stateDirectory: directory.appendingPathComponent("state").path, username: "la-bench",
                 passcode: .init(service: "la-bench-none", configurationDirectory: directory.path),
                 readerDrivers: ["no_such_driver"]))
-        let engine = try KeychainEngine(directory: directory, authentication: contexts)
+        let engine = try KeychainEngine(directory: directory, authentication: authentication)
         let client = EmbeddedClient(engine: engine, caller: CallerIdentity(accessGroups: ["la-bench"]))
         // `.privateKeyUsage` alone: the list is checked on every signature and is satisfied without a prompt,
         // which is the work a key does once its use is authorized.

@@ -115,6 +115,8 @@ package final class BiometricAuthenticator: Sendable {
         let info = EnrolledPrintInfo(
             identifier: try PrintIdentifier.random(), finger: finger, username: configuration.username,
             driver: scanned.driver, deviceID: scanned.deviceID, enrolledAt: Date())
+        // Raised before any print changes, so a crash part-way can only make the state hash newer.
+        try policy.advanceEnrollmentGeneration()
         let replaced = try store.prints().filter {
             $0.info.finger == finger && $0.info.username == configuration.username
                 && $0.info.driver == scanned.driver && $0.info.deviceID == scanned.deviceID
@@ -152,25 +154,30 @@ package final class BiometricAuthenticator: Sendable {
         }
         let candidates = prints.map { (identifier: $0.info.identifier, template: $0.template) }
         let reader = self.reader
+        let policy = self.policy
         let timeout = configuration.attemptTimeout
         let cancellation = OperationCancellation()
         let matched = try await withTaskCancellationHandler {
             try await Self.fprintThread.run {
-                try reader.match(
-                    candidates: candidates, cancellation: cancellation, timeout: timeout, progress: progress)
+                // Reserved here, on the reader's thread, right before the scan: evaluations queued behind this one
+                // see its count and stop at the limit instead of reaching the matcher.
+                try policy.withAttempt(.biometric, isCancelled: { cancellation.cancellationReason != nil }) {
+                    let matched = try reader.match(
+                        candidates: candidates, cancellation: cancellation, timeout: timeout, progress: progress)
+                    return (matched, matched == nil ? AttemptOutcome.failure : .success)
+                }
             }
         } onCancel: {
             cancellation.cancel(.task)
         }
         guard let matched, let print = prints.first(where: { $0.info.identifier == matched }) else {
-            let locked = try policy.recordBiometricFailure()
+            let locked = (try? policy.currentState().biometryLocked) ?? true
             throw AuthenticationError(
                 .authenticationFailed,
                 locked
                     ? "fingerprint not recognised; too many failures, use the passcode"
                     : "fingerprint not recognised")
         }
-        try policy.recordBiometricSuccess()
         return print.info
     }
 
@@ -189,6 +196,7 @@ package final class BiometricAuthenticator: Sendable {
         guard let print = try store.prints().first(where: { $0.info.identifier == identifier }) else {
             throw AuthenticationError(.biometryNotEnrolled, "no enrolled print has the identifier \(identifier)")
         }
+        try policy.advanceEnrollmentGeneration()
         let reader = self.reader
         let template = print.template
         do {
@@ -200,9 +208,20 @@ package final class BiometricAuthenticator: Sendable {
         _ = try store.remove(identifier)
     }
 
-    /// The enrolled-set state hash: SHA-256(per-install salt || sorted print identifiers), nil when nothing is
-    /// enrolled. It changes on every enroll and remove and is stable otherwise, across processes too.
+    /// The enrolled-set state hash, nil when nothing is enrolled: the store's hash (SHA-256 of the per-install salt
+    /// and the sorted print identifiers) combined with the enrollment generation, which every enroll and remove
+    /// raises first. It changes on every enroll and remove and is stable otherwise, across processes too; restoring
+    /// an earlier copy of the print files does not bring an earlier hash back.
+    ///
+    /// A store whose generation was never raised (enrolled before the generation existed) keeps its earlier hash.
     package func stateHash() throws -> Data? {
-        try store.stateHash()
+        guard let setHash = try store.stateHash() else { return nil }
+        let generation = try policy.enrollmentGeneration()
+        if generation == 0 { return setHash }
+        var hasher = SHA256()
+        hasher.update(Data("la.enrolled-set.v2".utf8))
+        hasher.update(withUnsafeBytes(of: generation.bigEndian) { Data($0) })
+        hasher.update(setHash)
+        return hasher.finalize()
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import SecureCrypto
+import StoreFiles
 
 /// Where enrolled prints and the per-install salt of the state hash are kept.
 ///
@@ -76,7 +77,7 @@ package struct FileEnrolledPrintStore: EnrolledPrintStore {
 
     /// A store in `directory`, created (0700) when missing.
     package init(directory: String) throws {
-        try PrivateFiles.ensureDirectory(directory)
+        try withStateFiles { try PrivateFiles.ensureDirectory(directory) }
         self.directory = directory
     }
 
@@ -106,12 +107,21 @@ package struct FileEnrolledPrintStore: EnrolledPrintStore {
     private var lockPath: String { directory + "/store.lock" }
 
     private func key() throws -> SecureBytes {
-        try PrivateFiles.withExclusiveLock(on: lockPath) {
-            try PrivateFiles.loadOrCreateKey(at: directory + "/store.key")
+        try withStateFiles {
+            try PrivateFiles.withExclusiveLock(on: lockPath) {
+                // A new key beside existing prints would only make them unreadable: never create one there.
+                let hasPrints = try FileManager.default.contentsOfDirectory(atPath: directory)
+                    .contains { $0.hasSuffix(".print") }
+                return try PrivateFiles.loadOrCreateKey(at: directory + "/store.key", mayCreate: !hasPrints)
+            }
         }
     }
 
     package func installSalt() throws -> Data {
+        try withStateFiles { try installSaltLocked() }
+    }
+
+    private func installSaltLocked() throws -> Data {
         try PrivateFiles.withExclusiveLock(on: lockPath) {
             let path = directory + "/salt"
             if let salt = try PrivateFiles.read(path) {
@@ -140,7 +150,7 @@ package struct FileEnrolledPrintStore: EnrolledPrintStore {
         var result: [EnrolledPrint] = []
         for name in names.sorted() where name.hasSuffix(".print") {
             let identifier = try PrintIdentifier(hex: String(name.dropLast(".print".count)))
-            guard let sealed = try PrivateFiles.read(path(for: identifier)) else { continue }
+            guard let sealed = try withStateFiles({ try PrivateFiles.read(path(for: identifier)) }) else { continue }
             let plaintext: SecureBytes
             do {
                 plaintext = try AESGCM.open(
@@ -158,7 +168,7 @@ package struct FileEnrolledPrintStore: EnrolledPrintStore {
         let plaintext = try Self.encode(print)
         let box = try AESGCM.seal(
             plaintext, using: try key(), authenticating: Self.associatedData(print.info.identifier))
-        try PrivateFiles.writeAtomically(box.combined, to: path(for: print.info.identifier))
+        try withStateFiles { try PrivateFiles.writeAtomically(box.combined, to: path(for: print.info.identifier)) }
     }
 
     /// Deletes the print and renews the salt, so the state hash never returns to an earlier value: removing the
@@ -167,9 +177,12 @@ package struct FileEnrolledPrintStore: EnrolledPrintStore {
     package func remove(_ identifier: PrintIdentifier) throws -> Bool {
         let path = path(for: identifier)
         guard FileManager.default.fileExists(atPath: path) else { return false }
-        try PrivateFiles.withExclusiveLock(on: lockPath) {
-            try PrivateFiles.remove(path)
-            try PrivateFiles.writeAtomically(try SecureRandom.bytes(32), to: directory + "/salt")
+        try withStateFiles {
+            try PrivateFiles.withExclusiveLock(on: lockPath) {
+                // The new salt first: a crash before the print is gone leaves a newer hash, never the earlier one.
+                try PrivateFiles.writeAtomically(try SecureRandom.bytes(32), to: directory + "/salt")
+                try PrivateFiles.remove(path)
+            }
         }
         return true
     }

@@ -55,13 +55,41 @@ package struct PasscodeAuthenticator: Sendable {
     ///     (then ``AuthenticationError/retryAfter`` holds the remaining wait and PAM was not asked);
     ///   - `userCancel`: the presenter returned nil for a prompt;
     ///   - `passcodeNotSet`: the PAM service cannot authenticate anyone (missing or broken configuration).
-    package func authenticate(user: String, presenter: any PasscodePresenter) async throws {
+    package func authenticate(
+        user: String, presenter: any PasscodePresenter, isCancelled: @escaping @Sendable () -> Bool = { false }
+    ) async throws {
         try policy?.checkPasscodeAllowed()
         let configuration = self.configuration
+        let policy = self.policy
         let outcome = try await Self.pamThread.run {
-            Self.runTransaction(configuration: configuration, user: user, presenter: presenter, authenticate: true)
+            guard let policy else {
+                return Self.runTransaction(
+                    configuration: configuration, user: user, presenter: presenter, authenticate: true)
+            }
+            // Reserved here, on the PAM thread, right before the transaction: guesses queued behind this one see
+            // its count and wait out the delay instead of reaching PAM.
+            return try policy.withAttempt(.passcode, isCancelled: isCancelled) {
+                let outcome = Self.runTransaction(
+                    configuration: configuration, user: user, presenter: presenter, authenticate: true)
+                return (outcome, Self.attemptOutcome(of: outcome))
+            }
         }
         try settle(outcome, user: user)
+    }
+
+    /// What a transaction means for the attempt counters: a presented passcode that PAM refused is a failure;
+    /// a cancel, an account PAM will not let in after the right passcode, or a broken stack is not an attempt.
+    private static func attemptOutcome(of outcome: Outcome) -> AttemptOutcome {
+        if outcome.status == PAM_SUCCESS { return .success }
+        if outcome.cancelled { return .notAttempted }
+        if outcome.unusableAnswer { return .failure }
+        switch (outcome.stage, outcome.status) {
+        case (.authenticate, PAM_AUTH_ERR), (.authenticate, PAM_USER_UNKNOWN), (.authenticate, PAM_MAXTRIES),
+            (.authenticate, PAM_CRED_INSUFFICIENT), (.authenticate, PAM_CRED_ERR):
+            return .failure
+        default:
+            return .notAttempted
+        }
     }
 
     /// Whether a passcode is set for `user`, by this rule: the PAM service's configuration file exists (in the
@@ -138,25 +166,20 @@ package struct PasscodeAuthenticator: Sendable {
         pam_strerror(handle, status).map { String(cString: $0) } ?? "PAM error \(status)"
     }
 
-    /// Maps a transaction's outcome to success or an error, updating the policy.
+    /// Maps a transaction's outcome to success or an error (the policy was settled on the PAM thread).
     private func settle(_ outcome: Outcome, user: String) throws {
         let backend = AuthenticationError.BackendStatus(library: "pam", code: Int(outcome.status))
-        if outcome.status == PAM_SUCCESS {
-            try policy?.recordPasscodeSuccess()
-            return
-        }
+        if outcome.status == PAM_SUCCESS { return }
         if outcome.cancelled {
             throw AuthenticationError(.userCancel, "passcode entry was cancelled", backendStatus: backend)
         }
         if outcome.unusableAnswer {
             // A passcode with a NUL byte cannot be anyone's PAM password: a wrong passcode, counted as such.
-            try policy?.recordPasscodeFailure()
             throw AuthenticationError(.authenticationFailed, "the passcode was not accepted", backendStatus: backend)
         }
         switch (outcome.stage, outcome.status) {
         case (.authenticate, PAM_AUTH_ERR), (.authenticate, PAM_USER_UNKNOWN), (.authenticate, PAM_MAXTRIES),
             (.authenticate, PAM_CRED_INSUFFICIENT), (.authenticate, PAM_CRED_ERR):
-            try policy?.recordPasscodeFailure()
             Self.logger.debug("passcode rejected", metadata: ["service": "\(configuration.service)"])
             throw AuthenticationError(.authenticationFailed, "the passcode was not accepted", backendStatus: backend)
         case (.account, PAM_ACCT_EXPIRED), (.account, PAM_NEW_AUTHTOK_REQD), (.account, PAM_PERM_DENIED),

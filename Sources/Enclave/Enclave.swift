@@ -1,13 +1,17 @@
 import Foundation
 import SecureCrypto
+import StoreFiles
 import Synchronization
 
 /// The software enclave of one store directory: the device root key, the protection-class keys it wraps, the
 /// metadata and index keys, and the keybag's lock state.
 ///
-/// Files (all 0600, in the 0700 store directory): `device.key` (the 256-bit root key, created on first use),
-/// `keybag` (every other key, each AES-256-GCM-sealed under the root key with its name as associated data) and
-/// `keybag.state` (locked or not, the boot in which the last unlock happened, whether a passcode is set).
+/// Files (all 0600, in the 0700 store directory): `device.key` (the 256-bit root key, created with the keybag and
+/// never again: a missing root key beside an existing keybag is an error, not a reason to make a new one; a key file
+/// that others can read, that belongs to another user or that is all zeros is refused), `keybag` (every other key,
+/// each AES-256-GCM-sealed under the root key with its name and the keybag's version as associated data) and
+/// `keybag.state` (locked or not, the boot in which the last unlock happened, whether a passcode is set; a state
+/// file that is missing beside an existing keybag, or does not decode, reads as locked).
 ///
 /// Class keys are in memory only while their class is available: `ak`/`aku`/`akpu` while unlocked, `ck`/`cku` once
 /// an unlock has happened in this boot (`/proc/sys/kernel/random/boot_id`), `dk`/`dku` always. The state file is
@@ -20,6 +24,11 @@ package final class Enclave: Sendable {
     package let indexKey: SecureBytes
     /// `indexKey` prepared once for the HMAC of every lookup.
     package let indexMAC: HMACSHA256.Key
+    /// The key that authenticates the authenticators' attempt counters (`AttemptPolicy`).
+    package let attemptKey: SecureBytes
+    /// Whether `attemptKey` was made by this open (a new store, or one from before the key existed): only then
+    /// may a missing attempt-counter file mean "no failures yet".
+    package let attemptKeyIsNew: Bool
 
     let directory: URL
     /// Enclave keys opened recently (see `EnclaveKey.swift`).
@@ -49,7 +58,10 @@ package final class Enclave: Sendable {
     }
 
     private static let keyByteCount = 32
-    private static let keyNames = ProtectionClass.allCases.map(\.rawValue) + ["metadata", "index"]
+    private static let keyNames = ProtectionClass.allCases.map(\.rawValue) + ["metadata", "index", "attempts"]
+    /// The keybag format: version 2 binds the version into every entry, so an entry can never be read as one of an
+    /// older keybag (which would let the attempt key be dropped and made afresh).
+    private static let keybagVersion = 2
 
     /// Opens the key store in `directory`, creating the directory (0700), the root key and the keybag on first use.
     ///
@@ -62,21 +74,40 @@ package final class Enclave: Sendable {
         statePath = directory.appendingPathComponent("keybag.state").path
         try Self.createPrivateDirectory(directory)
         bootID = Self.currentBootID()
-        let lock = try FileLock(path: directory.appendingPathComponent("enclave.lock").path)
+        let lock = try Self.files { try FileLock(path: directory.appendingPathComponent("enclave.lock").path) }
         defer { lock.unlock() }
 
-        let rootKey = try Self.loadOrCreateRootKey(in: directory)
         let keybagPath = directory.appendingPathComponent("keybag").path
+        let keybagExists = PrivateFiles.exists(keybagPath)
+        let rootKey = try Self.loadRootKey(in: directory, mayCreate: !keybagExists)
         var wrapped: [String: Data]
-        if FileManager.default.fileExists(atPath: keybagPath) {
-            wrapped = try Self.decodeKeybag(try Self.readFile(keybagPath))
+        var attemptKeyIsNew = false
+        if keybagExists {
+            let (version, entries) = try Self.decodeKeybag(try Self.readFile(keybagPath))
+            wrapped = entries
+            if version < Self.keybagVersion {
+                // A keybag from before the attempt key: re-seal every key under the current version, add it.
+                guard Set(wrapped.keys) == Set(Self.keyNames.filter { $0 != "attempts" }) else {
+                    throw EnclaveError(.corrupt, "the keybag does not hold every key")
+                }
+                var upgraded: [String: Data] = [:]
+                for (name, entry) in wrapped {
+                    let key = try Self.unwrap(entry, name: name, version: version, rootKey: rootKey)
+                    upgraded[name] = try Self.seal(key, name: name, rootKey: rootKey)
+                }
+                upgraded["attempts"] = try Self.seal(
+                    try SecureBytes(randomCount: Self.keyByteCount), name: "attempts", rootKey: rootKey)
+                try Self.writeFileAtomically(Self.encodeKeybag(upgraded), to: keybagPath)
+                wrapped = upgraded
+                attemptKeyIsNew = true
+            }
         } else {
             wrapped = [:]
             for name in Self.keyNames {
-                let key = try SecureBytes(randomCount: Self.keyByteCount)
-                wrapped[name] = try AESGCM.seal(key, using: rootKey, authenticating: Self.keybagBinding(name)).combined
+                wrapped[name] = try Self.seal(try SecureBytes(randomCount: Self.keyByteCount), name: name, rootKey: rootKey)
             }
             try Self.writeFileAtomically(Self.encodeKeybag(wrapped), to: keybagPath)
+            attemptKeyIsNew = true
         }
         guard Set(wrapped.keys) == Set(Self.keyNames) else {
             throw EnclaveError(.corrupt, "the keybag does not hold every key")
@@ -84,14 +115,25 @@ package final class Enclave: Sendable {
         metadataKey = try Self.unwrap(wrapped["metadata"]!, name: "metadata", rootKey: rootKey)
         indexKey = try Self.unwrap(wrapped["index"]!, name: "index", rootKey: rootKey)
         indexMAC = HMACSHA256.Key(indexKey)
+        attemptKey = try Self.unwrap(wrapped["attempts"]!, name: "attempts", rootKey: rootKey)
+        self.attemptKeyIsNew = attemptKeyIsNew
         var classKeys: [ProtectionClass: Data] = [:]
         for protectionClass in ProtectionClass.allCases { classKeys[protectionClass] = wrapped[protectionClass.rawValue] }
         wrappedClassKeys = classKeys
 
-        var persisted = (try? JSONDecoder().decode(PersistedState.self, from: Self.readFile(statePath)))
-            ?? PersistedState(locked: false, unlockBootID: nil, passcodeSet: false)
+        // A new store starts unlocked (the embedded store has no passcode of its own yet); an existing store whose
+        // state file is missing or damaged is locked: damage never opens anything.
+        let lockedState = PersistedState(locked: true, unlockBootID: nil, passcodeSet: false)
+        let statePath = self.statePath
+        let stored = try Self.files { try PrivateFiles.read(statePath) }.flatMap {
+            try? JSONDecoder().decode(PersistedState.self, from: $0)
+        }
+        var persisted =
+            stored ?? (keybagExists ? lockedState : PersistedState(locked: false, unlockBootID: nil, passcodeSet: false))
         if !persisted.locked && persisted.unlockBootID != bootID {
             persisted.unlockBootID = bootID
+        }
+        if persisted != stored {
             try Self.writeFileAtomically(JSONEncoder().encode(persisted), to: statePath)
         }
         state = Mutex(State(persisted: persisted, stamp: nil))
@@ -175,7 +217,7 @@ package final class Enclave: Sendable {
 
 
     private func updateState(_ change: (inout PersistedState) -> Void) throws {
-        let lock = try FileLock(path: directory.appendingPathComponent("enclave.lock").path)
+        let lock = try Self.files { try FileLock(path: directory.appendingPathComponent("enclave.lock").path) }
         defer { lock.unlock() }
         try state.withLock { state in
             state.stamp = nil
@@ -191,10 +233,13 @@ package final class Enclave: Sendable {
     private func refresh(_ state: inout State) throws {
         let stamp = Self.stamp(of: statePath)
         if stamp == state.stamp && stamp != nil { return }
+        // A state file that vanished or does not decode means locked (keeping what else it said).
         if stamp != nil, let data = try? Self.readFile(statePath),
             let persisted = try? JSONDecoder().decode(PersistedState.self, from: data)
         {
             state.persisted = persisted
+        } else {
+            state.persisted.locked = true
         }
         state.stamp = stamp
         let afterFirstUnlock = !state.persisted.locked || state.persisted.unlockBootID == bootID
@@ -215,7 +260,7 @@ package final class Enclave: Sendable {
         }
         let missing = wanted.filter { state.classKeys[$0] == nil }
         if missing.isEmpty { return }
-        let rootKey = try Self.loadOrCreateRootKey(in: directory)
+        let rootKey = try Self.loadRootKey(in: directory, mayCreate: false)
         for protectionClass in missing {
             state.classKeys[protectionClass] = try Self.unwrap(
                 wrappedClassKeys[protectionClass]!, name: protectionClass.rawValue, rootKey: rootKey)
@@ -224,19 +269,27 @@ package final class Enclave: Sendable {
 
     // MARK: Files
 
-    private static func keybagBinding(_ name: String) -> Data { Data("la.keybag.v1:\(name)".utf8) }
+    private static func keybagBinding(_ name: String, version: Int) -> Data {
+        Data("la.keybag.v\(version):\(name)".utf8)
+    }
 
-    private static func unwrap(_ wrapped: Data, name: String, rootKey: SecureBytes) throws -> SecureBytes {
+    private static func seal(_ key: SecureBytes, name: String, rootKey: SecureBytes) throws -> Data {
+        try AESGCM.seal(key, using: rootKey, authenticating: keybagBinding(name, version: keybagVersion)).combined
+    }
+
+    private static func unwrap(
+        _ wrapped: Data, name: String, version: Int = keybagVersion, rootKey: SecureBytes
+    ) throws -> SecureBytes {
         do {
             return try AESGCM.open(
-                AESGCM.SealedBox(combined: wrapped), using: rootKey, authenticating: keybagBinding(name))
+                AESGCM.SealedBox(combined: wrapped), using: rootKey, authenticating: keybagBinding(name, version: version))
         } catch {
             throw EnclaveError(.corrupt, "the keybag does not open with this device key")
         }
     }
 
     private static func encodeKeybag(_ wrapped: [String: Data]) -> Data {
-        var out = Data("LAKB1".utf8)
+        var out = Data("LAKB\(keybagVersion)".utf8)
         for name in wrapped.keys.sorted() {
             let nameBytes = Data(name.utf8)
             out.append(UInt8(nameBytes.count))
@@ -247,11 +300,14 @@ package final class Enclave: Sendable {
         return out
     }
 
-    private static func decodeKeybag(_ data: Data) throws -> [String: Data] {
+    /// The keybag's version (1 or 2, from its magic) and its sealed entries by name.
+    private static func decodeKeybag(_ data: Data) throws -> (Int, [String: Data]) {
         let bytes = [UInt8](data)
-        guard bytes.count >= 5, Data(bytes[0..<5]) == Data("LAKB1".utf8) else {
+        guard bytes.count >= 5, Data(bytes[0..<4]) == Data("LAKB".utf8), bytes[4] == UInt8(ascii: "1") || bytes[4] == UInt8(ascii: "2")
+        else {
             throw EnclaveError(.corrupt, "the keybag file is not a keybag")
         }
+        let version = Int(bytes[4] - UInt8(ascii: "0"))
         var result: [String: Data] = [:]
         var offset = 5
         func field() throws -> Data {
@@ -263,29 +319,30 @@ package final class Enclave: Sendable {
         }
         while offset < bytes.count {
             let name = String(decoding: try field(), as: UTF8.self)
-            result[name] = try field()
+            guard result.updateValue(try field(), forKey: name) == nil else {
+                throw EnclaveError(.corrupt, "the keybag names a key twice")
+            }
         }
-        return result
+        return (version, result)
     }
 
-    static func loadOrCreateRootKey(in directory: URL) throws -> SecureBytes {
+    /// The device root key; made only when `mayCreate` (a new store): a store whose root key went missing stays
+    /// closed rather than being given a key that opens nothing.
+    static func loadRootKey(in directory: URL, mayCreate: Bool) throws -> SecureBytes {
         let path = directory.appendingPathComponent("device.key").path
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        if fd < 0 {
-            guard errno == ENOENT else { throw EnclaveError(.io, "cannot open the device key (errno \(errno))") }
-            let key = try SecureBytes(randomCount: keyByteCount)
-            try key.withUnsafeBytes { try writeFileAtomically($0, to: path) }
-            return key
+        do {
+            return try PrivateFiles.loadOrCreateKey(at: path, byteCount: keyByteCount, mayCreate: mayCreate)
+        } catch let failure as PrivateFileError {
+            throw EnclaveError(.corrupt, "the device key cannot be used: \(failure.message)")
         }
-        defer { close(fd) }
-        return try SecureBytes(count: keyByteCount) { buffer in
-            var filled = 0
-            while filled < keyByteCount {
-                let n = read(fd, buffer.baseAddress! + filled, keyByteCount - filled)
-                if n < 0 && errno == EINTR { continue }
-                guard n > 0 else { throw EnclaveError(.corrupt, "the device key file is truncated") }
-                filled += n
-            }
+    }
+
+    /// Runs a store-file operation, reporting its failure as `EnclaveError.io`.
+    static func files<Result: ~Copyable>(_ body: () throws -> Result) throws -> Result {
+        do {
+            return try body()
+        } catch let failure as PrivateFileError {
+            throw EnclaveError(.io, failure.message)
         }
     }
 
@@ -300,7 +357,7 @@ package final class Enclave: Sendable {
     }
 
     static func readFile(_ path: String) throws -> Data {
-        guard let data = FileManager.default.contents(atPath: path) else {
+        guard let data = try? PrivateFiles.read(path) else {
             throw EnclaveError(.io, "cannot read \((path as NSString).lastPathComponent)")
         }
         return data
@@ -308,22 +365,7 @@ package final class Enclave: Sendable {
 
     /// Writes `data` to a fresh 0600 file and renames it over `path`, so readers see the old or the new file.
     static func writeFileAtomically(_ data: Data, to path: String) throws {
-        try data.withUnsafeBytes { try writeFileAtomically($0, to: path) }
-    }
-
-    /// Writes `bytes` to a fresh 0600 file and renames it over `path`.
-    static func writeFileAtomically(_ data: UnsafeRawBufferPointer, to path: String) throws {
-        let temporary = "\(path).\(getpid()).tmp"
-        unlink(temporary)
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw EnclaveError(.io, "cannot create \((path as NSString).lastPathComponent)") }
-        let written = write(fd, data.baseAddress, data.count)
-        let synced = fsync(fd)
-        close(fd)
-        guard written == data.count, synced == 0, rename(temporary, path) == 0 else {
-            unlink(temporary)
-            throw EnclaveError(.io, "cannot write \((path as NSString).lastPathComponent)")
-        }
+        try files { try PrivateFiles.writeAtomically(data, to: path) }
     }
 
     private static func stamp(of path: String) -> FileStamp? {
@@ -342,23 +384,3 @@ package final class Enclave: Sendable {
     }
 }
 
-/// An exclusive `flock` on a file, held from `init` until `unlock()`.
-struct FileLock {
-    private let fd: Int32
-
-    init(path: String) throws {
-        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw EnclaveError(.io, "cannot open the enclave lock file") }
-        while flock(fd, LOCK_EX) != 0 {
-            guard errno == EINTR else {
-                close(fd)
-                throw EnclaveError(.io, "cannot lock the enclave lock file")
-            }
-        }
-    }
-
-    func unlock() {
-        flock(fd, LOCK_UN)
-        close(fd)
-    }
-}

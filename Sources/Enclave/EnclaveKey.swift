@@ -129,6 +129,6 @@ extension Enclave {
     }
 
     private func rootKey() throws -> SecureBytes {
-        try Self.loadOrCreateRootKey(in: directory)
+        try Self.loadRootKey(in: directory, mayCreate: false)
     }
 }

@@ -127,8 +127,21 @@ public struct Keychain: Sendable {
     /// Locks the keychain: `whenUnlocked` items become unreadable until `unlock()`.
     public func lock() throws { _ = try send(.lock) }
 
-    /// Unlocks the keychain. (Until passcodes exist, this needs no authentication.)
-    public func unlock() throws { _ = try send(.unlock) }
+    /// Unlocks the keychain once the user's passcode passes PAM, asked through the presenter the keychain's client
+    /// was configured with (the terminal, for programs that have one and do not set `LA_PRESENTER=none`).
+    ///
+    /// Blocks the calling thread while the user types. Failed attempts count toward the passcode waits.
+    /// - Throws: `KeychainError`: `.interactionNotAllowed` when nobody can be asked, `.userCanceled`, `.authFailed`
+    ///   for a wrong passcode or while a wait after failures runs.
+    public func unlock() throws {
+        let client = try explicitClient ?? KeychainClientSelection.resolve()
+        let options = EvaluationOptions(prompt: EvaluationPrompt(reason: "Unlock the keychain"), presenter: nil)
+        do {
+            _ = try BlockingBridge.wait { try await client.send(.unlockWithPasscode(options)) }
+        } catch {
+            throw KeychainError(KeychainStatus(authenticationFailure: error))
+        }
+    }
 
     /// Whether the keychain is locked.
     public var isLocked: Bool {

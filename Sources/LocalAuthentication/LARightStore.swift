@@ -5,9 +5,13 @@ import SecurityClient
 /// The store of persisted rights (`LARightStore`).
 ///
 /// Rights are kept as keychain items of the calling application's access group on the engine of the current task,
-/// so they survive restarts and other applications cannot see them: a record naming the right's requirement, a
-/// permanent enclave P-256 key whose access control is the requirement (with private-key use), and the secret,
-/// a generic-password item under the same requirement.
+/// so they survive restarts and are out of the way of other applications' queries: a record naming the right's
+/// requirement, a permanent enclave P-256 key whose access control is the requirement (with private-key use), and
+/// the secret, a generic-password item under the same requirement.
+///
+/// In embedded mode (the default) the access group is a convention, not a wall: any program of the same user can
+/// name the group (`LA_ACCESS_GROUPS`) or read the store's key files, so it can see and use these items. Keeping
+/// one program's rights from another takes the `localauthd` daemon.
 ///
 /// Errors (Apple does not document them): an identifier that exists fails with `NSOSStatusErrorDomain`
 /// `errSecDuplicateItem`, an unknown identifier with `errSecItemNotFound`. A saved right's requirement cannot be

@@ -19,13 +19,7 @@ package final class EmbeddedClient: SecurityClient {
         let authentication =
             authentication
             ?? .fromEnvironment(dataDirectory: configuration.dataDirectory, presenter: nil)
-        let contexts: AuthenticationContexts
-        do {
-            contexts = try AuthenticationContexts(configuration: authentication)
-        } catch {
-            throw KeychainStatus(.io, "the authentication state directory cannot be created")
-        }
-        engine = try KeychainEngine(directory: configuration.dataDirectory, authentication: contexts)
+        engine = try KeychainEngine(directory: configuration.dataDirectory, authentication: authentication)
         caller = CallerIdentity(
             accessGroups: configuration.accessGroups, mayAccessAllGroups: configuration.mayAccessAllGroups)
     }

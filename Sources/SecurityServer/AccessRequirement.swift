@@ -67,13 +67,14 @@ package struct AccessRequirement: Sendable, Equatable {
         policy.flags & Flag.applicationPassword != 0
     }
 
-    /// Whether `credentials` meet the constraints, the enrolled set being `currentHash` now.
     /// Whether any constraint compares against the enrolled set (`biometryCurrentSet`); only then does a check need
     /// the current state hash.
     package var dependsOnEnrolledSet: Bool {
         constraints.contains { if case .biometryCurrentSet = $0 { true } else { false } }
     }
 
+    /// Whether `credentials` meet the constraints, the enrolled set being `currentHash` now. A credential taken from
+    /// the reuse window never counts: Apple's reuse applies to device unlock, not to keychain item or key access.
     package func isSatisfied(by credentials: [Credential], currentHash: Data?) -> Bool {
         guard !constraints.isEmpty else { return true }
         let met = constraints.map { Self.isMet($0, credentials, currentHash) }
@@ -102,7 +103,8 @@ package struct AccessRequirement: Sendable, Equatable {
     }
 
     private static func isMet(_ constraint: Constraint, _ credentials: [Credential], _ currentHash: Data?) -> Bool {
-        switch constraint {
+        let credentials = credentials.filter { !$0.isReused }
+        return switch constraint {
         case .userPresence: !credentials.isEmpty
         case .biometryAny: credentials.contains { $0.method == .biometry }
         case .biometryCurrentSet(let bound):

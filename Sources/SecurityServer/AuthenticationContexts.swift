@@ -21,13 +21,17 @@ package struct Credential: Sendable, Equatable {
     package var enrolledSetHash: Data?
     /// Who authenticated.
     package var user: String
+    /// Whether it came from the reuse window (`touchIDAuthenticationAllowableReuseDuration`) rather than a scan in
+    /// this evaluation: it answers `evaluatePolicy`, and never satisfies a keychain item's or key's access control.
+    package var isReused: Bool
 
     /// A credential with these facts.
-    package init(method: AuthenticationMethod, time: Date, enrolledSetHash: Data?, user: String) {
+    package init(method: AuthenticationMethod, time: Date, enrolledSetHash: Data?, user: String, isReused: Bool = false) {
         self.method = method
         self.time = time
         self.enrolledSetHash = enrolledSetHash
         self.user = user
+        self.isReused = isReused
     }
 }
 
@@ -111,19 +115,21 @@ package final class AuthenticationContexts: Sendable {
 
     private struct State {
         var records: [AuthenticationContextID: Record] = [:]
-        var lastBiometricSuccess: (time: Date, hash: Data?)?
+        /// The last fingerprint match, what the reuse window offers, and the context that made it.
+        var lastBiometricSuccess: (time: Date, hash: Data?, context: AuthenticationContextID)?
         var nextToken: UInt64 = 0
         var passcodeSuccessHandler: (@Sendable () -> Void)?
     }
 
     private let state = Mutex(State())
 
-    /// Contexts over authenticators made from `configuration` (nothing is opened until first use).
+    /// Contexts over authenticators made from `configuration` (nothing is opened until first use), counting attempts
+    /// in `attemptPolicy` (the engine's, authenticated under its keybag).
     ///
     /// - Throws: `AuthenticationError` when the state directory cannot be created.
-    package init(configuration: AuthenticationConfiguration) throws {
+    package init(configuration: AuthenticationConfiguration, attemptPolicy: AttemptPolicy) throws {
         self.configuration = configuration
-        attemptPolicy = try AttemptPolicy(directory: configuration.stateDirectory, clock: configuration.clock)
+        self.attemptPolicy = attemptPolicy
         biometric = try BiometricAuthenticator(
             configuration: .init(
                 stateDirectory: configuration.stateDirectory, username: configuration.username,
@@ -147,9 +153,22 @@ package final class AuthenticationContexts: Sendable {
     }
 
     /// Ends a context: an evaluation in flight fails with `appCancel`, later use with `invalidContext`; its
-    /// credentials and application password are dropped. Idempotent.
+    /// credentials and application password are dropped, and a fingerprint match it made leaves the reuse window
+    /// (`LAContext.invalidate()` forgets the match). Idempotent.
     package func invalidate(_ id: AuthenticationContextID) {
+        end(id, forgettingMatch: true)
+    }
+
+    /// Forgets a context entirely (its client is gone). A match it made stays in the reuse window, as a device
+    /// unlock would.
+    package func discard(_ id: AuthenticationContextID) {
+        end(id, forgettingMatch: false)
+        state.withLock { _ = $0.records.removeValue(forKey: id) }
+    }
+
+    private func end(_ id: AuthenticationContextID, forgettingMatch: Bool) {
         let cancels = state.withLock { state -> [@Sendable () -> Void] in
+            if forgettingMatch && state.lastBiometricSuccess?.context == id { state.lastBiometricSuccess = nil }
             guard var record = state.records[id] else { return [] }
             let cancels = Array(record.inFlight.values)
             record = Record()
@@ -158,12 +177,6 @@ package final class AuthenticationContexts: Sendable {
             return cancels
         }
         for cancel in cancels { cancel() }
-    }
-
-    /// Forgets a context entirely (its client is gone).
-    package func discard(_ id: AuthenticationContextID) {
-        invalidate(id)
-        state.withLock { _ = $0.records.removeValue(forKey: id) }
     }
 
     /// The context's credentials. - Throws: `invalidContext` for an unknown or invalidated context.
@@ -266,7 +279,7 @@ package final class AuthenticationContexts: Sendable {
         let cancelled = Mutex(false)
         let work = Task(executorPreference: BlockingBridge.executor) {
             try await self.perform(
-                policy, presenter: presenter, prompt: options.prompt,
+                policy, context: id, presenter: presenter, prompt: options.prompt,
                 isCancelled: { cancelled.withLock { $0 } || self.isInvalidated(id) })
         }
         let cancel: @Sendable () -> Void = {
@@ -366,12 +379,13 @@ package final class AuthenticationContexts: Sendable {
         guard age >= 0, age <= min(window, Self.maximumReuseDuration) else { return nil }
         let hash = try currentStateHash()
         guard hash != nil, hash == last.hash else { return nil }
-        return Credential(method: .biometry, time: last.time, enrolledSetHash: hash, user: configuration.username)
+        return Credential(
+            method: .biometry, time: last.time, enrolledSetHash: hash, user: configuration.username, isReused: true)
     }
 
     private func perform(
-        _ policy: EvaluationPolicy, presenter: any EvaluationPresenter, prompt: EvaluationPrompt,
-        isCancelled: @escaping @Sendable () -> Bool
+        _ policy: EvaluationPolicy, context id: AuthenticationContextID, presenter: any EvaluationPresenter,
+        prompt: EvaluationPrompt, isCancelled: @escaping @Sendable () -> Bool
     ) async throws -> Credential {
         switch policy {
         case .passcode:
@@ -379,7 +393,7 @@ package final class AuthenticationContexts: Sendable {
         case .deviceOwner:
             if await biometryUsable() {
                 do {
-                    return try await biometricStep(presenter: presenter, prompt: prompt)
+                    return try await biometricStep(context: id, presenter: presenter, prompt: prompt)
                 } catch AuthenticationError.Code.userFallback {
                 } catch AuthenticationError.Code.authenticationFailed {
                 } catch AuthenticationError.Code.biometryLockout {
@@ -390,7 +404,7 @@ package final class AuthenticationContexts: Sendable {
             if isCancelled() { throw AuthenticationError(.appCancel, "the evaluation was cancelled by the app") }
             return try await passcodeStep(presenter: presenter, prompt: prompt, isCancelled: isCancelled)
         default:
-            return try await biometricStep(presenter: presenter, prompt: prompt)
+            return try await biometricStep(context: id, presenter: presenter, prompt: prompt)
         }
     }
 
@@ -401,7 +415,9 @@ package final class AuthenticationContexts: Sendable {
         return await isReaderPresent()
     }
 
-    private func biometricStep(presenter: any EvaluationPresenter, prompt: EvaluationPrompt) async throws -> Credential {
+    private func biometricStep(
+        context id: AuthenticationContextID, presenter: any EvaluationPresenter, prompt: EvaluationPrompt
+    ) async throws -> Credential {
         let action = Mutex<PromptAction?>(nil)
         let biometric = self.biometric
         let verification = Task(executorPreference: BlockingBridge.executor) {
@@ -436,7 +452,7 @@ package final class AuthenticationContexts: Sendable {
         }
         let hash = try currentStateHash()
         let now = configuration.clock.now()
-        state.withLock { $0.lastBiometricSuccess = (now, hash) }
+        state.withLock { $0.lastBiometricSuccess = (now, hash, id) }
         return Credential(method: .biometry, time: now, enrolledSetHash: hash, user: configuration.username)
     }
 
@@ -444,7 +460,7 @@ package final class AuthenticationContexts: Sendable {
         presenter: any EvaluationPresenter, prompt: EvaluationPrompt, isCancelled: @escaping @Sendable () -> Bool
     ) async throws -> Credential {
         let conversation = PasscodeConversation(presenter: presenter, prompt: prompt, isCancelled: isCancelled)
-        try await passcode.authenticate(user: configuration.username, presenter: conversation)
+        try await passcode.authenticate(user: configuration.username, presenter: conversation, isCancelled: isCancelled)
         let handler = state.withLock { $0.passcodeSuccessHandler }
         handler?()
         return Credential(

@@ -28,7 +28,8 @@ package enum AuthenticationRequest: Sendable {
     case biometryState
     /// The hash the context's last biometric success or check saw (answer: `.domainState`).
     case evaluatedDomainState(AuthenticationContextID)
-    /// Ask for the passcode through PAM and, on success, unlock the keychain's classes.
+    /// Ask for the passcode through PAM and, on success, unlock the keychain's classes: the only way to unlock. The
+    /// options' presenter asks (the engine's configured presenter when it is nil).
     case unlockWithPasscode(EvaluationOptions)
 }
 
@@ -79,12 +80,12 @@ extension KeychainEngine {
             return .biometryState(readerPresent: await contexts.isReaderPresent(), stateHash: try contexts.currentStateHash())
         case .evaluatedDomainState(let id):
             return .domainState(try contexts.evaluatedDomainState(for: id))
-        case .unlockWithPasscode(let options):
+        case .unlockWithPasscode(var options):
+            options.presenter = options.presenter ?? contexts.configuration.presenter
             let id = try contexts.createContext()
             defer { contexts.discard(id) }
+            // The passcode-success handler unlocks the classes and reports it.
             try await contexts.evaluate(.passcode, context: id, options: options)
-            // The success handler unlocked the classes; make sure even if it was set up differently.
-            try enclave.unlock()
             return .success
         }
     }

@@ -18,6 +18,19 @@ extension KeychainStatus.Code {
     }
 }
 
+extension KeychainStatus {
+    /// The status Security.framework reports for a failed authentication (see `init(authenticationCode:)`);
+    /// a `KeychainStatus` passes through, anything else is `errSecInternalComponent`.
+    package init(authenticationFailure error: any Error) {
+        switch error {
+        case let status as KeychainStatus: self = status
+        case let failure as AuthenticationError:
+            self.init(KeychainStatus.Code(authenticationCode: failure.code), failure.message)
+        default: self.init(.internalComponent, "internal failure")
+        }
+    }
+}
+
 /// The access-control evaluator when authentication contexts exist: a list is satisfied by the credentials of the
 /// caller's context (`kSecUseAuthenticationContext`); when they fall short and interaction is allowed, it prompts
 /// through the context's presenter (or the configured one) and records the new credential in that context.
@@ -122,6 +135,8 @@ extension AuthenticationContexts {
         for step in requirement.evaluations(for: unmet) {
             var stepOptions = options
             stepOptions.presenter = presenter
+            // The reuse window is for device unlock, never for an access-control list (Apple's LAContext docs).
+            stepOptions.reuseDuration = 0
             try await evaluate(step, context: id, options: stepOptions)
         }
         guard requirement.isSatisfied(by: try credentials(for: id), currentHash: try currentStateHash()) else {

@@ -24,13 +24,15 @@ package final class KeychainEngine: Sendable {
     /// Opens (creating on first use) the store in `directory`.
     ///
     /// - Parameters:
-    ///   - evaluator: decides access-control lists; by default the credentials of `authentication`'s contexts,
+    ///   - evaluator: decides access-control lists; by default the credentials of the authentication contexts,
     ///     or, without contexts, nothing satisfies a list.
-    ///   - authentication: the authenticators and contexts behind `LAContext`; a passcode success through them
-    ///     also unlocks the keychain's classes.
+    ///   - authentication: how the authenticators behind `LAContext` are set up; their attempt counters are
+    ///     authenticated under this store's keybag. A passcode success through them also unlocks the keychain's
+    ///     classes and records that a passcode is set.
     /// - Throws: `KeychainStatus` (`errSecIO`, `errSecDecode`) when the files cannot be created or opened.
     package init(
-        directory: URL, evaluator: (any AccessControlEvaluator)? = nil, authentication: AuthenticationContexts? = nil
+        directory: URL, evaluator: (any AccessControlEvaluator)? = nil,
+        authentication configuration: AuthenticationConfiguration? = nil
     ) throws {
         self.directory = directory
         do {
@@ -39,13 +41,28 @@ package final class KeychainEngine: Sendable {
         } catch {
             throw Self.status(error)
         }
+        let enclave = self.enclave
+        let authentication: AuthenticationContexts?
+        if let configuration {
+            do {
+                let policy = try AttemptPolicy(
+                    directory: configuration.stateDirectory, integrityKey: enclave.attemptKey,
+                    mayStartFresh: enclave.attemptKeyIsNew, clock: configuration.clock)
+                authentication = try AuthenticationContexts(configuration: configuration, attemptPolicy: policy)
+            } catch {
+                throw KeychainStatus(.io, "the authentication state cannot be opened")
+            }
+        } else {
+            authentication = nil
+        }
         sealer = ItemSealer(enclave: enclave)
         self.authentication = authentication
         self.evaluator =
             evaluator ?? authentication.map { ContextAccessControlEvaluator(contexts: $0) } ?? NoCredentialEvaluator()
-        let enclave = self.enclave
         let hub = self.hub
         authentication?.onPasscodeSuccess {
+            // A verified passcode is proof that one is set, for kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly.
+            if !enclave.isPasscodeSet { try? enclave.setPasscodeSet(true) }
             guard enclave.isLocked else { return }
             if (try? enclave.unlock()) != nil { hub.emit([EngineEvent(kind: .unlocked)]) }
         }
@@ -71,10 +88,6 @@ package final class KeychainEngine: Sendable {
             case .lock:
                 try enclave.lock()
                 hub.emit([EngineEvent(kind: .locked)])
-                return .success
-            case .unlock:
-                try enclave.unlock()
-                hub.emit([EngineEvent(kind: .unlocked)])
                 return .success
             case .lockState:
                 return .locked(enclave.isLocked)
@@ -137,6 +150,7 @@ package final class KeychainEngine: Sendable {
         if protectionClass.isThisDeviceOnly && synchronizable {
             throw KeychainStatus(.param, "a ThisDeviceOnly item cannot be synchronizable")
         }
+        if protectionClass == .whenPasscodeSetThisDeviceOnly { try notePasscodeIfSet() }
         let schema = AttributeSchema.attributes(of: itemClass)
         for key in AttributeSchema.primaryKey(of: itemClass) where attributes[key] == nil {
             attributes[key] = AttributeSchema.defaultValue(for: schema[key]!)
@@ -512,6 +526,16 @@ package final class KeychainEngine: Sendable {
         } catch let error as AuthenticationError {
             throw KeychainStatus(KeychainStatus.Code(authenticationCode: error.code), "the LAContext is not usable")
         }
+    }
+
+    /// Makes the keybag's "a passcode is set" follow the real state before an `akpu` item is added: a passcode
+    /// verified through PAM already set it; otherwise the PAM service is asked whether the user's account can
+    /// authenticate (`pam_acct_mgmt`, nothing typed). Without a passcode the add fails as Apple's does.
+    private func notePasscodeIfSet() throws {
+        guard !enclave.isPasscodeSet, let authentication else { return }
+        let user = authentication.configuration.username
+        let isSet = (try? BlockingBridge.wait { try await authentication.passcode.isPasscodeSet(user: user) }) ?? false
+        if isSet { try enclave.setPasscodeSet(true) }
     }
 
     private func requireAvailable(_ item: ItemSealer.OpenedItem) throws {

@@ -10,7 +10,6 @@ package enum KeychainRequest: Sendable {
     case update(query: [String: KeychainValue], attributes: [String: KeychainValue])
     case delete([String: KeychainValue])
     case lock
-    case unlock
     case lockState
     /// Writes every item the caller may see, except `*ThisDeviceOnly` ones, to `file`, sealed under `password`.
     case exportBackup(file: URL, password: SecureBytes)

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Authenticators
 import Foundation
+import SecurityClient
+import SecurityServer
 
 /// `lactl biometry …`: fingerprints through libfprint.
 struct Biometry: AsyncParsableCommand {
@@ -29,12 +31,36 @@ struct BiometryOptions: ParsableArguments {
         guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
     }
 
-    func authenticator() throws -> BiometricAuthenticator {
-        try BiometricAuthenticator(
-            configuration: .init(
-                stateDirectory: stateDir ?? defaultAuthenticatorStateDirectory(), username: user ?? currentUserName(),
-                drivers: drivers.isEmpty ? nil : drivers, attemptTimeout: .seconds(timeout)))
+    /// The engine's authentication contexts on the store: the same prints, attempt counters and lockout every
+    /// program of the user sees.
+    func contexts() throws -> AuthenticationContexts {
+        let directory = URL(fileURLWithPath: stateDir ?? defaultAuthenticatorStateDirectory(), isDirectory: true)
+        var authentication = AuthenticationConfiguration.fromEnvironment(
+            dataDirectory: directory, presenter: AuthenticationConfiguration.defaultPresenter())
+        if let user { authentication.username = user }
+        if !drivers.isEmpty { authentication.readerDrivers = drivers }
+        authentication.attemptTimeout = .seconds(timeout)
+        let client = try EmbeddedClient(
+            configuration: EmbeddedConfiguration(dataDirectory: directory, accessGroups: []),
+            authentication: authentication)
+        return client.engine.authentication!
     }
+
+    func authenticator() throws -> BiometricAuthenticator {
+        try contexts().biometric
+    }
+}
+
+/// A context of `contexts` holding a passcode credential, asked for on the terminal: what changing the enrolled
+/// fingerprints needs, as on Apple's devices.
+func passcodeContext(_ contexts: AuthenticationContexts, reason: String) async throws -> AuthenticationContextID {
+    guard let presenter = contexts.configuration.presenter else {
+        throw AuthenticationError(.notInteractive, "changing fingerprints needs the passcode, and there is no terminal to ask on")
+    }
+    let id = try contexts.createContext()
+    try await contexts.evaluate(
+        .passcode, context: id, options: EvaluationOptions(prompt: EvaluationPrompt(reason: reason), presenter: presenter))
+    return id
 }
 
 /// Runs `body` in a task that Ctrl-C cancels (the scan then ends with a user-visible cancel).
@@ -65,12 +91,15 @@ struct BiometryEnroll: AsyncParsableCommand {
         guard let finger = Finger(name: finger), finger != .unknown else {
             throw ValidationError("unknown finger '\(self.finger)'")
         }
-        let authenticator = try options.authenticator()
+        let contexts = try options.contexts()
+        let authenticator = contexts.biometric
         do {
+            let context = try await passcodeContext(contexts, reason: "Enroll a fingerprint")
+            defer { contexts.discard(context) }
             let reader = try await authenticator.open()
             print("Enrolling \(finger) on \(reader.name) (\(reader.driver)): scan \(reader.enrollStages) times.")
             let info = try await cancellableOnInterrupt {
-                try await authenticator.enroll(finger: finger) { event in
+                try await contexts.enroll(finger: finger, context: context) { event in
                     switch event {
                     case .stageCompleted(let completed, let total):
                         print("  scan \(completed)/\(total) ok")
@@ -131,9 +160,12 @@ struct BiometryRemove: AsyncParsableCommand {
 
     func run() async throws {
         let identifier = try PrintIdentifier(hex: identifier)
-        let authenticator = try options.authenticator()
+        let contexts = try options.contexts()
+        let authenticator = contexts.biometric
         do {
-            try await authenticator.remove(identifier)
+            let context = try await passcodeContext(contexts, reason: "Remove a fingerprint")
+            defer { contexts.discard(context) }
+            try await contexts.removePrint(identifier, context: context)
             await authenticator.close()
             print("removed \(identifier)")
         } catch let error as AuthenticationError {

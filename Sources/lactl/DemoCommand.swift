@@ -3,6 +3,8 @@ import Authenticators
 import Foundation
 import KeychainServices
 import SecureCrypto
+import SecurityClient
+import SecurityServer
 
 #if canImport(Glibc)
 import Glibc
@@ -54,7 +56,16 @@ struct Demo: AsyncParsableCommand {
     func storeSecret(in directory: String) throws {
         heading("2. Keeping a secret in the encrypted keychain (SQLite, two AES-256-GCM layers)")
         let storeDirectory = directory + "/keychain"
-        let keychain = try Keychain(directory: URL(fileURLWithPath: storeDirectory), accessGroups: ["demo.app"])
+        // Unlocking needs the passcode: this store's engine checks it through pam_matrix (see step 4).
+        let pam = try writePAMService(in: directory)
+        let client = try EmbeddedClient(
+            configuration: EmbeddedConfiguration(
+                dataDirectory: URL(fileURLWithPath: storeDirectory), accessGroups: ["demo.app"]),
+            authentication: AuthenticationConfiguration(
+                stateDirectory: storeDirectory, username: "demo",
+                passcode: .init(service: "local-authentication", configurationDirectory: pam),
+                readerDrivers: ["no_such_driver"], presenter: ScriptedPasscode(answer: "correct horse")))
+        let keychain = Keychain(client: client)
         let token = Data("demo-api-token-\(UUID().uuidString)".utf8)
         try keychain.add(GenericPassword(service: "api.example.com", account: "demo", password: token))
         say("Added a generic password for service \"api.example.com\", account \"demo\".")
@@ -74,7 +85,7 @@ struct Demo: AsyncParsableCommand {
         }
         say("Locked the keychain and asked again: \(whileLocked).")
         try keychain.unlock()
-        say("Unlocked it: \(try keychain.genericPassword(service: "api.example.com", account: "demo") != nil ? "readable again" : "MISSING").")
+        say("Unlocked it with the passcode (checked by PAM): \(try keychain.genericPassword(service: "api.example.com", account: "demo") != nil ? "readable again" : "MISSING").")
         guard found?.password == token, !leaked else { throw ValidationError("keychain did not behave") }
     }
 
@@ -132,12 +143,7 @@ struct Demo: AsyncParsableCommand {
             say("pam_matrix is not installed (package libpam-wrapper); `make demo` installs it through scripts/bootstrap.")
             return
         }
-        let pamDirectory = directory + "/pam.d"
-        try FileManager.default.createDirectory(atPath: pamDirectory, withIntermediateDirectories: true)
-        let passdb = directory + "/passdb"
-        try "demo:correct horse:local-authentication\n".write(toFile: passdb, atomically: true, encoding: .utf8)
-        try "auth required \(module) passdb=\(passdb)\naccount required \(module) passdb=\(passdb)\n"
-            .write(toFile: pamDirectory + "/local-authentication", atomically: true, encoding: .utf8)
+        let pamDirectory = try writePAMService(in: directory)
         let policy = try AttemptPolicy(directory: directory + "/authenticators")
         let pam = PasscodeAuthenticator(
             configuration: .init(service: "local-authentication", configurationDirectory: pamDirectory), policy: policy)
@@ -159,6 +165,19 @@ struct Demo: AsyncParsableCommand {
         }
     }
 
+    /// Writes the service `local-authentication` for pam_matrix, with user `demo` and passcode `correct horse`,
+    /// under `directory`; returns its configuration directory.
+    func writePAMService(in directory: String) throws -> String {
+        let module = "/usr/lib/x86_64-linux-gnu/pam_wrapper/pam_matrix.so"
+        let pamDirectory = directory + "/pam.d"
+        try FileManager.default.createDirectory(atPath: pamDirectory, withIntermediateDirectories: true)
+        let passdb = directory + "/passdb"
+        try "demo:correct horse:local-authentication\n".write(toFile: passdb, atomically: true, encoding: .utf8)
+        try "auth required \(module) passdb=\(passdb)\naccount required \(module) passdb=\(passdb)\n"
+            .write(toFile: pamDirectory + "/local-authentication", atomically: true, encoding: .utf8)
+        return pamDirectory
+    }
+
     /// A new 0700 directory under the system's temporary directory, with a random name.
     func makeThrowawayDirectory() throws -> String {
         let path = NSTemporaryDirectory() + "/lactl-demo-" + UUID().uuidString.prefix(8)
@@ -173,11 +192,17 @@ struct Demo: AsyncParsableCommand {
 }
 
 /// Answers PAM's prompts with a fixed passcode, as a program that already holds it would.
-private struct ScriptedPasscode: PasscodePresenter {
+private struct ScriptedPasscode: PasscodePresenter, EvaluationPresenter {
     let answer: String
 
     func answer(_ prompt: PasscodePrompt) -> SecureBytes? { SecureBytes(Data(answer.utf8)) }
     func show(_ message: PasscodeMessage) {}
+    func fingerprintPromptDidBegin(_ prompt: EvaluationPrompt, respond: @escaping @Sendable (PromptAction) -> Void) {
+        respond(.fallback)
+    }
+    func fingerprintPrompt(_ event: FingerprintPromptEvent) {}
+    func fingerprintPromptDidEnd() {}
+    func passcode(_ prompt: EvaluationPrompt, question: PasscodePrompt) -> SecureBytes? { answer(question) }
 }
 
 private func say(_ text: String) {

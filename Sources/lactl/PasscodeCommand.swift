@@ -1,6 +1,7 @@
 import ArgumentParser
 import Authenticators
 import Foundation
+import SecurityClient
 import SecurityServer
 
 /// `lactl passcode …`: the passcode through PAM.
@@ -35,9 +36,14 @@ struct PasscodeVerify: AsyncParsableCommand {
 
     func run() async throws {
         let user = try user ?? currentUserName()
-        let policy = try AttemptPolicy(directory: stateDir ?? defaultAuthenticatorStateDirectory())
-        let authenticator = PasscodeAuthenticator(
-            configuration: .init(service: service, configurationDirectory: confdir), policy: policy)
+        // The engine's policy on the store, so these attempts count with every other program's.
+        let directory = URL(fileURLWithPath: stateDir ?? defaultAuthenticatorStateDirectory(), isDirectory: true)
+        let client = try EmbeddedClient(
+            configuration: EmbeddedConfiguration(dataDirectory: directory, accessGroups: []),
+            authentication: AuthenticationConfiguration(
+                stateDirectory: directory.path, username: user,
+                passcode: .init(service: service, configurationDirectory: confdir)))
+        let authenticator = client.engine.authentication!.passcode
         do {
             try await authenticator.authenticate(user: user, presenter: TerminalPresenter())
             print("passcode accepted for \(user)")

@@ -8,7 +8,7 @@ import Testing
 struct EventTests {
     @Test func eventsReportAddsUpdatesDeletesAndLocking() async throws {
         let store = TestStore()
-        let client = try store.client(groups: ["app"])
+        let client = try store.passcodeClient(groups: ["app"])
         let keychain = Keychain(client: client)
         var iterator = try keychain.events().makeAsyncIterator()
         try keychain.add(GenericPassword(service: "s", account: "a", password: Data("p".utf8)))
@@ -96,7 +96,7 @@ struct TypedAPITests {
 
     @Test func keysAndTheSameItemsThroughSecItem() throws {
         let store = TestStore()
-        let client = try store.client(groups: ["app"])
+        let client = try store.passcodeClient(groups: ["app"])
         let keychain = Keychain(client: client)
         try keychain.add(
             KeychainKey(

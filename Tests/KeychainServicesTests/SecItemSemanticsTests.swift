@@ -411,7 +411,7 @@ struct SecItemSemanticsTests {
 
     @Test func lockedClassesAreNotReadableAndOthersAre() throws {
         let store = TestStore()
-        let client = try store.client()
+        let client = try store.passcodeClient()
         try store.with(client) {
             addGenericPassword(account: "ak")
             addGenericPassword(account: "ck", extra: [kSecAttrAccessible as String: kSecAttrAccessibleAfterFirstUnlock])
@@ -426,7 +426,9 @@ struct SecItemSemanticsTests {
         try store.with {
             #expect(password(account: "ak").map { _ in true } == .failure(StatusError(status: errSecInteractionNotAllowed)))
         }
-        _ = try client.send(.unlock)
+        _ = try BlockingBridge.wait {
+            try await client.send(.unlockWithPasscode(EvaluationOptions(prompt: .init(reason: "test"), presenter: nil)))
+        }
         try store.with(client) {
             #expect(password(account: "ak") == .success("secret"))
         }

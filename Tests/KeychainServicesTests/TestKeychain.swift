@@ -1,5 +1,7 @@
+import Authenticators
 import Foundation
 import KeychainServices
+import SecureCrypto
 import SecurityClient
 import SecurityServer
 
@@ -13,6 +15,7 @@ final class TestStore: Sendable {
 
     deinit {
         try? FileManager.default.removeItem(at: directory)
+        try? FileManager.default.removeItem(atPath: directory.path + "-pam")
     }
 
     /// A new client (its own engine) for a caller holding `groups`.
@@ -20,6 +23,27 @@ final class TestStore: Sendable {
         try EmbeddedClient(
             configuration: EmbeddedConfiguration(
                 dataDirectory: directory, accessGroups: groups, mayAccessAllGroups: allGroups))
+    }
+
+    /// A client whose engine checks the current user's passcode (`secret`) through pam_matrix, asking `presenter`
+    /// (by default one that answers `secret`) for it.
+    func passcodeClient(
+        groups: [String] = ["test.app"], presenter: any EvaluationPresenter = PasscodeAnswers("secret")
+    ) throws -> EmbeddedClient {
+        let user = AuthenticationConfiguration.currentUsername()
+        let pamDirectory = directory.path + "-pam"
+        try FileManager.default.createDirectory(atPath: pamDirectory, withIntermediateDirectories: true)
+        let module = "/usr/lib/x86_64-linux-gnu/pam_wrapper/pam_matrix.so"
+        // No blank lines: pam_matrix crashes on them.
+        try "\(user):secret:keychain-test\n".write(toFile: pamDirectory + "/passdb", atomically: true, encoding: .utf8)
+        try "auth required \(module) passdb=\(pamDirectory)/passdb\naccount required \(module) passdb=\(pamDirectory)/passdb\n"
+            .write(toFile: pamDirectory + "/keychain-test", atomically: true, encoding: .utf8)
+        return try EmbeddedClient(
+            configuration: EmbeddedConfiguration(dataDirectory: directory, accessGroups: groups),
+            authentication: AuthenticationConfiguration(
+                stateDirectory: directory.path, username: user,
+                passcode: .init(service: "keychain-test", configurationDirectory: pamDirectory),
+                readerDrivers: ["no_such_driver"], presenter: presenter))
     }
 
     /// Runs `body` with the SecItem functions bound to `client`.
@@ -82,3 +106,30 @@ func genericPasswordCount(_ extra: [String: Any] = [:]) -> Int {
     let (status, result) = copyMatching(query)
     return status == errSecSuccess ? ((result as? [Any])?.count ?? -1) : 0
 }
+
+/// A presenter that answers passcode questions from a list (nil = cancel; an exhausted list cancels) and counts
+/// the questions, i.e. the PAM transactions that reached the conversation.
+final class PasscodeAnswers: EvaluationPresenter {
+    private let answers: Mutex<[String?]>
+    private let asked = Mutex(0)
+
+    init(_ answers: String?...) { self.answers = Mutex(answers) }
+    init(_ answers: [String?]) { self.answers = Mutex(answers) }
+
+    /// How many passcode questions were asked.
+    var questionCount: Int { asked.withLock { $0 } }
+
+    func fingerprintPromptDidBegin(_ prompt: EvaluationPrompt, respond: @escaping @Sendable (PromptAction) -> Void) {
+        respond(.cancel)
+    }
+    func fingerprintPrompt(_ event: FingerprintPromptEvent) {}
+    func fingerprintPromptDidEnd() {}
+    func passcode(_ prompt: EvaluationPrompt, question: PasscodePrompt) -> SecureBytes? {
+        asked.withLock { $0 += 1 }
+        let answer = answers.withLock { $0.isEmpty ? nil : $0.removeFirst() }
+        return answer.map { SecureBytes(Array($0.utf8)) }
+    }
+    func show(_ message: PasscodeMessage) {}
+}
+
+import Synchronization

@@ -230,7 +230,8 @@ struct EnclaveKeyTests {
                 failureStatus {
                     SecKeyCreateSignature(privateKey, .ecdsaSignatureMessageX962SHA256, Data("m".utf8) as CFData, $0)
                 } == Int(errSecInteractionNotAllowed))
-            _ = try client.send(KeychainRequest.unlock)
+            // The mechanism under the engine's unlock (which needs the passcode): the shared state file.
+            try Enclave(directory: store.directory).unlock()
             #expect(
                 SecKeyCreateSignature(privateKey, .ecdsaSignatureMessageX962SHA256, Data("m".utf8) as CFData, nil)
                     != nil)

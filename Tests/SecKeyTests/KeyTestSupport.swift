@@ -27,12 +27,12 @@ final class KeyTestStore: Sendable {
     /// A client over a new engine on this store whose evaluator checks authentication contexts (no fingerprint
     /// reader, no passcode service: only lists that need no authentication are satisfied).
     func contextClient() throws -> EmbeddedClient {
-        let contexts = try AuthenticationContexts(
-            configuration: AuthenticationConfiguration(
+        let authentication = (
+            AuthenticationConfiguration(
                 stateDirectory: directory.appendingPathComponent("state").path, username: "nobody",
                 passcode: .init(service: "absent-service", configurationDirectory: directory.path),
                 readerDrivers: ["no_such_driver"]))
-        let engine = try KeychainEngine(directory: directory, authentication: contexts)
+        let engine = try KeychainEngine(directory: directory, authentication: authentication)
         return EmbeddedClient(engine: engine, caller: CallerIdentity(accessGroups: ["test.keys"]))
     }
 
