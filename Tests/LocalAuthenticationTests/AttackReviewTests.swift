@@ -212,8 +212,8 @@ struct AttackReviewTests {
         try await world.enroll("alice-1")
         let prints = world.directory.path + "/store/fingerprints"
         let saved = world.directory.path + "/saved-fingerprints"
+        let original = try world.contexts.currentStateHash()  // (makes the salt, so the copy holds it)
         try FileManager.default.copyItem(atPath: prints, toPath: saved)
-        let original = try world.contexts.currentStateHash()
         try await world.run {
             #expect(addProtected("current", flags: .biometryCurrentSet) == errSecSuccess)
         }
