@@ -20,41 +20,51 @@ private func lactlExecutable() throws -> URL {
     throw CocoaError(.fileNoSuchFile)
 }
 
+/// Runs `lactl <command>` on a pty with `world`'s store, PAM service and reader, typing `keys` once the passcode
+/// prompt shows (at once when `keys` is nil and `LA_PRESENTER=none`); returns the exit status and everything the
+/// terminal showed.
+func runLactlOnTerminal(
+_ command: String, world: LocalAuthenticationWorld, typing keys: String?, readerDrivers: String = "no_such_driver"
+) throws -> (Int32, String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
+    process.arguments = ["-qec", try lactlExecutable().path + " " + command, "/dev/null"]
+    var environment = ProcessInfo.processInfo.environment
+    environment["LA_DATA_DIR"] = world.directory.path + "/store"
+    environment["LA_PAM_SERVICE"] = LocalAuthenticationWorld.service
+    environment["LA_PAM_CONFDIR"] = world.directory.path
+    environment["LA_READER_DRIVERS"] = readerDrivers
+    environment["LA_PRESENTER"] = keys == nil ? "none" : nil
+    process.environment = environment
+    let input = Pipe()
+    let output = Pipe()
+    process.standardInput = input
+    process.standardOutput = output
+    process.standardError = output
+    let shown = Mutex("")
+    output.fileHandleForReading.readabilityHandler = { handle in
+        let text = String(decoding: handle.availableData, as: UTF8.self)
+        shown.withLock { $0 += text }
+    }
+    try process.run()
+    let deadline = Date().addingTimeInterval(20)
+    if let keys {
+        while !shown.withLock({ $0.contains("Password:") }) && Date() < deadline { usleep(20_000) }
+        usleep(100_000)
+        input.fileHandleForWriting.write(Data(keys.utf8))
+    }
+    process.waitUntilExit()
+    output.fileHandleForReading.readabilityHandler = nil
+    return (process.terminationStatus, shown.withLock { $0 })
+}
+
+
 /// `lactl keychain unlock` on a real pseudo-terminal (util-linux `script`): the terminal presenter reads the
 /// passcode from `/dev/tty` with echo off and PAM (pam_matrix) checks it.
 @Suite("lactl keychain unlock through PAM on a terminal", .serialized)
 struct LactlUnlockTests {
-    /// Runs `lactl keychain unlock` on a pty, typing `keys` once the passcode prompt shows; returns the exit
-    /// status and everything the terminal showed.
     func unlock(world: LocalAuthenticationWorld, typing keys: String) throws -> (Int32, String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
-        process.arguments = ["-qec", try lactlExecutable().path + " keychain unlock", "/dev/null"]
-        var environment = ProcessInfo.processInfo.environment
-        environment["LA_DATA_DIR"] = world.directory.path + "/store"
-        environment["LA_PAM_SERVICE"] = LocalAuthenticationWorld.service
-        environment["LA_PAM_CONFDIR"] = world.directory.path
-        environment["LA_READER_DRIVERS"] = "no_such_driver"
-        environment["LA_PRESENTER"] = nil
-        process.environment = environment
-        let input = Pipe()
-        let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = output
-        let shown = Mutex("")
-        output.fileHandleForReading.readabilityHandler = { handle in
-            let text = String(decoding: handle.availableData, as: UTF8.self)
-            shown.withLock { $0 += text }
-        }
-        try process.run()
-        let deadline = Date().addingTimeInterval(20)
-        while !shown.withLock({ $0.contains("Password:") }) && Date() < deadline { usleep(20_000) }
-        usleep(100_000)
-        input.fileHandleForWriting.write(Data(keys.utf8))
-        process.waitUntilExit()
-        output.fileHandleForReading.readabilityHandler = nil
-        return (process.terminationStatus, shown.withLock { $0 })
+        try runLactlOnTerminal("keychain unlock", world: world, typing: keys)
     }
 
     @Test func theRightPasscodeUnlocksAndCtrlCOrAWrongOneDoesNot() throws {
@@ -78,5 +88,25 @@ struct LactlUnlockTests {
         #expect(accepted == 0)
         #expect(!screen.contains("secret"))
         #expect(try isLocked() == false)
+    }
+}
+
+/// Finding 5 of the attack review, as a person would try it: `lactl biometry enroll` added a finger without any
+/// authentication. Now it asks for the passcode first; no terminal or a wrong passcode enrolls nothing.
+@Suite("lactl biometry enroll needs the passcode", .serialized, .virtualReaderLock)
+struct LactlEnrollmentTests {
+    @Test func enrollingWithoutTheRightPasscodeAddsNoFinger() async throws {
+        let world = try LocalAuthenticationWorld(user: AuthenticationConfiguration.currentUsername())
+        defer { world.directory.remove() }
+        let (silent, silentScreen) = try runLactlOnTerminal(
+            "biometry enroll --finger left-index", world: world, typing: nil, readerDrivers: "virtual_device")
+        #expect(silent != 0)
+        #expect(silentScreen.contains("passcode"))
+        let (wrong, _) = try runLactlOnTerminal(
+            "biometry enroll --finger left-index", world: world, typing: "guess\r", readerDrivers: "virtual_device")
+        #expect(wrong != 0)
+        #expect(try world.contexts.biometric.enrolledPrints().isEmpty)
+        #expect(try world.contexts.attemptPolicy.currentState().passcodeFailures == 1, "the wrong passcode counted")
+        await world.close()
     }
 }
