@@ -7,6 +7,9 @@ import Foundation
 /// A status code: `errSecSuccess` (0) or one of the `errSec…` values.
 public typealias OSStatus = Int32
 
+/// No error (`noErr`, from MacTypes.h): 0, the same as `errSecSuccess`.
+public let noErr: OSStatus = 0
+
 /// Any Core Foundation object: the type of `SecItemCopyMatching`'s result.
 public typealias CFTypeRef = AnyObject
 
@@ -49,5 +52,5 @@ public final class CFAllocator: Sendable {
 /// The default allocator: `nil`, as Apple's `kCFAllocatorDefault` means "the default".
 public let kCFAllocatorDefault: CFAllocator? = nil
 
-/// The error domain of `CFError`s that carry an `OSStatus`.
-public let NSOSStatusErrorDomain = "NSOSStatusErrorDomain"
+// `NSOSStatusErrorDomain`, the domain of errors that carry an `OSStatus`, comes from Foundation, as on Apple
+// platforms; declaring it here too would make every Apple-style use of it ambiguous.

@@ -276,6 +276,9 @@ public let kSecValueData: CFString = "v_Data"
 public let kSecValueRef: CFString = "v_Ref"
 /// A persistent reference to the item.
 public let kSecValuePersistentRef: CFString = "v_PersistentRef"
+/// The item's persistent reference as an attribute (`"persistref"`): returned among `kSecReturnAttributes`
+/// results, and accepted in a query with the same meaning as `kSecValuePersistentRef`.
+public let kSecAttrPersistentReference: CFString = "persistref"
 
 // MARK: Use
 

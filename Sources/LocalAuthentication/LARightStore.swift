@@ -228,7 +228,7 @@ public final class LARightStore: NSObject, Sendable {
 
     static func error(_ status: OSStatus, _ message: String) -> NSError {
         NSError(
-            domain: KeychainServices.NSOSStatusErrorDomain, code: Int(status),
+            domain: NSOSStatusErrorDomain, code: Int(status),
             userInfo: [NSLocalizedDescriptionKey: "\(message) (OSStatus \(status))"])
     }
 

@@ -104,7 +104,8 @@ package struct ItemQuery: Sendable {
                     throw KeychainStatus(.param, "kSecValueData must be data, and belongs in SecItemAdd")
                 }
                 query.valueData = data
-            case "v_PersistentRef":
+            case "v_PersistentRef", "persistref":
+                // kSecAttrPersistentReference names the same reference as kSecValuePersistentRef.
                 guard operation != .add, case .data(let data) = value,
                     let reference = PersistentReference(data)
                 else {

@@ -238,7 +238,12 @@ package final class KeychainEngine: Sendable {
             attributes = item.attributes
             attributes["class"] = .string(item.itemClass.rawValue)
         }
-        if query.returns.contains(.attributes) { result.attributes = attributes }
+        if query.returns.contains(.attributes) {
+            // Apple returns the persistent reference among the attributes too (kSecAttrPersistentReference).
+            result.attributes = attributes.merging([
+                "persistref": .data(PersistentReference(itemClass: item.itemClass, rowID: item.row.rowID).data)
+            ]) { old, _ in old }
+        }
         if query.returns.contains(.persistentReference) {
             result.persistentReference = PersistentReference(itemClass: item.itemClass, rowID: item.row.rowID).data
         }

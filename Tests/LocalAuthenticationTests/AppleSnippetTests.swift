@@ -111,4 +111,27 @@ struct LAErrorShapeTests {
         #expect(LAAccessControlOperation.useKeyKeyExchange.rawValue == 5)
         #expect(LATouchIDAuthenticationMaximumAllowableReuseDuration == 300)
     }
+
+    /// LAPublicDefines.h's macros, as wrappers compare codes with them:
+    /// `if (error as NSError).code == Int(kLAErrorUserCancel)`.
+    @Test func publicDefinesMacrosMatchTheEnums() {
+        let pairs: [(Int32, LAError.Code)] = [
+            (kLAErrorAuthenticationFailed, .authenticationFailed), (kLAErrorUserCancel, .userCancel),
+            (kLAErrorUserFallback, .userFallback), (kLAErrorSystemCancel, .systemCancel),
+            (kLAErrorPasscodeNotSet, .passcodeNotSet), (kLAErrorTouchIDNotAvailable, .touchIDNotAvailable),
+            (kLAErrorBiometryNotAvailable, .biometryNotAvailable), (kLAErrorTouchIDNotEnrolled, .touchIDNotEnrolled),
+            (kLAErrorBiometryNotEnrolled, .biometryNotEnrolled), (kLAErrorTouchIDLockout, .touchIDLockout),
+            (kLAErrorBiometryLockout, .biometryLockout), (kLAErrorAppCancel, .appCancel),
+            (kLAErrorInvalidContext, .invalidContext), (kLAErrorWatchNotAvailable, .watchNotAvailable),
+            (kLAErrorCompanionNotAvailable, .companionNotAvailable), (kLAErrorBiometryNotPaired, .biometryNotPaired),
+            (kLAErrorBiometryDisconnected, .biometryDisconnected), (kLAErrorInvalidDimensions, .invalidDimensions),
+            (kLAErrorNotInteractive, .notInteractive),
+        ]
+        for (macro, code) in pairs { #expect(Int(macro) == code.rawValue) }
+        #expect((LAError(.userCancel) as NSError).code == Int(kLAErrorUserCancel))
+        #expect(kLAErrorDomain == LAErrorDomain)
+        #expect(LAPolicy(rawValue: Int(kLAPolicyDeviceOwnerAuthentication)) == .deviceOwnerAuthentication)
+        #expect(Int(kLABiometryTypeTouchID) == LABiometryType.touchID.rawValue)
+        #expect(Int(kLACredentialTypeApplicationPassword) == LACredentialType.applicationPassword.rawValue)
+    }
 }
