@@ -10,6 +10,9 @@ let package = Package(
     products: [
         .library(name: "LocalAuthentication", targets: ["LocalAuthentication"]),
         .library(name: "KeychainServices", targets: ["KeychainServices"]),
+        // Our typed Swift API over the keychain (Keychain, GenericPassword, KeychainError…): not Apple's names, so
+        // kept out of KeychainServices, whose importers must see Apple's names only.
+        .library(name: "SwiftKeychain", targets: ["SwiftKeychain"]),
         .executable(name: "lactl", targets: ["lactl"]),
     ],
     dependencies: [
@@ -59,6 +62,10 @@ let package = Package(
         .target(name: "SecurityClient", dependencies: ["SecurityServer", "Authenticators"]),
         // Public API: SecItem*, SecAccessControl, SecKey*, kSec* constants, OSStatus.
         .target(name: "KeychainServices", dependencies: ["SecurityClient", "SecurityServer", "KeychainStore", "SecureCrypto"]),
+        // Public API, ours: the typed Keychain over the same engine.
+        .target(
+            name: "SwiftKeychain",
+            dependencies: ["KeychainServices", "SecurityClient", "SecurityServer", "KeychainStore", "SecureCrypto"]),
         // Public API: LAContext, LAError, LARight, LAPersistedRight, LARightStore.
         .target(
             name: "LocalAuthentication",
@@ -68,7 +75,7 @@ let package = Package(
         .executableTarget(
             name: "lactl",
             dependencies: [
-                "LocalAuthentication", "KeychainServices", "SecurityClient", "SecurityServer", "Authenticators",
+                "LocalAuthentication", "KeychainServices", "SwiftKeychain", "SecurityClient", "SecurityServer", "Authenticators",
                 "SecureCrypto",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -100,9 +107,13 @@ let package = Package(
         .testTarget(
             name: "KeychainServicesTests",
             dependencies: [
-                "KeychainServices", "SecurityClient", "SecurityServer", "KeychainStore", "Enclave", "keychain-stress",
-                "Authenticators", "SecureCrypto",
+                "KeychainServices", "SwiftKeychain", "SecurityClient", "SecurityServer", "KeychainStore", "Enclave",
+                "keychain-stress", "Authenticators", "SecureCrypto", "KeychainWrapperFixture",
             ]),
+        // A wrapper with its own `Keychain` and `KeychainError`, as open-source ones have: compiles only while
+        // KeychainServices exports Apple's names alone.
+        .target(
+            name: "KeychainWrapperFixture", dependencies: ["KeychainServices"], path: "Tests/Fixtures/KeychainWrapperFixture"),
         // SecKey: software and enclave P-256 keys, access-control-gated private-key operations.
         .testTarget(
             name: "SecKeyTests",

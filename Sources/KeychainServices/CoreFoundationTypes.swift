@@ -22,9 +22,10 @@ public typealias CFArray = NSArray
 /// Bytes.
 public typealias CFData = NSData
 
-/// A string. A Swift `String` here (Apple's `CFString` bridges to `String` too), so `kSecClass as String` and
-/// `[kSecClass: kSecClassGenericPassword]` both work.
-public typealias CFString = String
+/// A string, an object as Apple's is (`NSString`, which bridges to `String` as Apple's `CFString` does): so
+/// `kSecClass as String`, `[kSecClass: kSecClassGenericPassword] as CFDictionary`, a constant stored in a
+/// `[String: AnyObject]` or passed as a `CFTypeRef` all compile as on Apple platforms.
+public typealias CFString = NSString
 
 /// A number.
 public typealias CFNumber = NSNumber
@@ -38,11 +39,12 @@ public typealias CFError = NSError
 /// Option bits.
 public typealias CFOptionFlags = UInt
 
-/// The true boolean, for dictionaries written with `kCFBooleanTrue`.
-public var kCFBooleanTrue: CFBoolean { NSNumber(value: true) }
+/// The true boolean, for dictionaries written with `kCFBooleanTrue` (implicitly unwrapped, as Swift imports
+/// Apple's, so `kCFBooleanTrue!` compiles too).
+public var kCFBooleanTrue: CFBoolean! { NSNumber(value: true) }
 
-/// The false boolean.
-public var kCFBooleanFalse: CFBoolean { NSNumber(value: false) }
+/// The false boolean (implicitly unwrapped, as Apple's).
+public var kCFBooleanFalse: CFBoolean! { NSNumber(value: false) }
 
 /// A memory allocator. Only the default exists on Linux; arguments of this type are accepted and ignored.
 public final class CFAllocator: Sendable {
@@ -54,3 +56,9 @@ public let kCFAllocatorDefault: CFAllocator? = nil
 
 // `NSOSStatusErrorDomain`, the domain of errors that carry an `OSStatus`, comes from Foundation, as on Apple
 // platforms; declaring it here too would make every Apple-style use of it ambiguous.
+
+// Inside this module the constants are compared with the `String` keys and values of parsed dictionaries: these
+// let `case kSecClass:` and `key == kSecUseAuthenticationContext` read as they did when the constants were strings.
+func ~= (pattern: CFString, value: String) -> Bool { (pattern as String) == value }
+func ~= (pattern: CFString, value: String?) -> Bool { value.map { (pattern as String) == $0 } ?? false }
+func == (lhs: String, rhs: CFString) -> Bool { lhs == (rhs as String) }

@@ -60,7 +60,7 @@ public final class SecAccessControl: Sendable, Hashable {
     }
 
     /// The protection class (a `kSecAttrAccessible…` value).
-    public var protection: CFString { policy.protection }
+    public var protection: CFString { policy.protection as CFString }
 
     /// The flags it was created with.
     public var flags: SecAccessControlCreateFlags { SecAccessControlCreateFlags(rawValue: CFOptionFlags(policy.flags)) }

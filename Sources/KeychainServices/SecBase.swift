@@ -1145,5 +1145,5 @@ private let errorMessages: [OSStatus: String] = [
 ///   - reserved: pass `nil`.
 /// - Returns: the message; for a code Security does not define, `"OSStatus <code>"`.
 public func SecCopyErrorMessageString(_ status: OSStatus, _ reserved: UnsafeMutableRawPointer?) -> CFString? {
-    errorMessages[status] ?? "OSStatus \(status)"
+    (errorMessages[status] ?? "OSStatus \(status)") as CFString
 }

@@ -4,297 +4,297 @@
 // MARK: Classes
 
 /// The key of an item's class.
-public let kSecClass: CFString = "class"
+nonisolated(unsafe) public let kSecClass: CFString = "class"
 /// Generic password items.
-public let kSecClassGenericPassword: CFString = "genp"
+nonisolated(unsafe) public let kSecClassGenericPassword: CFString = "genp"
 /// Internet password items.
-public let kSecClassInternetPassword: CFString = "inet"
+nonisolated(unsafe) public let kSecClassInternetPassword: CFString = "inet"
 /// Certificate items.
-public let kSecClassCertificate: CFString = "cert"
+nonisolated(unsafe) public let kSecClassCertificate: CFString = "cert"
 /// Cryptographic key items.
-public let kSecClassKey: CFString = "keys"
+nonisolated(unsafe) public let kSecClassKey: CFString = "keys"
 /// Identity items: a certificate with its private key.
-public let kSecClassIdentity: CFString = "idnt"
+nonisolated(unsafe) public let kSecClassIdentity: CFString = "idnt"
 
 // MARK: Attributes
 
 /// When the item's data can be read (a `kSecAttrAccessible…` value).
-public let kSecAttrAccessible: CFString = "pdmn"
+nonisolated(unsafe) public let kSecAttrAccessible: CFString = "pdmn"
 /// The item's `SecAccessControl`.
-public let kSecAttrAccessControl: CFString = "accc"
+nonisolated(unsafe) public let kSecAttrAccessControl: CFString = "accc"
 /// The item's keychain access group.
-public let kSecAttrAccessGroup: CFString = "agrp"
+nonisolated(unsafe) public let kSecAttrAccessGroup: CFString = "agrp"
 /// Whether the item is synchronizable (`true`, `false`, or `kSecAttrSynchronizableAny` in queries).
-public let kSecAttrSynchronizable: CFString = "sync"
+nonisolated(unsafe) public let kSecAttrSynchronizable: CFString = "sync"
 /// Matches synchronizable and non-synchronizable items.
-public let kSecAttrSynchronizableAny: CFString = "syna"
+nonisolated(unsafe) public let kSecAttrSynchronizableAny: CFString = "syna"
 /// A view hint for synchronization.
-public let kSecAttrSyncViewHint: CFString = "vwht"
+nonisolated(unsafe) public let kSecAttrSyncViewHint: CFString = "vwht"
 /// When the item was created (read-only).
-public let kSecAttrCreationDate: CFString = "cdat"
+nonisolated(unsafe) public let kSecAttrCreationDate: CFString = "cdat"
 /// When the item was last changed (read-only).
-public let kSecAttrModificationDate: CFString = "mdat"
+nonisolated(unsafe) public let kSecAttrModificationDate: CFString = "mdat"
 /// A user-visible description.
-public let kSecAttrDescription: CFString = "desc"
+nonisolated(unsafe) public let kSecAttrDescription: CFString = "desc"
 /// A user-editable comment.
-public let kSecAttrComment: CFString = "icmt"
+nonisolated(unsafe) public let kSecAttrComment: CFString = "icmt"
 /// The creator code (a number).
-public let kSecAttrCreator: CFString = "crtr"
+nonisolated(unsafe) public let kSecAttrCreator: CFString = "crtr"
 /// The item type code (a number) for passwords; the key type for keys.
-public let kSecAttrType: CFString = "type"
+nonisolated(unsafe) public let kSecAttrType: CFString = "type"
 /// A user-visible label.
-public let kSecAttrLabel: CFString = "labl"
+nonisolated(unsafe) public let kSecAttrLabel: CFString = "labl"
 /// Whether the item is hidden.
-public let kSecAttrIsInvisible: CFString = "invi"
+nonisolated(unsafe) public let kSecAttrIsInvisible: CFString = "invi"
 /// Whether the item marks a password the user declined to save.
-public let kSecAttrIsNegative: CFString = "nega"
+nonisolated(unsafe) public let kSecAttrIsNegative: CFString = "nega"
 /// The account name.
-public let kSecAttrAccount: CFString = "acct"
+nonisolated(unsafe) public let kSecAttrAccount: CFString = "acct"
 /// The service name of a generic password.
-public let kSecAttrService: CFString = "svce"
+nonisolated(unsafe) public let kSecAttrService: CFString = "svce"
 /// Application data of a generic password.
-public let kSecAttrGeneric: CFString = "gena"
+nonisolated(unsafe) public let kSecAttrGeneric: CFString = "gena"
 /// The security domain of an internet password.
-public let kSecAttrSecurityDomain: CFString = "sdmn"
+nonisolated(unsafe) public let kSecAttrSecurityDomain: CFString = "sdmn"
 /// The server of an internet password.
-public let kSecAttrServer: CFString = "srvr"
+nonisolated(unsafe) public let kSecAttrServer: CFString = "srvr"
 /// The protocol of an internet password (a `kSecAttrProtocol…` value).
-public let kSecAttrProtocol: CFString = "ptcl"
+nonisolated(unsafe) public let kSecAttrProtocol: CFString = "ptcl"
 /// The authentication scheme of an internet password (a `kSecAttrAuthenticationType…` value).
-public let kSecAttrAuthenticationType: CFString = "atyp"
+nonisolated(unsafe) public let kSecAttrAuthenticationType: CFString = "atyp"
 /// The port of an internet password (a number).
-public let kSecAttrPort: CFString = "port"
+nonisolated(unsafe) public let kSecAttrPort: CFString = "port"
 /// The path of an internet password.
-public let kSecAttrPath: CFString = "path"
+nonisolated(unsafe) public let kSecAttrPath: CFString = "path"
 /// A certificate's subject (DER).
-public let kSecAttrSubject: CFString = "subj"
+nonisolated(unsafe) public let kSecAttrSubject: CFString = "subj"
 /// A certificate's issuer (DER).
-public let kSecAttrIssuer: CFString = "issr"
+nonisolated(unsafe) public let kSecAttrIssuer: CFString = "issr"
 /// A certificate's serial number.
-public let kSecAttrSerialNumber: CFString = "slnr"
+nonisolated(unsafe) public let kSecAttrSerialNumber: CFString = "slnr"
 /// A certificate's subject key identifier.
-public let kSecAttrSubjectKeyID: CFString = "skid"
+nonisolated(unsafe) public let kSecAttrSubjectKeyID: CFString = "skid"
 /// A certificate's public-key hash.
-public let kSecAttrPublicKeyHash: CFString = "pkhh"
+nonisolated(unsafe) public let kSecAttrPublicKeyHash: CFString = "pkhh"
 /// A certificate's type (a number).
-public let kSecAttrCertificateType: CFString = "ctyp"
+nonisolated(unsafe) public let kSecAttrCertificateType: CFString = "ctyp"
 /// A certificate's encoding (a number).
-public let kSecAttrCertificateEncoding: CFString = "cenc"
+nonisolated(unsafe) public let kSecAttrCertificateEncoding: CFString = "cenc"
 /// A key's class (`kSecAttrKeyClassPublic`, `…Private`, `…Symmetric`).
-public let kSecAttrKeyClass: CFString = "kcls"
+nonisolated(unsafe) public let kSecAttrKeyClass: CFString = "kcls"
 /// A key's application label (for EC keys: SHA-1 of the public key).
-public let kSecAttrApplicationLabel: CFString = "klbl"
+nonisolated(unsafe) public let kSecAttrApplicationLabel: CFString = "klbl"
 /// Whether a key is stored permanently.
-public let kSecAttrIsPermanent: CFString = "perm"
+nonisolated(unsafe) public let kSecAttrIsPermanent: CFString = "perm"
 /// Whether a key is sensitive (macOS).
-public let kSecAttrIsSensitive: CFString = "sens"
+nonisolated(unsafe) public let kSecAttrIsSensitive: CFString = "sens"
 /// Whether a key is extractable (macOS).
-public let kSecAttrIsExtractable: CFString = "extr"
+nonisolated(unsafe) public let kSecAttrIsExtractable: CFString = "extr"
 /// A key's application tag (data).
-public let kSecAttrApplicationTag: CFString = "atag"
+nonisolated(unsafe) public let kSecAttrApplicationTag: CFString = "atag"
 /// A key's algorithm (a `kSecAttrKeyType…` value).
-public let kSecAttrKeyType: CFString = "type"
+nonisolated(unsafe) public let kSecAttrKeyType: CFString = "type"
 /// A key's size in bits.
-public let kSecAttrKeySizeInBits: CFString = "bsiz"
+nonisolated(unsafe) public let kSecAttrKeySizeInBits: CFString = "bsiz"
 /// A key's effective size in bits.
-public let kSecAttrEffectiveKeySize: CFString = "esiz"
+nonisolated(unsafe) public let kSecAttrEffectiveKeySize: CFString = "esiz"
 /// Whether a key can encrypt.
-public let kSecAttrCanEncrypt: CFString = "encr"
+nonisolated(unsafe) public let kSecAttrCanEncrypt: CFString = "encr"
 /// Whether a key can decrypt.
-public let kSecAttrCanDecrypt: CFString = "decr"
+nonisolated(unsafe) public let kSecAttrCanDecrypt: CFString = "decr"
 /// Whether a key can derive other keys.
-public let kSecAttrCanDerive: CFString = "drve"
+nonisolated(unsafe) public let kSecAttrCanDerive: CFString = "drve"
 /// Whether a key can sign.
-public let kSecAttrCanSign: CFString = "sign"
+nonisolated(unsafe) public let kSecAttrCanSign: CFString = "sign"
 /// Whether a key can verify.
-public let kSecAttrCanVerify: CFString = "vrfy"
+nonisolated(unsafe) public let kSecAttrCanVerify: CFString = "vrfy"
 /// Whether a key can wrap other keys.
-public let kSecAttrCanWrap: CFString = "wrap"
+nonisolated(unsafe) public let kSecAttrCanWrap: CFString = "wrap"
 /// Whether a key can unwrap other keys.
-public let kSecAttrCanUnwrap: CFString = "unwp"
+nonisolated(unsafe) public let kSecAttrCanUnwrap: CFString = "unwp"
 /// The token holding a key.
-public let kSecAttrTokenID: CFString = "tkid"
+nonisolated(unsafe) public let kSecAttrTokenID: CFString = "tkid"
 /// The Secure Enclave token (here: the software enclave).
-public let kSecAttrTokenIDSecureEnclave: CFString = "com.apple.setoken"
+nonisolated(unsafe) public let kSecAttrTokenIDSecureEnclave: CFString = "com.apple.setoken"
 /// The access group of token items.
-public let kSecAttrAccessGroupToken: CFString = "com.apple.token"
+nonisolated(unsafe) public let kSecAttrAccessGroupToken: CFString = "com.apple.token"
 
 // MARK: Accessibility
 
 /// Readable only while the device is unlocked; only if a passcode is set; never leaves the device.
-public let kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly: CFString = "akpu"
+nonisolated(unsafe) public let kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly: CFString = "akpu"
 /// Readable only while unlocked (the default).
-public let kSecAttrAccessibleWhenUnlocked: CFString = "ak"
+nonisolated(unsafe) public let kSecAttrAccessibleWhenUnlocked: CFString = "ak"
 /// Readable only while unlocked; never leaves the device.
-public let kSecAttrAccessibleWhenUnlockedThisDeviceOnly: CFString = "aku"
+nonisolated(unsafe) public let kSecAttrAccessibleWhenUnlockedThisDeviceOnly: CFString = "aku"
 /// Readable after the first unlock since boot.
-public let kSecAttrAccessibleAfterFirstUnlock: CFString = "ck"
+nonisolated(unsafe) public let kSecAttrAccessibleAfterFirstUnlock: CFString = "ck"
 /// Readable after the first unlock since boot; never leaves the device.
-public let kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly: CFString = "cku"
+nonisolated(unsafe) public let kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly: CFString = "cku"
 /// Always readable (deprecated by Apple).
-public let kSecAttrAccessibleAlways: CFString = "dk"
+nonisolated(unsafe) public let kSecAttrAccessibleAlways: CFString = "dk"
 /// Always readable; never leaves the device (deprecated by Apple).
-public let kSecAttrAccessibleAlwaysThisDeviceOnly: CFString = "dku"
+nonisolated(unsafe) public let kSecAttrAccessibleAlwaysThisDeviceOnly: CFString = "dku"
 
 // MARK: Key classes and types
 
 /// A public key.
-public let kSecAttrKeyClassPublic: CFString = "0"
+nonisolated(unsafe) public let kSecAttrKeyClassPublic: CFString = "0"
 /// A private key.
-public let kSecAttrKeyClassPrivate: CFString = "1"
+nonisolated(unsafe) public let kSecAttrKeyClassPrivate: CFString = "1"
 /// A symmetric key.
-public let kSecAttrKeyClassSymmetric: CFString = "2"
+nonisolated(unsafe) public let kSecAttrKeyClassSymmetric: CFString = "2"
 /// RSA.
-public let kSecAttrKeyTypeRSA: CFString = "42"
+nonisolated(unsafe) public let kSecAttrKeyTypeRSA: CFString = "42"
 /// Elliptic curve (same value as `kSecAttrKeyTypeECSECPrimeRandom`).
-public let kSecAttrKeyTypeEC: CFString = "73"
+nonisolated(unsafe) public let kSecAttrKeyTypeEC: CFString = "73"
 /// Elliptic curve over a prime field (P-256 here).
-public let kSecAttrKeyTypeECSECPrimeRandom: CFString = "73"
+nonisolated(unsafe) public let kSecAttrKeyTypeECSECPrimeRandom: CFString = "73"
 /// Attributes of the private key, in `SecKeyCreateRandomKey`'s parameters.
-public let kSecPrivateKeyAttrs: CFString = "private"
+nonisolated(unsafe) public let kSecPrivateKeyAttrs: CFString = "private"
 /// Attributes of the public key, in `SecKeyCreateRandomKey`'s parameters.
-public let kSecPublicKeyAttrs: CFString = "public"
+nonisolated(unsafe) public let kSecPublicKeyAttrs: CFString = "public"
 
 // MARK: Internet protocols
 
 /// FTP.
-public let kSecAttrProtocolFTP: CFString = "ftp "
+nonisolated(unsafe) public let kSecAttrProtocolFTP: CFString = "ftp "
 /// FTP account.
-public let kSecAttrProtocolFTPAccount: CFString = "ftpa"
+nonisolated(unsafe) public let kSecAttrProtocolFTPAccount: CFString = "ftpa"
 /// HTTP.
-public let kSecAttrProtocolHTTP: CFString = "http"
+nonisolated(unsafe) public let kSecAttrProtocolHTTP: CFString = "http"
 /// IRC.
-public let kSecAttrProtocolIRC: CFString = "irc "
+nonisolated(unsafe) public let kSecAttrProtocolIRC: CFString = "irc "
 /// NNTP.
-public let kSecAttrProtocolNNTP: CFString = "nntp"
+nonisolated(unsafe) public let kSecAttrProtocolNNTP: CFString = "nntp"
 /// POP3.
-public let kSecAttrProtocolPOP3: CFString = "pop3"
+nonisolated(unsafe) public let kSecAttrProtocolPOP3: CFString = "pop3"
 /// SMTP.
-public let kSecAttrProtocolSMTP: CFString = "smtp"
+nonisolated(unsafe) public let kSecAttrProtocolSMTP: CFString = "smtp"
 /// SOCKS.
-public let kSecAttrProtocolSOCKS: CFString = "sox "
+nonisolated(unsafe) public let kSecAttrProtocolSOCKS: CFString = "sox "
 /// IMAP.
-public let kSecAttrProtocolIMAP: CFString = "imap"
+nonisolated(unsafe) public let kSecAttrProtocolIMAP: CFString = "imap"
 /// LDAP.
-public let kSecAttrProtocolLDAP: CFString = "ldap"
+nonisolated(unsafe) public let kSecAttrProtocolLDAP: CFString = "ldap"
 /// AppleTalk.
-public let kSecAttrProtocolAppleTalk: CFString = "atlk"
+nonisolated(unsafe) public let kSecAttrProtocolAppleTalk: CFString = "atlk"
 /// AFP.
-public let kSecAttrProtocolAFP: CFString = "afp "
+nonisolated(unsafe) public let kSecAttrProtocolAFP: CFString = "afp "
 /// Telnet.
-public let kSecAttrProtocolTelnet: CFString = "teln"
+nonisolated(unsafe) public let kSecAttrProtocolTelnet: CFString = "teln"
 /// SSH.
-public let kSecAttrProtocolSSH: CFString = "ssh "
+nonisolated(unsafe) public let kSecAttrProtocolSSH: CFString = "ssh "
 /// FTP over TLS.
-public let kSecAttrProtocolFTPS: CFString = "ftps"
+nonisolated(unsafe) public let kSecAttrProtocolFTPS: CFString = "ftps"
 /// HTTPS.
-public let kSecAttrProtocolHTTPS: CFString = "htps"
+nonisolated(unsafe) public let kSecAttrProtocolHTTPS: CFString = "htps"
 /// HTTP proxy.
-public let kSecAttrProtocolHTTPProxy: CFString = "htpx"
+nonisolated(unsafe) public let kSecAttrProtocolHTTPProxy: CFString = "htpx"
 /// HTTPS proxy.
-public let kSecAttrProtocolHTTPSProxy: CFString = "htsx"
+nonisolated(unsafe) public let kSecAttrProtocolHTTPSProxy: CFString = "htsx"
 /// FTP proxy.
-public let kSecAttrProtocolFTPProxy: CFString = "ftpx"
+nonisolated(unsafe) public let kSecAttrProtocolFTPProxy: CFString = "ftpx"
 /// SMB.
-public let kSecAttrProtocolSMB: CFString = "smb "
+nonisolated(unsafe) public let kSecAttrProtocolSMB: CFString = "smb "
 /// RTSP.
-public let kSecAttrProtocolRTSP: CFString = "rtsp"
+nonisolated(unsafe) public let kSecAttrProtocolRTSP: CFString = "rtsp"
 /// RTSP proxy.
-public let kSecAttrProtocolRTSPProxy: CFString = "rtsx"
+nonisolated(unsafe) public let kSecAttrProtocolRTSPProxy: CFString = "rtsx"
 /// DAAP.
-public let kSecAttrProtocolDAAP: CFString = "daap"
+nonisolated(unsafe) public let kSecAttrProtocolDAAP: CFString = "daap"
 /// EPPC.
-public let kSecAttrProtocolEPPC: CFString = "eppc"
+nonisolated(unsafe) public let kSecAttrProtocolEPPC: CFString = "eppc"
 /// IPP.
-public let kSecAttrProtocolIPP: CFString = "ipp "
+nonisolated(unsafe) public let kSecAttrProtocolIPP: CFString = "ipp "
 /// NNTP over TLS.
-public let kSecAttrProtocolNNTPS: CFString = "ntps"
+nonisolated(unsafe) public let kSecAttrProtocolNNTPS: CFString = "ntps"
 /// LDAP over TLS.
-public let kSecAttrProtocolLDAPS: CFString = "ldps"
+nonisolated(unsafe) public let kSecAttrProtocolLDAPS: CFString = "ldps"
 /// Telnet over TLS.
-public let kSecAttrProtocolTelnetS: CFString = "tels"
+nonisolated(unsafe) public let kSecAttrProtocolTelnetS: CFString = "tels"
 /// IMAP over TLS.
-public let kSecAttrProtocolIMAPS: CFString = "imps"
+nonisolated(unsafe) public let kSecAttrProtocolIMAPS: CFString = "imps"
 /// IRC over TLS.
-public let kSecAttrProtocolIRCS: CFString = "ircs"
+nonisolated(unsafe) public let kSecAttrProtocolIRCS: CFString = "ircs"
 /// POP3 over TLS.
-public let kSecAttrProtocolPOP3S: CFString = "pops"
+nonisolated(unsafe) public let kSecAttrProtocolPOP3S: CFString = "pops"
 
 // MARK: Authentication types
 
 /// NTLM.
-public let kSecAttrAuthenticationTypeNTLM: CFString = "ntlm"
+nonisolated(unsafe) public let kSecAttrAuthenticationTypeNTLM: CFString = "ntlm"
 /// MSN.
-public let kSecAttrAuthenticationTypeMSN: CFString = "msna"
+nonisolated(unsafe) public let kSecAttrAuthenticationTypeMSN: CFString = "msna"
 /// DPA.
-public let kSecAttrAuthenticationTypeDPA: CFString = "dpaa"
+nonisolated(unsafe) public let kSecAttrAuthenticationTypeDPA: CFString = "dpaa"
 /// RPA.
-public let kSecAttrAuthenticationTypeRPA: CFString = "rpaa"
+nonisolated(unsafe) public let kSecAttrAuthenticationTypeRPA: CFString = "rpaa"
 /// HTTP basic.
-public let kSecAttrAuthenticationTypeHTTPBasic: CFString = "http"
+nonisolated(unsafe) public let kSecAttrAuthenticationTypeHTTPBasic: CFString = "http"
 /// HTTP digest.
-public let kSecAttrAuthenticationTypeHTTPDigest: CFString = "httd"
+nonisolated(unsafe) public let kSecAttrAuthenticationTypeHTTPDigest: CFString = "httd"
 /// HTML form.
-public let kSecAttrAuthenticationTypeHTMLForm: CFString = "form"
+nonisolated(unsafe) public let kSecAttrAuthenticationTypeHTMLForm: CFString = "form"
 /// The default scheme.
-public let kSecAttrAuthenticationTypeDefault: CFString = "dflt"
+nonisolated(unsafe) public let kSecAttrAuthenticationTypeDefault: CFString = "dflt"
 
 // MARK: Search
 
 /// How many matches to return: `kSecMatchLimitOne` (the default), `kSecMatchLimitAll` or a number.
-public let kSecMatchLimit: CFString = "m_Limit"
+nonisolated(unsafe) public let kSecMatchLimit: CFString = "m_Limit"
 /// One match.
-public let kSecMatchLimitOne: CFString = "m_LimitOne"
+nonisolated(unsafe) public let kSecMatchLimitOne: CFString = "m_LimitOne"
 /// Every match.
-public let kSecMatchLimitAll: CFString = "m_LimitAll"
+nonisolated(unsafe) public let kSecMatchLimitAll: CFString = "m_LimitAll"
 /// Compare strings without regard to case.
-public let kSecMatchCaseInsensitive: CFString = "m_CaseInsensitive"
+nonisolated(unsafe) public let kSecMatchCaseInsensitive: CFString = "m_CaseInsensitive"
 /// Match certificates by policy (not supported: `errSecParam`).
-public let kSecMatchPolicy: CFString = "m_Policy"
+nonisolated(unsafe) public let kSecMatchPolicy: CFString = "m_Policy"
 /// Match within a list of items (not supported: `errSecParam`).
-public let kSecMatchItemList: CFString = "m_ItemList"
+nonisolated(unsafe) public let kSecMatchItemList: CFString = "m_ItemList"
 /// Match certificates by issuer (not supported: `errSecParam`).
-public let kSecMatchIssuers: CFString = "m_Issuers"
+nonisolated(unsafe) public let kSecMatchIssuers: CFString = "m_Issuers"
 /// Match certificates valid on a date (not supported: `errSecParam`).
-public let kSecMatchValidOnDate: CFString = "m_ValidOnDate"
+nonisolated(unsafe) public let kSecMatchValidOnDate: CFString = "m_ValidOnDate"
 /// Match only trusted certificates (not supported: `errSecParam`).
-public let kSecMatchTrustedOnly: CFString = "m_TrustedOnly"
+nonisolated(unsafe) public let kSecMatchTrustedOnly: CFString = "m_TrustedOnly"
 
 // MARK: Return types and values
 
 /// Return the item's data.
-public let kSecReturnData: CFString = "r_Data"
+nonisolated(unsafe) public let kSecReturnData: CFString = "r_Data"
 /// Return the item's attributes.
-public let kSecReturnAttributes: CFString = "r_Attributes"
+nonisolated(unsafe) public let kSecReturnAttributes: CFString = "r_Attributes"
 /// Return a reference (`SecCertificate`, `SecKey`, `SecIdentity`).
-public let kSecReturnRef: CFString = "r_Ref"
+nonisolated(unsafe) public let kSecReturnRef: CFString = "r_Ref"
 /// Return a persistent reference.
-public let kSecReturnPersistentRef: CFString = "r_PersistentRef"
+nonisolated(unsafe) public let kSecReturnPersistentRef: CFString = "r_PersistentRef"
 /// The item's data.
-public let kSecValueData: CFString = "v_Data"
+nonisolated(unsafe) public let kSecValueData: CFString = "v_Data"
 /// A reference to the item.
-public let kSecValueRef: CFString = "v_Ref"
+nonisolated(unsafe) public let kSecValueRef: CFString = "v_Ref"
 /// A persistent reference to the item.
-public let kSecValuePersistentRef: CFString = "v_PersistentRef"
+nonisolated(unsafe) public let kSecValuePersistentRef: CFString = "v_PersistentRef"
 /// The item's persistent reference as an attribute (`"persistref"`): returned among `kSecReturnAttributes`
 /// results, and accepted in a query with the same meaning as `kSecValuePersistentRef`.
-public let kSecAttrPersistentReference: CFString = "persistref"
+nonisolated(unsafe) public let kSecAttrPersistentReference: CFString = "persistref"
 
 // MARK: Use
 
 /// The `LAContext` to authenticate with.
-public let kSecUseAuthenticationContext: CFString = "u_AuthCtx"
+nonisolated(unsafe) public let kSecUseAuthenticationContext: CFString = "u_AuthCtx"
 /// Whether the user may be asked to authenticate.
-public let kSecUseAuthenticationUI: CFString = "u_AuthUI"
+nonisolated(unsafe) public let kSecUseAuthenticationUI: CFString = "u_AuthUI"
 /// The user may be asked (the default).
-public let kSecUseAuthenticationUIAllow: CFString = "u_AuthUIA"
+nonisolated(unsafe) public let kSecUseAuthenticationUIAllow: CFString = "u_AuthUIA"
 /// Fail with `errSecInteractionNotAllowed` instead of asking.
-public let kSecUseAuthenticationUIFail: CFString = "u_AuthUIF"
+nonisolated(unsafe) public let kSecUseAuthenticationUIFail: CFString = "u_AuthUIF"
 /// Skip items that would need an authentication (`SecItemCopyMatching` only).
-public let kSecUseAuthenticationUISkip: CFString = "u_AuthUIS"
+nonisolated(unsafe) public let kSecUseAuthenticationUISkip: CFString = "u_AuthUIS"
 /// The reason shown when asking (deprecated by Apple for `LAContext.localizedReason`).
-public let kSecUseOperationPrompt: CFString = "u_OpPrompt"
+nonisolated(unsafe) public let kSecUseOperationPrompt: CFString = "u_OpPrompt"
 /// Do not ask (deprecated by Apple).
-public let kSecUseNoAuthenticationUI: CFString = "u_NoAuthUI"
+nonisolated(unsafe) public let kSecUseNoAuthenticationUI: CFString = "u_NoAuthUI"
 /// Use the data-protection keychain (always so here).
-public let kSecUseDataProtectionKeychain: CFString = "nleg"
+nonisolated(unsafe) public let kSecUseDataProtectionKeychain: CFString = "nleg"

@@ -65,7 +65,7 @@ public final class SecKey: Sendable {
     }
 
     private static func material(keyData: SecureBytes, attributes: [String: KeychainValue]) -> Material {
-        if attributes["tkid"] == .string(kSecAttrTokenIDSecureEnclave) {
+        if attributes["tkid"] == .string(kSecAttrTokenIDSecureEnclave as String) {
             let handle = keyData.unprotectedData()
             if let point = KeyRequest.publicKey(ofHandle: handle),
                 let publicKey = try? P256.PublicKey(x963Representation: point),
@@ -102,12 +102,12 @@ public final class SecKey: Sendable {
     /// size, label and token from: the stored or creation attributes, then what the key itself says.
     var keyAttributes: [String: KeychainValue] {
         var result = storedAttributes
-        result["class"] = .string(kSecClassKey)
+        result["class"] = .string(kSecClassKey as String)
         guard let publicKey else { return result }
-        result["type"] = .string(kSecAttrKeyTypeECSECPrimeRandom)
+        result["type"] = .string(kSecAttrKeyTypeECSECPrimeRandom as String)
         result["bsiz"] = .integer(256)
         result["esiz"] = .integer(256)
-        result["kcls"] = .string(isPrivate ? kSecAttrKeyClassPrivate : kSecAttrKeyClassPublic)
+        result["kcls"] = .string((isPrivate ? kSecAttrKeyClassPrivate : kSecAttrKeyClassPublic) as String)
         result["klbl"] = .data(InsecureSHA1.hash(publicKey.x963Representation))
         result["sign"] = .bool(isPrivate)
         result["decr"] = .bool(isPrivate)
@@ -115,7 +115,7 @@ public final class SecKey: Sendable {
         result["vrfy"] = .bool(!isPrivate)
         result["encr"] = .bool(!isPrivate)
         switch material {
-        case .enclave: result["tkid"] = .string(kSecAttrTokenIDSecureEnclave)
+        case .enclave: result["tkid"] = .string(kSecAttrTokenIDSecureEnclave as String)
         case .publicKey(let key): result["v_Data"] = .data(key.x963Representation)
         default: break
         }

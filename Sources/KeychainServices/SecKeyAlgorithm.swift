@@ -7,7 +7,8 @@ import SecureCrypto
 /// ones this implementation runs: all ECDSA digest variants, ECDSA over messages with SHA-1 and SHA-256, ECIES and
 /// X9.63 ECDH with SHA-256, and raw ECDH. (Apple also runs the SHA-224/384/512 message, ECIES and ECDH variants;
 /// here they are unsupported and fail with `errSecParam`.) RSA keys do not exist here.
-public struct SecKeyAlgorithm: RawRepresentable, Hashable, Sendable {
+// Safe to share: `rawValue` is an immutable string object, never mutated after creation.
+public struct SecKeyAlgorithm: RawRepresentable, Hashable, @unchecked Sendable {
     /// Apple's string for the algorithm.
     public var rawValue: CFString
 
@@ -144,10 +145,10 @@ public enum SecKeyOperationType: Int, Sendable {
 
 /// `SecKeyCopyKeyExchangeResult` parameter: the number of bytes to derive (a number; required by the X9.63
 /// variants).
-public let kSecKeyKeyExchangeParameterRequestedSize: CFString = "requestedSize"
+nonisolated(unsafe) public let kSecKeyKeyExchangeParameterRequestedSize: CFString = "requestedSize"
 
 /// `SecKeyCopyKeyExchangeResult` parameter: the X9.63 KDF's shared info (data; optional).
-public let kSecKeyKeyExchangeParameterSharedInfo: CFString = "sharedInfo"
+nonisolated(unsafe) public let kSecKeyKeyExchangeParameterSharedInfo: CFString = "sharedInfo"
 
 /// How this implementation runs each supported algorithm.
 enum SecKeyAlgorithmKind: Sendable {

@@ -27,7 +27,7 @@ struct SecKeyGeneration {
         }
         try Self.checkKeyType(common)
         if let token = common["tkid"] {
-            guard token == .string(kSecAttrTokenIDSecureEnclave) else {
+            guard token == .string(kSecAttrTokenIDSecureEnclave as String) else {
                 throw KeychainStatus(.param, "the only token is kSecAttrTokenIDSecureEnclave")
             }
             inEnclave = true
@@ -48,8 +48,8 @@ struct SecKeyGeneration {
             var item: [String: KeychainValue]?
             if privateItem["perm"]?.boolValue == true {
                 // The engine adds the application label once the key (and so its public key) exists.
-                item = self.item(privateItem, keyClass: kSecAttrKeyClassPrivate, publicKey: Data())
-                item?["tkid"] = .string(kSecAttrTokenIDSecureEnclave)
+                item = self.item(privateItem, keyClass: kSecAttrKeyClassPrivate as String, publicKey: Data())
+                item?["tkid"] = .string(kSecAttrTokenIDSecureEnclave as String)
             }
             guard
                 case .generated(let handle, let point) = try client.send(
@@ -62,14 +62,14 @@ struct SecKeyGeneration {
             publicKey = privateKey.publicKey
             if privateItem["perm"]?.boolValue == true {
                 var item = self.item(
-                    privateItem, keyClass: kSecAttrKeyClassPrivate, publicKey: publicKey.x963Representation)
+                    privateItem, keyClass: kSecAttrKeyClassPrivate as String, publicKey: publicKey.x963Representation)
                 item["v_Data"] = .data(privateKey.x963Representation.unprotectedData())
                 _ = try client.send(.add(item))
             }
             material = .privateKey(privateKey)
         }
         if publicItem["perm"]?.boolValue == true {
-            var item = self.item(publicItem, keyClass: kSecAttrKeyClassPublic, publicKey: publicKey.x963Representation)
+            var item = self.item(publicItem, keyClass: kSecAttrKeyClassPublic as String, publicKey: publicKey.x963Representation)
             item["v_Data"] = .data(publicKey.x963Representation)
             _ = try client.send(.add(item))
         }
@@ -82,10 +82,10 @@ struct SecKeyGeneration {
         _ attributes: [String: KeychainValue], keyClass: String, publicKey: Data
     ) -> [String: KeychainValue] {
         var item = attributes
-        if let context { item[kSecUseAuthenticationContext] = .data(Data(context.bytes)) }
-        item["class"] = .string(kSecClassKey)
+        if let context { item[kSecUseAuthenticationContext as String] = .data(Data(context.bytes)) }
+        item["class"] = .string(kSecClassKey as String)
         item["kcls"] = .string(keyClass)
-        item["type"] = .string(kSecAttrKeyTypeECSECPrimeRandom)
+        item["type"] = .string(kSecAttrKeyTypeECSECPrimeRandom as String)
         item["bsiz"] = .integer(256)
         item["esiz"] = .integer(256)
         if item["klbl"] == nil && !publicKey.isEmpty { item["klbl"] = .data(InsecureSHA1.hash(publicKey)) }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Authenticators
 import Foundation
 import KeychainServices
+import SwiftKeychain
 import SecureCrypto
 import SecurityClient
 import SecurityServer
@@ -59,7 +60,7 @@ struct KeychainCommandFailure: Error, CustomStringConvertible {
     var operation: String
 
     var description: String {
-        "lactl: \(operation): \(SecCopyErrorMessageString(status, nil) ?? "OSStatus \(status)")"
+        "lactl: \(operation): \(SecCopyErrorMessageString(status, nil) as String? ?? "OSStatus \(status)")"
     }
 }
 

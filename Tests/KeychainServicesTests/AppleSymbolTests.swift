@@ -91,4 +91,29 @@ struct AppleSymbolTests {
         #expect(CFErrorCopyUserInfo(cfError) != nil)
         #expect(!(CFErrorCopyDescription(cfError) as String).isEmpty)
     }
+
+    /// Item 2: CF types as Apple shapes them. `CFString` constants are objects (`AnyObject`, `CFTypeRef`),
+    /// `kCFBooleanTrue` is implicitly unwrapped, and the three ways Apple code writes a query all work.
+    @Test func cfTypesAreShapedAsApplesAre() throws {
+        try TestStore().with {
+            let asObject: CFTypeRef = kSecClassGenericPassword
+            #expect(asObject as? String == "genp")
+            let objects: [String: AnyObject] = [
+                kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "o" as AnyObject,
+                kSecValueData as String: Data("1".utf8) as AnyObject, kSecReturnData as String: kCFBooleanTrue!,
+            ]
+            var added: CFTypeRef?
+            #expect(SecItemAdd(objects as CFDictionary, &added) == errSecSuccess)
+            #expect(added as? Data == Data("1".utf8))
+            let keyed = [kSecClass: kSecClassGenericPassword, kSecAttrAccount: "o" as CFString, kSecReturnData: kCFBooleanTrue]
+                as CFDictionary
+            var found: CFTypeRef?
+            #expect(SecItemCopyMatching(keyed, &found) == errSecSuccess)
+            #expect(found as? Data == Data("1".utf8))
+            let strings: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "o"]
+            #expect(SecItemDelete(strings as CFDictionary) == errSecSuccess)
+            let flag: Bool = kCFBooleanFalse.boolValue
+            #expect(!flag)
+        }
+    }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import KeychainServices
+import SwiftKeychain
 import SecurityClient
 import SecurityServer
 import Testing

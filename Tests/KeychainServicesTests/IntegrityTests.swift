@@ -1,5 +1,6 @@
 import Foundation
 import KeychainServices
+import SwiftKeychain
 import KeychainStore
 import SecurityClient
 import SecurityServer

@@ -1,5 +1,6 @@
 import Foundation
 import KeychainServices
+import SwiftKeychain
 import SecurityClient
 import SecurityServer
 import Testing
@@ -404,7 +405,7 @@ struct SecItemSemanticsTests {
             let attributes = copyMatching([
                 kSecClass as String: kSecClassGenericPassword, kSecReturnAttributes as String: true,
             ]).1 as? [String: Any]
-            #expect(attributes?[kSecAttrAccessible as String] as? String == kSecAttrAccessibleWhenUnlocked)
+            #expect(attributes?[kSecAttrAccessible as String] as? String == kSecAttrAccessibleWhenUnlocked as String)
             #expect(attributes?[kSecAttrSynchronizable as String] as? Bool == false)
         }
     }

@@ -1,6 +1,7 @@
 import Authenticators
 import Foundation
 import KeychainServices
+import SwiftKeychain
 import SecureCrypto
 import SecurityClient
 import SecurityServer

@@ -111,8 +111,8 @@ struct LARightStoreTests {
             let one = try await store.right(forIdentifier: "one")
             try await store.removeRight(one)
             await #expect(throws: (any Error).self) { try await store.right(forIdentifier: "one") }
-            #expect(Self.count(kSecClassKey) == 0)
-            #expect(Self.count(kSecClassGenericPassword) == 0)
+            #expect(Self.count(kSecClassKey as String) == 0)
+            #expect(Self.count(kSecClassGenericPassword as String) == 0)
 
             _ = try await store.saveRight(LARight(), identifier: "a", secret: Data("a".utf8))
             _ = try await store.saveRight(LARight(), identifier: "b")
@@ -127,8 +127,8 @@ struct LARightStoreTests {
             #expect(fetched)
             try await store.removeAllRights()
             #expect(try store.identifiers().isEmpty)
-            #expect(Self.count(kSecClassKey) == 0)
-            #expect(Self.count(kSecClassGenericPassword) == 0)
+            #expect(Self.count(kSecClassKey as String) == 0)
+            #expect(Self.count(kSecClassGenericPassword as String) == 0)
         }
         await world.close()
     }

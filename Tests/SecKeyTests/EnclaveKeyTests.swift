@@ -148,7 +148,7 @@ struct EnclaveKeyTests {
             let publicKey = try #require(SecKeyCopyPublicKey(privateKey))
             #expect((SecKeyCopyExternalRepresentation(publicKey, nil) as Data?)?.count == 65)
             let attributes = try #require(SecKeyCopyAttributes(privateKey) as? [String: Any])
-            #expect(attributes[kSecAttrTokenID as String] as? String == kSecAttrTokenIDSecureEnclave)
+            #expect(attributes[kSecAttrTokenID as String] as? String == kSecAttrTokenIDSecureEnclave as String)
             #expect(attributes[kSecValueData as String] == nil)
         }
     }
@@ -256,8 +256,8 @@ struct EnclaveKeyTests {
                     ] as CFDictionary, &result) == errSecSuccess)
             let found = try #require(result as? [String: Any])
             #expect(found[kSecAttrApplicationLabel as String] as? Data == label)
-            #expect(found[kSecAttrTokenID as String] as? String == kSecAttrTokenIDSecureEnclave)
-            #expect(found[kSecAttrKeyClass as String] as? String == kSecAttrKeyClassPrivate)
+            #expect(found[kSecAttrTokenID as String] as? String == kSecAttrTokenIDSecureEnclave as String)
+            #expect(found[kSecAttrKeyClass as String] as? String == kSecAttrKeyClassPrivate as String)
             #expect(found[kSecAttrAccessControl as String] is SecAccessControl)
             let key = try #require(found[kSecValueRef as String].map { $0 as! SecKey })
             #expect(SecKeyCopyExternalRepresentation(SecKeyCopyPublicKey(key)!, nil) as Data? == publicBytes)
@@ -363,7 +363,7 @@ struct KeyReferenceAddTests {
                             kSecReturnAttributes as String: true, kSecReturnRef as String: true,
                         ] as CFDictionary, &result) == errSecSuccess)
                 let found = try #require(result as? [String: Any])
-                #expect(found[kSecAttrKeyClass as String] as? String == kSecAttrKeyClassPrivate)
+                #expect(found[kSecAttrKeyClass as String] as? String == kSecAttrKeyClassPrivate as String)
                 #expect(found[kSecAttrApplicationLabel as String] as? Data == InsecureSHA1.hash(try publicKeyBytes(key)))
                 let stored = try #require(found[kSecValueRef as String].map { $0 as! SecKey })
                 let signature = try secKeyCall {

@@ -262,8 +262,8 @@ struct SoftwareKeyTests {
             let publicBytes = try publicKeyBytes(privateKey)
             let attributes = try #require(SecKeyCopyAttributes(privateKey) as? [String: Any])
             #expect(attributes[kSecAttrApplicationLabel as String] as? Data == InsecureSHA1.hash(publicBytes))
-            #expect(attributes[kSecAttrKeyClass as String] as? String == kSecAttrKeyClassPrivate)
-            #expect(attributes[kSecAttrKeyType as String] as? String == kSecAttrKeyTypeECSECPrimeRandom)
+            #expect(attributes[kSecAttrKeyClass as String] as? String == kSecAttrKeyClassPrivate as String)
+            #expect(attributes[kSecAttrKeyType as String] as? String == kSecAttrKeyTypeECSECPrimeRandom as String)
             #expect(attributes[kSecAttrKeySizeInBits as String] as? Int == 256)
         }
     }

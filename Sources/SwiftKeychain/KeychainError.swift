@@ -1,3 +1,4 @@
+import KeychainServices
 import SecurityServer
 
 /// A failed keychain operation in the typed Swift API, carrying the same `OSStatus` the SecItem functions return.

@@ -1,4 +1,5 @@
 import Foundation
+import KeychainServices
 import KeychainStore
 import SecureCrypto
 import SecurityClient

@@ -1,4 +1,5 @@
 import Foundation
+import KeychainServices
 import KeychainStore
 import SecurityServer
 
@@ -250,8 +251,8 @@ public struct KeychainKey: KeychainItem, KeychainItemCoding, Hashable {
         else { return nil }
         self.init(
             keyClass: keyClass, keyType: keyType, sizeInBits: Int(attributes["bsiz"]?.integerValue ?? 0),
-            applicationTag: KeychainServices.data(attributes["atag"]) ?? Data(),
-            applicationLabel: KeychainServices.data(attributes["klbl"]) ?? Data(), keyData: data ?? Data(),
+            applicationTag: SwiftKeychain.data(attributes["atag"]) ?? Data(),
+            applicationLabel: SwiftKeychain.data(attributes["klbl"]) ?? Data(), keyData: data ?? Data(),
             label: attributes["labl"]?.stringValue, accessGroup: attributes["agrp"]?.stringValue,
             accessibility: accessibility)
     }
