@@ -22,21 +22,29 @@ package enum AttributeSchema {
         /// A number Apple spells as a decimal string constant (`kSecAttrKeyClassPrivate` = `"1"`); stored as the
         /// string, accepted as either.
         case numericString
+        /// Apple's "Blob" attributes (`kSecAttrAccount`, `kSecAttrService`, `kSecAttrLabel`…, securityd's
+        /// SecItemSchema.c): a string or bytes, stored and returned in the type given (securityd's `copyBlob`
+        /// keeps a CFString or CFData as it is), matched by their bytes either way.
+        case stringOrData
+        /// A number that may also be given as a string (`kSecAttrCreator` / `kSecAttrType` as `"aapl"`): stored and
+        /// returned as given.
+        case numberOrString
     }
 
     private static let common: [String: Kind] = [
         "accc": .accessControl, "agrp": .string, "pdmn": .protection, "sync": .bool, "cdat": .date, "mdat": .date,
-        "labl": .string,
+        "labl": .stringOrData,
     ]
     private static let password: [String: Kind] = [
-        "desc": .string, "icmt": .string, "crtr": .number, "type": .number, "invi": .bool, "nega": .bool,
-        "acct": .string,
+        "desc": .stringOrData, "icmt": .stringOrData, "crtr": .numberOrString, "type": .numberOrString,
+        "invi": .bool, "nega": .bool, "acct": .stringOrData,
     ]
     private static let genericPassword = common.merging(password) { a, _ in a }.merging([
-        "svce": .string, "gena": .blob,
+        "svce": .stringOrData, "gena": .stringOrData,
     ]) { a, _ in a }
     private static let internetPassword = common.merging(password) { a, _ in a }.merging([
-        "sdmn": .string, "srvr": .string, "ptcl": .string, "atyp": .string, "port": .number, "path": .string,
+        "sdmn": .stringOrData, "srvr": .stringOrData, "ptcl": .string, "atyp": .stringOrData, "port": .number,
+        "path": .stringOrData,
     ]) { a, _ in a }
     private static let certificate = common.merging([
         "ctyp": .number, "cenc": .number, "subj": .blob, "issr": .blob, "slnr": .blob, "skid": .blob, "pkhh": .blob,
@@ -44,7 +52,7 @@ package enum AttributeSchema {
     private static let key = common.merging([
         "kcls": .numericString, "klbl": .blob, "perm": .bool, "atag": .blob, "type": .numericString, "bsiz": .number,
         "esiz": .number, "encr": .bool, "decr": .bool, "drve": .bool, "sign": .bool, "vrfy": .bool, "wrap": .bool,
-        "unwp": .bool, "tkid": .string, "crtr": .number,
+        "unwp": .bool, "tkid": .string, "crtr": .numberOrString,
     ]) { a, _ in a }
 
     /// The attributes `itemClass` accepts, by `kSecAttr…` string value.
@@ -77,6 +85,8 @@ package enum AttributeSchema {
         case .bool: .bool(false)
         case .date: .date(Date(timeIntervalSinceReferenceDate: 0))
         case .numericString: .string("0")
+        case .stringOrData: .string("")
+        case .numberOrString: .integer(0)
         case .accessControl: .accessControl(AccessControlPolicy(protection: "", flags: 0))
         }
     }
@@ -92,7 +102,25 @@ package enum AttributeSchema {
         case (.bool, _): return value.boolValue.map(KeychainValue.bool)
         case (.numericString, .string(let s)): return Int64(s) != nil ? value : nil
         case (.numericString, .integer(let i)): return .string(String(i))
+        case (.stringOrData, .string), (.stringOrData, .data), (.numberOrString, .integer), (.numberOrString, .string):
+            return value
         default: return nil
         }
+    }
+
+    /// Whether a stored value matches a query's: equal values, or a string and bytes with the same UTF-8 bytes
+    /// (a `kSecAttrAccount` added as `Data` is found by the same account as a `String`, and the reverse).
+    package static func matches(_ stored: KeychainValue, _ wanted: KeychainValue) -> Bool {
+        switch (stored, wanted) {
+        case (.string(let text), .data(let bytes)), (.data(let bytes), .string(let text)): Data(text.utf8) == bytes
+        default: stored == wanted
+        }
+    }
+
+    /// The form a value takes in the blind index: bytes that are valid UTF-8 count as that string, so a string
+    /// and its bytes name the same item (and rows indexed before bytes were accepted keep their index).
+    package static func indexForm(_ value: KeychainValue) -> KeychainValue {
+        if case .data(let bytes) = value, let text = String(validating: bytes, as: UTF8.self) { return .string(text) }
+        return value
     }
 }

@@ -44,6 +44,8 @@ package struct ItemQuery: Sendable {
     package var attributes: [String: KeychainValue] = [:]
     package var accessGroup: String?
     package var synchronizable: SynchronizableFilter = .no
+    /// Whether the dictionary named `kSecAttrSynchronizable` (a persistent reference matches either way otherwise).
+    package var synchronizableWasGiven = false
     /// The number of matches wanted; nil = all.
     package var limit: Int? = 1
     package var limitWasGiven = false
@@ -132,6 +134,7 @@ package struct ItemQuery: Sendable {
             case "nleg":
                 guard value.boolValue != nil else { throw KeychainStatus(.param, "\(key) must be a boolean") }
             case "sync":
+                query.synchronizableWasGiven = true
                 if case .string("syna") = value, operation != .add {
                     query.synchronizable = .any
                 } else if let flag = value.boolValue {

@@ -40,7 +40,8 @@ struct ItemSealer: Sendable {
         let schema = AttributeSchema.attributes(of: itemClass)
         for key in AttributeSchema.primaryKey(of: itemClass) {
             out.string(key)
-            AttributeCodec.encode(attributes[key] ?? AttributeSchema.defaultValue(for: schema[key]!), into: &out)
+            let value = attributes[key] ?? AttributeSchema.defaultValue(for: schema[key]!)
+            AttributeCodec.encode(AttributeSchema.indexForm(value), into: &out)
         }
         return enclave.indexMAC.authenticationCode(for: out.data)
     }

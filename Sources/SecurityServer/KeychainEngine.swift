@@ -141,9 +141,6 @@ package final class KeychainEngine: Sendable {
         guard caller.mayAccess(group) else {
             throw KeychainStatus(.missingEntitlement, "the caller does not hold access group \(group)")
         }
-        if query.returns.contains(.reference) && !Self.hasReferences(itemClass) {
-            throw KeychainStatus(.param, "passwords have no references")
-        }
         var attributes = query.attributes
         let protectionClass = try Self.protectionClass(of: attributes)
         let synchronizable = query.synchronizable == .yes
@@ -194,21 +191,17 @@ package final class KeychainEngine: Sendable {
     // MARK: Copy matching
 
     private func copyMatching(_ query: ItemQuery, caller: CallerIdentity) throws -> ItemResults {
-        let itemClass = query.itemClass ?? query.persistentReference!.itemClass
-        if query.returns.contains(.reference) && !Self.hasReferences(itemClass) {
-            throw KeychainStatus(.param, "passwords have no references")
-        }
+        // kSecReturnRef on a password is not an error on Apple platforms: the result simply carries no reference.
         return try database.read { transaction in
             var results: [ItemResult] = []
             let matches = try matchingItems(
                 query, caller: caller, transaction: transaction,
                 includingValues: query.returns.contains(.data) || query.returns.contains(.reference),
                 mayLeaveAttributesSealed: true)
-            let needsData = query.returns.contains(.data) || query.returns.contains(.reference)
             for item in matches {
                 if let limit = query.limit, results.count >= limit { break }
                 // Opening the data checks the class key itself (one keybag check per item, not two).
-                if !needsData { try requireAvailable(item) }
+                if !Self.needsData(query.returns, item.itemClass) { try requireAvailable(item) }
                 if let result = try result(for: item, query: query, caller: caller, transaction: transaction) {
                     results.append(result)
                 }
@@ -223,7 +216,7 @@ package final class KeychainEngine: Sendable {
         for item: ItemSealer.OpenedItem, query: ItemQuery, caller: CallerIdentity, transaction: StoreTransaction
     ) throws -> ItemResult? {
         var result = ItemResult(itemClass: query.itemClass ?? item.itemClass)
-        let needsData = query.returns.contains(.data) || query.returns.contains(.reference)
+        let needsData = Self.needsData(query.returns, item.itemClass)
         if needsData, let policy = item.accessControl {
             switch evaluator.authorize(
                 policy, operation: .readData, authenticationUI: query.authenticationUI,
@@ -253,7 +246,7 @@ package final class KeychainEngine: Sendable {
                 data = try openForApplicationPassword(data, policy: policy, context: query.authenticationContext)
             }
             if query.returns.contains(.data) { result.data = data }
-            if query.returns.contains(.reference) {
+            if query.returns.contains(.reference) && Self.hasReferences(item.itemClass) {
                 result.reference =
                     item.itemClass == .certificate
                     ? .certificate(ItemMaterial(attributes: attributes, data: data))
@@ -472,7 +465,8 @@ package final class KeychainEngine: Sendable {
                 matches.append(try sealer.unopened(row))
                 continue
             }
-            if query.persistentReference != nil && query.synchronizable != .any
+            // A persistent reference names one item whatever its kSecAttrSynchronizable, unless the query says.
+            if query.persistentReference != nil && query.synchronizableWasGiven && query.synchronizable != .any
                 && row.synchronizable != (query.synchronizable == .yes)
             {
                 continue
@@ -490,7 +484,7 @@ package final class KeychainEngine: Sendable {
     ) -> Bool {
         for (key, wanted) in filters {
             guard let value = attributes[key] else { return false }
-            if value == wanted { continue }
+            if AttributeSchema.matches(value, wanted) { continue }
             if caseInsensitive, case .string(let a) = value, case .string(let b) = wanted,
                 a.compare(b, options: [.caseInsensitive]) == .orderedSame
             {
@@ -570,6 +564,12 @@ package final class KeychainEngine: Sendable {
 
     private static func hasReferences(_ itemClass: ItemClass) -> Bool {
         itemClass == .certificate || itemClass == .key || itemClass == .identity
+    }
+
+    /// Whether answering `returns` for an item of `itemClass` needs its data: for the data, or for a reference
+    /// (built from the data) of a class that has references.
+    private static func needsData(_ returns: ReturnOptions, _ itemClass: ItemClass) -> Bool {
+        returns.contains(.data) || (returns.contains(.reference) && hasReferences(itemClass))
     }
 
     private static func date(_ value: KeychainValue?) -> Date? {

@@ -156,9 +156,12 @@ struct SecItemSemanticsTests {
             arrayOfDictionaries[kSecMatchLimit as String] = kSecMatchLimitAll
             #expect((copyMatching(arrayOfDictionaries).1 as? [[String: Any]])?.count == 1)
 
+            // Apple: kSecReturnRef on a password is not an error; there is simply no reference.
             var passwordRef = base
             passwordRef[kSecReturnRef as String] = true
-            #expect(copyMatching(passwordRef).0 == errSecParam)
+            let (refStatus, refResult) = copyMatching(passwordRef)
+            #expect(refStatus == errSecSuccess)
+            #expect(refResult == nil)
         }
     }
 
