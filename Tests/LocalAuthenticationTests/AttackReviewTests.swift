@@ -95,14 +95,7 @@ struct AttackReviewTests {
         for tamper in ["delete", "edit"] {
             let world = try LocalAuthenticationWorld()
             try await world.enroll("alice-1")
-            for _ in 0..<5 {
-                let context = makeContext(in: world)
-                async let code = laErrorCode {
-                    try await context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "x")
-                }
-                try await world.scan("mallory")
-                #expect(await code == .authenticationFailed)
-            }
+            try await world.failScans(5)
             let file = world.directory.path + "/store/" + AttemptPolicy.fileName
             if tamper == "delete" {
                 try FileManager.default.removeItem(atPath: file)
@@ -133,14 +126,7 @@ struct AttackReviewTests {
         try await world.enroll("alice-1")
         let file = world.directory.path + "/store/" + AttemptPolicy.fileName
         let saved = try Data(contentsOf: URL(fileURLWithPath: file))
-        for _ in 0..<5 {
-            let context = makeContext(in: world)
-            async let code = laErrorCode {
-                try await context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "x")
-            }
-            try await world.scan("mallory")
-            #expect(await code == .authenticationFailed)
-        }
+        try await world.failScans(5)
         try saved.write(to: URL(fileURLWithPath: file))
         let context = makeContext(in: world)
         #expect(await laErrorCode {

@@ -141,14 +141,7 @@ struct LAContextEvaluationTests {
     @Test func fiveFailedFingersLockBiometryUntilAPasscodeSuccess() async throws {
         let world = try LocalAuthenticationWorld()
         try await world.enroll("alice-1")
-        for _ in 0..<5 {
-            let context = makeContext(in: world)
-            async let code = laErrorCode {
-                try await context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "unlock")
-            }
-            try await world.scan("mallory")
-            #expect(await code == .authenticationFailed)
-        }
+        try await world.failScans(5)
         let locked = makeContext(in: world)
         #expect(await laErrorCode {
             try await locked.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "unlock")

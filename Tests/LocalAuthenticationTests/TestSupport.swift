@@ -102,6 +102,18 @@ struct LocalAuthenticationWorld {
         try await socket.send("SCAN \(printID)")
     }
 
+    /// Makes `count` fingerprint evaluations fail with a finger that matches no print, as a stranger would.
+    func failScans(_ count: Int) async throws {
+        for _ in 0..<count {
+            let context = makeContext(in: self)
+            async let code = laErrorCode {
+                try await context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "unlock")
+            }
+            try await scan("mallory")
+            #expect(await code == .authenticationFailed)
+        }
+    }
+
     func close() async {
         await contexts.closeReader()
         directory.remove()
