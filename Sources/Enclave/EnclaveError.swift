@@ -13,6 +13,8 @@ package struct EnclaveError: Error, CustomStringConvertible, Sendable {
         package static let corrupt = Code(rawValue: 3)
         /// A key file could not be read or written.
         package static let io = Code(rawValue: 4)
+        /// The key is bound to an application password and the one given does not open it (or none was given).
+        package static let wrongPassword = Code(rawValue: 5)
 
         package static func ~= (code: Code, error: any Error) -> Bool {
             (error as? EnclaveError)?.code == code

@@ -6,6 +6,10 @@ import Synchronization
 /// AES-256-GCM under the device root key, the associated data binding the key's access-control list and its public
 /// key. Changing any byte (the sealed scalar, the list, the public key) makes the key fail to open.
 ///
+/// A key whose list has `.applicationPassword` is sealed under a key derived from the root key *and* the
+/// application password (scrypt of the password, with its parameters kept in ``passwordKDF`` and bound too): the
+/// right password is part of the key itself, not a check beside it, so a wrong one opens nothing.
+///
 /// Whoever holds this value can ask the enclave to use the key but cannot read it; the engine checks the
 /// access-control list before it asks the enclave to open the key.
 package struct EnclaveKey: Sendable, Hashable {
@@ -15,20 +19,26 @@ package struct EnclaveKey: Sendable, Hashable {
     package var publicKey: Data
     /// The private scalar sealed under the root key (nonce, ciphertext, tag).
     package var sealedScalar: Data
+    /// For a key bound to an application password: the scrypt parameters (JSON of `PasswordKDF`); else empty.
+    package var passwordKDF: Data
 
     private static let magic = Data("LAEK1".utf8)
+    private static let passwordMagic = Data("LAEK2".utf8)
 
-    package init(accessControl: Data, publicKey: Data, sealedScalar: Data) {
+    package init(accessControl: Data, publicKey: Data, sealedScalar: Data, passwordKDF: Data = Data()) {
         self.accessControl = accessControl
         self.publicKey = publicKey
         self.sealedScalar = sealedScalar
+        self.passwordKDF = passwordKDF
     }
 
-    /// The bytes stored as the key item's data and held by a client's `SecKey` as its handle.
+    /// The bytes stored as the key item's data and held by a client's `SecKey` as its handle (keys without an
+    /// application password keep the first format byte for byte).
     package var serialized: Data {
-        var out = Self.magic
+        var out = passwordKDF.isEmpty ? Self.magic : Self.passwordMagic
         Self.appendField(accessControl, to: &out)
         Self.appendField(publicKey, to: &out)
+        if !passwordKDF.isEmpty { Self.appendField(passwordKDF, to: &out) }
         Self.appendField(sealedScalar, to: &out)
         return out
     }
@@ -36,7 +46,9 @@ package struct EnclaveKey: Sendable, Hashable {
     /// Parses `serialized`'s output. - Throws: `EnclaveError.corrupt` for anything else.
     package init(serialized data: Data) throws {
         let bytes = [UInt8](data)
-        guard bytes.count >= Self.magic.count, Data(bytes[0..<Self.magic.count]) == Self.magic else {
+        guard bytes.count >= Self.magic.count else { throw EnclaveError(.corrupt, "not an enclave key") }
+        let magic = Data(bytes[0..<Self.magic.count])
+        guard magic == Self.magic || magic == Self.passwordMagic else {
             throw EnclaveError(.corrupt, "not an enclave key")
         }
         var offset = Self.magic.count
@@ -49,17 +61,22 @@ package struct EnclaveKey: Sendable, Hashable {
         }
         accessControl = try field()
         publicKey = try field()
+        passwordKDF = magic == Self.passwordMagic ? try field() : Data()
         sealedScalar = try field()
-        guard offset == bytes.count, publicKey.count == P256.publicKeyByteCount else {
+        guard offset == bytes.count, publicKey.count == P256.publicKeyByteCount,
+            magic == Self.magic || !passwordKDF.isEmpty
+        else {
             throw EnclaveError(.corrupt, "an enclave key has trailing or missing bytes")
         }
     }
 
-    /// The associated data of the sealed scalar: a label, the access-control list and the public key.
+    /// The associated data of the sealed scalar: a label, the access-control list, the public key and, for a
+    /// password-bound key, its KDF parameters.
     var binding: Data {
-        var out = Data("la.enclave-key.v1".utf8)
+        var out = Data((passwordKDF.isEmpty ? "la.enclave-key.v1" : "la.enclave-key.v2").utf8)
         Self.appendField(accessControl, to: &out)
         Self.appendField(publicKey, to: &out)
+        if !passwordKDF.isEmpty { Self.appendField(passwordKDF, to: &out) }
         return out
     }
 
@@ -92,40 +109,79 @@ final class EnclaveKeyCache: Sendable {
 
 extension Enclave {
     /// Generates a P-256 key inside the enclave, bound to `accessControl` (the list's canonical bytes, empty for
-    /// none). The private scalar exists in clear only in this process's secure memory, never in the result.
+    /// none) and, when `password` is given, to that application password. The private scalar exists in clear only
+    /// in this process's secure memory, never in the result.
     ///
-    /// - Throws: `EnclaveError.io` when the root key cannot be read.
-    package func generateKey(accessControl: Data) throws -> EnclaveKey {
+    /// - Throws: `EnclaveError.corrupt` / `.io` when the root key cannot be read.
+    package func generateKey(accessControl: Data, password: SecureBytes? = nil) throws -> EnclaveKey {
         let key = try P256.PrivateKey()
         let scalar = key.x963Representation.slice(P256.publicKeyByteCount..<P256.privateKeyByteCount)
         var sealed = EnclaveKey(
             accessControl: accessControl, publicKey: key.publicKey.x963Representation, sealedScalar: Data())
-        sealed.sealedScalar = try AESGCM.seal(scalar, using: rootKey(), authenticating: sealed.binding).combined
-        keyCache.insert(key, for: sealed)
+        var sealingKey = try rootKey()
+        if let password {
+            let kdf = try Self.passwordKDF()
+            sealed.passwordKDF = try JSONEncoder().encode(kdf)
+            sealingKey = try Self.passwordSealingKey(rootKey: sealingKey, password: password, kdf: kdf)
+        }
+        sealed.sealedScalar = try AESGCM.seal(scalar, using: sealingKey, authenticating: sealed.binding).combined
+        if password == nil { keyCache.insert(key, for: sealed) }
         return sealed
     }
 
     /// Runs `body` with the opened private key of `sealed`. The caller (the engine) must have checked the key's
-    /// access-control list first.
+    /// access-control list first; a password-bound key opens only with its `password`, every time (it is never
+    /// cached, so a later call with another password cannot reuse it).
     ///
-    /// - Throws: `EnclaveError.corrupt` when the key does not open under this device's root key (a changed byte in
-    ///   the scalar, the list or the public key, or a key from another device); whatever `body` throws.
+    /// - Throws: `EnclaveError.wrongPassword` for a password-bound key without its password; `.corrupt` when the
+    ///   key does not open under this device's root key (a changed byte in the scalar, the list or the public key,
+    ///   or a key from another device); whatever `body` throws.
     package func withPrivateKey<Result>(
-        _ sealed: EnclaveKey, _ body: (P256.PrivateKey) throws -> Result
+        _ sealed: EnclaveKey, password: SecureBytes? = nil, _ body: (P256.PrivateKey) throws -> Result
     ) throws -> Result {
-        if let key = keyCache.key(for: sealed) { return try body(key) }
+        let bound = !sealed.passwordKDF.isEmpty
+        if !bound, let key = keyCache.key(for: sealed) { return try body(key) }
+        var sealingKey = try rootKey()
+        if bound {
+            guard let password,
+                let kdf = try? JSONDecoder().decode(PasswordKDF.self, from: sealed.passwordKDF),
+                kdf == (try? Self.passwordKDF(salt: kdf.salt))
+            else {
+                throw EnclaveError(.wrongPassword, "the key needs its application password")
+            }
+            sealingKey = try Self.passwordSealingKey(rootKey: sealingKey, password: password, kdf: kdf)
+        }
         let key: P256.PrivateKey
         do {
             let scalar = try AESGCM.open(
-                AESGCM.SealedBox(combined: sealed.sealedScalar), using: rootKey(), authenticating: sealed.binding)
+                AESGCM.SealedBox(combined: sealed.sealedScalar), using: sealingKey, authenticating: sealed.binding)
             key = try P256.PrivateKey(x963Representation: SecureBytes(sealed.publicKey).appending(scalar))
         } catch let error as EnclaveError where error.code == .io {
             throw error
         } catch {
+            if bound { throw EnclaveError(.wrongPassword, "the application password does not open the key") }
             throw EnclaveError(.corrupt, "an enclave key does not open on this device")
         }
-        keyCache.insert(key, for: sealed)
+        if !bound { keyCache.insert(key, for: sealed) }
         return try body(key)
+    }
+
+    /// The only password KDF a key is made with, and so the only one accepted from a handle (a client could
+    /// otherwise hand in parameters that take minutes and gigabytes to derive): scrypt N = 2^14, r = 8, p = 1, a
+    /// 16-byte salt, 32 bytes out.
+    private static func passwordKDF(salt: Data? = nil) throws -> PasswordKDF {
+        guard salt == nil || salt?.count == 16 else { throw EnclaveError(.corrupt, "bad password salt") }
+        return try PasswordKDF.scrypt(cost: 1 << 14, blockSize: 8, parallelism: 1, outputByteCount: 32, salt: salt)
+    }
+
+    /// HKDF-SHA256 over the root key and the password-derived key: both are needed to open the scalar.
+    private static func passwordSealingKey(rootKey: SecureBytes, password: SecureBytes, kdf: PasswordKDF) throws
+        -> SecureBytes
+    {
+        let passwordKey = try kdf.deriveKey(from: password)
+        return try HKDFSHA256.deriveKey(
+            inputKeyMaterial: rootKey.appending(passwordKey), info: Data("la.enclave-key.password.v1".utf8),
+            outputByteCount: 32)
     }
 
     private func rootKey() throws -> SecureBytes {

@@ -53,11 +53,16 @@ struct SecKeyGeneration {
             }
             guard
                 case .generated(let handle, let point) = try client.send(
-                    .generate(accessControl: policy, item: item))
+                    .generate(accessControl: policy, item: item, context: context))
             else { throw KeychainStatus(.internalComponent, "the engine answered another request") }
             publicKey = try P256.PublicKey(x963Representation: point)
             material = .enclave(handle: handle, publicKey: publicKey, client: client, context: context)
         } else {
+            if case .accessControl(let policy) = privateItem["accc"], AccessRequirement.usesPrivateKey(policy) {
+                // Apple documents kSecAccessControlPrivateKeyUsage as required for, and meaningful only with, the
+                // Secure Enclave: a software key under it would carry a list nothing enforces.
+                throw KeychainStatus(.param, "kSecAccessControlPrivateKeyUsage needs kSecAttrTokenIDSecureEnclave")
+            }
             let privateKey = try P256.PrivateKey()
             publicKey = privateKey.publicKey
             if privateItem["perm"]?.boolValue == true {

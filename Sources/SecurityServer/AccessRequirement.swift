@@ -62,6 +62,11 @@ package struct AccessRequirement: Sendable, Equatable {
         policy.flags & Flag.biometryCurrentSet != 0
     }
 
+    /// Whether the policy's flags name `.privateKeyUsage`.
+    package static func usesPrivateKey(_ policy: AccessControlPolicy) -> Bool {
+        policy.flags & Flag.privateKeyUsage != 0
+    }
+
     /// Whether the policy's flags name `.applicationPassword`.
     package static func needsApplicationPassword(_ policy: AccessControlPolicy) -> Bool {
         policy.flags & Flag.applicationPassword != 0

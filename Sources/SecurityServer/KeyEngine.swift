@@ -15,7 +15,7 @@ extension KeychainEngine {
     package func handle(_ request: KeyRequest, caller: CallerIdentity) throws -> KeyResponse {
         do {
             switch request {
-            case .generate(var policy, let item):
+            case .generate(var policy, let item, let context):
                 if let unbound = policy {
                     guard ProtectionClass(rawValue: unbound.protection) != nil else {
                         throw KeychainStatus(.param, "the access control names an unknown protection class")
@@ -25,7 +25,11 @@ extension KeychainEngine {
                         policy?.boundStateHash = try authentication.currentStateHash() ?? Data()
                     }
                 }
-                let key = try enclave.generateKey(accessControl: Self.encodedAccessControl(policy))
+                // An application password is part of the key: derived into its sealing key, not checked beside it.
+                let password = try policy.flatMap {
+                    AccessRequirement.needsApplicationPassword($0) ? try applicationPassword(context) : nil
+                }
+                let key = try enclave.generateKey(accessControl: Self.encodedAccessControl(policy), password: password)
                 if var item {
                     item["v_Data"] = .data(key.serialized)
                     if item["klbl"] == nil { item["klbl"] = .data(InsecureSHA1.hash(key.publicKey)) }
@@ -96,7 +100,8 @@ extension KeychainEngine {
             case .denied(let code): throw KeychainStatus(code, "the key's access control is not satisfied")
             }
         }
-        return try enclave.withPrivateKey(key) { opened in
+        let password = key.passwordKDF.isEmpty ? nil : try applicationPassword(context)
+        return try enclave.withPrivateKey(key, password: password) { opened in
             do {
                 return try body(opened)
             } catch let error as CryptoError {

@@ -8,7 +8,8 @@ import SecureCrypto
 package enum KeyRequest: Sendable {
     /// Generates a key in the enclave under `accessControl` (nil: a key without a list). With `item`, the key is
     /// also stored as a `kSecClassKey` item with those attributes (a `SecItemAdd` dictionary without its value).
-    case generate(accessControl: AccessControlPolicy?, item: [String: KeychainValue]?)
+    /// A list with `.applicationPassword` binds the key to the password `context` holds.
+    case generate(accessControl: AccessControlPolicy?, item: [String: KeychainValue]?, context: AuthenticationContextID?)
     /// Signs a digest (ECDSA, DER signature).
     case sign(handle: Data, digest: Data, context: AuthenticationContextID?)
     /// Opens an Apple ECIES ciphertext made for the key's public key.

@@ -148,6 +148,13 @@ package final class KeychainEngine: Sendable {
             throw KeychainStatus(.param, "a ThisDeviceOnly item cannot be synchronizable")
         }
         if protectionClass == .whenPasscodeSetThisDeviceOnly { try notePasscodeIfSet() }
+        if itemClass == .key, case .accessControl(let policy) = attributes["accc"], AccessRequirement.usesPrivateKey(policy),
+            attributes["tkid"] != .string(Self.secureEnclaveToken)
+        {
+            // Apple: privateKeyUsage is "required for SE keys" and scopes the list to operations only the Secure
+            // Enclave performs; a software key under it would be stored readable and usable without any check.
+            throw KeychainStatus(.param, "kSecAccessControlPrivateKeyUsage needs kSecAttrTokenIDSecureEnclave")
+        }
         let schema = AttributeSchema.attributes(of: itemClass)
         for key in AttributeSchema.primaryKey(of: itemClass) where attributes[key] == nil {
             attributes[key] = AttributeSchema.defaultValue(for: schema[key]!)
@@ -343,10 +350,14 @@ package final class KeychainEngine: Sendable {
                     throw KeychainStatus(.param, "a ThisDeviceOnly item cannot be synchronizable")
                 }
                 let group = attributes["agrp"]?.stringValue ?? item.row.accessGroup
-                var data = try newData.map { SecureBytes($0) } ?? openData(item, transaction: transaction)
-                if newData == nil, let old = item.accessControl {
+                // The current value is opened (and its application-password layer with the context's password) even
+                // when a new value replaces it: Apple's update decrypts the item under its current list first, so a
+                // wrong password changes nothing (kAKSKeyOpDecrypt of the old ACL, SecAccessControl.m).
+                var data = try openData(item, transaction: transaction)
+                if let old = item.accessControl {
                     data = try openForApplicationPassword(data, policy: old, context: query.authenticationContext)
                 }
+                if let newData { data = SecureBytes(newData) }
                 if case .accessControl(var policy) = attributes["accc"] {
                     if changedAttributes["accc"] != nil, AccessRequirement.bindsEnrolledSet(policy), let authentication {
                         policy.boundStateHash = try authentication.currentStateHash() ?? Data()
@@ -513,7 +524,7 @@ package final class KeychainEngine: Sendable {
         return try ApplicationPasswordSeal.open(data, password: applicationPassword(context))
     }
 
-    private func applicationPassword(_ context: AuthenticationContextID?) throws -> SecureBytes {
+    func applicationPassword(_ context: AuthenticationContextID?) throws -> SecureBytes {
         guard let authentication, let context else {
             throw KeychainStatus(.interactionNotAllowed, "the item needs an application password from an LAContext")
         }
@@ -562,6 +573,9 @@ package final class KeychainEngine: Sendable {
         return protectionClass
     }
 
+    /// `kSecAttrTokenIDSecureEnclave`.
+    static let secureEnclaveToken = "com.apple.setoken"
+
     private static func hasReferences(_ itemClass: ItemClass) -> Bool {
         itemClass == .certificate || itemClass == .key || itemClass == .identity
     }
@@ -596,6 +610,8 @@ package final class KeychainEngine: Sendable {
         case EnclaveError.Code.passcodeNotSet:
             return KeychainStatus(.authFailed, "this protection class needs a passcode and none is set")
         case EnclaveError.Code.corrupt: return KeychainStatus(.decode, "a key does not authenticate")
+        case EnclaveError.Code.wrongPassword:
+            return KeychainStatus(.authFailed, "the application password does not open the key")
         case EnclaveError.Code.io: return KeychainStatus(.io, "the key files cannot be read or written")
         case CryptoError.Code.authenticationFailure: return KeychainStatus(.decode, "a ciphertext does not authenticate")
         default: return KeychainStatus(.internalComponent, "internal failure")

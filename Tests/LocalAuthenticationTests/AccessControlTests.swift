@@ -242,4 +242,33 @@ struct AccessControlTests {
         }
         await world.close()
     }
+
+    /// Attack review, finding 2: `SecItemUpdate` with a wrong application password replaced the value and the
+    /// access control, so the owner later read the attacker's value. Apple's update decrypts the item under its
+    /// current list first (kAKSKeyOpDecrypt, SecAccessControl.m); deleting needs no authentication there
+    /// (kAKSKeyOpDelete is always allowed), and so it is here.
+    @Test func updatingAPasswordItemNeedsItsPassword() async throws {
+        let world = try LocalAuthenticationWorld(reader: false)
+        try await world.run {
+            let owner = LAContext()
+            #expect(owner.setCredential(Data("hunter2".utf8), type: .applicationPassword))
+            #expect(addProtected("vault", flags: .applicationPassword, value: "owner's", context: owner) == errSecSuccess)
+            let mallory = LAContext()
+            mallory.presenter = nil
+            #expect(mallory.setCredential(Data("guess".utf8), type: .applicationPassword))
+            let item: [String: Any] = [
+                kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "acl-tests",
+                kSecAttrAccount as String: "vault", kSecUseAuthenticationContext as String: mallory,
+            ]
+            let weaker = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, [], nil)!
+            #expect(SecItemUpdate(item as CFDictionary, [
+                kSecValueData as String: Data("mallory's".utf8), kSecAttrAccessControl as String: weaker,
+            ] as CFDictionary) == errSecAuthFailed)
+            #expect(SecItemUpdate(item as CFDictionary, [kSecValueData as String: Data("mallory's".utf8)] as CFDictionary)
+                == errSecAuthFailed)
+            #expect(readProtected("vault", context: owner).value == "owner's")
+            #expect(readProtected("vault").status == errSecInteractionNotAllowed, "still under its password")
+        }
+        await world.close()
+    }
 }

@@ -303,7 +303,7 @@ struct EnclaveKeyTests {
         let store = KeyTestStore()
         let client = try store.client(evaluator: AllowingEvaluator())
         let policy = AccessControlPolicy(protection: "aku", flags: 0x4000_0001)
-        guard case .generated(let handle, _) = try client.send(KeyRequest.generate(accessControl: policy, item: nil))
+        guard case .generated(let handle, _) = try client.send(KeyRequest.generate(accessControl: policy, item: nil, context: nil))
         else { throw SecKeyFailure(status: 3) }
         let digest = SHA256.hash(Data("m".utf8))
         guard case .signature = try client.send(KeyRequest.sign(handle: handle, digest: digest, context: nil)) else {
@@ -335,7 +335,7 @@ struct EnclaveKeyTests {
         let (firstStore, secondStore) = (KeyTestStore(), KeyTestStore())
         let first = try firstStore.client(evaluator: AllowingEvaluator())
         let second = try secondStore.client(evaluator: AllowingEvaluator())
-        guard case .generated(let handle, _) = try first.send(KeyRequest.generate(accessControl: nil, item: nil)) else {
+        guard case .generated(let handle, _) = try first.send(KeyRequest.generate(accessControl: nil, item: nil, context: nil)) else {
             throw SecKeyFailure(status: 5)
         }
         let digest = SHA256.hash(Data("m".utf8))
