@@ -109,7 +109,8 @@ let package = Package(
             dependencies: [
                 "KeychainServices", "SwiftKeychain", "SecurityClient", "SecurityServer", "KeychainStore", "Enclave",
                 "keychain-stress", "Authenticators", "SecureCrypto", "KeychainWrapperFixture",
-            ]),
+            ],
+            resources: [.copy("Fixtures")]),
         // A wrapper with its own `Keychain` and `KeychainError`, as open-source ones have: compiles only while
         // KeychainServices exports Apple's names alone.
         .target(

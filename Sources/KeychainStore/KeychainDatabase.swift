@@ -61,6 +61,13 @@ package final class KeychainDatabase: Sendable {
             // always take the path that decrypts them.
             try db.execute(sql: "ALTER TABLE item ADD COLUMN acl INTEGER")
         }
+        migrator.registerMigration("v3") { db in
+            // The row's generation, bound into every ciphertext's associated data (with the list's hash), so an
+            // earlier version of one part never fits the current others. NULL for rows sealed before: the engine
+            // re-seals those as soon as their class key is available.
+            try db.execute(sql: "ALTER TABLE item ADD COLUMN gen INTEGER")
+            try db.execute(sql: "CREATE INDEX item_legacy ON item(id) WHERE gen IS NULL")
+        }
         return migrator
     }
 
@@ -112,7 +119,7 @@ package struct StoreTransaction {
     let db: Database
 
     private static let columnsWithoutValue =
-        "id, class, agrp, pdmn, sync, blind_index, attributes, wrapped_key, acl"
+        "id, class, agrp, pdmn, sync, blind_index, attributes, wrapped_key, acl, gen"
 
     /// The id the next inserted row will get (ids are never reused); valid until this transaction ends.
     package func nextRowID() throws -> Int64 {
@@ -127,12 +134,13 @@ package struct StoreTransaction {
         do {
             try db.execute(
                 sql: """
-                    INSERT INTO item (id, class, agrp, pdmn, sync, blind_index, attributes, wrapped_key, value, acl)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO item (id, class, agrp, pdmn, sync, blind_index, attributes, wrapped_key, value, acl, gen)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     item.rowID, item.itemClass, item.accessGroup, item.protectionClass, item.synchronizable,
                     item.blindIndex, item.attributes, item.wrappedKey, item.value ?? Data(), item.hasAccessControl,
+                    item.generation,
                 ])
         } catch {
             throw KeychainDatabase.storeError(error)
@@ -146,11 +154,11 @@ package struct StoreTransaction {
         do {
             var arguments: StatementArguments = [
                 item.itemClass, item.accessGroup, item.protectionClass, item.synchronizable, item.blindIndex,
-                item.attributes, item.wrappedKey, item.hasAccessControl,
+                item.attributes, item.wrappedKey, item.hasAccessControl, item.generation,
             ]
             var sql = """
                 UPDATE item SET class = ?, agrp = ?, pdmn = ?, sync = ?, blind_index = ?, attributes = ?,
-                wrapped_key = ?, acl = ?
+                wrapped_key = ?, acl = ?, gen = ?
                 """
             if let value = item.value {
                 sql += ", value = ?"
@@ -206,6 +214,12 @@ package struct StoreTransaction {
             .map { Self.item(from: $0, withValue: false) }
     }
 
+    /// The rows sealed before generations existed, without their values.
+    package func legacyItems() throws -> [StoredItem] {
+        try Row.fetchAll(db, sql: "SELECT \(Self.columnsWithoutValue) FROM item WHERE gen IS NULL ORDER BY id")
+            .map { Self.item(from: $0, withValue: false) }
+    }
+
     /// Row `rowID` without its value.
     package func item(rowID: Int64) throws -> StoredItem? {
         try Row.fetchOne(db, sql: "SELECT \(Self.columnsWithoutValue) FROM item WHERE id = ?", arguments: [rowID])
@@ -221,7 +235,7 @@ package struct StoreTransaction {
     private static func item(from row: Row, withValue: Bool) -> StoredItem {
         StoredItem(
             rowID: row[0], itemClass: row[1], accessGroup: row[2], protectionClass: row[3], synchronizable: row[4],
-            blindIndex: row[5], attributes: row[6], wrappedKey: row[7], hasAccessControl: row[8],
-            value: withValue ? row[9] : nil)
+            blindIndex: row[5], attributes: row[6], wrappedKey: row[7], hasAccessControl: row[8], generation: row[9],
+            value: withValue ? row[10] : nil)
     }
 }

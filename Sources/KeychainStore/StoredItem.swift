@@ -17,12 +17,16 @@ package struct StoredItem: Sendable, Equatable {
     package var wrappedKey: Data
     /// Whether the item has an access-control list; nil for rows written before the column existed.
     package var hasAccessControl: Bool?
+    /// How many times the row was sealed (1 when added, raised by every update); bound into every part's
+    /// associated data, so no part of an earlier version fits the current one. Nil for rows sealed before it.
+    package var generation: Int64?
     /// The sealed value; `nil` when the row was read without it (scans skip the possibly large value column).
     package var value: Data?
 
     package init(
         rowID: Int64, itemClass: String, accessGroup: String, protectionClass: String, synchronizable: Bool,
-        blindIndex: Data, attributes: Data, wrappedKey: Data, hasAccessControl: Bool? = nil, value: Data?
+        blindIndex: Data, attributes: Data, wrappedKey: Data, hasAccessControl: Bool? = nil, generation: Int64? = nil,
+        value: Data?
     ) {
         self.rowID = rowID
         self.itemClass = itemClass
@@ -33,6 +37,7 @@ package struct StoredItem: Sendable, Equatable {
         self.attributes = attributes
         self.wrappedKey = wrappedKey
         self.hasAccessControl = hasAccessControl
+        self.generation = generation
         self.value = value
     }
 }

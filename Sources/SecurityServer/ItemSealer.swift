@@ -7,7 +7,10 @@ import SecureCrypto
 /// under the metadata key, data under a fresh per-row key that the item's class key wraps.
 ///
 /// Every ciphertext's associated data names its part and the row (id, class, access group, protection class,
-/// synchronizable, blind index), so a ciphertext changed, or moved or copied into another row, fails to open.
+/// synchronizable, blind index, generation), so a ciphertext changed, or moved or copied into another row, fails to
+/// open; the generation (raised by every write of the row) and, in the wrapped key's and the value's, the hash of
+/// the item's access-control list make every part fit only the other parts of the same version: an earlier
+/// attributes blob (with an earlier, weaker list) spliced back beside the current value fails to open.
 struct ItemSealer: Sendable {
     let enclave: Enclave
 
@@ -46,8 +49,9 @@ struct ItemSealer: Sendable {
         return enclave.indexMAC.authenticationCode(for: out.data)
     }
 
-    /// The associated data of one part of a row: the part's name, then the row's id and clear columns.
-    private func binding(_ part: UInt8, _ row: StoredItem) -> Data {
+    /// The associated data of one part of a row: the part's name, then the row's id and clear columns, and, for
+    /// rows sealed with a generation, the generation and (for the key and the value) the list's hash.
+    private func binding(_ part: UInt8, _ row: StoredItem, accessControl: AccessControlPolicy?) -> Data {
         var out = ByteWriter()
         out.string("la.item.v1")
         out.byte(part)
@@ -60,6 +64,19 @@ struct ItemSealer: Sendable {
         // Rows from before the access-control column bind nothing for it; newer rows bind its value, so changing
         // the column in either direction makes every part of the row fail to open.
         if let hasAccessControl = row.hasAccessControl { out.byte(hasAccessControl ? 2 : 1) }
+        // Likewise the generation: a row sealed with one never opens with the column cleared or changed.
+        if let generation = row.generation {
+            out.byte(3)
+            out.uint64(UInt64(bitPattern: generation))
+            if part != Part.attributes {
+                if let accessControl {
+                    out.byte(1)
+                    out.bytes(SHA256.hash(KeychainEngine.encodedAccessControl(accessControl)))
+                } else {
+                    out.byte(0)
+                }
+            }
+        }
         return out.data
     }
 
@@ -76,14 +93,20 @@ struct ItemSealer: Sendable {
     ) throws -> StoredItem {
         var sealed = row
         sealed.hasAccessControl = attributes["accc"] != nil
+        sealed.generation = (row.generation ?? 0) + 1
+        var accessControl: AccessControlPolicy?
+        if case .accessControl(let policy) = attributes["accc"] { accessControl = policy }
         let rowKey = try SecureBytes(randomCount: 32)
         sealed.wrappedKey = try enclave.wrap(
-            rowKey: rowKey, protectionClass: protectionClass, binding: binding(Part.key, sealed))
+            rowKey: rowKey, protectionClass: protectionClass,
+            binding: binding(Part.key, sealed, accessControl: accessControl))
         sealed.attributes = try AESGCM.seal(
             AttributeCodec.encode(attributes), using: enclave.metadataKey,
-            authenticating: binding(Part.attributes, sealed)
+            authenticating: binding(Part.attributes, sealed, accessControl: accessControl)
         ).combined
-        sealed.value = try AESGCM.seal(data, using: rowKey, authenticating: binding(Part.value, sealed)).combined
+        sealed.value = try AESGCM.seal(
+            data, using: rowKey, authenticating: binding(Part.value, sealed, accessControl: accessControl)
+        ).combined
         return sealed
     }
 
@@ -96,7 +119,7 @@ struct ItemSealer: Sendable {
         do {
             let plaintext = try AESGCM.open(
                 AESGCM.SealedBox(combined: row.attributes), using: enclave.metadataKey,
-                authenticating: binding(Part.attributes, row))
+                authenticating: binding(Part.attributes, row, accessControl: nil))
             attributes = try plaintext.withUnsafeBytes { try AttributeCodec.decode($0) }
         } catch {
             throw KeychainStatus(.decode, "an item's attributes do not authenticate")
@@ -119,11 +142,15 @@ struct ItemSealer: Sendable {
     /// - Throws: `errSecInteractionNotAllowed` when the class key is locked away, `errSecDecode` when the wrapped
     ///   key or the value does not authenticate for this row.
     func openData(_ item: OpenedItem, sealedValue: Data) throws -> SecureBytes {
+        // An unopened row is one known (from its authenticated clear column) to have no list.
+        let accessControl = item.accessControl
         let rowKey = try enclave.unwrap(
-            rowKey: item.row.wrappedKey, protectionClass: item.protectionClass, binding: binding(Part.key, item.row))
+            rowKey: item.row.wrappedKey, protectionClass: item.protectionClass,
+            binding: binding(Part.key, item.row, accessControl: accessControl))
         do {
             return try AESGCM.open(
-                AESGCM.SealedBox(combined: sealedValue), using: rowKey, authenticating: binding(Part.value, item.row))
+                AESGCM.SealedBox(combined: sealedValue), using: rowKey,
+                authenticating: binding(Part.value, item.row, accessControl: accessControl))
         } catch {
             throw KeychainStatus(.decode, "an item's data does not authenticate")
         }

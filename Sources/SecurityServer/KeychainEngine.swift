@@ -60,11 +60,36 @@ package final class KeychainEngine: Sendable {
         self.evaluator =
             evaluator ?? authentication.map { ContextAccessControlEvaluator(contexts: $0) } ?? NoCredentialEvaluator()
         let hub = self.hub
+        let database = self.database
+        let sealer = self.sealer
         authentication?.onPasscodeSuccess {
             // A verified passcode is proof that one is set, for kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly.
             if !enclave.isPasscodeSet { try? enclave.setPasscodeSet(true) }
             guard enclave.isLocked else { return }
-            if (try? enclave.unlock()) != nil { hub.emit([EngineEvent(kind: .unlocked)]) }
+            if (try? enclave.unlock()) != nil {
+                hub.emit([EngineEvent(kind: .unlocked)])
+                Self.resealLegacyRows(database: database, sealer: sealer, enclave: enclave)
+            }
+        }
+        Self.resealLegacyRows(database: database, sealer: sealer, enclave: enclave)
+    }
+
+    /// Re-seals the rows sealed before generations existed, whose class key is available now, so each part of
+    /// them is bound to the others and to a version (a row updated before this release could otherwise take back
+    /// an earlier attributes blob). Rows of a locked class wait for the next unlock; a row that does not open is
+    /// left as it is (reading it reports `errSecDecode`).
+    static func resealLegacyRows(database: KeychainDatabase, sealer: ItemSealer, enclave: Enclave) {
+        _ = try? database.write { transaction in
+            for row in try transaction.legacyItems() {
+                guard let protectionClass = ProtectionClass(rawValue: row.protectionClass),
+                    enclave.isAvailable(protectionClass),
+                    let item = try? sealer.open(row),
+                    let sealedValue = try transaction.value(rowID: row.rowID),
+                    let data = try? sealer.openData(item, sealedValue: sealedValue)
+                else { continue }
+                try transaction.update(
+                    try sealer.seal(row, attributes: item.attributes, data: data, protectionClass: protectionClass))
+            }
         }
     }
 

@@ -47,7 +47,7 @@ struct MigrationTests {
         }
         #expect(try database.read { try $0.allItems().first?.hasAccessControl } == true)
         #expect(try database.read { try $0.value(rowID: rows[0].rowID) } == Data([4]))
-        #expect(try sqlite(path, "SELECT identifier FROM grdb_migrations ORDER BY identifier") == "v1\nv2")
+        #expect(try sqlite(path, "SELECT identifier FROM grdb_migrations ORDER BY identifier") == "v1\nv2\nv3")
     }
 
     @Test func duplicateBlindIndexesAreReportedAsDuplicates() throws {
