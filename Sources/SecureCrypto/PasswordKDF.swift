@@ -43,12 +43,77 @@ package struct PasswordKDF: Codable, Sendable, Equatable {
             parallelism: 0, outputByteCount: outputByteCount)
     }
 
+    /// The widest parameters accepted from a file or a stored value (``checkedForUntrustedInput()``): what any
+    /// honest writer of this project uses, with room above, and far below what would hang or exhaust a process.
+    package enum Bounds {
+        /// scrypt N: 2^10 ... 2^20.
+        package static let scryptCost: ClosedRange<UInt64> = (1 << 10)...(1 << 20)
+        /// scrypt r.
+        package static let scryptBlockSize: ClosedRange<UInt32> = 1...32
+        /// scrypt p.
+        package static let scryptParallelism: ClosedRange<UInt32> = 1...16
+        /// scrypt's memory, 128·r·N·p bytes: at most 256 MiB.
+        package static let scryptMemory: UInt64 = 256 << 20
+        /// PBKDF2 iterations.
+        package static let pbkdf2Iterations: ClosedRange<UInt64> = 10_000...5_000_000
+        /// Salt bytes.
+        package static let saltByteCount: ClosedRange<Int> = 8...64
+        /// Output bytes: a 256-bit key.
+        package static let outputByteCount = 32
+    }
+
+    /// `self`, when every parameter is within ``Bounds``: call it before deriving with parameters read from a file
+    /// or a stored value, so a crafted header is refused before any work instead of hanging or trapping.
+    ///
+    /// - Throws: `invalidParameter` naming the parameter out of range.
+    package func checkedForUntrustedInput() throws -> PasswordKDF {
+        guard Bounds.saltByteCount.contains(salt.count) else {
+            throw CryptoError(.invalidParameter, "the KDF salt must be 8 to 64 bytes")
+        }
+        guard outputByteCount == Bounds.outputByteCount else {
+            throw CryptoError(.invalidParameter, "the KDF must produce a 32-byte key")
+        }
+        switch algorithm {
+        case .scrypt:
+            guard Bounds.scryptCost.contains(cost), cost & (cost - 1) == 0,
+                Bounds.scryptBlockSize.contains(blockSize), Bounds.scryptParallelism.contains(parallelism)
+            else {
+                throw CryptoError(.invalidParameter, "scrypt parameters out of range")
+            }
+            guard let memory = Self.scryptMemory(cost: cost, blockSize: blockSize, parallelism: parallelism),
+                memory <= Bounds.scryptMemory
+            else {
+                throw CryptoError(.invalidParameter, "scrypt would need more than 256 MiB")
+            }
+        case .pbkdf2SHA256:
+            guard Bounds.pbkdf2Iterations.contains(cost) else {
+                throw CryptoError(.invalidParameter, "PBKDF2 iteration count out of range")
+            }
+        }
+        return self
+    }
+
+    /// 128·r·N·p, or nil when it does not fit in 64 bits.
+    private static func scryptMemory(cost: UInt64, blockSize: UInt32, parallelism: UInt32) -> UInt64? {
+        var total: UInt64 = 128
+        for factor in [UInt64(blockSize), cost, UInt64(max(parallelism, 1))] {
+            let (product, overflow) = total.multipliedReportingOverflow(by: factor)
+            if overflow { return nil }
+            total = product
+        }
+        return total
+    }
+
     /// Derives the key from `password`.
     ///
-    /// - Throws: `invalidParameter` for parameters OpenSSL refuses.
+    /// - Throws: `invalidParameter` for parameters OpenSSL refuses, or whose memory does not fit in 64 bits.
     package func deriveKey(from password: SecureBytes) throws -> SecureBytes {
         guard outputByteCount > 0, outputByteCount <= 1 << 20 else {
             throw CryptoError(.invalidParameter, "a password-derived key must be 1 byte to 1 MiB")
+        }
+        let scryptMemory = Self.scryptMemory(cost: cost, blockSize: blockSize, parallelism: parallelism)
+        guard algorithm != .scrypt || scryptMemory.map({ $0 <= UInt64.max - (16 << 20) }) == true else {
+            throw CryptoError(.invalidParameter, "scrypt parameters overflow")
         }
         let kdf = algorithm == .scrypt ? OpenSSLAlgorithms.scrypt : OpenSSLAlgorithms.pbkdf2
         guard let ctx = EVP_KDF_CTX_new(kdf) else {
@@ -62,7 +127,7 @@ package struct PasswordKDF: Codable, Sendable, Equatable {
         numbers[1] = UInt64(blockSize)
         numbers[2] = UInt64(parallelism)
         // Allow scrypt's 128·r·N·p bytes plus headroom; OpenSSL's default ceiling (32 MiB) is too tight for N = 2^15.
-        numbers[3] = 128 * UInt64(blockSize) * cost * UInt64(max(parallelism, 1)) + (16 << 20)
+        numbers[3] = (scryptMemory ?? 0) + (16 << 20)
         return try password.withUnsafeBytes { pass in
             try salt.withNonNilBytes { saltBytes, saltCount in
                 var params = [

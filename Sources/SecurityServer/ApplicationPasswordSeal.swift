@@ -38,7 +38,9 @@ enum ApplicationPasswordSeal {
         }
         let kdf: PasswordKDF
         do {
+            // Within the item's authenticated layer, but still never derived with parameters out of bounds.
             kdf = try JSONDecoder().decode(PasswordKDF.self, from: bytes[offset..<offset + length])
+                .checkedForUntrustedInput()
         } catch {
             throw KeychainStatus(.decode, "the item's application-password layer is damaged")
         }

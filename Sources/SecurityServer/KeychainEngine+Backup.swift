@@ -2,6 +2,7 @@ import Enclave
 import Foundation
 import KeychainStore
 import SecureCrypto
+import StoreFiles
 
 /// Backups: every exportable item sealed under a key derived from a backup password (scrypt, parameters in the
 /// file), as Apple's encrypted backups carry migratory items and leave `*ThisDeviceOnly` ones behind.
@@ -52,24 +53,35 @@ extension KeychainEngine {
         prefix.append(header)
         let key = try kdf.deriveKey(from: password)
         let sealed = try AESGCM.seal(plaintext, using: key, authenticating: prefix)
+        // An exclusive, unpredictable temporary beside the file, renamed over it: a link planted at any name there
+        // is never written through.
         do {
-            let temporary = file.deletingLastPathComponent()
-                .appendingPathComponent(".\(file.lastPathComponent).\(getpid()).tmp")
-            let fd = open(temporary.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-            guard fd >= 0 else { throw KeychainStatus(.io, "cannot create the backup file") }
-            let contents = prefix + sealed.combined
-            let written = contents.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            let synced = fsync(fd)
-            close(fd)
-            guard written == contents.count, synced == 0, rename(temporary.path, file.path) == 0 else {
-                unlink(temporary.path)
-                throw KeychainStatus(.io, "cannot write the backup file")
-            }
+            try PrivateFiles.writeAtomically(prefix + sealed.combined, to: file.path)
+        } catch {
+            throw KeychainStatus(.io, "cannot write the backup file")
         }
         return (entries.count, skipped)
     }
 
+    /// The largest backup file read (a keychain of 100k items exports to a few tens of MiB).
+    static let maximumBackupByteCount = 1 << 30
+    /// The largest header: a few hundred bytes of KDF parameters in practice.
+    static let maximumBackupHeaderByteCount = 4096
+
+    /// Imports a backup. Everything read from the file before it authenticates is bounded and checked before any
+    /// work: its size, the header's length, and the KDF's parameters (``PasswordKDF/checkedForUntrustedInput()``),
+    /// so a crafted file is refused at once instead of trapping, hanging or exhausting memory. The header is part
+    /// of the associated data of the sealed contents.
+    ///
+    /// - Throws: `errSecDecode` for a file that is not a backup, is truncated, too large, or whose header is damaged
+    ///   or out of bounds; `errSecAuthFailed` for a wrong password (or contents that do not authenticate); nothing
+    ///   is imported then.
     func importBackup(from file: URL, password: SecureBytes, caller: CallerIdentity) throws -> (Int, Int) {
+        var info = stat()
+        guard stat(file.path, &info) == 0 else { throw KeychainStatus(.io, "cannot read the backup file") }
+        guard info.st_size <= Self.maximumBackupByteCount else {
+            throw KeychainStatus(.decode, "the backup file is larger than any backup this keychain writes")
+        }
         guard let contents = FileManager.default.contents(atPath: file.path) else {
             throw KeychainStatus(.io, "cannot read the backup file")
         }
@@ -79,10 +91,17 @@ extension KeychainEngine {
         }
         var headerLength = 0
         for byte in contents[magic.count..<magic.count + 4] { headerLength = headerLength << 8 | Int(byte) }
-        let headerEnd = magic.count + 4 + headerLength
-        guard headerLength > 0, contents.count > headerEnd,
-            let kdf = try? JSONDecoder().decode(PasswordKDF.self, from: contents.subdata(in: magic.count + 4..<headerEnd))
+        guard headerLength > 0, headerLength <= Self.maximumBackupHeaderByteCount,
+            contents.count - (magic.count + 4) > headerLength
         else { throw KeychainStatus(.decode, "the backup header is damaged") }
+        let headerEnd = magic.count + 4 + headerLength
+        let kdf: PasswordKDF
+        do {
+            kdf = try JSONDecoder().decode(PasswordKDF.self, from: contents.subdata(in: magic.count + 4..<headerEnd))
+                .checkedForUntrustedInput()
+        } catch {
+            throw KeychainStatus(.decode, "the backup header is damaged or asks for parameters out of bounds")
+        }
         let key = try kdf.deriveKey(from: password)
         let plaintext: SecureBytes
         do {
