@@ -54,6 +54,9 @@ package enum AttemptOutcome: Sendable {
 /// attempt where nothing was presented gives it back. So concurrent evaluations can never bring more attempts to PAM
 /// or the matcher than the limits allow, and a crash in the middle of an attempt leaves it counted.
 ///
+/// Writes are in place and not flushed to disk: a process killed mid-attempt leaves the attempt counted; a power loss
+/// may lose the last change (one attempt per machine stop), and a torn record reads as locked out.
+///
 /// The file carries a sequence number and an HMAC-SHA256 under the store's attempt key. A file that does not
 /// authenticate, a missing file where one must exist, and (within one process) a file older than one already seen,
 /// all read as **locked out** — biometry locked, the passcode at the longest wait — never as fresh; the locked-out
@@ -80,14 +83,8 @@ package final class AttemptPolicy: Sendable {
         package init() {}
     }
 
-    /// What the file holds: the state, a sequence number raised on every write, and their MAC.
-    private struct Envelope: Codable {
-        var body: Data
-        var mac: Data
-    }
-
-    private struct Body: Codable {
-        var version = 1
+    /// What the file holds besides its MAC: the state and a sequence number raised on every write.
+    private struct Body {
         var sequence: UInt64
         var state: State
     }
@@ -107,7 +104,9 @@ package final class AttemptPolicy: Sendable {
     }
 
     /// The file name of the state, inside the state directory.
-    package static let fileName = "attempts.json"
+    package static let fileName = "attempts.state"
+    /// The file the counters were kept in, as plain JSON, before they were authenticated.
+    static let legacyFileName = "attempts.json"
 
     private let directory: String
     private let path: String
@@ -117,7 +116,7 @@ package final class AttemptPolicy: Sendable {
     /// The highest sequence number this instance has read or written: an older file is a rollback.
     private let highestSequence = Mutex<UInt64>(0)
 
-    /// A policy in `directory/attempts.json`, authenticated under `integrityKey` (32 bytes the caller keeps
+    /// A policy in `directory/attempts.state`, authenticated under `integrityKey` (32 bytes the caller keeps
     /// secret: the engine derives it from its keybag).
     ///
     /// - Parameter mayStartFresh: whether a missing file means "no failures yet" (true only when the key itself was
@@ -135,10 +134,12 @@ package final class AttemptPolicy: Sendable {
         if mayStartFresh {
             try withStateFiles {
                 try PrivateFiles.withExclusiveLock(on: lockPath) {
-                    if let data = try PrivateFiles.read(path) {
-                        // A file from before the state was authenticated: carry its counters over, once.
-                        guard authenticated(data) == nil else { return }
+                    if PrivateFiles.exists(path) { return }
+                    // A file from before the state was authenticated: carry its counters over, once.
+                    let legacyPath = directory + "/" + Self.legacyFileName
+                    if let data = try PrivateFiles.read(legacyPath) {
                         try save(Self.legacyState(data) ?? lockedOutState(), sequence: 1)
+                        try PrivateFiles.remove(legacyPath)
                         return
                     }
                     try save(State(), sequence: 1)
@@ -340,21 +341,53 @@ package final class AttemptPolicy: Sendable {
         return lockedOut
     }
 
+    // File layout: "LAAT", version 1, then big-endian: sequence (8), biometric failures (4), locked (1), passcode
+    // failures (4), whether a last failure is recorded (1), its time as the bits of a Double (8), enrollment
+    // generation (8); then HMAC-SHA256 of everything before it (32). Binary, so an attempt pays no JSON coding.
+    private static let magic: [UInt8] = Array("LAAT".utf8) + [1]
+    private static let bodyByteCount = magic.count + 34
+
     private func authenticated(_ data: Data) -> Body? {
-        guard let envelope = try? JSONDecoder().decode(Envelope.self, from: data),
-            envelope.mac.count == 32,
-            constantTimeEqual(mac.authenticationCode(for: envelope.body), envelope.mac),
-            let body = try? JSONDecoder().decode(Body.self, from: envelope.body), body.version == 1
-        else { return nil }
-        return body
+        let bytes = [UInt8](data)
+        guard bytes.count == Self.bodyByteCount + 32, Array(bytes[0..<Self.magic.count]) == Self.magic else {
+            return nil
+        }
+        let body = Data(bytes[0..<Self.bodyByteCount])
+        guard constantTimeEqual(mac.authenticationCode(for: body), Data(bytes[Self.bodyByteCount...])) else {
+            return nil
+        }
+        var offset = Self.magic.count
+        func integer<T: FixedWidthInteger>(_: T.Type) -> T {
+            defer { offset += MemoryLayout<T>.size }
+            return bytes[offset..<offset + MemoryLayout<T>.size].reduce(T.zero) { $0 << 8 | T($1) }
+        }
+        let sequence = integer(UInt64.self)
+        var state = State()
+        state.biometricFailures = Int(integer(UInt32.self))
+        state.biometryLocked = integer(UInt8.self) != 0
+        state.passcodeFailures = Int(integer(UInt32.self))
+        let hasLast = integer(UInt8.self) != 0
+        let last = Double(bitPattern: integer(UInt64.self))
+        state.lastPasscodeFailure = hasLast ? last : nil
+        state.enrollmentGeneration = integer(UInt64.self)
+        return Body(sequence: sequence, state: state)
     }
 
     private func save(_ state: State, sequence: UInt64) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        let body = try encoder.encode(Body(sequence: sequence, state: state))
-        let envelope = Envelope(body: body, mac: mac.authenticationCode(for: body))
-        try PrivateFiles.writeAtomically(try encoder.encode(envelope), to: path)
+        var bytes = Self.magic
+        func append<T: FixedWidthInteger>(_ value: T) { withUnsafeBytes(of: value.bigEndian) { bytes += $0 } }
+        append(sequence)
+        append(UInt32(clamping: state.biometricFailures))
+        append(UInt8(state.biometryLocked ? 1 : 0))
+        append(UInt32(clamping: state.passcodeFailures))
+        append(UInt8(state.lastPasscodeFailure == nil ? 0 : 1))
+        append((state.lastPasscodeFailure ?? 0).bitPattern)
+        append(state.enrollmentGeneration)
+        let body = Data(bytes)
+        // In place and not flushed: a killed process never loses a count, which is the attack that matters (kill the
+        // evaluation once the scan is known to fail), and an attempt costs no rename or disk flush. A power loss may
+        // lose the last change (at most one attempt per machine stop); a torn record fails its MAC: locked out.
+        try PrivateFiles.overwrite(body + mac.authenticationCode(for: body), at: path)
         highestSequence.withLock { $0 = max($0, sequence) }
     }
 

@@ -126,14 +126,18 @@ package enum PrivateFiles {
     /// Replaces `path` with `bytes` atomically, mode 0600: a crash leaves either the old or the new contents.
     ///
     /// The temporary file has an unpredictable name and is created exclusively without following links; the rename
-    /// replaces a link at `path` itself rather than writing through it.
-    package static func writeAtomically(_ bytes: UnsafeRawBufferPointer, to path: String) throws {
+    /// replaces a link at `path` itself rather than writing through it. With `durable` (the default) the file and
+    /// its directory are flushed to disk before returning, so the write survives a power loss too; without it the
+    /// replacement is still atomic and survives the process being killed, but the last write may be lost if the
+    /// machine stops (for state where losing the last change is safe, written on a hot path).
+    package static func writeAtomically(_ bytes: UnsafeRawBufferPointer, to path: String, durable: Bool = true) throws {
         let directory = (path as NSString).deletingLastPathComponent
         let fileName = (path as NSString).lastPathComponent
         var fd: Int32 = -1
         var temporary = ""
         for _ in 0..<8 {
-            let suffix = try SecureRandom.bytes(12).map { String(format: "%02x", $0) }.joined()
+            let digits = Array("0123456789abcdef".utf8)
+            let suffix = String(decoding: try SecureRandom.bytes(12).flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] }, as: UTF8.self)
             temporary = (directory.isEmpty ? "" : directory + "/") + ".\(fileName).\(suffix).tmp"
             fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
             if fd >= 0 || errno != EEXIST { break }
@@ -151,7 +155,7 @@ package enum PrivateFiles {
             }
             written += n
         }
-        if fsync(fd) != 0 {
+        if durable && fsync(fd) != 0 {
             let code = errno
             close(fd)
             unlink(temporary)
@@ -163,12 +167,31 @@ package enum PrivateFiles {
             unlink(temporary)
             throw PrivateFileError("cannot replace \(path)", errno: code)
         }
-        syncDirectory(directory)
+        if durable { syncDirectory(directory) }
     }
 
-    /// Replaces `path` with `data` atomically, mode 0600.
-    package static func writeAtomically(_ data: Data, to path: String) throws {
-        try data.withUnsafeBytes { try writeAtomically($0, to: path) }
+    /// Replaces `path` with `data` atomically, mode 0600 (see the buffer variant for `durable`).
+    package static func writeAtomically(_ data: Data, to path: String, durable: Bool = true) throws {
+        try data.withUnsafeBytes { try writeAtomically($0, to: path, durable: durable) }
+    }
+
+    /// Writes `data` over the start of the regular file `path` (created 0600; never through a link) and cuts it to
+    /// that length, in place: no temporary file, no rename, no flush. For small fixed-size records on a hot path
+    /// whose readers authenticate what they read (a torn write then fails to authenticate and is treated as
+    /// damage); use ``writeAtomically(_:to:durable:)`` for anything else.
+    package static func overwrite(_ data: Data, at path: String) throws {
+        let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw PrivateFileError("cannot open \(path)", errno: errno) }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_uid == geteuid() else {
+            throw PrivateFileError("\(path) is not a private regular file", errno: nil)
+        }
+        if info.st_mode & 0o077 != 0 { fchmod(fd, 0o600) }
+        let written = data.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+        guard written == data.count, ftruncate(fd, off_t(data.count)) == 0 else {
+            throw PrivateFileError("cannot write \(path)", errno: errno)
+        }
     }
 
     /// Removes `path`; a missing file is not an error. The directory is synced, so the removal survives a crash.

@@ -101,8 +101,8 @@ struct EnrolledPrintStoreTests {
         defer { directory.remove() }
         let policy = try AttemptPolicy(directory: directory.path)
         try policy.recordPasscodeFailure()
-        #expect(Self.mode(directory.path + "/attempts.json") == 0o600)
-        try Data("{garbage".utf8).write(to: URL(fileURLWithPath: directory.path + "/attempts.json"))
+        #expect(Self.mode(directory.path + "/" + AttemptPolicy.fileName) == 0o600)
+        try Data("{garbage".utf8).write(to: URL(fileURLWithPath: directory.path + "/" + AttemptPolicy.fileName))
 
         #expect(throws: AuthenticationError.self) { try policy.checkPasscodeAllowed() }
     }

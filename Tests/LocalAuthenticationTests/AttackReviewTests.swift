@@ -90,7 +90,7 @@ struct AttackReviewTests {
         await world.close()
     }
 
-    /// Finding 1: deleting `attempts.json` lifted a lockout. Now a missing or edited file reads as locked out.
+    /// Finding 1: deleting the attempt file (then `attempts.json`) lifted a lockout. Now a missing or edited file reads as locked out.
     @Test func deletingOrEditingTheAttemptFileLocksOutInsteadOfResetting() async throws {
         for tamper in ["delete", "edit"] {
             let world = try LocalAuthenticationWorld()
