@@ -126,11 +126,9 @@ package enum PrivateFiles {
     /// Replaces `path` with `bytes` atomically, mode 0600: a crash leaves either the old or the new contents.
     ///
     /// The temporary file has an unpredictable name and is created exclusively without following links; the rename
-    /// replaces a link at `path` itself rather than writing through it. With `durable` (the default) the file and
-    /// its directory are flushed to disk before returning, so the write survives a power loss too; without it the
-    /// replacement is still atomic and survives the process being killed, but the last write may be lost if the
-    /// machine stops (for state where losing the last change is safe, written on a hot path).
-    package static func writeAtomically(_ bytes: UnsafeRawBufferPointer, to path: String, durable: Bool = true) throws {
+    /// replaces a link at `path` itself rather than writing through it. The file and its directory are flushed to
+    /// disk before returning, so the write survives a power loss too.
+    package static func writeAtomically(_ bytes: UnsafeRawBufferPointer, to path: String) throws {
         let directory = (path as NSString).deletingLastPathComponent
         let fileName = (path as NSString).lastPathComponent
         var fd: Int32 = -1
@@ -155,7 +153,7 @@ package enum PrivateFiles {
             }
             written += n
         }
-        if durable && fsync(fd) != 0 {
+        if fsync(fd) != 0 {
             let code = errno
             close(fd)
             unlink(temporary)
@@ -167,18 +165,18 @@ package enum PrivateFiles {
             unlink(temporary)
             throw PrivateFileError("cannot replace \(path)", errno: code)
         }
-        if durable { syncDirectory(directory) }
+        syncDirectory(directory)
     }
 
-    /// Replaces `path` with `data` atomically, mode 0600 (see the buffer variant for `durable`).
-    package static func writeAtomically(_ data: Data, to path: String, durable: Bool = true) throws {
-        try data.withUnsafeBytes { try writeAtomically($0, to: path, durable: durable) }
+    /// Replaces `path` with `data` atomically, mode 0600.
+    package static func writeAtomically(_ data: Data, to path: String) throws {
+        try data.withUnsafeBytes { try writeAtomically($0, to: path) }
     }
 
     /// Writes `data` over the start of the regular file `path` (created 0600; never through a link) and cuts it to
     /// that length, in place: no temporary file, no rename, no flush. For small fixed-size records on a hot path
     /// whose readers authenticate what they read (a torn write then fails to authenticate and is treated as
-    /// damage); use ``writeAtomically(_:to:durable:)`` for anything else.
+    /// damage); use ``writeAtomically(_:to:)`` for anything else.
     package static func overwrite(_ data: Data, at path: String) throws {
         let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw PrivateFileError("cannot open \(path)", errno: errno) }
