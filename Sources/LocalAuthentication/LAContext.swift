@@ -117,7 +117,8 @@ open class LAContext: NSObject, @unchecked Sendable {
     }
 
     /// The enrolled-fingerprint hash seen by the last successful biometric evaluation or check of this context;
-    /// nil before one. Compare it between runs to notice enrollment changes.
+    /// nil before one. Compare it between runs to notice enrollment changes. As Apple's, it is different in each
+    /// application (derived from the enrolled set and the application's identity), so it cannot track the user.
     public var evaluatedPolicyDomainState: Data? {
         guard let id = state.withLock({ $0.id }), case .success(let client) = client else { return nil }
         let response = try? BlockingBridge.wait { try await client.send(.evaluatedDomainState(id)) }
@@ -125,19 +126,18 @@ open class LAContext: NSObject, @unchecked Sendable {
         return nil
     }
 
-    /// The current authentication state: the enrolled fingerprints' hash and the reader's presence.
+    /// The current authentication state: the enrolled fingerprints' hash (different in each application, as Apple's)
+    /// and the reader's presence.
     ///
     /// Blocks while the engine checks the reader.
     public var domainState: LADomainState {
         var present = false
         var hash: Data?
         if case .success(let client) = client,
-            case .biometryState(let readerPresent, let stateHash)? = try? BlockingBridge.wait({
-                try await client.send(.biometryState)
-            })
+            case .environment(let snapshot)? = try? BlockingBridge.wait({ try await client.send(.environment) })
         {
-            present = readerPresent
-            hash = stateHash
+            present = snapshot.readerPresent
+            hash = snapshot.stateHash
         }
         return LADomainState(
             biometry: LADomainStateBiometry(biometryType: present ? .touchID : .none, stateHash: hash))

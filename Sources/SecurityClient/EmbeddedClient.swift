@@ -39,10 +39,15 @@ package final class EmbeddedClient: SecurityClient {
     }
 
     package func send(_ request: AuthenticationRequest) async throws -> AuthenticationResponse {
-        try await engine.handle(request)
+        try await engine.handle(request, caller: caller)
     }
 
     package func keychainEvents() -> AsyncStream<EngineEvent> {
         engine.events(for: caller)
+    }
+
+    package func environmentChanges() -> AsyncStream<EnvironmentSnapshot> {
+        guard let contexts = engine.authentication else { return AsyncStream { $0.finish() } }
+        return contexts.environmentChanges(for: caller)
     }
 }

@@ -22,4 +22,8 @@ package protocol SecurityClient: Sendable {
 
     /// Keychain events the caller may see, from now on.
     func keychainEvents() -> AsyncStream<EngineEvent>
+
+    /// The user's authentication environment each time it changes (state hash derived for this client's
+    /// application), from now on.
+    func environmentChanges() -> AsyncStream<EnvironmentSnapshot>
 }

@@ -15,12 +15,14 @@ extension AuthenticationContexts {
         progress: @escaping @Sendable (EnrollmentEvent) -> Void = { _ in }
     ) async throws -> EnrolledPrintInfo {
         try requireRecentPasscode(in: id)
+        defer { environmentMayHaveChanged() }
         return try await biometric.enroll(finger: finger, progress: progress)
     }
 
     /// Removes an enrolled print, under the same rule as ``enroll(finger:context:progress:)``.
     package func removePrint(_ identifier: PrintIdentifier, context id: AuthenticationContextID) async throws {
         try requireRecentPasscode(in: id)
+        defer { environmentMayHaveChanged() }
         try await biometric.remove(identifier)
     }
 

@@ -122,6 +122,8 @@ package final class AuthenticationContexts: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Who is told when the environment changes.
+    let environmentMonitor = EnvironmentMonitor()
 
     /// Contexts over authenticators made from `configuration` (nothing is opened until first use), counting attempts
     /// in `attemptPolicy` (the engine's, authenticated under its keybag).
@@ -291,7 +293,11 @@ package final class AuthenticationContexts: Sendable {
         let credential: Credential
         do {
             credential = try await withTaskCancellationHandler { try await work.value } onCancel: { cancel() }
+            environmentMayHaveChanged()
         } catch {
+            // A failure may have locked biometry out; a disconnect takes the reader away.
+            environmentMayHaveChanged(
+                readerDisconnected: (error as? AuthenticationError)?.code == .biometryDisconnected)
             if cancelled.withLock({ $0 }) || isInvalidated(id) {
                 throw AuthenticationError(.appCancel, "the evaluation was cancelled by the app")
             }

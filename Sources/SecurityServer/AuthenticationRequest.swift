@@ -24,10 +24,15 @@ package enum AuthenticationRequest: Sendable {
     case setApplicationPassword(SecureBytes?, AuthenticationContextID)
     /// Whether the context has an application password (answer: `.flag`).
     case isApplicationPasswordSet(AuthenticationContextID)
-    /// Whether a reader is present and the enrolled-set hash (answer: `.biometryState`).
+    /// Whether a reader is present and the global enrolled-set hash (answer: `.biometryState`): for the engine's
+    /// own bindings (persisted rights), never shown to an application as such.
     case biometryState
-    /// The hash the context's last biometric success or check saw (answer: `.domainState`).
+    /// The hash the context's last biometric success or check saw, derived for the caller's application (answer:
+    /// `.domainState`).
     case evaluatedDomainState(AuthenticationContextID)
+    /// The user's authentication mechanisms now, the state hash derived for the caller's application (answer:
+    /// `.environment`).
+    case environment
     /// Ask for the passcode through PAM and, on success, unlock the keychain's classes: the only way to unlock. The
     /// options' presenter asks (the engine's configured presenter when it is nil).
     case unlockWithPasscode(EvaluationOptions)
@@ -42,13 +47,14 @@ package enum AuthenticationResponse: Sendable {
     case flag(Bool)
     case biometryState(readerPresent: Bool, stateHash: Data?)
     case domainState(Data?)
+    case environment(EnvironmentSnapshot)
 }
 
 extension KeychainEngine {
     /// Serves one authentication request.
     ///
     /// - Throws: `AuthenticationError` with `LAError` codes; `invalidContext` when this engine has no authenticators.
-    package func handle(_ request: AuthenticationRequest) async throws -> AuthenticationResponse {
+    package func handle(_ request: AuthenticationRequest, caller: CallerIdentity) async throws -> AuthenticationResponse {
         guard let contexts = authentication else {
             throw AuthenticationError(.invalidContext, "this keychain engine was opened without authenticators")
         }
@@ -79,7 +85,10 @@ extension KeychainEngine {
         case .biometryState:
             return .biometryState(readerPresent: await contexts.isReaderPresent(), stateHash: try contexts.currentStateHash())
         case .evaluatedDomainState(let id):
-            return .domainState(try contexts.evaluatedDomainState(for: id))
+            return .domainState(
+                try contexts.evaluatedDomainState(for: id).map { EnvironmentSnapshot.applicationHash($0, caller) })
+        case .environment:
+            return .environment(await contexts.environment().forApplication(caller))
         case .unlockWithPasscode(var options):
             options.presenter = options.presenter ?? contexts.configuration.presenter
             let id = try contexts.createContext()

@@ -94,6 +94,11 @@ extension KeychainEngine {
             {
                 throw KeychainStatus(.interactionNotAllowed, "the key's protection class is locked")
             }
+            if AccessRequirement.needsApplicationPassword(policy) && key.passwordKDF.isEmpty {
+                // A key made before the password was part of keys: nothing ever checked which password it was
+                // given, so no password can be trusted to open it now. It fails closed; make it again.
+                throw KeychainStatus(.authFailed, "the key predates application-password binding; create it again")
+            }
             switch evaluator.authorize(policy, operation: operation, authenticationUI: .allow, context: context) {
             case .allowed: break
             case .skip: throw KeychainStatus(.interactionNotAllowed, "the key's access control is not satisfied")

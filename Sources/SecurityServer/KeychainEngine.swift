@@ -358,8 +358,10 @@ package final class KeychainEngine: Sendable {
                     let decision = evaluator.authorize(
                         policy, operation: .update, authenticationUI: query.authenticationUI,
                         context: query.authenticationContext)
-                    guard decision == .allowed else {
-                        throw KeychainStatus(.interactionNotAllowed, "the item's access control is not satisfied")
+                    switch decision {
+                    case .allowed: break
+                    case .denied(let code): throw KeychainStatus(code, "the item's access control is not satisfied")
+                    case .skip: throw KeychainStatus(.interactionNotAllowed, "the item's access control is not satisfied")
                     }
                 }
                 var attributes = item.attributes.merging(changedAttributes) { _, new in new }

@@ -1,6 +1,8 @@
 import Foundation
 import KeychainServices
 import LocalAuthentication
+import Enclave
+import KeychainStore
 import SecureCrypto
 import SecurityServer
 import Testing
@@ -59,6 +61,22 @@ struct KeyAttackTests {
             } catch let status as KeychainStatus {
                 #expect(status.code == .authFailed)
             }
+            // Decryption and key exchange are refused the same way.
+            let peer = try P256.PrivateKey().publicKey.x963Representation
+            let strangerContext = try mallory.authenticationContextID()
+            for request in [
+                KeyRequest.keyExchange(handle: handle, peer: peer, kdf: nil, context: strangerContext),
+                KeyRequest.decrypt(
+                    handle: handle, ciphertext: Data(repeating: 1, count: 100), variant: .variableIV,
+                    context: strangerContext),
+            ] {
+                do {
+                    _ = try client.send(request)
+                    Issue.record("a key use with another password succeeded")
+                } catch let status as KeychainStatus {
+                    #expect(status.code == .authFailed)
+                }
+            }
             guard case .signature = try client.send(
                 KeyRequest.sign(handle: handle, digest: digest, context: try owner.authenticationContextID()))
             else {
@@ -66,6 +84,31 @@ struct KeyAttackTests {
                 return
             }
             #expect(SecKeyCreateSignature(key, .ecdsaSignatureMessageX962SHA256, message, nil) != nil)
+        }
+    }
+
+    /// A key made before the password was part of keys (sealed under the root key alone, its list naming
+    /// `.applicationPassword`) was never checked against any particular password: it fails closed now.
+    @Test func aKeyFromBeforePasswordBindingFailsClosed() throws {
+        let store = KeyTestStore()
+        let client = try store.contextClient()
+        let policy = AccessControlPolicy(protection: "ak", flags: (1 << 30) | (1 << 31))
+        let legacy = try Enclave(directory: store.directory).generateKey(
+            accessControl: AttributeCodec.encode(["accc": .accessControl(policy)]))
+        #expect(legacy.passwordKDF.isEmpty)
+        try store.with(client) {
+            let context = LAContext()
+            context.interactionNotAllowed = true
+            #expect(context.setCredential(Data("anything".utf8), type: .applicationPassword))
+            do {
+                _ = try client.send(KeyRequest.sign(
+                    handle: legacy.serialized, digest: SHA256.hash(Data("m".utf8)),
+                    context: try context.authenticationContextID()))
+                Issue.record("an unbound password key signed")
+            } catch let status as KeychainStatus {
+                #expect(status.code == .authFailed)
+            }
+            _ = context
         }
     }
 

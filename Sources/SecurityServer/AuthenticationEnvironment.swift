@@ -1,0 +1,120 @@
+import Authenticators
+import Foundation
+import SecureCrypto
+import Synchronization
+
+/// What the engine knows of the user's authentication mechanisms at one moment (`LAEnvironment.State`).
+package struct EnvironmentSnapshot: Sendable, Equatable {
+    /// Whether an acceptable fingerprint reader answered the last time it was asked.
+    package var readerPresent: Bool
+    /// Whether the user has an enrolled print.
+    package var enrolled: Bool
+    /// Whether biometry is locked until a passcode success.
+    package var lockedOut: Bool
+    /// The enrolled-set state hash: the global one inside the engine, derived per application in every snapshot a
+    /// client receives (see ``forApplication(_:)``).
+    package var stateHash: Data?
+    /// Whether the user has a passcode PAM can check.
+    package var passcodeSet: Bool
+
+    package init(readerPresent: Bool, enrolled: Bool, lockedOut: Bool, stateHash: Data?, passcodeSet: Bool) {
+        self.readerPresent = readerPresent
+        self.enrolled = enrolled
+        self.lockedOut = lockedOut
+        self.stateHash = stateHash
+        self.passcodeSet = passcodeSet
+    }
+
+    /// The snapshot as `caller` may see it: its state hash derived for the caller's application.
+    package func forApplication(_ caller: CallerIdentity) -> EnvironmentSnapshot {
+        var copy = self
+        copy.stateHash = stateHash.map { Self.applicationHash($0, caller) }
+        return copy
+    }
+
+    /// The enrolled-set hash an application sees: HMAC-SHA256 keyed by the global hash over the application's
+    /// identity (its first access group), so two applications see unrelated values for the same set and cannot use
+    /// them to recognise the user across apps, as Apple's per-app `stateHash` does; each changes with the set.
+    package static func applicationHash(_ hash: Data, _ caller: CallerIdentity) -> Data {
+        HMACSHA256.Key(SecureBytes(hash)).authenticationCode(
+            for: Data("la.domain-state.v1:".utf8) + Data((caller.accessGroups.first ?? "").utf8))
+    }
+}
+
+/// The engine's view of the environment and the subscribers told when it changes.
+///
+/// Changes are noticed where they happen (an evaluation's end, an enrollment change, a lockout or its end, a
+/// passcode success, a reader that disconnects mid-scan or answers again); each such moment re-reads the state and
+/// tells subscribers when it differs from the last one told.
+final class EnvironmentMonitor: Sendable {
+    private struct State {
+        var last: EnvironmentSnapshot?
+        var readerDisconnected = false
+        var subscribers: [UInt64: (caller: CallerIdentity, continuation: AsyncStream<EnvironmentSnapshot>.Continuation)] = [:]
+        var nextID: UInt64 = 0
+    }
+
+    private let state = Mutex(State())
+
+    /// A stream of `caller`'s snapshots, from the next change on.
+    func subscribe(_ caller: CallerIdentity) -> AsyncStream<EnvironmentSnapshot> {
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: EnvironmentSnapshot.self, bufferingPolicy: .bufferingNewest(64))
+        let id = state.withLock { state -> UInt64 in
+            state.nextID += 1
+            state.subscribers[state.nextID] = (caller, continuation)
+            return state.nextID
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.subscribers.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    /// Records that the reader went away mid-operation (it counts as absent until it answers again).
+    func noteDisconnected(_ disconnected: Bool) {
+        state.withLock { $0.readerDisconnected = disconnected }
+    }
+
+    var readerDisconnected: Bool { state.withLock { $0.readerDisconnected } }
+
+    /// Tells subscribers about `snapshot` when it differs from the last one told.
+    func publish(_ snapshot: EnvironmentSnapshot) {
+        let targets = state.withLock { state -> [(CallerIdentity, AsyncStream<EnvironmentSnapshot>.Continuation)] in
+            guard state.last != snapshot else { return [] }
+            state.last = snapshot
+            return state.subscribers.values.map { ($0.caller, $0.continuation) }
+        }
+        for (caller, continuation) in targets { continuation.yield(snapshot.forApplication(caller)) }
+    }
+}
+
+extension AuthenticationContexts {
+    /// The environment now: reader presence (asked of libfprint; a reader that disconnected counts as absent until
+    /// it answers again), enrollment, lockout, the global state hash, and whether PAM can check the user's passcode.
+    package func environment() async -> EnvironmentSnapshot {
+        var present = await isReaderPresent()
+        if present { environmentMonitor.noteDisconnected(false) } else if environmentMonitor.readerDisconnected {
+            present = false
+        }
+        let enrolled = (try? biometric.enrolledPrints().isEmpty == false) ?? false
+        let lockedOut = (try? attemptPolicy.currentState().biometryLocked) ?? true
+        let passcodeSet = (try? await passcode.isPasscodeSet(user: configuration.username)) ?? false
+        return EnvironmentSnapshot(
+            readerPresent: present, enrolled: enrolled, lockedOut: lockedOut,
+            stateHash: try? currentStateHash(), passcodeSet: passcodeSet)
+    }
+
+    /// Snapshots for `caller`, from the next change on.
+    package func environmentChanges(for caller: CallerIdentity) -> AsyncStream<EnvironmentSnapshot> {
+        environmentMonitor.subscribe(caller)
+    }
+
+    /// Re-reads the environment after something that may have changed it and tells subscribers if it did.
+    func environmentMayHaveChanged(readerDisconnected: Bool = false) {
+        if readerDisconnected { environmentMonitor.noteDisconnected(true) }
+        Task {
+            environmentMonitor.publish(await environment())
+        }
+    }
+}
