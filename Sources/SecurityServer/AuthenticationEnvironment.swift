@@ -90,13 +90,11 @@ final class EnvironmentMonitor: Sendable {
 }
 
 extension AuthenticationContexts {
-    /// The environment now: reader presence (asked of libfprint; a reader that disconnected counts as absent until
-    /// it answers again), enrollment, lockout, the global state hash, and whether PAM can check the user's passcode.
+    /// The environment now: reader presence (asked of libfprint; a reader that disconnected mid-operation counts as
+    /// absent until the next evaluation or enrollment ends), enrollment, lockout, the global state hash, and whether
+    /// PAM can check the user's passcode.
     package func environment() async -> EnvironmentSnapshot {
-        var present = await isReaderPresent()
-        if present { environmentMonitor.noteDisconnected(false) } else if environmentMonitor.readerDisconnected {
-            present = false
-        }
+        let present = environmentMonitor.readerDisconnected ? false : await isReaderPresent()
         let enrolled = (try? biometric.enrolledPrints().isEmpty == false) ?? false
         let lockedOut = (try? attemptPolicy.currentState().biometryLocked) ?? true
         let passcodeSet = (try? await passcode.isPasscodeSet(user: configuration.username)) ?? false
@@ -112,7 +110,7 @@ extension AuthenticationContexts {
 
     /// Re-reads the environment after something that may have changed it and tells subscribers if it did.
     func environmentMayHaveChanged(readerDisconnected: Bool = false) {
-        if readerDisconnected { environmentMonitor.noteDisconnected(true) }
+        environmentMonitor.noteDisconnected(readerDisconnected)
         Task {
             environmentMonitor.publish(await environment())
         }
