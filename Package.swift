@@ -13,6 +13,9 @@ let package = Package(
         // Our typed Swift API over the keychain (Keychain, GenericPassword, KeychainError…): not Apple's names, so
         // kept out of KeychainServices, whose importers must see Apple's names only.
         .library(name: "SwiftKeychain", targets: ["SwiftKeychain"]),
+        // Combine publishers (through OpenCombine) beside the async sequences; its own product, so programs that do
+        // not use Combine do not build OpenCombine.
+        .library(name: "LocalAuthenticationCombine", targets: ["LocalAuthenticationCombine"]),
         .executable(name: "lactl", targets: ["lactl"]),
     ],
     dependencies: [
@@ -22,6 +25,8 @@ let package = Package(
         // Examples only: ChallengeSigning's HTTP server and client, and its verifier on an independent crypto path.
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        // Combine's API on Linux, for LocalAuthenticationCombine only.
+        .package(url: "https://github.com/OpenCombine/OpenCombine", from: "0.14.0"),
     ],
     targets: [
         // C libraries, one thin system-library target each.
@@ -70,6 +75,15 @@ let package = Package(
         .target(
             name: "LocalAuthentication",
             dependencies: ["KeychainServices", "SecurityClient", "SecurityServer", "Authenticators", "KeychainStore", "SecureCrypto"]),
+
+        // Publishers of right states and keychain events, and Foundation's NotificationCenter publisher.
+        .target(
+            name: "LocalAuthenticationCombine",
+            dependencies: [
+                "LocalAuthentication", "SwiftKeychain",
+                .product(name: "OpenCombine", package: "OpenCombine"),
+                .product(name: "OpenCombineFoundation", package: "OpenCombine"),
+            ]),
 
         // The command-line tool for people.
         .executableTarget(
@@ -127,6 +141,7 @@ let package = Package(
             name: "RightsTests",
             dependencies: [
                 "LocalAuthentication", "KeychainServices", "SecurityClient", "SecurityServer", "Authenticators", "lactl",
+                "LocalAuthenticationCombine", "SwiftKeychain",
             ]),
         // Examples (README.md, "Examples"), built and run as subprocesses by ExamplesTests.
         .executableTarget(name: "GuardedOperation", dependencies: ["LocalAuthentication"], path: "Examples/GuardedOperation"),
