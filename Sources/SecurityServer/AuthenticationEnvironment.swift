@@ -78,6 +78,9 @@ final class EnvironmentMonitor: Sendable {
 
     var readerDisconnected: Bool { state.withLock { $0.readerDisconnected } }
 
+    /// Whether anyone listens (nothing is re-read for nobody).
+    var hasSubscribers: Bool { state.withLock { !$0.subscribers.isEmpty } }
+
     /// Tells subscribers about `snapshot` when it differs from the last one told.
     func publish(_ snapshot: EnvironmentSnapshot) {
         let targets = state.withLock { state -> [(CallerIdentity, AsyncStream<EnvironmentSnapshot>.Continuation)] in
@@ -111,6 +114,8 @@ extension AuthenticationContexts {
     /// Re-reads the environment after something that may have changed it and tells subscribers if it did.
     func environmentMayHaveChanged(readerDisconnected: Bool = false) {
         environmentMonitor.noteDisconnected(readerDisconnected)
+        // Re-reading asks the reader and PAM: only worth it when someone listens.
+        guard environmentMonitor.hasSubscribers else { return }
         Task {
             environmentMonitor.publish(await environment())
         }
