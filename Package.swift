@@ -22,8 +22,9 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        // Examples only: ChallengeSigning's HTTP server and client, and its verifier on an independent crypto path.
+        // ChallengeSigning's HTTP server and client, and the SSH agent's socket.
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        // Examples only: ChallengeSigning's verifier on an independent crypto path.
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         // Combine's API on Linux, for LocalAuthenticationCombine only.
         .package(url: "https://github.com/OpenCombine/OpenCombine", from: "0.14.0"),
@@ -85,11 +86,20 @@ let package = Package(
                 .product(name: "OpenCombineFoundation", package: "OpenCombine"),
             ]),
 
+        // The OpenSSH agent protocol over persisted rights (`lactl ssh-agent`, `lactl ssh-key`).
+        .target(
+            name: "SSHAgent",
+            dependencies: [
+                "LocalAuthentication", "KeychainServices", "SecureCrypto",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]),
+
         // The command-line tool for people.
         .executableTarget(
             name: "lactl",
             dependencies: [
-                "LocalAuthentication", "KeychainServices", "SwiftKeychain", "SecurityClient", "SecurityServer", "Authenticators",
+                "LocalAuthentication", "KeychainServices", "SwiftKeychain", "SSHAgent", "SecurityClient", "SecurityServer", "Authenticators",
                 "SecureCrypto",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

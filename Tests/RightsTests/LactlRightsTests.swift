@@ -5,7 +5,7 @@ import SecurityClient
 import Testing
 
 /// `lactl` built next to the test bundle.
-private func lactlExecutable() throws -> URL {
+func lactlExecutable() throws -> URL {
     var directory = Bundle.main.bundleURL
     for _ in 0..<4 {
         let candidate = directory.appendingPathComponent("lactl")

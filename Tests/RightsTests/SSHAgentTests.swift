@@ -1,0 +1,178 @@
+import Authenticators
+import Foundation
+import SecurityClient
+import SecurityServer
+import Synchronization
+import Testing
+
+/// Issue "An SSH agent whose keys are persisted rights": real OpenSSH (ssh-add, ssh-keygen) against
+/// `lactl ssh-agent`, its keys persisted `.biometryCurrentSet` rights, on the virtual reader.
+@Suite("lactl ssh-agent with real OpenSSH", .serialized, .virtualReaderLock, .timeLimit(.minutes(2)))
+struct SSHAgentTests {
+    /// The environment `lactl` runs in: the world's store, PAM service and reader, no terminal prompts.
+    func environment(_ world: RightsWorld) -> [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        environment["LA_DATA_DIR"] = world.directory + "/store"
+        environment["LA_PAM_SERVICE"] = RightsWorld.service
+        environment["LA_PAM_CONFDIR"] = world.directory
+        environment["LA_READER_DRIVERS"] = "virtual_device"
+        environment["FP_DRIVERS_WHITELIST"] = "virtual_device"
+        environment["FP_VIRTUAL_DEVICE"] = world.socket.path
+        environment["LA_PRESENTER"] = "none"
+        environment["USER"] = "alice"
+        return environment
+    }
+
+    /// Enrolls `printID` for the user this process runs as (the agent's user), on the world's store and reader.
+    func enrollForThisUser(_ world: RightsWorld, _ printID: String, finger: Finger) async throws {
+        let client = try EmbeddedClient(
+            configuration: EmbeddedConfiguration(
+                dataDirectory: URL(fileURLWithPath: world.directory + "/store"), accessGroups: ["test.ssh"]),
+            authentication: AuthenticationConfiguration(
+                stateDirectory: world.directory + "/store", username: AuthenticationConfiguration.currentUsername(),
+                readerDrivers: ["virtual_device"], attemptTimeout: .seconds(20)))
+        let biometric = client.engine.authentication!.biometric
+        async let enrolled = biometric.enroll(finger: finger)
+        try await world.socket.send(Array(repeating: "SCAN \(printID)", count: 5))
+        _ = try await enrolled
+        await biometric.close()
+    }
+
+    /// Runs `executable arguments` to its end; exit status and standard output.
+    @discardableResult
+    func run(_ executable: URL, _ arguments: [String], environment: [String: String], input: Data? = nil) throws
+        -> (Int32, String)
+    {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        process.environment = environment
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        let stdin = Pipe()
+        process.standardInput = stdin
+        try process.run()
+        if let input { stdin.fileHandleForWriting.write(input) }
+        try? stdin.fileHandleForWriting.close()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    /// Starts `lactl ssh-agent --socket path`; returns once it printed SSH_AUTH_SOCK.
+    func startAgent(_ world: RightsWorld, socket: String) throws -> Process {
+        let process = Process()
+        process.executableURL = try lactlExecutable()
+        process.arguments = ["ssh-agent", "--socket", socket]
+        process.environment = environment(world)
+        let output = Pipe()
+        process.standardOutput = output
+        FileManager.default.createFile(atPath: world.directory + "/agent.log", contents: nil)
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: world.directory + "/agent.log"))
+        try process.run()
+        let first = output.fileHandleForReading.availableData
+        #expect(String(decoding: first, as: UTF8.self).hasPrefix("SSH_AUTH_SOCK=\(socket);"))
+        return process
+    }
+
+    @Test func opensshListsSignsAndVerifiesOnlyWithTheEnrolledFinger() async throws {
+        let world = try RightsWorld()
+        try await enrollForThisUser(world, "alice-1", finger: .rightIndex)
+        let lactl = try lactlExecutable()
+        let env = environment(world)
+        let (created, line) = try run(lactl, ["ssh-key", "create", "work"], environment: env)
+        #expect(created == 0)
+        #expect(line.hasPrefix("ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTY"))
+        #expect(line.trimmingCharacters(in: .whitespacesAndNewlines).hasSuffix(" lactl:work"))
+        #expect(try run(lactl, ["ssh-key", "public", "work"], environment: env).1 == line)
+        #expect(try run(lactl, ["ssh-key", "public", "nothing"], environment: env).0 == 44)
+
+        let socket = world.directory + "/agent.sock"
+        let agent = try startAgent(world, socket: socket)
+        defer { agent.terminate() }
+        var ssh = env
+        ssh["SSH_AUTH_SOCK"] = socket
+        let (listed, identities) = try run(URL(fileURLWithPath: "/usr/bin/ssh-add"), ["-L"], environment: ssh)
+        #expect(listed == 0)
+        #expect(identities == line)
+
+        // ssh-keygen -Y sign with the agent's key, approved by the enrolled finger, then verified by OpenSSH.
+        let publicKey = world.directory + "/work.pub"
+        try line.write(toFile: publicKey, atomically: true, encoding: .utf8)
+        let message = world.directory + "/message"
+        try Data("deploy build 42".utf8).write(to: URL(fileURLWithPath: message))
+        let keygen = URL(fileURLWithPath: "/usr/bin/ssh-keygen")
+        let scan = Task { try await world.socket.send("SCAN alice-1") }
+        let (signed, _) = try run(keygen, ["-Y", "sign", "-n", "file", "-f", publicKey, "-U", message], environment: ssh)
+        try await scan.value
+        #expect(signed == 0)
+        let allowed = world.directory + "/allowed_signers"
+        try "alice \(line)".write(toFile: allowed, atomically: true, encoding: .utf8)
+        let (verified, _) = try run(
+            keygen, ["-Y", "verify", "-f", allowed, "-I", "alice", "-n", "file", "-s", message + ".sig"],
+            environment: ssh, input: try Data(contentsOf: URL(fileURLWithPath: message)))
+        #expect(verified == 0)
+
+        // Another finger: no signature.
+        try? FileManager.default.removeItem(atPath: message + ".sig")
+        let stranger = Task { try await world.socket.send("SCAN mallory") }
+        let (refused, _) = try run(keygen, ["-Y", "sign", "-n", "file", "-f", publicKey, "-U", message], environment: ssh)
+        try await stranger.value
+        #expect(refused != 0)
+        #expect(!FileManager.default.fileExists(atPath: message + ".sig"))
+
+        // Outside keys cannot be added; a malformed message gets a failure and the connection stays usable.
+        let (added, _) = try run(URL(fileURLWithPath: "/usr/bin/ssh-add"), ["-D"], environment: ssh)
+        #expect(added != 0)
+        let replies = try Self.exchange(socket, [[0, 0, 0, 3, 13, 0, 0], [0, 0, 0, 1, 11]])
+        #expect(replies.first == [5])
+        #expect(replies.last?.first == 12)
+
+        agent.terminate()
+        agent.waitUntilExit()
+        // The fingers change: the key, a .biometryCurrentSet right, never signs again, even for alice-1.
+        try await enrollForThisUser(world, "alice-2", finger: .leftIndex)
+        let restarted = try startAgent(world, socket: socket)
+        defer { restarted.terminate() }
+        let again = Task { try? await world.socket.send("SCAN alice-1", timeout: .seconds(3)) }
+        let (afterChange, _) = try run(
+            keygen, ["-Y", "sign", "-n", "file", "-f", publicKey, "-U", message], environment: ssh)
+        _ = await again.value
+        #expect(afterChange != 0)
+        await world.close()
+    }
+
+    /// Sends raw frames over the agent socket on one connection; the reply bodies.
+    static func exchange(_ path: String, _ frames: [[UInt8]]) throws -> [[UInt8]] {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: Array(path.utf8))
+            raw[path.utf8.count] = 0
+        }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard connected == 0 else { throw CocoaError(.fileReadUnknown) }
+        var replies: [[UInt8]] = []
+        for frame in frames {
+            _ = frame.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+            var header = [UInt8](repeating: 0, count: 4)
+            guard recv(fd, &header, 4, Int32(MSG_WAITALL)) == 4 else { break }
+            let length = header.reduce(0) { $0 << 8 | Int($1) }
+            var body = [UInt8](repeating: 0, count: length)
+            guard recv(fd, &body, length, Int32(MSG_WAITALL)) == length else { break }
+            replies.append(body)
+        }
+        return replies
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#endif
