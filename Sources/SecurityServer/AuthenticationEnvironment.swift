@@ -49,6 +49,9 @@ package struct EnvironmentSnapshot: Sendable, Equatable {
 final class EnvironmentMonitor: Sendable {
     private struct State {
         var last: EnvironmentSnapshot?
+        /// The ticket of the change `last` answers; a snapshot read for an earlier change is stale.
+        var lastTicket: UInt64 = 0
+        var nextTicket: UInt64 = 0
         var readerDisconnected = false
         var subscribers: [UInt64: (caller: CallerIdentity, continuation: AsyncStream<EnvironmentSnapshot>.Continuation)] = [:]
         var nextID: UInt64 = 0
@@ -81,9 +84,20 @@ final class EnvironmentMonitor: Sendable {
     /// Whether anyone listens (nothing is re-read for nobody).
     var hasSubscribers: Bool { state.withLock { !$0.subscribers.isEmpty } }
 
-    /// Tells subscribers about `snapshot` when it differs from the last one told.
-    func publish(_ snapshot: EnvironmentSnapshot) {
+    /// A ticket for a change about to be read; snapshots are published in ticket order.
+    func ticket() -> UInt64 {
+        state.withLock { state in
+            state.nextTicket += 1
+            return state.nextTicket
+        }
+    }
+
+    /// Tells subscribers about `snapshot` (read for the change `ticket` stands for) when it differs from the last one
+    /// told and no later change was told already: the reads run concurrently and may finish out of order.
+    func publish(_ snapshot: EnvironmentSnapshot, ticket: UInt64) {
         let targets = state.withLock { state -> [(CallerIdentity, AsyncStream<EnvironmentSnapshot>.Continuation)] in
+            guard ticket > state.lastTicket else { return [] }
+            state.lastTicket = ticket
             guard state.last != snapshot else { return [] }
             state.last = snapshot
             return state.subscribers.values.map { ($0.caller, $0.continuation) }
@@ -116,8 +130,9 @@ extension AuthenticationContexts {
         environmentMonitor.noteDisconnected(readerDisconnected)
         // Re-reading asks the reader and PAM: only worth it when someone listens.
         guard environmentMonitor.hasSubscribers else { return }
+        let ticket = environmentMonitor.ticket()
         Task {
-            environmentMonitor.publish(await environment())
+            environmentMonitor.publish(await environment(), ticket: ticket)
         }
     }
 }

@@ -143,6 +143,116 @@ struct SSHAgentTests {
         await world.close()
     }
 
+    /// A real sshd on 127.0.0.1 (its own host key, configuration and authorized_keys in the world's directory)
+    /// accepts the agent's key after a matching finger, and refuses it after the fingers change.
+    @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/sbin/sshd")))
+    func sshdAcceptsTheKeyAfterTheFingerAndNotAfterAnEnrollmentChange() async throws {
+        let world = try RightsWorld()
+        try await enrollForThisUser(world, "alice-1", finger: .rightIndex)
+        let lactl = try lactlExecutable()
+        let env = environment(world)
+        let line = try run(lactl, ["ssh-key", "create", "login"], environment: env).1
+        let directory = world.directory
+        try line.write(toFile: directory + "/authorized_keys", atomically: true, encoding: .utf8)
+        let keygen = URL(fileURLWithPath: "/usr/bin/ssh-keygen")
+        #expect(try run(keygen, ["-q", "-t", "ed25519", "-N", "", "-f", directory + "/host_key"], environment: env).0 == 0)
+        let port = try Self.freeLoopbackPort()
+        try """
+            Port \(port)
+            ListenAddress 127.0.0.1
+            HostKey \(directory)/host_key
+            PidFile \(directory)/sshd.pid
+            AuthorizedKeysFile \(directory)/authorized_keys
+            PubkeyAuthentication yes
+            PasswordAuthentication no
+            KbdInteractiveAuthentication no
+            PermitRootLogin prohibit-password
+            StrictModes no
+            UsePAM no
+
+            """.write(toFile: directory + "/sshd_config", atomically: true, encoding: .utf8)
+        try FileManager.default.createDirectory(atPath: "/run/sshd", withIntermediateDirectories: true)
+        // Not through Foundation's Process: sshd closes every inherited descriptor at start, which Foundation takes for
+        // its exit and then waits for it for good, holding up every other Process of the test.
+        let sshd = try Self.spawn("/usr/sbin/sshd", ["-D", "-e", "-f", directory + "/sshd_config"])
+        defer {
+            kill(sshd, SIGTERM)
+            var status: Int32 = 0
+            waitpid(sshd, &status, 0)
+        }
+        for _ in 0..<100 where !Self.connectable(port) { usleep(50_000) }
+
+        let socket = directory + "/agent.sock"
+        let agent = try startAgent(world, socket: socket)
+        var ssh = env
+        ssh["SSH_AUTH_SOCK"] = socket
+        let user = AuthenticationConfiguration.currentUsername()
+        let login = [
+            "-F", "/dev/null", "-o", "IdentityAgent=\(socket)", "-o", "BatchMode=yes",
+            "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "ConnectTimeout=10",
+            "-p", String(port), "\(user)@127.0.0.1", "true",
+        ]
+        let client = URL(fileURLWithPath: "/usr/bin/ssh")
+        let scan = Task { try await world.socket.send("SCAN alice-1") }
+        #expect(try run(client, login, environment: ssh).0 == 0, "logged in after the finger")
+        try await scan.value
+
+        agent.terminate()
+        agent.waitUntilExit()
+        try await enrollForThisUser(world, "alice-2", finger: .leftIndex)
+        let restarted = try startAgent(world, socket: socket)
+        defer { restarted.terminate() }
+        let again = Task { try? await world.socket.send("SCAN alice-1", timeout: .seconds(3)) }
+        #expect(try run(client, login, environment: ssh).0 != 0, "refused after the enrollment change")
+        _ = await again.value
+        await world.close()
+    }
+
+    /// Starts `path arguments` with its output discarded; its pid.
+    static func spawn(_ path: String, _ arguments: [String]) throws -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        var pid: pid_t = 0
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        guard posix_spawn(&pid, path, &actions, nil, argv, environ) == 0 else { throw CocoaError(.executableLoad) }
+        return pid
+    }
+
+    static func freeLoopbackPort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        guard bound else { throw CocoaError(.fileWriteUnknown) }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    static func connectable(_ port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+    }
+
     /// Sends raw frames over the agent socket on one connection; the reply bodies.
     static func exchange(_ path: String, _ frames: [[UInt8]]) throws -> [[UInt8]] {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
