@@ -2,7 +2,7 @@
 SWIFT ?= swift
 SWIFT_BUILD_FLAGS ?=
 
-.PHONY: bootstrap build test demo bench clean
+.PHONY: bootstrap build test demo bench fuzz clean
 
 bootstrap:
 	@scripts/bootstrap
@@ -25,6 +25,13 @@ demo: bootstrap
 bench: bootstrap
 	$(SWIFT) build -c release $(SWIFT_BUILD_FLAGS) --product la-bench
 	$(SWIFT) run -c release --skip-build $(SWIFT_BUILD_FLAGS) la-bench
+
+# libFuzzer over the SSH agent's message parser for FUZZ_SECONDS (default 60), seeded from Fuzz/AgentMessage/Corpus.
+FUZZ_SECONDS ?= 60
+fuzz: bootstrap
+	$(SWIFT) build --scratch-path .build-fuzz --product agent-message-fuzz -Xswiftc -sanitize=fuzzer -Xswiftc -DFUZZING
+	mkdir -p .build-fuzz/corpus && cp Fuzz/AgentMessage/Corpus/* .build-fuzz/corpus/
+	.build-fuzz/debug/agent-message-fuzz -max_total_time=$(FUZZ_SECONDS) .build-fuzz/corpus
 
 clean:
 	rm -rf .build

@@ -86,11 +86,13 @@ let package = Package(
                 .product(name: "OpenCombineFoundation", package: "OpenCombine"),
             ]),
 
+        // The agent protocol's wire types and messages, on their own so the fuzz target builds nothing else.
+        .target(name: "SSHAgentProtocol"),
         // The OpenSSH agent protocol over persisted rights (`lactl ssh-agent`, `lactl ssh-key`).
         .target(
             name: "SSHAgent",
             dependencies: [
-                "LocalAuthentication", "KeychainServices", "SecureCrypto",
+                "SSHAgentProtocol", "LocalAuthentication", "KeychainServices", "SecureCrypto",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]),
@@ -104,6 +106,11 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
+
+        // libFuzzer over the agent's message parser (`make fuzz`); without -DFUZZING it replays the seed corpus.
+        .executableTarget(
+            name: "agent-message-fuzz", dependencies: ["SSHAgentProtocol"], path: "Fuzz/AgentMessage",
+            exclude: ["Corpus"]),
 
         // Benchmarks: ratios against baselines measured in the same run (`make bench`).
         .executableTarget(

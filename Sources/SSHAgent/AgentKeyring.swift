@@ -1,4 +1,5 @@
 import Foundation
+import SSHAgentProtocol
 import KeychainServices
 import LocalAuthentication
 

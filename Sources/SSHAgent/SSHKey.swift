@@ -1,4 +1,5 @@
 import Foundation
+import SSHAgentProtocol
 import SecureCrypto
 
 /// The SSH forms of an agent key: `ecdsa-sha2-nistp256` (RFC 5656 §3.1), the only curve an enclave key has.

@@ -1,35 +1,35 @@
 import Foundation
 
 /// Why a message could not be read.
-enum AgentProtocolError: Error, Equatable {
+package enum AgentProtocolError: Error, Equatable {
     case truncated
     case trailingBytes
     case empty
 }
 
 /// The OpenSSH agent protocol's message numbers (draft-miller-ssh-agent §5.1).
-enum AgentMessageType {
-    static let failure: UInt8 = 5
-    static let success: UInt8 = 6
-    static let requestIdentities: UInt8 = 11
-    static let identitiesAnswer: UInt8 = 12
-    static let signRequest: UInt8 = 13
-    static let signResponse: UInt8 = 14
-    static let addIdentity: UInt8 = 17
-    static let removeIdentity: UInt8 = 18
-    static let removeAllIdentities: UInt8 = 19
-    static let addSmartcardKey: UInt8 = 20
-    static let removeSmartcardKey: UInt8 = 21
-    static let lock: UInt8 = 22
-    static let unlock: UInt8 = 23
-    static let addIdentityConstrained: UInt8 = 25
-    static let addSmartcardKeyConstrained: UInt8 = 26
-    static let `extension`: UInt8 = 27
-    static let extensionFailure: UInt8 = 28
+package enum AgentMessageType {
+    package static let failure: UInt8 = 5
+    package static let success: UInt8 = 6
+    package static let requestIdentities: UInt8 = 11
+    package static let identitiesAnswer: UInt8 = 12
+    package static let signRequest: UInt8 = 13
+    package static let signResponse: UInt8 = 14
+    package static let addIdentity: UInt8 = 17
+    package static let removeIdentity: UInt8 = 18
+    package static let removeAllIdentities: UInt8 = 19
+    package static let addSmartcardKey: UInt8 = 20
+    package static let removeSmartcardKey: UInt8 = 21
+    package static let lock: UInt8 = 22
+    package static let unlock: UInt8 = 23
+    package static let addIdentityConstrained: UInt8 = 25
+    package static let addSmartcardKeyConstrained: UInt8 = 26
+    package static let `extension`: UInt8 = 27
+    package static let extensionFailure: UInt8 = 28
 }
 
 /// A request from an agent client, parsed.
-enum AgentRequest: Equatable {
+package enum AgentRequest: Equatable {
     case requestIdentities
     /// Sign `data` with the key whose public blob is `keyBlob`; `flags` as the protocol defines (SHA-2 flags are for
     /// RSA only).
@@ -46,7 +46,7 @@ enum AgentRequest: Equatable {
     /// Parses one message body (the type byte and its contents, without the length).
     ///
     /// - Throws: ``AgentProtocolError`` for an empty, truncated or overlong message of a known type.
-    static func parse(_ body: [UInt8]) throws -> AgentRequest {
+    package static func parse(_ body: [UInt8]) throws -> AgentRequest {
         var reader = SSHReader(body)
         guard !body.isEmpty else { throw AgentProtocolError.empty }
         let type = try reader.byte()
@@ -86,11 +86,11 @@ enum AgentRequest: Equatable {
 }
 
 /// Responses, encoded as message bodies (without the length).
-enum AgentResponse {
-    static let failure: [UInt8] = [AgentMessageType.failure]
-    static let success: [UInt8] = [AgentMessageType.success]
+package enum AgentResponse {
+    package static let failure: [UInt8] = [AgentMessageType.failure]
+    package static let success: [UInt8] = [AgentMessageType.success]
 
-    static func identities(_ keys: [(blob: [UInt8], comment: String)]) -> [UInt8] {
+    package static func identities(_ keys: [(blob: [UInt8], comment: String)]) -> [UInt8] {
         var writer = SSHWriter()
         writer.byte(AgentMessageType.identitiesAnswer)
         writer.uint32(UInt32(keys.count))
@@ -101,7 +101,7 @@ enum AgentResponse {
         return writer.bytes
     }
 
-    static func signature(_ signature: [UInt8]) -> [UInt8] {
+    package static func signature(_ signature: [UInt8]) -> [UInt8] {
         var writer = SSHWriter()
         writer.byte(AgentMessageType.signResponse)
         writer.string(signature)

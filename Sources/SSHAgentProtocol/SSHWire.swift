@@ -3,28 +3,28 @@ import Foundation
 /// Reads SSH wire types (RFC 4251 §5: uint32, string, mpint) from a message, never past its end.
 ///
 /// swift-nio-ssh 0.15 keeps its readers (`ByteBuffer+SSH.swift`) internal, so the agent reads these by hand.
-struct SSHReader {
+package struct SSHReader {
     private let bytes: [UInt8]
     private var offset = 0
 
-    init(_ bytes: [UInt8]) { self.bytes = bytes }
+    package init(_ bytes: [UInt8]) { self.bytes = bytes }
 
-    var isAtEnd: Bool { offset == bytes.count }
+    package var isAtEnd: Bool { offset == bytes.count }
 
-    mutating func byte() throws -> UInt8 {
+    package mutating func byte() throws -> UInt8 {
         guard offset < bytes.count else { throw AgentProtocolError.truncated }
         defer { offset += 1 }
         return bytes[offset]
     }
 
-    mutating func uint32() throws -> UInt32 {
+    package mutating func uint32() throws -> UInt32 {
         guard bytes.count - offset >= 4 else { throw AgentProtocolError.truncated }
         defer { offset += 4 }
         return bytes[offset..<offset + 4].reduce(0) { $0 << 8 | UInt32($1) }
     }
 
     /// An SSH `string`: a uint32 length, then that many bytes.
-    mutating func string() throws -> [UInt8] {
+    package mutating func string() throws -> [UInt8] {
         let count = Int(try uint32())
         guard bytes.count - offset >= count else { throw AgentProtocolError.truncated }
         defer { offset += count }
@@ -32,32 +32,34 @@ struct SSHReader {
     }
 
     /// The rest of the message.
-    mutating func rest() -> [UInt8] {
+    package mutating func rest() -> [UInt8] {
         defer { offset = bytes.count }
         return Array(bytes[offset...])
     }
 }
 
 /// Writes SSH wire types.
-struct SSHWriter {
-    private(set) var bytes: [UInt8] = []
+package struct SSHWriter {
+    package private(set) var bytes: [UInt8] = []
 
-    mutating func byte(_ value: UInt8) { bytes.append(value) }
+    package init() {}
 
-    mutating func uint32(_ value: UInt32) {
+    package mutating func byte(_ value: UInt8) { bytes.append(value) }
+
+    package mutating func uint32(_ value: UInt32) {
         bytes += [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)]
     }
 
-    mutating func string(_ value: some Collection<UInt8>) {
+    package mutating func string(_ value: some Collection<UInt8>) {
         uint32(UInt32(value.count))
         bytes += value
     }
 
-    mutating func string(_ value: String) { string(Array(value.utf8)) }
+    package mutating func string(_ value: String) { string(Array(value.utf8)) }
 
     /// An SSH `mpint` of a non-negative big-endian magnitude: leading zeros dropped, a zero byte added when the
     /// top bit is set (so it does not read as negative).
-    mutating func mpint(_ magnitude: some Collection<UInt8>) {
+    package mutating func mpint(_ magnitude: some Collection<UInt8>) {
         var value = Array(magnitude.drop { $0 == 0 })
         if let first = value.first, first & 0x80 != 0 { value.insert(0, at: 0) }
         string(value)
