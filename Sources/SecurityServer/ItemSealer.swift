@@ -93,7 +93,10 @@ struct ItemSealer: Sendable {
     ) throws -> StoredItem {
         var sealed = row
         sealed.hasAccessControl = attributes["accc"] != nil
-        sealed.generation = (row.generation ?? 0) + 1
+        // The column is the file's: a writer of it could set the largest value, so no trapping arithmetic.
+        let (generation, overflow) = (row.generation ?? 0).addingReportingOverflow(1)
+        guard !overflow, generation > 0 else { throw KeychainStatus(.decode, "a row's generation is out of range") }
+        sealed.generation = generation
         var accessControl: AccessControlPolicy?
         if case .accessControl(let policy) = attributes["accc"] { accessControl = policy }
         let rowKey = try SecureBytes(randomCount: 32)

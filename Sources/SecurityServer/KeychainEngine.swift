@@ -79,6 +79,9 @@ package final class KeychainEngine: Sendable {
     /// an earlier attributes blob). Rows of a locked class wait for the next unlock; a row that does not open is
     /// left as it is (reading it reports `errSecDecode`).
     static func resealLegacyRows(database: KeychainDatabase, sealer: ItemSealer, enclave: Enclave) {
+        // A read first (an index lookup): opening a store must not take SQLite's write lock when there is nothing
+        // to re-seal, which is every open after the first.
+        guard (try? database.read({ try $0.legacyItems().isEmpty })) == false else { return }
         _ = try? database.write { transaction in
             for row in try transaction.legacyItems() {
                 guard let protectionClass = ProtectionClass(rawValue: row.protectionClass),

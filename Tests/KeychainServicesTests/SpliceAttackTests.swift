@@ -79,6 +79,18 @@ struct SpliceAttackTests {
         }
     }
 
+    /// A generation column set to the largest value by a writer of the file makes the next update fail cleanly
+    /// (errSecDecode), not trap.
+    @Test func anOverflowingGenerationIsRefusedNotTrapped() throws {
+        let store = TestStore()
+        try store.with(try store.client()) { addGenericPassword(account: "g") }
+        try write(store.directory, { row, _ in row.generation = .max }, from: try parts(store.directory))
+        try store.with(try store.client()) {
+            let query = [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "g"] as CFDictionary
+            #expect(SecItemUpdate(query, [kSecAttrLabel as String: "l"] as CFDictionary) == errSecDecode)
+        }
+    }
+
     /// Every write raises the row's generation.
     @Test func everyWriteRaisesTheGeneration() throws {
         let store = TestStore()
