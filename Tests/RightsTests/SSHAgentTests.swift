@@ -38,6 +38,14 @@ struct SSHAgentTests {
         await biometric.close()
     }
 
+    /// Stops `agent` (it holds the reader), enrolls another finger, and starts a new agent on `socket`.
+    func changeFingers(_ world: RightsWorld, stopping agent: Process, socket: String) async throws -> Process {
+        agent.terminate()
+        agent.waitUntilExit()
+        try await enrollForThisUser(world, "alice-2", finger: .leftIndex)
+        return try startAgent(world, socket: socket)
+    }
+
     /// Runs `executable arguments` to its end; exit status and standard output.
     @discardableResult
     func run(_ executable: URL, _ arguments: [String], environment: [String: String], input: Data? = nil) throws
@@ -129,11 +137,8 @@ struct SSHAgentTests {
         #expect(replies.first == [5])
         #expect(replies.last?.first == 12)
 
-        agent.terminate()
-        agent.waitUntilExit()
         // The fingers change: the key, a .biometryCurrentSet right, never signs again, even for alice-1.
-        try await enrollForThisUser(world, "alice-2", finger: .leftIndex)
-        let restarted = try startAgent(world, socket: socket)
+        let restarted = try await changeFingers(world, stopping: agent, socket: socket)
         defer { restarted.terminate() }
         let again = Task { try? await world.socket.send("SCAN alice-1", timeout: .seconds(3)) }
         let (afterChange, _) = try run(
@@ -197,10 +202,7 @@ struct SSHAgentTests {
         #expect(try run(client, login, environment: ssh).0 == 0, "logged in after the finger")
         try await scan.value
 
-        agent.terminate()
-        agent.waitUntilExit()
-        try await enrollForThisUser(world, "alice-2", finger: .leftIndex)
-        let restarted = try startAgent(world, socket: socket)
+        let restarted = try await changeFingers(world, stopping: agent, socket: socket)
         defer { restarted.terminate() }
         let again = Task { try? await world.socket.send("SCAN alice-1", timeout: .seconds(3)) }
         #expect(try run(client, login, environment: ssh).0 != 0, "refused after the enrollment change")
