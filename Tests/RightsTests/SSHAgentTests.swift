@@ -179,13 +179,17 @@ struct SSHAgentTests {
         try FileManager.default.createDirectory(atPath: "/run/sshd", withIntermediateDirectories: true)
         // Not through Foundation's Process: sshd closes every inherited descriptor at start, which Foundation takes for
         // its exit and then waits for it for good, holding up every other Process of the test.
-        let sshd = try Self.spawn("/usr/sbin/sshd", ["-D", "-e", "-f", directory + "/sshd_config"])
+        let sshdLog = directory + "/sshd.log"
+        let sshd = try Self.spawn("/usr/sbin/sshd", ["-D", "-e", "-f", directory + "/sshd_config"], log: sshdLog)
         defer {
             kill(sshd, SIGTERM)
             var status: Int32 = 0
             waitpid(sshd, &status, 0)
         }
-        for _ in 0..<100 where !Self.connectable(port) { usleep(50_000) }
+        for _ in 0..<400 where !Self.connectable(port) { usleep(50_000) }
+        let listening = Self.connectable(port)
+        #expect(listening, "sshd is not listening: \((try? String(contentsOfFile: sshdLog, encoding: .utf8)) ?? "")")
+        guard listening else { return }
 
         let socket = directory + "/agent.sock"
         let agent = try startAgent(world, socket: socket)
@@ -194,12 +198,13 @@ struct SSHAgentTests {
         let user = AuthenticationConfiguration.currentUsername()
         let login = [
             "-F", "/dev/null", "-o", "IdentityAgent=\(socket)", "-o", "BatchMode=yes",
-            "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "ConnectTimeout=10",
+            "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "ConnectTimeout=30",
             "-p", String(port), "\(user)@127.0.0.1", "true",
         ]
         let client = URL(fileURLWithPath: "/usr/bin/ssh")
         let scan = Task { try await world.socket.send("SCAN alice-1") }
-        #expect(try run(client, login, environment: ssh).0 == 0, "logged in after the finger")
+        let (loggedIn, _) = try run(client, login, environment: ssh)
+        #expect(loggedIn == 0, "logged in after the finger; sshd said: \((try? String(contentsOfFile: sshdLog, encoding: .utf8)) ?? "")")
         try await scan.value
 
         let restarted = try await changeFingers(world, stopping: agent, socket: socket)
@@ -210,13 +215,14 @@ struct SSHAgentTests {
         await world.close()
     }
 
-    /// Starts `path arguments` with its output discarded; its pid.
-    static func spawn(_ path: String, _ arguments: [String]) throws -> pid_t {
+    /// Starts `path arguments` with standard input from /dev/null and its output in `log`; its pid.
+    static func spawn(_ path: String, _ arguments: [String], log: String) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
         var pid: pid_t = 0
         let argv = ([path] + arguments).map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
@@ -224,21 +230,25 @@ struct SSHAgentTests {
         return pid
     }
 
+    /// A loopback port nobody listens on, outside the kernel's ephemeral range (32768–60999), so no other test's
+    /// `bind(0)` can be handed it between this check and sshd's own bind.
     static func freeLoopbackPort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+        for _ in 0..<50 {
+            let port = Int.random(in: 20_000..<30_000)
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(fd) }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            address.sin_port = in_port_t(UInt16(port).bigEndian)
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+                }
             }
+            if bound { return port }
         }
-        guard bound else { throw CocoaError(.fileWriteUnknown) }
-        return Int(UInt16(bigEndian: address.sin_port))
+        throw CocoaError(.fileWriteUnknown)
     }
 
     static func connectable(_ port: Int) -> Bool {
