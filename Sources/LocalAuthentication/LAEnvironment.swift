@@ -11,9 +11,9 @@ import Synchronization
 /// embedded store, or the daemon). Changes are real events: an evaluation that ends (a lockout, or the reader
 /// disconnecting mid-scan), a finger enrolled or removed through the engine, a passcode success.
 ///
-/// Differs from Apple: observers are called on a private serial queue of this library (Apple does not document the
-/// queue); `state` asks the engine each time it is read (it checks the reader and PAM, so it may take a few
-/// milliseconds).
+/// Observers are called on a queue private to this library, as Apple's are on one private to LocalAuthentication,
+/// and `state` already holds the new state then. Differs from Apple: without observers, `state` asks the engine each
+/// time it is read (it checks the reader and PAM, so it may take a few milliseconds).
 public final class LAEnvironment: NSObject, @unchecked Sendable {
     // Safe to share: `observers` and `lastState` are read and written only under `lock`; `client` is immutable.
 
@@ -116,20 +116,21 @@ public final class LAEnvironment: NSObject, @unchecked Sendable {
         // The observers are the program's objects, called only on this serial queue, one change at a time.
         nonisolated(unsafe) let called = targets
         queue.async {
-            for observer in called { observer.environment(self, stateDidChangeFrom: previous) }
+            for observer in called { observer.environment(self, stateDidChangeFromOldState: previous) }
         }
     }
 }
 
 /// Told when an ``LAEnvironment``'s state changes (`LAEnvironmentObserver`).
 public protocol LAEnvironmentObserver: AnyObject {
-    /// The environment's state changed from `oldState` to its current state. Optional, as in Apple's protocol.
-    func environment(_ environment: LAEnvironment, stateDidChangeFrom oldState: LAEnvironmentState)
+    /// The environment's state changed from `oldState` to its current state (`environment:stateDidChangeFromOldState:`).
+    /// Optional, as in Apple's protocol.
+    func environment(_ environment: LAEnvironment, stateDidChangeFromOldState oldState: LAEnvironmentState)
 }
 
 extension LAEnvironmentObserver {
     /// Does nothing (the method is optional in Apple's protocol).
-    public func environment(_ environment: LAEnvironment, stateDidChangeFrom oldState: LAEnvironmentState) {}
+    public func environment(_ environment: LAEnvironment, stateDidChangeFromOldState oldState: LAEnvironmentState) {}
 }
 
 /// The state of an ``LAEnvironment`` at one moment (`LAEnvironmentState`).

@@ -13,7 +13,7 @@ final class EnvironmentRecorder: LAEnvironmentObserver, @unchecked Sendable {
     private let lock = NSLock()
     private var changes: [(old: LAEnvironmentState, new: LAEnvironmentState)] = []
 
-    func environment(_ environment: LAEnvironment, stateDidChangeFrom oldState: LAEnvironmentState) {
+    func environment(_ environment: LAEnvironment, stateDidChangeFromOldState oldState: LAEnvironmentState) {
         let new = environment.state
         lock.withLock { changes.append((oldState, new)) }
     }
