@@ -186,8 +186,13 @@ struct SSHAgentTests {
             var status: Int32 = 0
             waitpid(sshd, &status, 0)
         }
-        for _ in 0..<400 where !Self.connectable(port) { usleep(50_000) }
-        let listening = Self.connectable(port)
+        // One probe at a time until sshd answers: a probe is a connection sshd counts against MaxStartups.
+        var listening = false
+        for _ in 0..<400 {
+            listening = Self.connectable(port)
+            if listening { break }
+            usleep(50_000)
+        }
         #expect(listening, "sshd is not listening: \((try? String(contentsOfFile: sshdLog, encoding: .utf8)) ?? "")")
         guard listening else { return }
 
@@ -235,23 +240,19 @@ struct SSHAgentTests {
     static func freeLoopbackPort() throws -> Int {
         for _ in 0..<50 {
             let port = Int.random(in: 20_000..<30_000)
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            defer { close(fd) }
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            address.sin_port = in_port_t(UInt16(port).bigEndian)
-            let bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-                }
-            }
-            if bound { return port }
+            if withLoopbackSocket(port, { bind($0, $1, $2) == 0 }) { return port }
         }
         throw CocoaError(.fileWriteUnknown)
     }
 
     static func connectable(_ port: Int) -> Bool {
+        withLoopbackSocket(port) { connect($0, $1, $2) == 0 }
+    }
+
+    /// Runs `body` with a new TCP socket and the address 127.0.0.1:`port`; the socket is closed afterwards.
+    static func withLoopbackSocket(
+        _ port: Int, _ body: (Int32, UnsafePointer<sockaddr>, socklen_t) -> Bool
+    ) -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var address = sockaddr_in()
@@ -260,7 +261,7 @@ struct SSHAgentTests {
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         return withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+                body(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
             }
         }
     }
