@@ -92,7 +92,7 @@ let package = Package(
         .target(
             name: "SSHAgent",
             dependencies: [
-                "SSHAgentProtocol", "LocalAuthentication", "KeychainServices", "SecureCrypto",
+                "SSHAgentProtocol", "LocalAuthentication", "KeychainServices", "SecurityClient", "SecureCrypto",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]),

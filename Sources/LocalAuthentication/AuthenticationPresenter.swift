@@ -154,10 +154,16 @@ struct PresenterAdapter: EvaluationPresenter {
 /// reasons, the passcode read with echo off into wiped memory. Ctrl-C cancels (`userCancel`); during a fingerprint
 /// prompt, Enter picks the fallback when one is offered.
 public struct TerminalAuthenticationPresenter: AuthenticationPresenter {
-    let terminal = TerminalPresenter()
+    let terminal: TerminalPresenter
 
     /// A presenter on this process's terminal.
-    public init() {}
+    public init() { terminal = TerminalPresenter() }
+
+    /// A presenter on the terminal `device` (e.g. another program's `/dev/pts/N`, not in Apple's API), read only
+    /// when `acceptsInput`: without it prompts are written there, no key cancels, and passcodes are declined.
+    public init(device: String, acceptsInput: Bool) {
+        terminal = TerminalPresenter(device: device, acceptsInput: acceptsInput)
+    }
 
     /// Whether this process has a terminal to prompt on.
     public static var isAvailable: Bool { TerminalPresenter.isAvailable }
@@ -175,8 +181,8 @@ public struct TerminalAuthenticationPresenter: AuthenticationPresenter {
     public func fingerprintPromptDidChange(_ status: FingerprintPromptStatus) {
         switch status {
         case .waitingForFinger: break
-        case .retry(let advice): TerminalPresenter.writeLine("Fingerprint: \(advice)")
-        case .notRecognized: TerminalPresenter.writeLine("Fingerprint not recognised")
+        case .retry(let advice): terminal.writeLine("Fingerprint: \(advice)")
+        case .notRecognized: terminal.writeLine("Fingerprint not recognised")
         }
     }
 
@@ -192,7 +198,7 @@ public struct TerminalAuthenticationPresenter: AuthenticationPresenter {
     }
 
     /// Writes the message to the terminal.
-    public func show(_ message: String, isError: Bool) { TerminalPresenter.writeLine(message) }
+    public func show(_ message: String, isError: Bool) { terminal.writeLine(message) }
 }
 
 /// A presenter that follows a script: for programs that collect answers their own way, and for tests.

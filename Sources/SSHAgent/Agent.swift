@@ -6,33 +6,63 @@ import Synchronization
 
 /// The agent's answers to requests: its own keys listed and used after an authentication for each signature,
 /// outside keys refused, lock and unlock with a passphrase, extensions as the protocol says.
+///
+/// An approval is kept per (key, requesting program) for the key's reuse window: within it the same program signs
+/// again without a prompt (with a notice); another program, a locked agent or an expired window asks again.
 public final class Agent: Sendable {
-    /// Who draws the prompt of each signature.
-    let presenter: (any AuthenticationPresenter)?
+    /// Where each signature's prompt is drawn.
+    let prompts: AgentPrompts
     let keyring: AgentKeyring
     /// Writes one line after each use of a key (and why a use was refused); nil = silent.
     let notice: (@Sendable (String) -> Void)?
 
+    /// An approval kept for a reuse window: the authorized right and when it ends.
+    struct Approval {
+        var right: LAPersistedRight
+        var expires: ContinuousClock.Instant
+    }
+
     private struct State {
         /// SHA-256 of the lock passphrase while locked.
         var lockedWith: Data?
+        /// Approvals by key name and program (its executable, or its pid when that is unreadable).
+        var approvals: [ApprovalKey: Approval] = [:]
+        /// The keys as last read, to find a blob's key without reading the keychain on every request.
+        var keys: [AgentKeyring.Key]?
+    }
+
+    struct ApprovalKey: Hashable {
+        var key: String
+        var program: String
     }
 
     private let state = Mutex(State())
 
-    /// An agent over `keyring`, prompting through `presenter`.
+    /// An agent over `keyring`, prompting where `prompts` says.
     public init(
-        keyring: AgentKeyring = AgentKeyring(), presenter: (any AuthenticationPresenter)?,
+        keyring: AgentKeyring = AgentKeyring(), prompts: AgentPrompts = .automatic,
         notice: (@Sendable (String) -> Void)? = nil
     ) {
         self.keyring = keyring
-        self.presenter = presenter
+        self.prompts = prompts
         self.notice = notice
     }
 
-    /// What one connection knows: the host key a `session-bind@openssh.com` named, for the prompt.
+    /// An agent over `keyring`, prompting through `presenter` (nil: no prompt can be shown).
+    public convenience init(
+        keyring: AgentKeyring = AgentKeyring(), presenter: (any AuthenticationPresenter)?,
+        notice: (@Sendable (String) -> Void)? = nil
+    ) {
+        self.init(keyring: keyring, prompts: .fixed(presenter), notice: notice)
+    }
+
+    /// What one connection knows: the program on the other end, and the host key a `session-bind@openssh.com`
+    /// named, for the prompt.
     final class Session: Sendable {
+        let peer: AgentPeer?
         let boundHost = Mutex<String?>(nil)
+
+        init(peer: AgentPeer? = nil) { self.peer = peer }
     }
 
     /// Answers one message body (type and contents); a malformed message gets the failure reply.
@@ -46,7 +76,7 @@ public final class Agent: Sendable {
         switch request {
         case .requestIdentities:
             if state.withLock({ $0.lockedWith != nil }) { return AgentResponse.identities([]) }
-            let keys = (try? await keyring.keys()) ?? []
+            let keys = await currentKeys(refresh: true)
             return AgentResponse.identities(keys.map { ($0.blob, $0.comment) })
         case .sign(let blob, let data, _):
             return await sign(data, with: blob, session: session)
@@ -54,11 +84,14 @@ public final class Agent: Sendable {
             return AgentResponse.failure
         case .lock(let passphrase):
             let digest = SHA256.hash(Data(passphrase))
-            return state.withLock { state in
-                guard state.lockedWith == nil else { return AgentResponse.failure }
+            let (answer, dropped) = state.withLock { state -> ([UInt8], [Approval]) in
+                guard state.lockedWith == nil else { return (AgentResponse.failure, []) }
                 state.lockedWith = digest
-                return AgentResponse.success
+                defer { state.approvals = [:] }
+                return (AgentResponse.success, Array(state.approvals.values))
             }
+            for approval in dropped { await approval.right.deauthorize() }
+            return answer
         case .unlock(let passphrase):
             let digest = SHA256.hash(Data(passphrase))
             return state.withLock { state in
@@ -75,19 +108,86 @@ public final class Agent: Sendable {
         }
     }
 
+    /// The keys, read again when `refresh` or never read.
+    private func currentKeys(refresh: Bool) async -> [AgentKeyring.Key] {
+        if !refresh, let keys = state.withLock({ $0.keys }) { return keys }
+        let keys = (try? await keyring.keys()) ?? []
+        state.withLock { $0.keys = keys }
+        return keys
+    }
+
     private func sign(_ data: [UInt8], with blob: [UInt8], session: Session) async -> [UInt8] {
         if state.withLock({ $0.lockedWith != nil }) { return AgentResponse.failure }
-        guard let key = (try? await keyring.keys())?.first(where: { $0.blob == blob }) else {
-            return AgentResponse.failure
-        }
+        var key = await currentKeys(refresh: false).first(where: { $0.blob == blob })
+        if key == nil { key = await currentKeys(refresh: true).first(where: { $0.blob == blob }) }
+        guard let key else { return AgentResponse.failure }
+        let program = session.peer.map { $0.executable ?? "pid \($0.pid)" } ?? "unknown program"
+        let approvalKey = ApprovalKey(key: key.name, program: program)
+        let programName = session.peer?.programName ?? "an unknown program"
         let reason = Self.describe(data, host: session.boundHost.withLock { $0 }, key: key.name)
+            + " (asked by \(programName))"
+
+        let now = ContinuousClock.now
+        let kept = state.withLock { state -> Approval? in
+            guard let approval = state.approvals[approvalKey] else { return nil }
+            if approval.expires > now { return approval }
+            state.approvals[approvalKey] = nil
+            return nil
+        }
+        if let kept {
+            do {
+                let signature = try await keyring.sign(Data(data), with: kept.right)
+                let left = Int((kept.expires - ContinuousClock.now).components.seconds)
+                notice?("lactl ssh-agent: signed with \(key.name) (approval kept, \(left) s left): \(reason)")
+                return AgentResponse.signature(signature)
+            } catch {
+                // The right stopped working (deauthorized, enrollment changed): forget it and ask again.
+                state.withLock { $0.approvals[approvalKey] = nil }
+                await kept.right.deauthorize()
+            }
+        }
+
         do {
-            let signature = try await keyring.sign(Data(data), with: key.name, reason: reason, presenter: presenter)
-            notice?("lactl ssh-agent: signed with \(key.name): \(reason)")
+            let right = try await keyring.authorize(
+                key.name, reason: reason, presenter: prompts.presenter(for: session.peer))
+            let signature: [UInt8]
+            do {
+                signature = try await keyring.sign(Data(data), with: right)
+            } catch {
+                await right.deauthorize()
+                throw error
+            }
+            if key.reuseSeconds > 0, state.withLock({ $0.lockedWith == nil }) {
+                keep(right, for: approvalKey, seconds: key.reuseSeconds)
+                notice?("lactl ssh-agent: signed with \(key.name), approval kept \(key.reuseSeconds) s for \(programName): \(reason)")
+            } else {
+                await right.deauthorize()
+                notice?("lactl ssh-agent: signed with \(key.name): \(reason)")
+            }
             return AgentResponse.signature(signature)
         } catch {
             notice?("lactl ssh-agent: refused to sign with \(key.name): \(error.localizedDescription)")
             return AgentResponse.failure
+        }
+    }
+
+    /// Keeps `right` authorized for `seconds` for `approvalKey`, then deauthorizes it (unless it was replaced).
+    private func keep(_ right: LAPersistedRight, for approvalKey: ApprovalKey, seconds: Int) {
+        let expires = ContinuousClock.now + .seconds(seconds)
+        let replaced = state.withLock { state -> LAPersistedRight? in
+            defer { state.approvals[approvalKey] = Approval(right: right, expires: expires) }
+            return state.approvals[approvalKey]?.right
+        }
+        Task { [weak self] in
+            if let replaced { await replaced.deauthorize() }
+            try? await Task.sleep(until: expires, clock: .continuous)
+            let ended = self?.state.withLock { state -> Bool in
+                guard let current = state.approvals[approvalKey], current.right === right else { return false }
+                state.approvals[approvalKey] = nil
+                return true
+            }
+            // Removed by a lock or replaced meanwhile: whoever removed it deauthorized it.
+            if ended ?? true { await right.deauthorize() }
         }
     }
 

@@ -28,3 +28,75 @@ public struct AgentNoticePresenter: AuthenticationPresenter {
         FileHandle.standardError.write(Data((line + "\n").utf8))
     }
 }
+
+/// Where the agent draws each signature's prompt.
+public enum AgentPrompts: Sendable {
+    /// Where the user is: the requesting program's terminal when it has one (read — Ctrl-C, Enter for the
+    /// fallback, a passcode with echo off — only while that program is in the terminal's foreground, so no other
+    /// program's keystrokes are taken); else the agent's own terminal (unless `LA_PRESENTER=none`); else a
+    /// desktop notification when a graphical session is there; else a line on the agent's standard error. Only a
+    /// terminal can answer a passcode question.
+    case automatic
+    /// Always this presenter (nil: no prompt can be shown, so only a reused approval signs).
+    case fixed((any AuthenticationPresenter)?)
+
+    /// The presenter for a request from `peer`.
+    public func presenter(for peer: AgentPeer?) -> (any AuthenticationPresenter)? {
+        switch self {
+        case .fixed(let presenter):
+            return presenter
+        case .automatic:
+            if let terminal = peer?.terminal {
+                return TerminalAuthenticationPresenter(device: terminal.device, acceptsInput: terminal.isForeground)
+            }
+            let environment = ProcessInfo.processInfo.environment
+            if environment["LA_PRESENTER"] != "none", TerminalAuthenticationPresenter.isAvailable {
+                return TerminalAuthenticationPresenter()
+            }
+            if let notifier = DesktopNotificationPresenter() { return notifier }
+            return AgentNoticePresenter()
+        }
+    }
+}
+
+/// Shows each fingerprint prompt as a desktop notification (`notify-send`, from libnotify-bin) and on standard
+/// error; asks no passcode. Available when `notify-send` is installed and the agent has a session bus and a display.
+public struct DesktopNotificationPresenter: AuthenticationPresenter {
+    static let candidates = ["/usr/bin/notify-send", "/usr/local/bin/notify-send"]
+    let executable: String
+    let notice = AgentNoticePresenter()
+
+    /// A notifier, or nil when notifications cannot be shown.
+    public init?() {
+        let environment = ProcessInfo.processInfo.environment
+        guard environment["DBUS_SESSION_BUS_ADDRESS"] != nil,
+            environment["DISPLAY"] != nil || environment["WAYLAND_DISPLAY"] != nil,
+            let executable = Self.candidates.first(where: FileManager.default.isExecutableFile(atPath:))
+        else { return nil }
+        self.executable = executable
+    }
+
+    public func fingerprintPromptDidBegin(
+        _ prompt: AuthenticationPrompt, respond: @escaping @Sendable (AuthenticationPromptAction) -> Void
+    ) {
+        notice.fingerprintPromptDidBegin(prompt, respond: respond)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = [
+            "--app-name=lactl ssh-agent", "--urgency=critical", "--expire-time=30000", "SSH signature",
+            "Touch the fingerprint reader to \(prompt.reason)",
+        ]
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try? process.run()
+    }
+
+    public func fingerprintPromptDidChange(_ status: FingerprintPromptStatus) {
+        notice.fingerprintPromptDidChange(status)
+    }
+
+    public func passcode(for prompt: AuthenticationPrompt, question: PasscodeQuestion) -> AuthenticationSecret? { nil }
+
+    public func show(_ message: String, isError: Bool) { notice.show(message, isError: isError) }
+}

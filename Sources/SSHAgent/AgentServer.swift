@@ -5,7 +5,8 @@ import NIOPosix
 
 /// The agent on a Unix socket (SwiftNIO): each message is a uint32 length and a body of at most 256 KiB (OpenSSH's
 /// own limit); requests of one connection are answered in order; a length over the limit closes that connection and
-/// no other.
+/// no other. Each connection's peer is read from the kernel (`SO_PEERCRED`) when it connects; a program of another
+/// user is disconnected at once, whatever the socket's permissions.
 public final class AgentServer: Sendable {
     /// OpenSSH's `AGENT_MAX_LEN`.
     static let maximumMessageByteCount = 256 * 1024
@@ -21,10 +22,12 @@ public final class AgentServer: Sendable {
         defer { umask(previous) }
         channel = try await ServerBootstrap(group: group)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
+                Self.peer(of: channel).flatMapThrowing { peer in
+                    guard peer.uid == getuid() else { throw AgentServerError.otherUser(peer.uid) }
                     try channel.pipeline.syncOperations.addHandler(
                         ByteToMessageHandler(AgentFrameDecoder(limit: Self.maximumMessageByteCount)))
-                    try channel.pipeline.syncOperations.addHandler(AgentConnectionHandler(agent: agent))
+                    try channel.pipeline.syncOperations.addHandler(
+                        AgentConnectionHandler(agent: agent, session: Agent.Session(peer: peer)))
                 }
             }
             .bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true).get()
@@ -36,10 +39,34 @@ public final class AgentServer: Sendable {
         try await group.shutdownGracefully()
     }
 
+    /// The connected program's credentials (`SO_PEERCRED`) and executable.
+    static func peer(of channel: any Channel) -> EventLoopFuture<AgentPeer> {
+        guard let provider = channel as? any SocketOptionProvider else {
+            return channel.eventLoop.makeFailedFuture(AgentServerError.noCredentials)
+        }
+        let credentials: EventLoopFuture<PeerCredentials> = provider.unsafeGetSocketOption(
+            level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(SO_PEERCRED))
+        return credentials.map { AgentPeer(pid: $0.pid, uid: $0.uid) }
+    }
+
     /// Runs until the listening channel closes.
     public func run() async throws {
         try await channel.closeFuture.get()
     }
+}
+
+/// Linux's `struct ucred` (which Swift's Glibc module leaves out without `_GNU_SOURCE`): three 32-bit fields.
+struct PeerCredentials: Sendable {
+    var pid: Int32 = 0
+    var uid: UInt32 = 0
+    var gid: UInt32 = 0
+}
+
+enum AgentServerError: Error {
+    /// The kernel gave no peer credentials.
+    case noCredentials
+    /// The peer runs as another user.
+    case otherUser(uid_t)
 }
 
 /// Cuts the stream into message bodies; a declared length over the limit ends the connection.
@@ -64,11 +91,14 @@ final class AgentConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     typealias OutboundOut = ByteBuffer
 
     private let agent: Agent
-    private let session = Agent.Session()
+    private let session: Agent.Session
     private var queue: [[UInt8]] = []
     private var busy = false
 
-    init(agent: Agent) { self.agent = agent }
+    init(agent: Agent, session: Agent.Session) {
+        self.agent = agent
+        self.session = session
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         queue.append(unwrapInboundIn(data))

@@ -7,17 +7,26 @@ import Synchronization
 import Glibc
 #endif
 
-/// Draws prompts on the controlling terminal (`/dev/tty`): the reason and titles, "place your finger" and retry
-/// reasons, and the passcode read with echo off straight into zeroizing memory. Ctrl-C (or Ctrl-D on an empty
-/// line) cancels; during a fingerprint prompt, Enter chooses the fallback when one is offered.
+/// Draws prompts on a terminal (the controlling terminal, `/dev/tty`, by default): the reason and titles, "place
+/// your finger" and retry reasons, and the passcode read with echo off straight into zeroizing memory. Ctrl-C (or
+/// Ctrl-D on an empty line) cancels; during a fingerprint prompt, Enter chooses the fallback when one is offered.
 package final class TerminalPresenter: EvaluationPresenter, PasscodePresenter {
     /// The longest answer accepted, in bytes.
     package static let maximumLength = 1024
 
+    /// The terminal device written to and read from.
+    package let device: String
+    /// Whether the terminal is read (keys during a fingerprint prompt, passcodes); when false, prompts are only
+    /// written and a passcode question is declined.
+    package let acceptsInput: Bool
+
     private let watcher = Mutex<FingerprintKeyWatcher?>(nil)
 
-    /// A presenter on `/dev/tty`.
-    package init() {}
+    /// A presenter on `device` (default `/dev/tty`), reading it only when `acceptsInput`.
+    package init(device: String = "/dev/tty", acceptsInput: Bool = true) {
+        self.device = device
+        self.acceptsInput = acceptsInput
+    }
 
     /// Whether this process has a controlling terminal to prompt on.
     package static var isAvailable: Bool {
@@ -37,16 +46,19 @@ package final class TerminalPresenter: EvaluationPresenter, PasscodePresenter {
         text += " (Ctrl-C: \(cancel)"
         if prompt.offersFallback { text += ", Enter: \(prompt.fallbackTitle ?? "Enter Password")" }
         text += ")"
-        Self.writeLine(text)
-        let started = FingerprintKeyWatcher.start(offersFallback: prompt.offersFallback, respond: respond)
+        if !acceptsInput { text = prompt.reason + "\nPlace your finger on the reader" }
+        writeLine(text)
+        guard acceptsInput else { return }
+        let started = FingerprintKeyWatcher.start(
+            device: device, offersFallback: prompt.offersFallback, respond: respond)
         watcher.withLock { $0 = started }
     }
 
     package func fingerprintPrompt(_ event: FingerprintPromptEvent) {
         switch event {
         case .waitingForFinger: break
-        case .retry(let reason): Self.writeLine("Fingerprint: \(reason)")
-        case .notRecognized: Self.writeLine("Fingerprint not recognised")
+        case .retry(let reason): writeLine("Fingerprint: \(reason)")
+        case .notRecognized: writeLine("Fingerprint not recognised")
         }
     }
 
@@ -58,14 +70,16 @@ package final class TerminalPresenter: EvaluationPresenter, PasscodePresenter {
     }
 
     package func passcode(_ prompt: EvaluationPrompt, question: PasscodePrompt) -> SecureBytes? {
-        if !prompt.reason.isEmpty { Self.writeLine(prompt.reason) }
+        guard acceptsInput else { return nil }
+        if !prompt.reason.isEmpty { writeLine(prompt.reason) }
         return answer(question)
     }
 
     // MARK: PasscodePresenter
 
     package func answer(_ prompt: PasscodePrompt) -> SecureBytes? {
-        let fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
+        guard acceptsInput else { return nil }
+        let fd = open(device, O_RDWR | O_NOCTTY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         Self.write(fd, prompt.text)
@@ -113,17 +127,18 @@ package final class TerminalPresenter: EvaluationPresenter, PasscodePresenter {
     }
 
     package func show(_ message: PasscodeMessage) {
-        Self.writeLine(message.text)
+        writeLine(message.text)
     }
 
-    package static func writeLine(_ text: String) {
-        let fd = open("/dev/tty", O_WRONLY | O_NOCTTY | O_CLOEXEC)
+    /// Writes `text` and a newline to the terminal, or to standard error when the terminal cannot be opened.
+    package func writeLine(_ text: String) {
+        let fd = open(device, O_WRONLY | O_NOCTTY | O_CLOEXEC)
         guard fd >= 0 else {
             FileHandle.standardError.write(Data((text + "\n").utf8))
             return
         }
         defer { close(fd) }
-        write(fd, text + "\n")
+        Self.write(fd, text + "\n")
     }
 
     private static func write(_ fd: Int32, _ text: String) {
@@ -133,7 +148,7 @@ package final class TerminalPresenter: EvaluationPresenter, PasscodePresenter {
 }
 
 /// Watches the terminal while a fingerprint prompt is shown: Ctrl-C cancels, Enter falls back. Runs on its own
-/// thread, polling `/dev/tty` and a pipe that `stop()` writes to; restores the terminal before it ends.
+/// thread, polling the terminal and a pipe that `stop()` writes to; restores the terminal before it ends.
 // Safe to share: the file descriptors are set once in `start` and only the watcher thread reads them; `stop()`
 // only writes one byte to the pipe.
 private final class FingerprintKeyWatcher: @unchecked Sendable {
@@ -147,8 +162,10 @@ private final class FingerprintKeyWatcher: @unchecked Sendable {
         self.stopWrite = stopWrite
     }
 
-    static func start(offersFallback: Bool, respond: @escaping @Sendable (PromptAction) -> Void) -> FingerprintKeyWatcher? {
-        let tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
+    static func start(
+        device: String, offersFallback: Bool, respond: @escaping @Sendable (PromptAction) -> Void
+    ) -> FingerprintKeyWatcher? {
+        let tty = open(device, O_RDWR | O_NOCTTY | O_CLOEXEC)
         guard tty >= 0 else { return nil }
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else {

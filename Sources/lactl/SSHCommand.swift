@@ -27,11 +27,22 @@ struct CreateSSHKey: AsyncParsableCommand {
         """)
     var requirement: String = AgentKeyring.Requirement.biometryCurrentSet.rawValue
 
+    @Option(help: """
+        For how many seconds one approval lets the same program (by executable) sign again with this key without         asking; 0 asks every time. At most 300 (Apple's limit) unless --allow-long-reuse.
+        """)
+    var reuse: Int = 0
+
+    @Flag(help: "Allow a reuse window longer than 300 seconds (up to 86400).")
+    var allowLongReuse = false
+
     func run() async throws {
         guard let requirement = AgentKeyring.Requirement(rawValue: requirement) else {
             throw ValidationError("unknown requirement '\(requirement)'")
         }
-        let key = try await sshReporting { try await AgentKeyring().create(name, requirement: requirement) }
+        let key = try await sshReporting {
+            try await AgentKeyring().create(
+                name, requirement: requirement, reuseSeconds: reuse, allowLongReuse: allowLongReuse)
+        }
         print(key.authorizedKeysLine)
     }
 }
@@ -42,7 +53,9 @@ struct ListSSHKeys: AsyncParsableCommand {
     func run() async throws {
         let keys = try await sshReporting { try await AgentKeyring().keys() }
         if keys.isEmpty { print("No SSH keys.") }
-        for key in keys { print("\(key.name)\t\(key.requirement)\t\(key.authorizedKeysLine)") }
+        for key in keys {
+            print("\(key.name)\t\(key.requirement)\treuse \(key.reuseSeconds) s\t\(key.authorizedKeysLine)")
+        }
     }
 }
 
@@ -75,7 +88,10 @@ struct SSHAgentCommand: AsyncParsableCommand {
         abstract: "Serve the SSH keys to ssh, ssh-add and ssh-keygen; every signature needs an authentication.",
         discussion: """
             Prints SSH_AUTH_SOCK=PATH for `eval $(lactl ssh-agent)`-style use, then serves until stopped. \
-            Prompts go to the agent's terminal when it has one, else to its standard error (fingerprint only).
+            Each prompt goes where the user is: the terminal of the ssh (or ssh-keygen, ssh-add) that asked, read \
+            only while that program is in the foreground; else the agent's own terminal; else a desktop \
+            notification (notify-send); else the agent's standard error. A passcode is asked only on a terminal. \
+            One line on standard error after each use of a key.
             """)
 
     @Option(help: "The socket (default: $XDG_RUNTIME_DIR/local-authentication/ssh-agent.sock).")
@@ -86,9 +102,7 @@ struct SSHAgentCommand: AsyncParsableCommand {
         try FileManager.default.createDirectory(
             atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true,
             attributes: [.posixPermissions: 0o700])
-        let presenter: any AuthenticationPresenter =
-            LAContext().presenter.map { $0 } ?? AgentNoticePresenter()
-        let agent = Agent(presenter: presenter) { line in FileHandle.standardError.write(Data((line + "\n").utf8)) }
+        let agent = Agent(prompts: .automatic) { line in FileHandle.standardError.write(Data((line + "\n").utf8)) }
         let server = try await AgentServer(path: path, agent: agent)
         FileHandle.standardOutput.write(Data("SSH_AUTH_SOCK=\(path); export SSH_AUTH_SOCK;\n".utf8))
         try await server.run()

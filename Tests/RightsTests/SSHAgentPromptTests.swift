@@ -1,0 +1,182 @@
+import Foundation
+import SecurityClient
+import SecurityServer
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where the agent asks and how often: the prompt on the requesting program's terminal (the passcode fallback
+/// typed there), and approvals kept per (key, program) for the key's reuse window.
+extension SSHAgentTests {
+    /// `ssh-key create --reuse 60`: one finger lets ssh-keygen sign again without asking, but not ssh-add (another
+    /// program), and not after the agent was locked; windows over Apple's 300 s need `--allow-long-reuse`.
+    @Test func anApprovalIsKeptPerProgramForTheKeysReuseWindow() async throws {
+        let world = try RightsWorld()
+        try await enrollForThisUser(world, "alice-1", finger: .rightIndex)
+        let lactl = try lactlExecutable()
+        let env = environment(world)
+        #expect(try run(lactl, ["ssh-key", "create", "long", "--reuse", "301"], environment: env).0 != 0)
+        #expect(try run(lactl, ["ssh-key", "create", "long", "--reuse", "3600", "--allow-long-reuse"], environment: env).0 == 0)
+        let (created, line) = try run(lactl, ["ssh-key", "create", "quick", "--reuse", "60"], environment: env)
+        #expect(created == 0)
+        let listed = try run(lactl, ["ssh-key", "list"], environment: env).1
+        #expect(listed.contains("quick\tbiometryCurrentSet\treuse 60 s\t"))
+        #expect(listed.contains("long\tbiometryCurrentSet\treuse 3600 s\t"))
+
+        let socket = world.directory + "/agent.sock"
+        let agent = try startAgent(world, socket: socket)
+        defer { agent.terminate() }
+        var ssh = env
+        ssh["SSH_AUTH_SOCK"] = socket
+        let publicKey = world.directory + "/quick.pub"
+        try line.write(toFile: publicKey, atomically: true, encoding: .utf8)
+        let message = world.directory + "/message"
+        try Data("release 7".utf8).write(to: URL(fileURLWithPath: message))
+        let keygen = URL(fileURLWithPath: "/usr/bin/ssh-keygen")
+        let sign = ["-Y", "sign", "-n", "file", "-f", publicKey, "-U", message]
+
+        let scan = Task { try await world.socket.send("SCAN alice-1") }
+        #expect(try run(keygen, sign, environment: ssh).0 == 0, "the first signature needs the finger")
+        try await scan.value
+        try FileManager.default.removeItem(atPath: message + ".sig")
+        #expect(try run(keygen, sign, environment: ssh).0 == 0, "ssh-keygen signs again within the window, no scan")
+
+        // ssh-add -T signs a test message: another program, so it is asked, and a stranger's finger refuses it.
+        let stranger = Task { try await world.socket.send("SCAN mallory") }
+        #expect(try run(URL(fileURLWithPath: "/usr/bin/ssh-add"), ["-T", publicKey], environment: ssh).0 != 0)
+        try await stranger.value
+
+        // Locking the agent drops every kept approval: after unlocking, ssh-keygen is asked again.
+        let passphrase = Array("pass".utf8)
+        let lockFrame = Self.frame([22] + Self.sshString(passphrase))
+        let unlockFrame = Self.frame([23] + Self.sshString(passphrase))
+        #expect(try Self.exchange(socket, [lockFrame, unlockFrame]) == [[6], [6]])
+        try FileManager.default.removeItem(atPath: message + ".sig")
+        let afterLock = Task { try await world.socket.send("SCAN mallory") }
+        #expect(try run(keygen, sign, environment: ssh).0 != 0, "asked again after a lock; a stranger's finger refuses")
+        try await afterLock.value
+        let log = (try? String(contentsOfFile: world.directory + "/agent.log", encoding: .utf8)) ?? ""
+        #expect(log.contains("approval kept 60 s for ssh-keygen"))
+        #expect(log.contains("(approval kept, "))
+        await world.close()
+    }
+
+    /// ssh-keygen on a terminal of its own: the agent (no terminal, `LA_PRESENTER=none`) draws the prompt there,
+    /// naming what is signed and who asks; Enter picks the passcode, which is typed on that terminal.
+    @Test func thePromptAppearsOnTheRequestingProgramsTerminal() async throws {
+        let world = try RightsWorld()
+        try await enrollForThisUser(world, "alice-1", finger: .rightIndex)
+        let lactl = try lactlExecutable()
+        let env = environment(world)
+        // The agent checks the passcode of the user it runs as.
+        let passdb = try FileHandle(forWritingTo: URL(fileURLWithPath: world.directory + "/passdb"))
+        try passdb.seekToEnd()
+        try passdb.write(contentsOf: Data("\(AuthenticationConfiguration.currentUsername()):secret:\(RightsWorld.service)\n".utf8))
+        try passdb.close()
+        let (created, line) = try run(
+            lactl, ["ssh-key", "create", "desk", "--requirement", "devicePasscode"], environment: env)
+        #expect(created == 0)
+        let socket = world.directory + "/agent.sock"
+        let agent = try startAgent(world, socket: socket)
+        defer { agent.terminate() }
+        let publicKey = world.directory + "/desk.pub"
+        try line.write(toFile: publicKey, atomically: true, encoding: .utf8)
+        let message = world.directory + "/message"
+        try Data("tag v1".utf8).write(to: URL(fileURLWithPath: message))
+
+        var ssh = env
+        ssh["SSH_AUTH_SOCK"] = socket
+        let command = "/usr/bin/ssh-keygen -Y sign -n git -f \(publicKey) -U \(message)"
+        let (status, screen) = try Self.runOnTerminal(command, environment: ssh, answering: [
+            ("Place your finger", "\r"),
+            ("Password:", "secret\r"),
+        ])
+        let log = (try? String(contentsOfFile: world.directory + "/agent.log", encoding: .utf8)) ?? ""
+        #expect(status == 0, "signed with the passcode typed on ssh-keygen's terminal; it showed: \(screen); agent: \(log)")
+        #expect(screen.contains("sign for namespace \"git\" with SSH key desk (asked by ssh-keygen)"))
+        #expect(!screen.contains("secret"), "the passcode is not echoed")
+        #expect(FileManager.default.fileExists(atPath: message + ".sig"))
+        await world.close()
+    }
+
+    /// The agent asks the kernel who connected (`SO_PEERCRED`): a program of another user gets nothing, even when
+    /// the socket's permissions were opened to everyone.
+    @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")))
+    func anotherUserGetsNothingEvenThroughAnOpenSocket() async throws {
+        let world = try RightsWorld()
+        try await enrollForThisUser(world, "alice-1", finger: .rightIndex)
+        let env = environment(world)
+        #expect(try run(try lactlExecutable(), ["ssh-key", "create", "mine"], environment: env).0 == 0)
+        let socket = world.directory + "/agent.sock"
+        let agent = try startAgent(world, socket: socket)
+        defer { agent.terminate() }
+        chmod(world.directory, 0o755)
+        chmod(socket, 0o777)
+        var ssh = env
+        ssh["SSH_AUTH_SOCK"] = socket
+        let setpriv = URL(fileURLWithPath: "/usr/bin/setpriv")
+        let asNobody = ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/ssh-add", "-L"]
+        let (status, listed) = try run(setpriv, asNobody, environment: ssh)
+        #expect(status != 0)
+        #expect(!listed.contains("ecdsa-sha2-nistp256"))
+        #expect(try run(URL(fileURLWithPath: "/usr/bin/ssh-add"), ["-L"], environment: ssh).1.contains("lactl:mine"))
+        await world.close()
+    }
+
+    /// Runs `command` through `script` on a new pty with `environment`; each time the screen shows the next
+    /// expected text, types its answer. Returns the exit status and what the terminal showed.
+    static func runOnTerminal(
+        _ command: String, environment: [String: String], answering steps: [(String, String)]
+    ) throws -> (Int32, String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
+        process.arguments = ["-qec", command, "/dev/null"]
+        process.environment = environment
+        let input = Pipe()
+        let output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = output
+        let shown = Mutex("")
+        output.fileHandleForReading.readabilityHandler = { handle in
+            let text = String(decoding: handle.availableData, as: UTF8.self)
+            shown.withLock { $0 += text }
+        }
+        try process.run()
+        var seen = 0
+        for (expected, answer) in steps {
+            let deadline = Date().addingTimeInterval(20)
+            var found = false
+            while !found && Date() < deadline && process.isRunning {
+                found = shown.withLock { screen in
+                    guard let range = screen.range(of: expected, range: screen.index(screen.startIndex, offsetBy: seen)..<screen.endIndex)
+                    else { return false }
+                    seen = screen.distance(from: screen.startIndex, to: range.upperBound)
+                    return true
+                }
+                if !found { usleep(20_000) }
+            }
+            guard found else { break }
+            // The prompt is written just before the terminal is switched to raw mode (which flushes its input).
+            usleep(200_000)
+            input.fileHandleForWriting.write(Data(answer.utf8))
+        }
+        process.waitUntilExit()
+        output.fileHandleForReading.readabilityHandler = nil
+        return (process.terminationStatus, shown.withLock { $0 })
+    }
+
+    /// An agent-protocol frame: uint32 length and body.
+    static func frame(_ body: [UInt8]) -> [UInt8] {
+        let length = UInt32(body.count)
+        return [UInt8(length >> 24), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF)] + body
+    }
+
+    /// An SSH `string`: uint32 length and bytes.
+    static func sshString(_ bytes: [UInt8]) -> [UInt8] {
+        Array(frame(bytes))
+    }
+}
