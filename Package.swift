@@ -117,7 +117,7 @@ let package = Package(
             name: "la-bench",
             dependencies: [
                 "SecureCrypto", "COpenSSL", "Authenticators", "KeychainStore", "SecurityServer", "SecurityClient",
-                "KeychainServices", "LocalAuthentication",
+                "KeychainServices", "LocalAuthentication", "SSHAgent",
             ],
             path: "Benchmarks/la-bench"),
 

@@ -9,6 +9,7 @@ let sections: [(name: String, run: () async throws -> Void)] = [
     ("authenticators", AuthenticatorBenchmarks.run),
     ("seckey", SecKeyBenchmarks.run),
     ("context", ContextBenchmarks.run),
+    ("agent", AgentBenchmarks.run),
 ]
 let chosen = Set(CommandLine.arguments.dropFirst())
 print("la-bench: ratios against baselines measured in this run (higher is better unless said)")
