@@ -217,8 +217,10 @@ package final class KeychainEngine: Sendable {
         guard !query.returns.isEmpty else { return nil }
         let opened = ItemSealer.OpenedItem(
             row: stored, itemClass: itemClass, protectionClass: protectionClass, attributes: attributes)
-        let result = try database.read { transaction in
-            try self.result(for: opened, query: query, caller: caller, transaction: transaction)
+        let result = try withAuthorizations { decisions in
+            try database.read { transaction in
+                try self.result(for: opened, query: query, caller: caller, transaction: transaction, decisions: decisions)
+            }
         }
         return ItemResults(returns: query.returns, isSingle: true, items: result.map { [$0] } ?? [])
     }
@@ -227,7 +229,7 @@ package final class KeychainEngine: Sendable {
 
     private func copyMatching(_ query: ItemQuery, caller: CallerIdentity) throws -> ItemResults {
         // kSecReturnRef on a password is not an error on Apple platforms: the result simply carries no reference.
-        return try database.read { transaction in
+        try withAuthorizations { decisions in try database.read { transaction in
             var results: [ItemResult] = []
             let matches = try matchingItems(
                 query, caller: caller, transaction: transaction,
@@ -237,25 +239,26 @@ package final class KeychainEngine: Sendable {
                 if let limit = query.limit, results.count >= limit { break }
                 // Opening the data checks the class key itself (one keybag check per item, not two).
                 if !Self.needsData(query.returns, item.itemClass) { try requireAvailable(item) }
-                if let result = try result(for: item, query: query, caller: caller, transaction: transaction) {
+                if let result = try result(
+                    for: item, query: query, caller: caller, transaction: transaction, decisions: decisions)
+                {
                     results.append(result)
                 }
             }
             guard !results.isEmpty else { throw KeychainStatus(.itemNotFound, "no item matches") }
             return ItemResults(returns: query.returns, isSingle: query.limit == 1, items: results)
-        }
+        } }
     }
 
     /// The result for one matched item, or nil when its access control says to skip it.
     private func result(
-        for item: ItemSealer.OpenedItem, query: ItemQuery, caller: CallerIdentity, transaction: StoreTransaction
+        for item: ItemSealer.OpenedItem, query: ItemQuery, caller: CallerIdentity, transaction: StoreTransaction,
+        decisions: AuthorizationDecisions
     ) throws -> ItemResult? {
         var result = ItemResult(itemClass: query.itemClass ?? item.itemClass)
         let needsData = Self.needsData(query.returns, item.itemClass)
         if needsData, let policy = item.accessControl {
-            switch evaluator.authorize(
-                policy, operation: .readData, authenticationUI: query.authenticationUI,
-                context: query.authenticationContext) {
+            switch try decisions.decision(for: item, policy: policy, operation: .readData, query: query) {
             case .allowed: break
             case .skip: return nil
             case .denied(let code): throw KeychainStatus(code, "the item's access control is not satisfied")
@@ -297,10 +300,7 @@ package final class KeychainEngine: Sendable {
             if query.returns.contains(.reference), case .certificate(let certificate) = result.reference {
                 try requireAvailable(key)
                 if let policy = key.accessControl {
-                    switch evaluator.authorize(
-                policy, operation: .readData, authenticationUI: query.authenticationUI,
-                context: query.authenticationContext)
-                    {
+                    switch try decisions.decision(for: key, policy: policy, operation: .readData, query: query) {
                     case .allowed: break
                     case .skip: return nil
                     case .denied(let code): throw KeychainStatus(code, "the key's access control is not satisfied")
@@ -350,7 +350,19 @@ package final class KeychainEngine: Sendable {
         }
         var query = query
         query.limit = nil
-        let events = try database.write { transaction in
+        // Every protected match is authorized first, from a read and with no transaction open (a prompt may take
+        // as long as the user needs without holding SQLite's write lock); the write then finds each row as it was
+        // authorized, or goes back for the authorization of the row that changed meanwhile.
+        let events = try withAuthorizations { decisions in
+            try database.read { transaction in
+                for item in try matchingItems(query, caller: caller, transaction: transaction) {
+                    try requireAvailable(item)
+                    if let policy = item.accessControl {
+                        try Self.requireAllowed(decisions.decision(for: item, policy: policy, operation: .update, query: query))
+                    }
+                }
+            }
+            return try database.write { transaction in
             let matches = try matchingItems(query, caller: caller, transaction: transaction)
             guard !matches.isEmpty else { throw KeychainStatus(.itemNotFound, "no item matches") }
             var events: [EngineEvent] = []
@@ -358,14 +370,7 @@ package final class KeychainEngine: Sendable {
             for item in matches {
                 try requireAvailable(item)
                 if let policy = item.accessControl {
-                    let decision = evaluator.authorize(
-                        policy, operation: .update, authenticationUI: query.authenticationUI,
-                        context: query.authenticationContext)
-                    switch decision {
-                    case .allowed: break
-                    case .denied(let code): throw KeychainStatus(code, "the item's access control is not satisfied")
-                    case .skip: throw KeychainStatus(.interactionNotAllowed, "the item's access control is not satisfied")
-                    }
+                    try Self.requireAllowed(decisions.decision(for: item, policy: policy, operation: .update, query: query))
                 }
                 var attributes = item.attributes.merging(changedAttributes) { _, new in new }
                 if changedAttributes["pdmn"] != nil && changedAttributes["accc"] == nil && item.accessControl != nil {
@@ -407,8 +412,18 @@ package final class KeychainEngine: Sendable {
                 events.append(event(.updated, sealed))
             }
             return events
+            }
         }
         hub.emit(events)
+    }
+
+    /// Throws unless an update's decision allows it (a skip is not possible for an update).
+    private static func requireAllowed(_ decision: AccessDecision) throws {
+        switch decision {
+        case .allowed: break
+        case .denied(let code): throw KeychainStatus(code, "the item's access control is not satisfied")
+        case .skip: throw KeychainStatus(.interactionNotAllowed, "the item's access control is not satisfied")
+        }
     }
 
     // MARK: Delete

@@ -18,7 +18,7 @@ private func stressExecutable() throws -> URL {
     throw StatusError(status: -1)
 }
 
-private func startStress(_ directory: URL, prefix: String, count: Int) throws -> (Process, Pipe) {
+func startStress(_ directory: URL, prefix: String, count: Int) throws -> (Process, Pipe) {
     let process = Process()
     process.executableURL = try stressExecutable()
     process.arguments = ["add", directory.path, prefix, String(count)]
