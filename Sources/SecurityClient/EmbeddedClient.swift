@@ -30,6 +30,11 @@ package final class EmbeddedClient: SecurityClient {
         self.caller = caller
     }
 
+    /// The connection ends with the client: its authentication contexts end too.
+    deinit {
+        engine.authentication?.discardAll(owner: caller.connection)
+    }
+
     package func send(_ request: KeychainRequest) throws -> KeychainResponse {
         try engine.handle(request, caller: caller)
     }

@@ -103,15 +103,15 @@ package final class KeychainEngine: Sendable {
         do {
             switch request {
             case .add(let attributes):
-                return try add(ItemQuery.parse(attributes, for: .add), caller: caller).map(KeychainResponse.items)
-                    ?? .success
+                return try add(parse(attributes, for: .add, caller: caller), caller: caller)
+                    .map(KeychainResponse.items) ?? .success
             case .copyMatching(let query):
-                return .items(try copyMatching(ItemQuery.parse(query, for: .copyMatching), caller: caller))
+                return .items(try copyMatching(parse(query, for: .copyMatching, caller: caller), caller: caller))
             case .update(let query, let attributes):
-                try update(ItemQuery.parse(query, for: .update), changes: attributes, caller: caller)
+                try update(parse(query, for: .update, caller: caller), changes: attributes, caller: caller)
                 return .success
             case .delete(let query):
-                try delete(ItemQuery.parse(query, for: .delete), caller: caller)
+                try delete(parse(query, for: .delete, caller: caller), caller: caller)
                 return .success
             case .lock:
                 try enclave.lock()
@@ -128,6 +128,25 @@ package final class KeychainEngine: Sendable {
             }
         } catch {
             throw Self.status(error)
+        }
+    }
+
+    /// The query in `dictionary`, whose authentication context (if any) must be the caller connection's.
+    private func parse(
+        _ dictionary: [String: KeychainValue], for operation: ItemQuery.Operation, caller: CallerIdentity
+    ) throws -> ItemQuery {
+        let query = try ItemQuery.parse(dictionary, for: operation)
+        try requireOwnContext(query.authenticationContext, caller: caller)
+        return query
+    }
+
+    /// Throws `errSecAuthFailed` when `context` belongs to another client connection.
+    func requireOwnContext(_ context: AuthenticationContextID?, caller: CallerIdentity) throws {
+        guard let context, let authentication else { return }
+        do {
+            try authentication.requireOwner(context, connection: caller.connection)
+        } catch {
+            throw KeychainStatus(.authFailed, "the authentication context belongs to another client")
         }
     }
 
