@@ -166,6 +166,7 @@ let package = Package(
             name: "ChallengeSigning",
             dependencies: [
                 "LocalAuthentication", "KeychainServices", "Authenticators", "SecurityClient", "SecurityServer",
+                "SecureCrypto",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -47,6 +47,12 @@ package final class EmbeddedClient: SecurityClient {
         try await engine.handle(request, caller: caller)
     }
 
+    package func send(
+        _ request: AdministrationRequest, progress: @escaping @Sendable (AdministrationEvent) -> Void
+    ) async throws -> AdministrationEvent {
+        try await engine.handle(request, caller: caller, progress: progress)
+    }
+
     package func keychainEvents() -> AsyncStream<EngineEvent> {
         engine.events(for: caller)
     }

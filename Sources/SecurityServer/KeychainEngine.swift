@@ -158,7 +158,7 @@ package final class KeychainEngine: Sendable {
     func hubEmit(_ events: [EngineEvent]) { hub.emit(events) }
 
     /// Records whether a passcode is set. Turning it off deletes every `akpu` item, as Apple does.
-    package func setPasscodeSet(_ isSet: Bool) throws {
+    func setPasscodeSet(_ isSet: Bool) throws {
         do {
             if !isSet {
                 let events = try database.write { transaction in
