@@ -109,4 +109,23 @@ struct LactlEnrollmentTests {
         #expect(try world.contexts.attemptPolicy.currentState().passcodeFailures == 1, "the wrong passcode counted")
         await world.close()
     }
+
+    /// With the passcode typed on its terminal, `lactl biometry enroll` enrolls through the engine's enrollment
+    /// request (scans from the virtual reader), and `lactl biometry list` shows the print.
+    @Test func theRightPasscodeEnrollsAndListShowsIt() async throws {
+        let world = try LocalAuthenticationWorld(user: AuthenticationConfiguration.currentUsername())
+        defer { world.directory.remove() }
+        let scans = Task { try await world.socket.send(Array(repeating: "SCAN finger-1", count: 5)) }
+        let (enrolled, screen) = try runLactlOnTerminal(
+            "biometry enroll --finger left-index", world: world, typing: "secret\r", readerDrivers: "virtual_device")
+        try await scans.value
+        #expect(enrolled == 0, "\(screen)")
+        #expect(screen.contains("Enrolled left-index as "))
+        #expect(!screen.contains("secret"))
+        let (listed, list) = try runLactlOnTerminal(
+            "biometry list", world: world, typing: nil, readerDrivers: "virtual_device")
+        #expect(listed == 0)
+        #expect(list.contains("left-index") && list.contains("state hash: "))
+        await world.close()
+    }
 }
