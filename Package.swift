@@ -121,13 +121,15 @@ let package = Package(
             ],
             path: "Benchmarks/la-bench"),
 
-        .testTarget(name: "AuthenticatorsTests", dependencies: ["Authenticators", "SecureCrypto"]),
+        // What several test targets share: the virtual-reader lock, subprocess and pseudo-terminal helpers, pam_matrix.
+        .target(name: "TestSupport", dependencies: ["Authenticators"], path: "Tests/TestSupport"),
+        .testTarget(name: "AuthenticatorsTests", dependencies: ["Authenticators", "SecureCrypto", "TestSupport"]),
         // LAContext, presenters, contexts and access control against the virtual reader and pam_matrix.
         .testTarget(
             name: "LocalAuthenticationTests",
             dependencies: [
                 "LocalAuthentication", "KeychainServices", "SecurityClient", "SecurityServer", "Authenticators",
-                "KeychainStore", "SecureCrypto", "lactl",
+                "KeychainStore", "SecureCrypto", "lactl", "TestSupport",
             ]),
         // Keychain tests: semantics, tampering, scale, and two processes / SIGKILL through keychain-stress.
         .executableTarget(
@@ -139,7 +141,7 @@ let package = Package(
             name: "KeychainServicesTests",
             dependencies: [
                 "KeychainServices", "SwiftKeychain", "SecurityClient", "SecurityServer", "KeychainStore", "Enclave",
-                "keychain-stress", "Authenticators", "SecureCrypto", "KeychainWrapperFixture",
+                "keychain-stress", "Authenticators", "SecureCrypto", "KeychainWrapperFixture", "TestSupport",
             ],
             resources: [.copy("Fixtures")]),
         // A wrapper with its own `Keychain` and `KeychainError`, as open-source ones have: compiles only while
@@ -158,7 +160,7 @@ let package = Package(
             name: "RightsTests",
             dependencies: [
                 "LocalAuthentication", "KeychainServices", "SecurityClient", "SecurityServer", "Authenticators", "lactl",
-                "LocalAuthenticationCombine", "SwiftKeychain",
+                "LocalAuthenticationCombine", "SwiftKeychain", "TestSupport",
             ]),
         // Examples (README.md, "Examples"), built and run as subprocesses by ExamplesTests.
         .executableTarget(name: "GuardedOperation", dependencies: ["LocalAuthentication"], path: "Examples/GuardedOperation"),

@@ -1,6 +1,7 @@
 @testable import Authenticators
 import Foundation
 import Testing
+import TestSupport
 
 /// The fingerprint authenticator against the real libfprint and its `virtual_device` drivers.
 ///

@@ -4,6 +4,7 @@ import KeychainStore
 import LocalAuthentication
 import SecurityServer
 import Testing
+import TestSupport
 
 /// Adds a generic password guarded by `flags`, optionally with `context` (needed for `.applicationPassword`).
 func addProtected(
