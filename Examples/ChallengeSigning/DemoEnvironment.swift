@@ -2,6 +2,7 @@ import Authenticators
 import Foundation
 import KeychainServices
 import SecurityClient
+import SecurityProtocol
 import SecurityServer
 
 #if canImport(Glibc)

@@ -1,5 +1,6 @@
 @testable import Authenticators
 import Foundation
+import SecurityProtocol
 import Testing
 
 /// The fingerprint authenticator against the real libfprint and its `virtual_device` drivers.
