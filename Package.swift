@@ -43,39 +43,44 @@ let package = Package(
 
         // Primitives: P-256, ECDSA, ECDH, Apple ECIES, AES-GCM, HKDF, X9.63 KDF, SecureBytes over OpenSSL 3.
         .target(name: "SecureCrypto", dependencies: ["COpenSSL"]),
+        // The messages between the public API and the engine, and their one canonical tag-length-value codec.
+        .target(name: "SecurityProtocol", dependencies: ["SecureCrypto"]),
         // Private store files: 0700/0600, atomic writes through unpredictable exclusive temporaries, locks, key files.
         .target(name: "StoreFiles", dependencies: ["SecureCrypto"]),
         // State: the encrypted SQLite keychain database and its item codec.
         .target(
             name: "KeychainStore",
-            dependencies: ["SecureCrypto", .product(name: "GRDB", package: "GRDB.swift")]),
+            dependencies: ["SecureCrypto", "SecurityProtocol", .product(name: "GRDB", package: "GRDB.swift")]),
         // Secrets: device root key, protection-class keys, enclave-held P-256 keys.
         .target(name: "Enclave", dependencies: ["SecureCrypto", "StoreFiles"]),
         // Authenticators: passcodes through PAM, fingerprints through libfprint-2, attempt policy.
         .target(
             name: "Authenticators",
             dependencies: [
-                "CPAM", "CFPrint", "SecureCrypto", "StoreFiles", .product(name: "Logging", package: "swift-log"),
+                "CPAM", "CFPrint", "SecureCrypto", "SecurityProtocol", "StoreFiles",
+                .product(name: "Logging", package: "swift-log"),
             ]),
         // The engine: the only code that touches state (keychain rules, ACLs, contexts, rights, lockout).
         .target(
             name: "SecurityServer",
             dependencies: [
-                "KeychainStore", "Enclave", "Authenticators", "SecureCrypto", "StoreFiles",
+                "KeychainStore", "Enclave", "Authenticators", "SecureCrypto", "SecurityProtocol", "StoreFiles",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // Client side: one protocol to send a request to the engine, embedded or over the daemon socket.
-        .target(name: "SecurityClient", dependencies: ["SecurityServer", "Authenticators"]),
+        .target(name: "SecurityClient", dependencies: ["SecurityProtocol", "SecurityServer", "Authenticators"]),
         // Public API: SecItem*, SecAccessControl, SecKey*, kSec* constants, OSStatus.
-        .target(name: "KeychainServices", dependencies: ["SecurityClient", "SecurityServer", "KeychainStore", "SecureCrypto"]),
+        .target(
+            name: "KeychainServices",
+            dependencies: ["SecurityClient", "SecurityProtocol", "SecurityServer", "SecureCrypto"]),
         // Public API, ours: the typed Keychain over the same engine.
         .target(
             name: "SwiftKeychain",
-            dependencies: ["KeychainServices", "SecurityClient", "SecurityServer", "KeychainStore", "SecureCrypto"]),
+            dependencies: ["KeychainServices", "SecurityClient", "SecurityProtocol", "SecurityServer", "SecureCrypto"]),
         // Public API: LAContext, LAError, LARight, LAPersistedRight, LARightStore.
         .target(
             name: "LocalAuthentication",
-            dependencies: ["KeychainServices", "SecurityClient", "SecurityServer", "Authenticators", "KeychainStore", "SecureCrypto"]),
+            dependencies: ["KeychainServices", "SecurityClient", "SecurityProtocol", "SecurityServer", "SecureCrypto"]),
 
         // Publishers of right states and keychain events, and Foundation's NotificationCenter publisher.
         .target(
@@ -101,8 +106,8 @@ let package = Package(
         .executableTarget(
             name: "lactl",
             dependencies: [
-                "LocalAuthentication", "KeychainServices", "SwiftKeychain", "SSHAgent", "SecurityClient", "SecurityServer", "Authenticators",
-                "SecureCrypto",
+                "LocalAuthentication", "KeychainServices", "SwiftKeychain", "SSHAgent", "SecurityClient",
+                "SecurityProtocol", "SecurityServer", "Authenticators", "SecureCrypto",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
@@ -116,32 +121,34 @@ let package = Package(
         .executableTarget(
             name: "la-bench",
             dependencies: [
-                "SecureCrypto", "COpenSSL", "Authenticators", "KeychainStore", "SecurityServer", "SecurityClient",
-                "KeychainServices", "LocalAuthentication", "SSHAgent",
+                "SecureCrypto", "COpenSSL", "Authenticators", "KeychainStore", "SecurityProtocol", "SecurityServer",
+                "SecurityClient", "KeychainServices", "LocalAuthentication", "SSHAgent",
             ],
             path: "Benchmarks/la-bench"),
 
         // What several test targets share: the virtual-reader lock, subprocess and pseudo-terminal helpers, pam_matrix.
         .target(name: "TestSupport", dependencies: ["Authenticators"], path: "Tests/TestSupport"),
-        .testTarget(name: "AuthenticatorsTests", dependencies: ["Authenticators", "SecureCrypto", "TestSupport"]),
+        .testTarget(
+            name: "AuthenticatorsTests", dependencies: ["Authenticators", "SecureCrypto", "SecurityProtocol", "TestSupport"]),
         // LAContext, presenters, contexts and access control against the virtual reader and pam_matrix.
         .testTarget(
             name: "LocalAuthenticationTests",
             dependencies: [
-                "LocalAuthentication", "KeychainServices", "SecurityClient", "SecurityServer", "Authenticators",
-                "KeychainStore", "SecureCrypto", "lactl", "TestSupport",
+                "LocalAuthentication", "KeychainServices", "SecurityClient", "SecurityProtocol", "SecurityServer",
+                "Authenticators", "KeychainStore", "SecureCrypto", "lactl", "TestSupport",
             ]),
         // Keychain tests: semantics, tampering, scale, and two processes / SIGKILL through keychain-stress.
         .executableTarget(
             name: "keychain-stress", dependencies: ["SecurityClient", "SecurityServer"]),
         .testTarget(
             name: "KeychainStoreTests",
-            dependencies: ["KeychainStore", "Enclave", "SecurityServer", "SecureCrypto"]),
+            dependencies: ["KeychainStore", "Enclave", "SecurityProtocol", "SecurityServer", "SecureCrypto"]),
         .testTarget(
             name: "KeychainServicesTests",
             dependencies: [
-                "KeychainServices", "SwiftKeychain", "SecurityClient", "SecurityServer", "KeychainStore", "Enclave",
-                "keychain-stress", "Authenticators", "SecureCrypto", "KeychainWrapperFixture", "TestSupport",
+                "KeychainServices", "SwiftKeychain", "SecurityClient", "SecurityProtocol", "SecurityServer",
+                "KeychainStore", "Enclave", "keychain-stress", "Authenticators", "SecureCrypto",
+                "KeychainWrapperFixture", "TestSupport",
             ],
             resources: [.copy("Fixtures")]),
         // A wrapper with its own `Keychain` and `KeychainError`, as open-source ones have: compiles only while
@@ -152,23 +159,23 @@ let package = Package(
         .testTarget(
             name: "SecKeyTests",
             dependencies: [
-                "KeychainServices", "LocalAuthentication", "SecurityClient", "SecurityServer", "KeychainStore", "Enclave",
-                "SecureCrypto",
+                "KeychainServices", "LocalAuthentication", "SecurityClient", "SecurityProtocol", "SecurityServer",
+                "KeychainStore", "Enclave", "SecureCrypto",
             ]),
         // LARight, LARightStore, LAPersistedRight against the virtual reader and pam_matrix.
         .testTarget(
             name: "RightsTests",
             dependencies: [
-                "LocalAuthentication", "KeychainServices", "SecurityClient", "SecurityServer", "Authenticators", "lactl",
-                "LocalAuthenticationCombine", "SwiftKeychain", "TestSupport",
+                "LocalAuthentication", "KeychainServices", "SecurityClient", "SecurityProtocol", "SecurityServer",
+                "Authenticators", "lactl", "LocalAuthenticationCombine", "SwiftKeychain", "TestSupport",
             ]),
         // Examples (README.md, "Examples"), built and run as subprocesses by ExamplesTests.
         .executableTarget(name: "GuardedOperation", dependencies: ["LocalAuthentication"], path: "Examples/GuardedOperation"),
         .executableTarget(
             name: "ChallengeSigning",
             dependencies: [
-                "LocalAuthentication", "KeychainServices", "Authenticators", "SecurityClient", "SecurityServer",
-                "SecureCrypto",
+                "LocalAuthentication", "KeychainServices", "Authenticators", "SecurityClient", "SecurityProtocol",
+                "SecurityServer", "SecureCrypto",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

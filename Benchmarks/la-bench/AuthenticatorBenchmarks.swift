@@ -3,6 +3,7 @@ internal import CFPrint
 internal import CPAM
 import Foundation
 import SecureCrypto
+import SecurityProtocol
 
 #if canImport(Glibc)
 import Glibc

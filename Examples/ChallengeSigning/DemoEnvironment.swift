@@ -3,6 +3,7 @@ import Foundation
 import KeychainServices
 import SecureCrypto
 import SecurityClient
+import SecurityProtocol
 import SecurityServer
 
 #if canImport(Glibc)

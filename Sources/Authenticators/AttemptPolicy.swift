@@ -1,5 +1,6 @@
 import Foundation
 import SecureCrypto
+import SecurityProtocol
 import StoreFiles
 import Synchronization
 

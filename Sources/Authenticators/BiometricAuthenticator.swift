@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import SecureCrypto
+import SecurityProtocol
 
 /// Enrolls and verifies fingerprints with the user's reader through libfprint-2, under the persisted attempt
 /// policy, keeping templates encrypted in an ``EnrolledPrintStore``.

@@ -1,5 +1,6 @@
 import Foundation
 import SecureCrypto
+import SecurityProtocol
 import StoreFiles
 
 /// Where enrolled prints and the per-install salt of the state hash are kept.

@@ -2,6 +2,7 @@ internal import CFPrint
 import Foundation
 import Logging
 import SecureCrypto
+import SecurityProtocol
 
 /// What is known about the opened reader.
 package struct ReaderInfo: Sendable, Equatable {

@@ -1,6 +1,7 @@
 internal import CPAM
 import Foundation
 import SecureCrypto
+import SecurityProtocol
 
 #if canImport(Glibc)
 import Glibc

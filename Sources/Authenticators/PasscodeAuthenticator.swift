@@ -2,6 +2,7 @@ internal import CPAM
 import Foundation
 import Logging
 import SecureCrypto
+import SecurityProtocol
 
 /// Checks a user's passcode through the system's PAM stack, under the persisted attempt policy.
 ///

@@ -1,4 +1,5 @@
 import Foundation
+import SecurityProtocol
 import StoreFiles
 
 /// Where authenticator state lives by default: `$LA_DATA_DIR`, else `$XDG_DATA_HOME/local-authentication`, else

@@ -1,5 +1,6 @@
 import Foundation
 import SecurityClient
+import SecurityProtocol
 import SecurityServer
 
 /// Which client the SecItem functions and `Keychain.default` talk to.

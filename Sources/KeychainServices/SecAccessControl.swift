@@ -1,5 +1,5 @@
 import Foundation
-import KeychainStore
+import SecurityProtocol
 
 /// The conditions an access-control list sets (`SecAccessControlCreateFlags`), with Apple's raw values.
 public struct SecAccessControlCreateFlags: OptionSet, Sendable, Hashable {

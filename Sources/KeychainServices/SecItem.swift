@@ -1,6 +1,6 @@
 import Foundation
-import KeychainStore
 import SecurityClient
+import SecurityProtocol
 import SecurityServer
 
 /// Adds an item to the keychain.

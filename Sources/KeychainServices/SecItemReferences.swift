@@ -1,5 +1,4 @@
 import Foundation
-import KeychainStore
 import SecureCrypto
 
 /// A certificate: what `kSecReturnRef` returns for certificate items and `kSecValueRef` adds.

@@ -1,7 +1,7 @@
 import Foundation
-import KeychainStore
 import SecureCrypto
 import SecurityClient
+import SecurityProtocol
 import SecurityServer
 
 /// A P-256 key: what `SecKeyCreateRandomKey`, `SecKeyCreateWithData` and `SecKeyCopyPublicKey` return, and what

@@ -1,7 +1,7 @@
 import Foundation
-import KeychainStore
 import SecureCrypto
 import SecurityClient
+import SecurityProtocol
 import SecurityServer
 
 /// Creates a P-256 key pair and returns its private key.
@@ -233,7 +233,7 @@ public func SecKeyCopyKeyExchangeResult(
             throw unsupported(algorithm)
         }
         guard let peer = publicKey.publicKey else { throw KeychainStatus(.param, "the public key is not P-256") }
-        var kdf: (sharedInfo: Data, byteCount: Int)?
+        var kdf: X963KDFParameters?
         if usesKDF {
             var requestedSize: Int?
             var sharedInfo = Data()
@@ -256,7 +256,7 @@ public func SecKeyCopyKeyExchangeResult(
             guard let requestedSize, requestedSize <= X963KDFSHA256.maximumOutputByteCount else {
                 throw KeychainStatus(.param, "kSecKeyKeyExchangeParameterRequestedSize is missing")
             }
-            kdf = (sharedInfo, requestedSize)
+            kdf = X963KDFParameters(sharedInfo: sharedInfo, byteCount: requestedSize)
         }
         let secret: SecureBytes
         switch privateKey.material {

@@ -1,7 +1,7 @@
 import Foundation
-import KeychainStore
 import SecureCrypto
 import SecurityClient
+import SecurityProtocol
 import SecurityServer
 
 /// `SecKeyCreateRandomKey`'s parameters, validated, and the generation they ask for.

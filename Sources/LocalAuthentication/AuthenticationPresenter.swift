@@ -1,6 +1,6 @@
-import Authenticators
 import Foundation
 import SecureCrypto
+import SecurityProtocol
 import SecurityServer
 import Synchronization
 

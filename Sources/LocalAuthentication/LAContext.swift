@@ -1,9 +1,8 @@
-import Authenticators
 import Foundation
 import KeychainServices
-import KeychainStore
 import SecureCrypto
 import SecurityClient
+import SecurityProtocol
 import SecurityServer
 import Synchronization
 

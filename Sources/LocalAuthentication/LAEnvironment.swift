@@ -1,6 +1,7 @@
 import Foundation
 import KeychainServices
 import SecurityClient
+import SecurityProtocol
 import SecurityServer
 import Synchronization
 

@@ -1,5 +1,5 @@
-import Authenticators
 import Foundation
+import SecurityProtocol
 
 /// Where a method that reports failure through its return value stores the error (`canEvaluatePolicy`).
 ///

@@ -123,3 +123,10 @@ package func constantTimeEquals(_ lhs: some ContiguousBytes, _ rhs: some Contigu
         }
     }
 }
+
+/// Overwrites `buffer` with zeros in a way the optimizer may not remove (`OPENSSL_cleanse`): for memory that held a
+/// secret outside `SecureBytes`, such as the old storage of a growing message buffer.
+package func secureZero(_ buffer: UnsafeMutableRawBufferPointer) {
+    guard let base = buffer.baseAddress, !buffer.isEmpty else { return }
+    OPENSSL_cleanse(base, buffer.count)
+}

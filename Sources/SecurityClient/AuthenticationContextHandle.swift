@@ -1,3 +1,4 @@
+import SecurityProtocol
 import SecurityServer
 
 /// An object that stands for an engine-side authentication context: `LAContext`, as passed in

@@ -1,4 +1,5 @@
 import Foundation
+import SecurityProtocol
 import SecurityServer
 
 /// A client that runs the engine inside the calling process, on the store its configuration names.

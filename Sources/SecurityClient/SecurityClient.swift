@@ -1,4 +1,5 @@
 import Foundation
+import SecurityProtocol
 import SecurityServer
 
 /// Sends requests to the engine and returns its answers: in-process (`EmbeddedClient`) or, later, over the

@@ -1,31 +1,4 @@
-import KeychainStore
-
-/// An operation on an item that its access control may guard.
-package enum AccessControlOperation: Sendable {
-    /// Reading the item's data (or using a key's material).
-    case readData
-    /// Changing the item.
-    case update
-    /// Signing with a private key (`LAAccessControlOperation.useKeySign`).
-    case useKeySign
-    /// Decrypting with a private key (`LAAccessControlOperation.useKeyDecrypt`).
-    case useKeyDecrypt
-    /// Key agreement with a private key (`LAAccessControlOperation.useKeyKeyExchange`).
-    case useKeyKeyExchange
-}
-
-/// The engine-side handle of an `LAContext` (`kSecUseAuthenticationContext`): 32 random bytes the client holds,
-/// unguessable, so a context can only be used by whoever was given it.
-package struct AuthenticationContextID: Hashable, Sendable, CustomStringConvertible {
-    package let bytes: [UInt8]
-
-    package init(bytes: [UInt8]) {
-        self.bytes = bytes
-    }
-
-    /// Never shows the handle itself, which is a bearer credential.
-    package var description: String { "AuthenticationContextID(…)" }
-}
+import SecurityProtocol
 
 /// What an access-control check decided for one item.
 package enum AccessDecision: Sendable, Equatable {

@@ -1,5 +1,5 @@
 import Foundation
-import KeychainStore
+import SecurityProtocol
 
 /// What an access-control list demands for one operation, read from its `SecAccessControlCreateFlags` bits.
 package struct AccessRequirement: Sendable, Equatable {

@@ -1,5 +1,6 @@
 import Authenticators
 import Foundation
+import SecurityProtocol
 
 /// Administrative requests: the user's enrolled fingerprints, the reader, and the passcode's removal, each under
 /// the authentication Apple's devices ask for (changing fingerprints or removing the passcode needs the passcode

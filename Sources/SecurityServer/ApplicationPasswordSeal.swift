@@ -1,5 +1,6 @@
 import Foundation
 import SecureCrypto
+import SecurityProtocol
 
 /// The extra layer of an item whose access control has `.applicationPassword`: its data is sealed with a key
 /// derived from the context's application password (scrypt, fresh salt per write) before the ordinary per-row

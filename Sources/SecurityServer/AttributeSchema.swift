@@ -1,5 +1,5 @@
 import Foundation
-import KeychainStore
+import SecurityProtocol
 
 /// The attributes each item class accepts, their types, primary keys and defaults (`reference/apple-api.md` §2.2).
 package enum AttributeSchema {

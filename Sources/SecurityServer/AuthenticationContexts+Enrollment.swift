@@ -1,5 +1,5 @@
-import Authenticators
 import Foundation
+import SecurityProtocol
 
 extension AuthenticationContexts {
     /// How recent a passcode success must be to change the enrolled fingerprints.

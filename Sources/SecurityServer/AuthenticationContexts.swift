@@ -1,55 +1,8 @@
 import Authenticators
 import Foundation
 import SecureCrypto
+import SecurityProtocol
 import Synchronization
-
-/// How a credential was obtained.
-package enum AuthenticationMethod: Sendable, Hashable {
-    /// A fingerprint matched an enrolled print.
-    case biometry
-    /// The user's passcode passed the PAM stack.
-    case passcode
-}
-
-/// What a successful evaluation leaves in its context: {method, time, enrolled-set hash, user}.
-package struct Credential: Sendable, Equatable {
-    /// How the user authenticated.
-    package var method: AuthenticationMethod
-    /// When (the configuration's clock).
-    package var time: Date
-    /// The enrolled-set state hash at that time (nil when nothing was enrolled).
-    package var enrolledSetHash: Data?
-    /// Who authenticated.
-    package var user: String
-    /// Whether it came from the reuse window (`touchIDAuthenticationAllowableReuseDuration`) rather than a scan in
-    /// this evaluation: it answers `evaluatePolicy`, and never satisfies a keychain item's or key's access control.
-    package var isReused: Bool
-
-    /// A credential with these facts.
-    package init(method: AuthenticationMethod, time: Date, enrolledSetHash: Data?, user: String, isReused: Bool = false) {
-        self.method = method
-        self.time = time
-        self.enrolledSetHash = enrolledSetHash
-        self.user = user
-        self.isReused = isReused
-    }
-}
-
-/// A policy an evaluation can be asked for; raw values are `LAPolicy`'s.
-package enum EvaluationPolicy: Int, Sendable, Hashable {
-    /// A fingerprint, nothing else (`.deviceOwnerAuthenticationWithBiometrics`).
-    case biometrics = 1
-    /// A fingerprint, falling back to the passcode (`.deviceOwnerAuthentication`).
-    case deviceOwner = 2
-    /// A companion device; no Linux part serves it.
-    case companion = 3
-    /// A fingerprint or a companion device; served by the fingerprint.
-    case biometricsOrCompanion = 4
-    /// Wrist detection (watchOS only); no Linux part serves it.
-    case wristDetection = 5
-    /// The passcode, nothing else: what a `devicePasscode` access-control list asks for (no `LAPolicy` has it).
-    case passcode = 1000
-}
 
 /// The caller's side of one evaluation: texts, who draws the prompt, whether it may, how old a fingerprint may be.
 package struct EvaluationOptions: Sendable {
@@ -72,16 +25,6 @@ package struct EvaluationOptions: Sendable {
         self.interactionNotAllowed = interactionNotAllowed
         self.reuseDuration = reuseDuration
     }
-}
-
-/// What `canEvaluatePolicy` learns.
-package struct PolicyAvailability: Sendable {
-    /// Whether a usable fingerprint reader is present (`LABiometryType.touchID`).
-    package var readerPresent: Bool
-    /// Why the policy cannot be evaluated, or nil when it can.
-    package var error: AuthenticationError?
-    /// The enrolled-set state hash, when the policy is biometric and can be evaluated.
-    package var domainState: Data?
 }
 
 /// The engine's authentication contexts: the server side of every `LAContext`, the authenticators behind them, and

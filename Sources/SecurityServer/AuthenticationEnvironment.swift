@@ -1,30 +1,9 @@
-import Authenticators
 import Foundation
 import SecureCrypto
+import SecurityProtocol
 import Synchronization
 
-/// What the engine knows of the user's authentication mechanisms at one moment (`LAEnvironment.State`).
-package struct EnvironmentSnapshot: Sendable, Equatable {
-    /// Whether an acceptable fingerprint reader answered the last time it was asked.
-    package var readerPresent: Bool
-    /// Whether the user has an enrolled print.
-    package var enrolled: Bool
-    /// Whether biometry is locked until a passcode success.
-    package var lockedOut: Bool
-    /// The enrolled-set state hash: the global one inside the engine, derived per application in every snapshot a
-    /// client receives (see ``forApplication(_:)``).
-    package var stateHash: Data?
-    /// Whether the user has a passcode PAM can check.
-    package var passcodeSet: Bool
-
-    package init(readerPresent: Bool, enrolled: Bool, lockedOut: Bool, stateHash: Data?, passcodeSet: Bool) {
-        self.readerPresent = readerPresent
-        self.enrolled = enrolled
-        self.lockedOut = lockedOut
-        self.stateHash = stateHash
-        self.passcodeSet = passcodeSet
-    }
-
+extension EnvironmentSnapshot {
     /// The snapshot as `caller` may see it: its state hash derived for the caller's application.
     package func forApplication(_ caller: CallerIdentity) -> EnvironmentSnapshot {
         var copy = self

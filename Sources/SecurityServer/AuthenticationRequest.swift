@@ -1,7 +1,6 @@
-import Authenticators
 import Foundation
-import KeychainStore
 import SecureCrypto
+import SecurityProtocol
 
 /// A request about authentication contexts: what `LAContext` and `lactl` ask the engine.
 package enum AuthenticationRequest: Sendable {

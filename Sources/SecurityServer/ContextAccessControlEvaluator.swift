@@ -1,35 +1,6 @@
 import Authenticators
 import Foundation
-import KeychainStore
-
-extension KeychainStatus.Code {
-    /// `errSecUserCanceled`: the user cancelled the authentication an item's access control asked for.
-    package static let userCanceled = KeychainStatus.Code(rawValue: -128)
-
-    /// The `OSStatus` Security.framework reports for an `LAError` code (`osstatus_for_localauthentication_error`):
-    /// userCancel → `errSecUserCanceled`, notInteractive → `errSecInteractionNotAllowed`, anything else →
-    /// `errSecAuthFailed`.
-    package init(authenticationCode code: AuthenticationError.Code) {
-        switch code {
-        case .userCancel: self = .userCanceled
-        case .notInteractive: self = .interactionNotAllowed
-        default: self = .authFailed
-        }
-    }
-}
-
-extension KeychainStatus {
-    /// The status Security.framework reports for a failed authentication (see `init(authenticationCode:)`);
-    /// a `KeychainStatus` passes through, anything else is `errSecInternalComponent`.
-    package init(authenticationFailure error: any Error) {
-        switch error {
-        case let status as KeychainStatus: self = status
-        case let failure as AuthenticationError:
-            self.init(KeychainStatus.Code(authenticationCode: failure.code), failure.message)
-        default: self.init(.internalComponent, "internal failure")
-        }
-    }
-}
+import SecurityProtocol
 
 /// The access-control evaluator when authentication contexts exist: a list is satisfied by the credentials of the
 /// caller's context (`kSecUseAuthenticationContext`); when they fall short and interaction is allowed, it prompts

@@ -1,4 +1,5 @@
 import Foundation
+import SecurityProtocol
 import Synchronization
 
 /// Fans engine events out to every subscriber whose access groups cover the item.

@@ -1,44 +1,7 @@
 import Authenticators
 import Foundation
 import SecureCrypto
-
-/// What the user is asked to do during one evaluation, for the presenter to show.
-package struct EvaluationPrompt: Sendable, Equatable {
-    /// Why the app asks (`localizedReason`).
-    package var reason: String
-    /// The fallback button's title; nil = the default ("Enter Password"), "" = no fallback offered.
-    package var fallbackTitle: String?
-    /// The cancel button's title; nil or "" = "Cancel".
-    package var cancelTitle: String?
-
-    /// A prompt with these texts.
-    package init(reason: String, fallbackTitle: String? = nil, cancelTitle: String? = nil) {
-        self.reason = reason
-        self.fallbackTitle = fallbackTitle
-        self.cancelTitle = cancelTitle
-    }
-
-    /// Whether a fallback to the passcode is offered (a fallback title other than "").
-    package var offersFallback: Bool { fallbackTitle != "" }
-}
-
-/// What a user did while a fingerprint prompt was shown.
-package enum PromptAction: Sendable, Equatable {
-    /// Cancel (Ctrl-C on the terminal): the evaluation ends with `userCancel`.
-    case cancel
-    /// The fallback button ("Enter Password"): `userFallback`, or the passcode for `.deviceOwnerAuthentication`.
-    case fallback
-}
-
-/// Progress of a fingerprint prompt, for the presenter to show.
-package enum FingerprintPromptEvent: Sendable, Equatable {
-    /// The reader waits for a finger.
-    case waitingForFinger
-    /// The scan was not usable; `reason` says what to do differently.
-    case retry(reason: ScanRetryReason)
-    /// The finger matched no enrolled print.
-    case notRecognized
-}
+import SecurityProtocol
 
 /// Draws the prompts of an evaluation in the engine: the terminal, a program's UI, or a script in tests.
 ///

@@ -1,7 +1,7 @@
 import Enclave
 import Foundation
-import KeychainStore
 import SecureCrypto
+import SecurityProtocol
 
 /// Which synchronizable items a query covers.
 package enum SynchronizableFilter: Sendable, Equatable {
@@ -18,17 +18,6 @@ package enum AuthenticationUI: String, Sendable {
     case allow = "u_AuthUIA"
     case fail = "u_AuthUIF"
     case skip = "u_AuthUIS"
-}
-
-/// Which `kSecReturn…` keys a request set.
-package struct ReturnOptions: OptionSet, Sendable, Hashable {
-    package var rawValue: UInt8
-    package init(rawValue: UInt8) { self.rawValue = rawValue }
-
-    package static let data = ReturnOptions(rawValue: 1)
-    package static let attributes = ReturnOptions(rawValue: 2)
-    package static let reference = ReturnOptions(rawValue: 4)
-    package static let persistentReference = ReturnOptions(rawValue: 8)
 }
 
 /// A validated request dictionary: what the engine acts on. Built only by `ItemQuery.parse`, which rejects

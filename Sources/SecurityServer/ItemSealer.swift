@@ -2,6 +2,7 @@ import Enclave
 import Foundation
 import KeychainStore
 import SecureCrypto
+import SecurityProtocol
 
 /// Turns an item (attributes and data) into a `StoredItem` and back, with the two AES-256-GCM layers: attributes
 /// under the metadata key, data under a fresh per-row key that the item's class key wraps.
@@ -35,7 +36,7 @@ struct ItemSealer: Sendable {
     func blindIndex(
         itemClass: ItemClass, accessGroup: String, synchronizable: Bool, attributes: [String: KeychainValue]
     ) -> Data {
-        var out = ByteWriter()
+        var out = MessageWriter()
         out.string("la.index.v1")
         out.string(itemClass.rawValue)
         out.string(accessGroup)
@@ -52,7 +53,7 @@ struct ItemSealer: Sendable {
     /// The associated data of one part of a row: the part's name, then the row's id and clear columns, and, for
     /// rows sealed with a generation, the generation and (for the key and the value) the list's hash.
     private func binding(_ part: UInt8, _ row: StoredItem, accessControl: AccessControlPolicy?) -> Data {
-        var out = ByteWriter()
+        var out = MessageWriter()
         out.string("la.item.v1")
         out.byte(part)
         out.uint64(UInt64(bitPattern: row.rowID))

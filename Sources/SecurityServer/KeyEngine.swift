@@ -2,6 +2,7 @@ import Enclave
 import Foundation
 import KeychainStore
 import SecureCrypto
+import SecurityProtocol
 
 extension KeychainEngine {
     /// Serves one enclave-key request for `caller`: every private-key operation on a key with an access-control

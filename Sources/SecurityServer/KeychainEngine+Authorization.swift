@@ -1,4 +1,5 @@
 import Foundation
+import SecurityProtocol
 import KeychainStore
 
 /// Access-control decisions for one request, each taken with no database transaction open and kept for the row as

@@ -2,6 +2,7 @@ import Enclave
 import Foundation
 import KeychainStore
 import SecureCrypto
+import SecurityProtocol
 import StoreFiles
 
 /// Backups: every exportable item sealed under a key derived from a backup password (scrypt, parameters in the

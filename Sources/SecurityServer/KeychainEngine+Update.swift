@@ -1,6 +1,7 @@
 import Authenticators
 import Enclave
 import Foundation
+import SecurityProtocol
 import KeychainStore
 import SecureCrypto
 

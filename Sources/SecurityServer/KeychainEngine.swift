@@ -3,6 +3,7 @@ import Enclave
 import Foundation
 import KeychainStore
 import SecureCrypto
+import SecurityProtocol
 
 /// The keychain engine: the only code that reads or writes keychain state. It applies Keychain Services' rules
 /// (classes, primary keys, access groups, protection classes, synchronizable, access control) to requests and

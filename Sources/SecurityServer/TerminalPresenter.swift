@@ -1,6 +1,7 @@
 import Authenticators
 import Foundation
 import SecureCrypto
+import SecurityProtocol
 import Synchronization
 
 #if canImport(Glibc)

@@ -1,8 +1,8 @@
 import Foundation
 import KeychainServices
-import KeychainStore
 import SecureCrypto
 import SecurityClient
+import SecurityProtocol
 import SecurityServer
 
 /// When an item's data can be read, with Apple's `kSecAttrAccessible` values as raw values.

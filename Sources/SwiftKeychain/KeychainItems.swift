@@ -1,6 +1,6 @@
 import Foundation
 import KeychainServices
-import KeychainStore
+import SecurityProtocol
 import SecurityServer
 
 /// A type the typed keychain API stores: `GenericPassword`, `InternetPassword` or `KeychainKey`.

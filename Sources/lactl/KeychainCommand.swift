@@ -1,7 +1,7 @@
 import ArgumentParser
-import Authenticators
 import Foundation
 import KeychainServices
+import SecurityProtocol
 import SwiftKeychain
 import SecureCrypto
 import SecurityClient

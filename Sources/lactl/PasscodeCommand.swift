@@ -2,6 +2,7 @@ import ArgumentParser
 import Authenticators
 import Foundation
 import SecurityClient
+import SecurityProtocol
 import SecurityServer
 
 /// `lactl passcode …`: the passcode through PAM.

@@ -1,6 +1,7 @@
 @testable import Authenticators
 import Foundation
 import SecureCrypto
+import SecurityProtocol
 import Testing
 
 #if canImport(Glibc)

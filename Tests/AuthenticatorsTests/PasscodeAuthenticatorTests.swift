@@ -1,5 +1,6 @@
 @testable import Authenticators
 import Foundation
+import SecurityProtocol
 import Testing
 
 /// The passcode authenticator against the real Linux-PAM library, with pam_matrix through `pam_start_confdir`.

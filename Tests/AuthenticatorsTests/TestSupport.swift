@@ -1,6 +1,7 @@
 @testable import Authenticators
 import Foundation
 import SecureCrypto
+import SecurityProtocol
 
 #if canImport(Glibc)
 import Glibc

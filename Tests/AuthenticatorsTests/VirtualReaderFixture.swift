@@ -1,5 +1,6 @@
 @testable import Authenticators
 import Foundation
+import SecurityProtocol
 import Testing
 
 #if canImport(Glibc)

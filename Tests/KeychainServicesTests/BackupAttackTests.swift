@@ -2,6 +2,7 @@ import Foundation
 import KeychainServices
 import SecureCrypto
 import SecurityClient
+import SecurityProtocol
 import SecurityServer
 import Testing
 

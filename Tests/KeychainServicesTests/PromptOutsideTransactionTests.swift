@@ -1,5 +1,6 @@
 import Authenticators
 import Foundation
+import SecurityProtocol
 import KeychainServices
 import SecureCrypto
 import SecurityClient

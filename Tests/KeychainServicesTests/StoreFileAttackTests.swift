@@ -1,5 +1,6 @@
 import Foundation
 import KeychainServices
+import SecurityProtocol
 import SwiftKeychain
 import SecurityClient
 import SecurityServer

@@ -1,6 +1,6 @@
-import Authenticators
 import Foundation
 import KeychainServices
+import SecurityProtocol
 import SwiftKeychain
 import SecureCrypto
 import SecurityClient

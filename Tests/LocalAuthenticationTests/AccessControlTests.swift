@@ -1,7 +1,7 @@
 import Foundation
 import KeychainServices
-import KeychainStore
 import LocalAuthentication
+import SecurityProtocol
 import SecurityServer
 import Testing
 import TestSupport

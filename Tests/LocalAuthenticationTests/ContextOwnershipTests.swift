@@ -1,5 +1,6 @@
 import Authenticators
 import Foundation
+import SecurityProtocol
 import KeychainServices
 @testable import LocalAuthentication
 import SecurityClient

@@ -1,8 +1,8 @@
-import Authenticators
 import Foundation
 import KeychainServices
 import LocalAuthentication
 import SecurityClient
+import SecurityProtocol
 import SecurityServer
 import Synchronization
 import Testing

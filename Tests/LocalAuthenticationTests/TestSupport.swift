@@ -3,6 +3,7 @@ import Foundation
 import KeychainServices
 import LocalAuthentication
 import SecurityClient
+import SecurityProtocol
 import SecurityServer
 import Testing
 import TestSupport

@@ -5,6 +5,7 @@ import KeychainStore
 import LocalAuthentication
 import SecureCrypto
 import SecurityClient
+import SecurityProtocol
 import SecurityServer
 import Testing
 

@@ -4,6 +4,7 @@ import KeychainServices
 import KeychainStore
 import SecureCrypto
 import SecurityClient
+import SecurityProtocol
 import SecurityServer
 import Testing
 

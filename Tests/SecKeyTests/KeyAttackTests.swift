@@ -4,6 +4,7 @@ import LocalAuthentication
 import Enclave
 import KeychainStore
 import SecureCrypto
+import SecurityProtocol
 import SecurityServer
 import Testing
 

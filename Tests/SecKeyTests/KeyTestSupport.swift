@@ -1,7 +1,7 @@
 import Foundation
 import KeychainServices
-import KeychainStore
 import SecurityClient
+import SecurityProtocol
 import SecurityServer
 import Synchronization
 import Testing

@@ -55,3 +55,48 @@ package struct AccessControlPolicy: Sendable, Hashable {
         self.boundStateHash = boundStateHash
     }
 }
+
+extension KeychainValue: ProtocolCodable {
+    /// A variant: 1 string, 2 data, 3 integer, 4 bool, 5 date, 6 access control (the numbers the store's attribute
+    /// codec uses for its tags), each with its value as field 1.
+    package func encode(into writer: inout MessageWriter) {
+        switch self {
+        case .string(let value): writer.variant(1) { $0.field(1, value) }
+        case .data(let value): writer.variant(2) { $0.field(1, value) }
+        case .integer(let value): writer.variant(3) { $0.field(1, value) }
+        case .bool(let value): writer.variant(4) { $0.field(1, value) }
+        case .date(let value): writer.variant(5) { $0.field(1, value) }
+        case .accessControl(let value): writer.variant(6) { $0.field(1, value) }
+        }
+    }
+
+    /// - Throws: ``MessageDecodingError``.
+    package init(from reader: inout MessageReader) throws {
+        self = try reader.variant { tag, payload in
+            switch tag {
+            case 1: .string(try payload.field(1))
+            case 2: .data(try payload.field(1))
+            case 3: .integer(try payload.field(1))
+            case 4: .bool(try payload.field(1))
+            case 5: .date(try payload.field(1))
+            case 6: .accessControl(try payload.field(1))
+            default: nil
+            }
+        }
+    }
+}
+
+extension AccessControlPolicy: ProtocolCodable {
+    /// A record: 1 protection, 2 flags, 3 bound state hash (absent when not bound).
+    package func encode(into writer: inout MessageWriter) {
+        writer.field(1, protection)
+        writer.field(2, flags)
+        writer.optionalField(3, boundStateHash)
+    }
+
+    /// - Throws: ``MessageDecodingError``.
+    package init(from reader: inout MessageReader) throws {
+        self.init(
+            protection: try reader.field(1), flags: try reader.field(2), boundStateHash: try reader.optionalField(3))
+    }
+}

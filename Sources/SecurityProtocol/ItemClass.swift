@@ -10,7 +10,7 @@ package enum ItemClass: String, CaseIterable, Sendable {
 
     /// The classes that are rows in the store.
     package static let storedClasses: [ItemClass] = [.genericPassword, .internetPassword, .certificate, .key]
-
-    /// Four ASCII bytes, the class's part of a persistent reference.
-    var persistentTag: [UInt8] { Array(rawValue.utf8) }
 }
+
+/// Its `kSecClass` string (`genp`, `inet`, `cert`, `keys`, `idnt`), UTF-8.
+extension ItemClass: ProtocolCodable {}

@@ -5,7 +5,7 @@ import Foundation
 /// The public `LAError` type lives in the LocalAuthentication module; this struct carries the same numbers so the
 /// engine can translate one into the other without a table. The message never contains a passcode, a template or
 /// any other secret.
-package struct AuthenticationError: Error, CustomStringConvertible, Sendable {
+package struct AuthenticationError: Error, CustomStringConvertible, Sendable, Equatable {
     /// What went wrong, as Apple's `LAError.Code` raw value; new codes can be added without breaking callers.
     package struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
         /// The `LAError.Code` raw value.
@@ -103,5 +103,37 @@ package struct AuthenticationError: Error, CustomStringConvertible, Sendable {
         var text = "\(code) (\(code.rawValue)): \(message)"
         if let backendStatus { text += " [\(backendStatus)]" }
         return text
+    }
+}
+
+extension AuthenticationError.Code: ProtocolCodable {}
+
+extension AuthenticationError.BackendStatus: ProtocolCodable {
+    /// A record: 1 library, 2 code.
+    package func encode(into writer: inout MessageWriter) {
+        writer.field(1, library)
+        writer.field(2, code)
+    }
+
+    /// - Throws: ``MessageDecodingError``.
+    package init(from reader: inout MessageReader) throws {
+        self.init(library: try reader.field(1), code: try reader.field(2))
+    }
+}
+
+extension AuthenticationError: ProtocolCodable {
+    /// A record: 1 code (the `LAError` raw value), 2 message, then the optional 3 retryAfter, 4 backendStatus.
+    package func encode(into writer: inout MessageWriter) {
+        writer.field(1, code)
+        writer.field(2, message)
+        writer.optionalField(3, retryAfter)
+        writer.optionalField(4, backendStatus)
+    }
+
+    /// - Throws: ``MessageDecodingError``.
+    package init(from reader: inout MessageReader) throws {
+        self.init(
+            try reader.field(1), try reader.field(2), retryAfter: try reader.optionalField(3),
+            backendStatus: try reader.optionalField(4))
     }
 }

@@ -1,0 +1,162 @@
+import Foundation
+import SecureCrypto
+
+/// A request about an enclave-held P-256 key, as the client sends it. The client names a key by its handle (the
+/// sealed form the enclave produced, `EnclaveKey.serialized`), which it can pass around but not open.
+package enum KeyRequest: Sendable, Equatable {
+    /// Generates a key in the enclave under `accessControl` (nil: a key without a list). With `item`, the key is
+    /// also stored as a `kSecClassKey` item with those attributes (a `SecItemAdd` dictionary without its value).
+    /// A list with `.applicationPassword` binds the key to the password `context` holds.
+    case generate(
+        accessControl: AccessControlPolicy?, item: [String: KeychainValue]?, context: AuthenticationContextID?)
+    /// Signs a digest (ECDSA, DER signature).
+    case sign(handle: Data, digest: Data, context: AuthenticationContextID?)
+    /// Opens an Apple ECIES ciphertext made for the key's public key.
+    case decrypt(handle: Data, ciphertext: Data, variant: ECIES.Variant, context: AuthenticationContextID?)
+    /// ECDH with `peer` (65-byte public key): Z itself, or with `kdf` the X9.63 SHA-256 KDF of Z.
+    case keyExchange(handle: Data, peer: Data, kdf: X963KDFParameters?, context: AuthenticationContextID?)
+}
+
+/// What the X9.63 SHA-256 KDF applied to a key exchange's shared secret takes
+/// (`kSecKeyKeyExchangeParameterSharedInfo`, `kSecKeyKeyExchangeParameterRequestedSize`).
+package struct X963KDFParameters: Sendable, Hashable {
+    /// The KDF's shared info (may be empty).
+    package var sharedInfo: Data
+    /// How many bytes to derive.
+    package var byteCount: Int
+
+    /// Parameters with these values.
+    package init(sharedInfo: Data, byteCount: Int) {
+        self.sharedInfo = sharedInfo
+        self.byteCount = byteCount
+    }
+}
+
+/// The engine's answer to a `KeyRequest`.
+package enum KeyResponse: Sendable, Equatable {
+    /// A new key: its handle and its public key (`04 || X || Y`).
+    case generated(handle: Data, publicKey: Data)
+    /// A DER ECDSA signature.
+    case signature(Data)
+    /// Decrypted bytes or a derived secret.
+    case secret(SecureBytes)
+}
+
+extension KeyRequest: ProtocolCodable {
+    /// A variant: 1 generate, 2 sign, 3 decrypt, 4 keyExchange; associated values as fields 1, 2, … in order, the
+    /// optional ones left out when nil.
+    package func encode(into writer: inout MessageWriter) {
+        switch self {
+        case .generate(let accessControl, let item, let context):
+            writer.variant(1) {
+                $0.optionalField(1, accessControl)
+                $0.optionalField(2, item)
+                $0.optionalField(3, context)
+            }
+        case .sign(let handle, let digest, let context):
+            writer.variant(2) {
+                $0.field(1, handle)
+                $0.field(2, digest)
+                $0.optionalField(3, context)
+            }
+        case .decrypt(let handle, let ciphertext, let variant, let context):
+            writer.variant(3) {
+                $0.field(1, handle)
+                $0.field(2, ciphertext)
+                $0.field(3, variant)
+                $0.optionalField(4, context)
+            }
+        case .keyExchange(let handle, let peer, let kdf, let context):
+            writer.variant(4) {
+                $0.field(1, handle)
+                $0.field(2, peer)
+                $0.optionalField(3, kdf)
+                $0.optionalField(4, context)
+            }
+        }
+    }
+
+    /// - Throws: ``MessageDecodingError``.
+    package init(from reader: inout MessageReader) throws {
+        self = try reader.variant { tag, payload in
+            switch tag {
+            case 1:
+                .generate(
+                    accessControl: try payload.optionalField(1), item: try payload.optionalField(2),
+                    context: try payload.optionalField(3))
+            case 2:
+                .sign(handle: try payload.field(1), digest: try payload.field(2), context: try payload.optionalField(3))
+            case 3:
+                .decrypt(
+                    handle: try payload.field(1), ciphertext: try payload.field(2), variant: try payload.field(3),
+                    context: try payload.optionalField(4))
+            case 4:
+                .keyExchange(
+                    handle: try payload.field(1), peer: try payload.field(2), kdf: try payload.optionalField(3),
+                    context: try payload.optionalField(4))
+            default: nil
+            }
+        }
+    }
+}
+
+extension X963KDFParameters: ProtocolCodable {
+    /// A record: 1 sharedInfo, 2 byteCount.
+    package func encode(into writer: inout MessageWriter) {
+        writer.field(1, sharedInfo)
+        writer.field(2, byteCount)
+    }
+
+    /// - Throws: ``MessageDecodingError``.
+    package init(from reader: inout MessageReader) throws {
+        self.init(sharedInfo: try reader.field(1), byteCount: try reader.field(2))
+    }
+}
+
+extension KeyResponse: ProtocolCodable {
+    /// A variant: 1 generated (fields 1 handle, 2 publicKey), 2 signature, 3 secret (straight into zeroizing
+    /// memory when decoded).
+    package func encode(into writer: inout MessageWriter) {
+        switch self {
+        case .generated(let handle, let publicKey):
+            writer.variant(1) {
+                $0.field(1, handle)
+                $0.field(2, publicKey)
+            }
+        case .signature(let signature): writer.variant(2) { $0.field(1, signature) }
+        case .secret(let secret): writer.variant(3) { $0.field(1, secret) }
+        }
+    }
+
+    /// - Throws: ``MessageDecodingError``.
+    package init(from reader: inout MessageReader) throws {
+        self = try reader.variant { tag, payload in
+            switch tag {
+            case 1: .generated(handle: try payload.field(1), publicKey: try payload.field(2))
+            case 2: .signature(try payload.field(1))
+            case 3: .secret(try payload.field(1))
+            default: nil
+            }
+        }
+    }
+}
+
+extension ECIES.Variant: ProtocolCodable {
+    /// One byte: 1 variableIV, 2 zeroIV.
+    package func encode(into writer: inout MessageWriter) {
+        switch self {
+        case .variableIV: writer.byte(1)
+        case .zeroIV: writer.byte(2)
+        }
+    }
+
+    /// - Throws: `invalidValue` for any other byte.
+    package init(from reader: inout MessageReader) throws {
+        let start = reader.offset
+        switch try reader.remainingBytes(exactly: 1, for: "an ECIES variant")[0] {
+        case 1: self = .variableIV
+        case 2: self = .zeroIV
+        default: throw MessageDecodingError(.invalidValue, at: start, "unknown ECIES variant")
+        }
+    }
+}

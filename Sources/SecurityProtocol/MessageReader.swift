@@ -1,0 +1,245 @@
+import Foundation
+
+/// Reads bytes in the protocol's layout (see ``ProtocolCodable``) straight from memory, checking every read.
+///
+/// A reader exists only inside ``read(_:limits:_:)`` and is noncopyable, so the views of the frame it hands out
+/// (``bytes()``, ``remainingBytes()``) cannot outlive the frame. Each value is read inside a *scope* limited to its
+/// own length; a scope must be consumed exactly. Declared lengths and counts are checked against the bytes
+/// actually present before anything is allocated, so decoding allocates at most a small multiple of the frame.
+package struct MessageReader: ~Copyable {
+    private let buffer: UnsafeRawBufferPointer
+    private let limits: MessageLimits
+    /// Where the next read starts, from the start of the frame.
+    package private(set) var offset = 0
+    /// The end of the current scope.
+    private var end: Int
+    /// How many scopes enclose the current one.
+    private var depth = 0
+    /// The tag of the last field read in the current scope (-1: none yet).
+    private var lastTag = -1
+    /// Whether the current scope is a record (fields were asked for), for naming what is left over in it.
+    private var readsFields = false
+
+    private init(_ buffer: UnsafeRawBufferPointer, limits: MessageLimits) {
+        self.buffer = buffer
+        self.limits = limits
+        self.end = buffer.count
+    }
+
+    /// Runs `body` with a reader over `buffer`, then requires every byte to have been read.
+    ///
+    /// - Throws: ``MessageDecodingError``: `frameTooLarge` beyond `limits`, `trailingBytes` or `unknownTag` for
+    ///   what `body` left, and whatever `body` throws.
+    package static func read<Result>(
+        _ buffer: UnsafeRawBufferPointer, limits: MessageLimits = .default,
+        _ body: (inout MessageReader) throws -> Result
+    ) throws -> Result {
+        guard buffer.count <= limits.maximumFrameByteCount else {
+            throw MessageDecodingError(
+                .frameTooLarge, at: 0, "\(buffer.count) bytes, more than \(limits.maximumFrameByteCount)")
+        }
+        var reader = MessageReader(buffer, limits: limits)
+        let result = try body(&reader)
+        try reader.finishScope()
+        return result
+    }
+
+    /// Whether the current scope has been read to its end.
+    package var isAtEnd: Bool { offset == end }
+
+    /// How many bytes of the current scope are left.
+    package var remainingCount: Int { end - offset }
+
+    // MARK: Primitives
+
+    /// One byte.
+    package mutating func byte() throws -> UInt8 {
+        try require(1)
+        defer { offset += 1 }
+        return buffer[offset]
+    }
+
+    /// Four bytes, big-endian.
+    package mutating func uint32() throws -> UInt32 {
+        try require(4)
+        defer { offset += 4 }
+        return UInt32(bigEndian: buffer.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
+    }
+
+    /// Eight bytes, big-endian.
+    package mutating func uint64() throws -> UInt64 {
+        try require(8)
+        defer { offset += 8 }
+        return UInt64(bigEndian: buffer.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+    }
+
+    /// `count` bytes: a view of the frame, valid only while the frame is (copy what must outlive it).
+    package mutating func rawBytes(count: Int) throws -> UnsafeRawBufferPointer {
+        try require(count)
+        defer { offset += count }
+        return UnsafeRawBufferPointer(rebasing: buffer[offset..<offset + count])
+    }
+
+    /// A 32-bit length, then that many bytes (a view of the frame, as ``rawBytes(count:)``).
+    package mutating func bytes() throws -> UnsafeRawBufferPointer {
+        try rawBytes(count: try length())
+    }
+
+    /// A 32-bit length, then that many bytes of UTF-8.
+    package mutating func string() throws -> String {
+        let start = offset
+        guard let string = String(validating: try bytes(), as: UTF8.self) else {
+            throw MessageDecodingError(.invalidValue, at: start, "a string is not UTF-8")
+        }
+        return string
+    }
+
+    /// The rest of the current scope (a view of the frame, as ``rawBytes(count:)``): a scalar's whole value.
+    package mutating func remainingBytes() -> UnsafeRawBufferPointer {
+        defer { offset = end }
+        return UnsafeRawBufferPointer(rebasing: buffer[offset..<end])
+    }
+
+    /// The rest of the current scope, which must be exactly `count` bytes (a fixed-size scalar).
+    ///
+    /// - Throws: `invalidValue` naming `what` when the size differs.
+    package mutating func remainingBytes(exactly count: Int, for what: String) throws -> UnsafeRawBufferPointer {
+        guard remainingCount == count else {
+            throw MessageDecodingError(.invalidValue, at: offset, "\(what) is \(count) bytes, not \(remainingCount)")
+        }
+        return remainingBytes()
+    }
+
+    // MARK: Structure
+
+    /// A 32-bit length, then a value read by `body` within exactly that many bytes.
+    package mutating func lengthPrefixed<Value>(_ body: (inout MessageReader) throws -> Value) throws -> Value {
+        let scope = try enterScope(length: try length())
+        let value = try body(&self)
+        try leave(scope)
+        return value
+    }
+
+    /// A 32-bit element count for a collection whose elements take at least `minimumElementSize` bytes each.
+    ///
+    /// - Throws: `tooManyElements` beyond the limits; `truncated` when the scope cannot hold that many.
+    package mutating func elementCount(minimumElementSize: Int) throws -> Int {
+        let start = offset
+        let count = Int(try uint32())
+        guard count <= limits.maximumElementCount else {
+            throw MessageDecodingError(
+                .tooManyElements, at: start, "\(count) elements, more than \(limits.maximumElementCount)")
+        }
+        guard count <= remainingCount / minimumElementSize else {
+            throw MessageDecodingError(
+                .truncated, at: start, "\(count) elements cannot fit in the \(remainingCount) bytes left")
+        }
+        return count
+    }
+
+    /// The required field `tag` of the record being read. Fields must be asked for in ascending tag order.
+    ///
+    /// - Throws: `missingField` when it is absent; `unknownTag` or `nonCanonical` for a field in its place that
+    ///   the record does not define or that is out of order; whatever decoding the value throws.
+    package mutating func field<Value: ProtocolCodable>(
+        _ tag: UInt8, as type: Value.Type = Value.self
+    ) throws -> Value {
+        guard let value = try optionalField(tag, as: type) else {
+            throw MessageDecodingError(.missingField, at: offset, "field \(tag) is missing")
+        }
+        return value
+    }
+
+    /// The optional field `tag` of the record being read (nil when absent). Fields must be asked for in ascending
+    /// tag order.
+    ///
+    /// - Throws: as ``field(_:as:)``, except that an absent field is nil.
+    package mutating func optionalField<Value: ProtocolCodable>(
+        _ tag: UInt8, as type: Value.Type = Value.self
+    ) throws -> Value? {
+        readsFields = true
+        guard offset < end else { return nil }
+        let found = buffer[offset]
+        if found > tag { return nil }
+        if found < tag { throw unexpectedField(found) }
+        offset += 1
+        let value = try lengthPrefixed { try Value(from: &$0) }
+        lastTag = Int(tag)
+        return value
+    }
+
+    /// An enum case: `body` receives the case's tag and a reader limited to its payload record, and returns the
+    /// value, or nil for a tag the enum does not define.
+    ///
+    /// - Throws: `unknownTag` when `body` returns nil; `nonCanonical` when more than one case follows.
+    package mutating func variant<Value>(_ body: (UInt8, inout MessageReader) throws -> Value?) throws -> Value {
+        readsFields = true
+        let start = offset
+        let tag = try byte()
+        let scope = try enterScope(length: try length())
+        guard let value = try body(tag, &self) else {
+            throw MessageDecodingError(.unknownTag, at: start, "unknown case \(tag)")
+        }
+        try leave(scope)
+        lastTag = Int(tag)
+        guard isAtEnd else { throw MessageDecodingError(.nonCanonical, at: offset, "a variant holds one case") }
+        return value
+    }
+
+    // MARK: Scopes
+
+    private struct Scope {
+        var end: Int
+        var lastTag: Int
+        var readsFields: Bool
+    }
+
+    private mutating func length() throws -> Int {
+        let start = offset
+        let length = Int(try uint32())
+        guard length <= remainingCount else {
+            throw MessageDecodingError(
+                .truncated, at: start, "a length of \(length) with \(remainingCount) bytes left")
+        }
+        return length
+    }
+
+    private mutating func enterScope(length: Int) throws -> Scope {
+        guard depth < limits.maximumDepth else {
+            throw MessageDecodingError(.tooDeep, at: offset, "values nested more than \(limits.maximumDepth) deep")
+        }
+        let outer = Scope(end: end, lastTag: lastTag, readsFields: readsFields)
+        depth += 1
+        end = offset + length
+        lastTag = -1
+        readsFields = false
+        return outer
+    }
+
+    private mutating func leave(_ outer: Scope) throws {
+        try finishScope()
+        depth -= 1
+        end = outer.end
+        lastTag = outer.lastTag
+        readsFields = outer.readsFields
+    }
+
+    /// Requires the current scope to be read to its end, naming what is left when it is not.
+    private func finishScope() throws {
+        guard offset != end else { return }
+        if readsFields { throw unexpectedField(buffer[offset]) }
+        throw MessageDecodingError(.trailingBytes, at: offset, "\(end - offset) bytes after the value")
+    }
+
+    private func unexpectedField(_ tag: UInt8) -> MessageDecodingError {
+        Int(tag) <= lastTag
+            ? MessageDecodingError(.nonCanonical, at: offset, "field \(tag) repeated or out of order")
+            : MessageDecodingError(.unknownTag, at: offset, "unknown field \(tag)")
+    }
+
+    private func require(_ count: Int) throws {
+        guard count <= end - offset else {
+            throw MessageDecodingError(.truncated, at: offset, "\(count) bytes needed, \(end - offset) left")
+        }
+    }
+}

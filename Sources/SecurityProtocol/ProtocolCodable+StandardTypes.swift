@@ -1,0 +1,230 @@
+import Foundation
+import SecureCrypto
+
+// The scalars and collections messages are built from; layouts in `ProtocolCodable`'s documentation.
+
+extension Bool: ProtocolCodable {
+    /// One byte, 1 or 0.
+    package func encode(into writer: inout MessageWriter) {
+        writer.byte(self ? 1 : 0)
+    }
+
+    /// - Throws: `invalidValue` for anything but one byte 0 or 1.
+    package init(from reader: inout MessageReader) throws {
+        let start = reader.offset
+        switch try reader.remainingBytes(exactly: 1, for: "a Boolean")[0] {
+        case 0: self = false
+        case 1: self = true
+        default: throw MessageDecodingError(.invalidValue, at: start, "a Boolean is 0 or 1")
+        }
+    }
+}
+
+extension UInt64: ProtocolCodable {
+    /// Eight bytes, big-endian.
+    package func encode(into writer: inout MessageWriter) {
+        writer.uint64(self)
+    }
+
+    /// - Throws: `invalidValue` unless the value is eight bytes.
+    package init(from reader: inout MessageReader) throws {
+        let bytes = try reader.remainingBytes(exactly: 8, for: "an integer")
+        self = UInt64(bigEndian: bytes.loadUnaligned(as: UInt64.self))
+    }
+}
+
+extension Int64: ProtocolCodable {
+    /// Eight bytes, big-endian two's complement.
+    package func encode(into writer: inout MessageWriter) {
+        writer.uint64(UInt64(bitPattern: self))
+    }
+
+    /// - Throws: `invalidValue` unless the value is eight bytes.
+    package init(from reader: inout MessageReader) throws {
+        self = Int64(bitPattern: try UInt64(from: &reader))
+    }
+}
+
+extension Int: ProtocolCodable {
+    /// As `Int64`.
+    package func encode(into writer: inout MessageWriter) {
+        Int64(self).encode(into: &writer)
+    }
+
+    /// - Throws: `invalidValue` unless the value is eight bytes.
+    package init(from reader: inout MessageReader) throws {
+        self = Int(try Int64(from: &reader))
+    }
+}
+
+extension Int32: ProtocolCodable {
+    /// Four bytes, big-endian two's complement.
+    package func encode(into writer: inout MessageWriter) {
+        writer.uint32(UInt32(bitPattern: self))
+    }
+
+    /// - Throws: `invalidValue` unless the value is four bytes.
+    package init(from reader: inout MessageReader) throws {
+        let bytes = try reader.remainingBytes(exactly: 4, for: "a 32-bit integer")
+        self = Int32(bitPattern: UInt32(bigEndian: bytes.loadUnaligned(as: UInt32.self)))
+    }
+}
+
+extension Double: ProtocolCodable {
+    /// The IEEE 754 bit pattern, eight bytes big-endian (so every value, NaN payloads and -0 included, survives).
+    package func encode(into writer: inout MessageWriter) {
+        writer.uint64(bitPattern)
+    }
+
+    /// - Throws: `invalidValue` unless the value is eight bytes.
+    package init(from reader: inout MessageReader) throws {
+        self = Double(bitPattern: try UInt64(from: &reader))
+    }
+}
+
+extension Date: ProtocolCodable {
+    /// Seconds since 2001-01-01 00:00 UTC, as a `Double`.
+    package func encode(into writer: inout MessageWriter) {
+        timeIntervalSinceReferenceDate.encode(into: &writer)
+    }
+
+    /// - Throws: `invalidValue` unless the value is eight bytes.
+    package init(from reader: inout MessageReader) throws {
+        self = Date(timeIntervalSinceReferenceDate: try Double(from: &reader))
+    }
+}
+
+extension Duration: ProtocolCodable {
+    /// A record: 1 the seconds, 2 the attoseconds, as `Duration.components` gives them.
+    package func encode(into writer: inout MessageWriter) {
+        writer.field(1, components.seconds)
+        writer.field(2, components.attoseconds)
+    }
+
+    /// - Throws: `nonCanonical` for components `Duration.components` would not give.
+    package init(from reader: inout MessageReader) throws {
+        let start = reader.offset
+        let seconds: Int64 = try reader.field(1)
+        let attoseconds: Int64 = try reader.field(2)
+        self = Duration(secondsComponent: seconds, attosecondsComponent: attoseconds)
+        guard components == (seconds, attoseconds) else {
+            throw MessageDecodingError(.nonCanonical, at: start, "duration components out of range")
+        }
+    }
+}
+
+extension String: ProtocolCodable {
+    /// The UTF-8 bytes.
+    package func encode(into writer: inout MessageWriter) {
+        writer.rawString(self)
+    }
+
+    /// - Throws: `invalidValue` for bytes that are not UTF-8.
+    package init(from reader: inout MessageReader) throws {
+        let start = reader.offset
+        guard let string = String(validating: reader.remainingBytes(), as: UTF8.self) else {
+            throw MessageDecodingError(.invalidValue, at: start, "a string is not UTF-8")
+        }
+        self = string
+    }
+}
+
+extension Data: ProtocolCodable {
+    /// The bytes.
+    package func encode(into writer: inout MessageWriter) {
+        writer.rawBytes(self)
+    }
+
+    /// The bytes, copied into ordinary memory: for values that are not secret (use `SecureBytes` for those).
+    package init(from reader: inout MessageReader) throws {
+        self = Data(reader.remainingBytes())
+    }
+}
+
+extension SecureBytes: ProtocolCodable {
+    /// The bytes.
+    package func encode(into writer: inout MessageWriter) {
+        withUnsafeBytes { writer.rawBytes($0) }
+    }
+
+    /// The bytes, copied from the frame straight into zeroizing memory (no intermediate `Data` or array).
+    package init(from reader: inout MessageReader) throws {
+        let bytes = reader.remainingBytes()
+        self = SecureBytes(count: bytes.count) { $0.copyMemory(from: bytes) }
+    }
+}
+
+extension URL: ProtocolCodable {
+    /// The absolute URL string, UTF-8 (the engine opens the path it names).
+    package func encode(into writer: inout MessageWriter) {
+        writer.rawString(absoluteString)
+    }
+
+    /// - Throws: `invalidValue` for a string that is not a URL, `nonCanonical` for one `URL` would write otherwise.
+    package init(from reader: inout MessageReader) throws {
+        let start = reader.offset
+        let string = try String(from: &reader)
+        guard let url = URL(string: string) else {
+            throw MessageDecodingError(.invalidValue, at: start, "not a URL")
+        }
+        guard url.absoluteString == string else {
+            throw MessageDecodingError(.nonCanonical, at: start, "a URL not in its absolute form")
+        }
+        self = url
+    }
+}
+
+extension Array: ProtocolCodable where Element: ProtocolCodable {
+    /// A 32-bit count, then each element with a 32-bit length.
+    package func encode(into writer: inout MessageWriter) {
+        writer.uint32(UInt32(count))
+        for element in self {
+            writer.lengthPrefixed { element.encode(into: &$0) }
+        }
+    }
+
+    /// - Throws: `tooManyElements` or `truncated` for a count beyond the limits or the bytes present.
+    package init(from reader: inout MessageReader) throws {
+        let count = try reader.elementCount(minimumElementSize: 4)
+        self.init()
+        reserveCapacity(count)
+        for _ in 0..<count {
+            append(try reader.lengthPrefixed { try Element(from: &$0) })
+        }
+    }
+}
+
+extension Dictionary: ProtocolCodable where Key == String, Value: ProtocolCodable {
+    /// A 32-bit count, then each entry, keys ascending by their UTF-8 bytes: the key with a 32-bit length, the
+    /// value with a 32-bit length.
+    package func encode(into writer: inout MessageWriter) {
+        writer.uint32(UInt32(count))
+        for key in keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+            writer.string(key)
+            writer.lengthPrefixed { self[key]!.encode(into: &$0) }
+        }
+    }
+
+    /// - Throws: `nonCanonical` for keys out of order or repeated; as `Array` for the count.
+    package init(from reader: inout MessageReader) throws {
+        let count = try reader.elementCount(minimumElementSize: 8)
+        self.init(minimumCapacity: count)
+        var previous: UnsafeRawBufferPointer?
+        for _ in 0..<count {
+            let start = reader.offset
+            let keyBytes = try reader.bytes()
+            if let previous, !previous.lexicographicallyPrecedes(keyBytes) {
+                throw MessageDecodingError(.nonCanonical, at: start, "dictionary keys out of order or repeated")
+            }
+            previous = keyBytes
+            guard let key = String(validating: keyBytes, as: UTF8.self) else {
+                throw MessageDecodingError(.invalidValue, at: start, "a dictionary key is not UTF-8")
+            }
+            let value = try reader.lengthPrefixed { try Value(from: &$0) }
+            // Canonically equivalent keys (é precomposed and decomposed) are one key to Swift.
+            guard updateValue(value, forKey: key) == nil else {
+                throw MessageDecodingError(.nonCanonical, at: start, "dictionary keys Swift considers equal")
+            }
+        }
+    }
+}
