@@ -68,7 +68,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // Client side: one protocol to send a request to the engine, embedded or over the daemon socket.
-        .target(name: "SecurityClient", dependencies: ["SecurityProtocol", "SecurityServer", "Authenticators"]),
+        .target(name: "SecurityClient", dependencies: ["SecurityProtocol", "SecurityServer", "Authenticators", "StoreFiles"]),
         // Public API: SecItem*, SecAccessControl, SecKey*, kSec* constants, OSStatus.
         .target(
             name: "KeychainServices",
@@ -107,7 +107,7 @@ let package = Package(
             name: "lactl",
             dependencies: [
                 "LocalAuthentication", "KeychainServices", "SwiftKeychain", "SSHAgent", "SecurityClient",
-                "SecurityProtocol", "SecurityServer", "Authenticators", "SecureCrypto",
+                "SecurityProtocol", "SecurityServer", "Authenticators", "SecureCrypto", "StoreFiles",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),

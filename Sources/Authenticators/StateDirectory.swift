@@ -2,19 +2,10 @@ import Foundation
 import SecurityProtocol
 import StoreFiles
 
-/// Where authenticator state lives by default: `$LA_DATA_DIR`, else `$XDG_DATA_HOME/local-authentication`, else
-/// `~/.local/share/local-authentication`, as the architecture's embedded mode lays out.
+/// Where authenticator state lives by default: the store's directory (``DataLocations/dataDirectory(_:)``), so
+/// `lactl biometry` and the engine see the same prints.
 package func defaultAuthenticatorStateDirectory() -> String {
-    let environment = ProcessInfo.processInfo.environment
-    // The same directory the keychain engine uses, so `lactl biometry` and the engine see the same prints.
-    if let directory = environment["LA_DATA_DIR"], !directory.isEmpty {
-        return directory
-    }
-    if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") {
-        return data + "/local-authentication"
-    }
-    let home = environment["HOME"] ?? NSHomeDirectory()
-    return home + "/.local/share/local-authentication"
+    DataLocations.dataDirectory().path
 }
 
 extension AuthenticationError {

@@ -1,4 +1,5 @@
 import Foundation
+import StoreFiles
 
 /// Where an embedded client keeps its store and which access groups its caller holds.
 package struct EmbeddedConfiguration: Sendable, Hashable {
@@ -30,19 +31,12 @@ package struct EmbeddedConfiguration: Sendable, Hashable {
             } ?? [defaultAccessGroup()])
     }
 
-    /// `$LA_DATA_DIR`, `$XDG_DATA_HOME/local-authentication` or `~/.local/share/local-authentication`.
+    /// `$LA_DATA_DIR`, `$XDG_DATA_HOME/local-authentication` or `~/.local/share/local-authentication`
+    /// (``DataLocations/dataDirectory(_:)``).
     package static func defaultDataDirectory(
         _ environment: [String: String] = ProcessInfo.processInfo.environment
     ) -> URL {
-        if let directory = environment["LA_DATA_DIR"], !directory.isEmpty {
-            return URL(fileURLWithPath: directory, isDirectory: true)
-        }
-        if let dataHome = environment["XDG_DATA_HOME"], dataHome.hasPrefix("/") {
-            return URL(fileURLWithPath: dataHome, isDirectory: true).appendingPathComponent("local-authentication")
-        }
-        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
-        return URL(fileURLWithPath: home, isDirectory: true)
-            .appendingPathComponent(".local/share/local-authentication")
+        DataLocations.dataDirectory(environment)
     }
 
     /// `local.<name of the running executable>`.

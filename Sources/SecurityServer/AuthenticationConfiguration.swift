@@ -1,5 +1,6 @@
 import Authenticators
 import Foundation
+import StoreFiles
 
 /// How the engine authenticates: where the authenticators keep state, which PAM service and fingerprint readers it
 /// uses, whose credentials they check, and who draws prompts the engine itself starts.
@@ -38,9 +39,6 @@ package struct AuthenticationConfiguration: Sendable {
 
     /// The name of the user running this process (`getpwuid(geteuid())`, else `$USER`).
     package static func currentUsername() -> String {
-        if let entry = getpwuid(geteuid()), let name = entry.pointee.pw_name {
-            return String(cString: name)
-        }
-        return ProcessInfo.processInfo.environment["USER"] ?? "root"
+        DataLocations.currentUserName() ?? ProcessInfo.processInfo.environment["USER"] ?? "root"
     }
 }

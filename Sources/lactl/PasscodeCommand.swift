@@ -4,6 +4,7 @@ import Foundation
 import SecurityClient
 import SecurityProtocol
 import SecurityServer
+import StoreFiles
 
 /// `lactl passcode …`: the passcode through PAM.
 struct Passcode: AsyncParsableCommand {
@@ -58,10 +59,10 @@ struct PasscodeVerify: AsyncParsableCommand {
 
 /// The name of the user running the command. - Throws: when the uid has no passwd entry.
 func currentUserName() throws -> String {
-    guard let entry = getpwuid(getuid()), let name = entry.pointee.pw_name else {
-        throw ValidationError("the current uid \(getuid()) has no user name; pass --user")
+    guard let name = DataLocations.currentUserName() else {
+        throw ValidationError("the current uid \(geteuid()) has no user name; pass --user")
     }
-    return String(cString: name)
+    return name
 }
 
 /// Prints an authentication error for people: its message, its LAError code, and any wait.

@@ -3,8 +3,7 @@ import Foundation
 import KeychainServices
 import LocalAuthentication
 import SSHAgent
-import SecurityClient
-import SecurityServer
+import StoreFiles
 
 /// `lactl ssh-key …`: SSH keys that are persisted rights.
 struct SSHKeys: AsyncParsableCommand {
@@ -109,9 +108,7 @@ struct SSHAgentCommand: AsyncParsableCommand {
     }
 
     static func defaultSocketPath() -> String {
-        let runtime = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"].flatMap { $0.isEmpty ? nil : $0 }
-            ?? NSTemporaryDirectory()
-        return runtime + "/local-authentication/ssh-agent.sock"
+        DataLocations.runtimeDirectory().appendingPathComponent("ssh-agent.sock").path
     }
 }
 

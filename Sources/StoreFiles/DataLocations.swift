@@ -1,0 +1,40 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where the library keeps things and whose they are: the one place the data directory and the current user are
+/// worked out, so the keychain, the authenticators, `lactl` and the SSH agent always agree.
+package enum DataLocations {
+    /// The embedded store's directory: `$LA_DATA_DIR`, else `$XDG_DATA_HOME/local-authentication` (an absolute
+    /// path only, as the XDG specification says), else `~/.local/share/local-authentication`.
+    package static func dataDirectory(
+        _ environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> URL {
+        if let directory = environment["LA_DATA_DIR"], !directory.isEmpty {
+            return URL(fileURLWithPath: directory, isDirectory: true)
+        }
+        if let dataHome = environment["XDG_DATA_HOME"], dataHome.hasPrefix("/") {
+            return URL(fileURLWithPath: dataHome, isDirectory: true).appendingPathComponent("local-authentication")
+        }
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        return URL(fileURLWithPath: home, isDirectory: true)
+            .appendingPathComponent(".local/share/local-authentication")
+    }
+
+    /// The directory for the user's sockets: `$XDG_RUNTIME_DIR/local-authentication` (an absolute path only),
+    /// else the system's temporary directory.
+    package static func runtimeDirectory(
+        _ environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> URL {
+        let runtime = environment["XDG_RUNTIME_DIR"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? NSTemporaryDirectory()
+        return URL(fileURLWithPath: runtime, isDirectory: true).appendingPathComponent("local-authentication")
+    }
+
+    /// The name of the user the process runs as (its effective uid's passwd entry), or nil when it has none.
+    package static func currentUserName() -> String? {
+        guard let entry = getpwuid(geteuid()), let name = entry.pointee.pw_name else { return nil }
+        return String(cString: name)
+    }
+}
