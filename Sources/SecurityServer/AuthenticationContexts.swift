@@ -236,8 +236,11 @@ package final class AuthenticationContexts: Sendable {
             try record(reused, in: id)
             return reused
         }
-        guard !options.interactionNotAllowed, let presenter = options.presenter else {
+        guard !options.interactionNotAllowed, let presenter = options.presenter.map(QueuedPresenter.wrapping) else {
             throw AuthenticationError(.notInteractive, "an authentication is needed and interaction is not allowed")
+        }
+        guard !PresenterQueue.isCurrent else {
+            throw AuthenticationError(.notInteractive, "a presenter callback cannot start another prompt")
         }
         let cancelled = Mutex(false)
         let work = Task(executorPreference: BlockingBridge.executor) {

@@ -38,8 +38,9 @@ package struct ContextAccessControlEvaluator: AccessControlEvaluator {
             case .allow: break
             }
             let settings = try context.map { try contexts.promptSettings($0) }
-            guard settings?.interactionNotAllowed != true,
-                let presenter = settings?.presenter ?? contexts.configuration.presenter
+            // A presenter callback cannot be answered by a second prompt: it would wait for itself.
+            guard settings?.interactionNotAllowed != true, !PresenterQueue.isCurrent,
+                let presenter = (settings?.presenter ?? contexts.configuration.presenter).map(QueuedPresenter.wrapping)
             else { return .denied(.interactionNotAllowed) }
             if !hasPassword && context == nil { return .denied(.interactionNotAllowed) }
             let prompt = EvaluationPrompt(reason: settings?.reason ?? "use a protected keychain item")
