@@ -128,13 +128,16 @@ let package = Package(
             ],
             path: "Benchmarks/la-bench"),
 
-        .testTarget(name: "AuthenticatorsTests", dependencies: ["Authenticators", "SecureCrypto", "SecurityProtocol"]),
+        // What several test targets share: the virtual-reader lock, subprocess and pseudo-terminal helpers, pam_matrix.
+        .target(name: "TestSupport", dependencies: ["Authenticators"], path: "Tests/TestSupport"),
+        .testTarget(
+            name: "AuthenticatorsTests", dependencies: ["Authenticators", "SecureCrypto", "SecurityProtocol", "TestSupport"]),
         // LAContext, presenters, contexts and access control against the virtual reader and pam_matrix.
         .testTarget(
             name: "LocalAuthenticationTests",
             dependencies: [
                 "LocalAuthentication", "KeychainServices", "SecurityClient", "SecurityProtocol", "SecurityServer",
-                "Authenticators", "KeychainStore", "SecureCrypto", "lactl",
+                "Authenticators", "KeychainStore", "SecureCrypto", "lactl", "TestSupport",
             ]),
         // Keychain tests: semantics, tampering, scale, and two processes / SIGKILL through keychain-stress.
         .executableTarget(
@@ -147,7 +150,7 @@ let package = Package(
             dependencies: [
                 "KeychainServices", "SwiftKeychain", "SecurityClient", "SecurityProtocol", "SecurityServer",
                 "KeychainStore", "Enclave", "keychain-stress", "Authenticators", "SecureCrypto",
-                "KeychainWrapperFixture",
+                "KeychainWrapperFixture", "TestSupport",
             ],
             resources: [.copy("Fixtures")]),
         // A wrapper with its own `Keychain` and `KeychainError`, as open-source ones have: compiles only while
@@ -166,7 +169,7 @@ let package = Package(
             name: "RightsTests",
             dependencies: [
                 "LocalAuthentication", "KeychainServices", "SecurityClient", "SecurityProtocol", "SecurityServer",
-                "Authenticators", "lactl", "LocalAuthenticationCombine", "SwiftKeychain",
+                "Authenticators", "lactl", "LocalAuthenticationCombine", "SwiftKeychain", "TestSupport",
             ]),
         // Examples (README.md, "Examples"), built and run as subprocesses by ExamplesTests.
         .executableTarget(name: "GuardedOperation", dependencies: ["LocalAuthentication"], path: "Examples/GuardedOperation"),
@@ -174,7 +177,7 @@ let package = Package(
             name: "ChallengeSigning",
             dependencies: [
                 "LocalAuthentication", "KeychainServices", "Authenticators", "SecurityClient", "SecurityProtocol",
-                "SecurityServer",
+                "SecurityServer", "SecureCrypto",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -1,6 +1,7 @@
 import Authenticators
 import Foundation
 import KeychainServices
+import SecureCrypto
 import SecurityClient
 import SecurityProtocol
 import SecurityServer
@@ -51,14 +52,24 @@ struct DemoEnvironment {
         setenv("LA_PRESENTER", "none", 1)
     }
 
-    /// Enrolls a finger whose scans carry `printID`, through the same authenticator the rights use (in a real
-    /// setup: `lactl biometry enroll`). Returns the enrolled-set state hash afterwards.
+    /// Enrolls a finger whose scans carry `printID` through the engine's enrollment request, after the passcode as
+    /// every enrollment needs (in a real setup: `lactl biometry enroll`). Returns the enrolled-set state hash
+    /// afterwards.
     func enroll(_ printID: String, finger: Finger) async throws -> Data? {
-        let biometric = try authenticators().biometric
-        async let enrolled = biometric.enroll(finger: finger)
+        let client = try KeychainClientSelection.resolve()
+        guard case .context(let context) = try await client.send(.createContext) else {
+            throw ExampleError("no authentication context")
+        }
+        defer { Task { _ = try? await client.send(.discard(context)) } }
+        _ = try await client.send(
+            .evaluatePolicy(
+                .passcode, context,
+                EvaluationOptions(prompt: EvaluationPrompt(reason: "enroll a finger"), presenter: DemoPasscode())))
+        async let enrolled = client.send(.enroll(finger, context: context))
         try await reader.send(Array(repeating: "SCAN \(printID)", count: 5))
         _ = try await enrolled
-        return try biometric.stateHash()
+        guard case .prints(_, let stateHash) = try await client.send(.enrolledPrints) else { return nil }
+        return stateHash
     }
 
     /// Puts the finger `printID` on the reader once a prompt waits for it.
@@ -68,14 +79,20 @@ struct DemoEnvironment {
 
     /// Closes the reader and removes the directory.
     func remove() async {
-        if let contexts = try? authenticators() { await contexts.closeReader() }
+        _ = try? await KeychainClientSelection.resolve().send(.closeReader)
         try? FileManager.default.removeItem(atPath: directory)
     }
+}
 
-    private func authenticators() throws -> AuthenticationContexts {
-        guard let embedded = try KeychainClientSelection.resolve() as? EmbeddedClient,
-            let contexts = embedded.engine.authentication
-        else { throw ExampleError("the embedded engine has no authenticators") }
-        return contexts
+/// Types the demo's passcode (pam_matrix's password file holds it) when the engine asks.
+struct DemoPasscode: EvaluationPresenter {
+    func fingerprintPromptDidBegin(_ prompt: EvaluationPrompt, respond: @escaping @Sendable (PromptAction) -> Void) {
+        respond(.cancel)
     }
+    func fingerprintPrompt(_ event: FingerprintPromptEvent) {}
+    func fingerprintPromptDidEnd() {}
+    func passcode(_ prompt: EvaluationPrompt, question: PasscodePrompt) -> SecureBytes? {
+        SecureBytes(Array("demo-passcode".utf8))
+    }
+    func show(_ message: PasscodeMessage) {}
 }

@@ -38,6 +38,11 @@ package final class EmbeddedClient: SecurityClient {
         self.roundTripsMessages = roundTripsMessages
     }
 
+    /// The connection ends with the client: its authentication contexts end too.
+    deinit {
+        engine.authentication?.discardAll(owner: caller.connection)
+    }
+
     package func send(_ request: KeychainRequest) throws -> KeychainResponse {
         guard roundTripsMessages else { return try engine.handle(request, caller: caller) }
         return try MessageRoundTrip.result { try engine.handle(MessageRoundTrip.value(request), caller: caller) }
@@ -53,6 +58,12 @@ package final class EmbeddedClient: SecurityClient {
         return try await MessageRoundTrip.result {
             try await engine.handle(request.roundTrippingPayloads(), caller: caller)
         }
+    }
+
+    package func send(
+        _ request: AdministrationRequest, progress: @escaping @Sendable (AdministrationEvent) -> Void
+    ) async throws -> AdministrationEvent {
+        try await engine.handle(request, caller: caller, progress: progress)
     }
 
     package func keychainEvents() -> AsyncStream<EngineEvent> {

@@ -21,10 +21,25 @@ package protocol SecurityClient: Sendable {
     /// - Throws: `AuthenticationError` carrying the `LAError` code.
     func send(_ request: AuthenticationRequest) async throws -> AuthenticationResponse
 
+    /// Serves one administrative request (enrollment, the reader, the passcode's removal), calling `progress` with
+    /// each progress event before it returns the answer.
+    ///
+    /// - Throws: `AuthenticationError` carrying the `LAError` code; `KeychainStatus` when the store fails.
+    func send(
+        _ request: AdministrationRequest, progress: @escaping @Sendable (AdministrationEvent) -> Void
+    ) async throws -> AdministrationEvent
+
     /// Keychain events the caller may see, from now on.
     func keychainEvents() -> AsyncStream<EngineEvent>
 
     /// The user's authentication environment each time it changes (state hash derived for this client's
     /// application), from now on.
     func environmentChanges() -> AsyncStream<EnvironmentSnapshot>
+}
+
+extension SecurityClient {
+    /// Serves one administrative request, ignoring its progress.
+    package func send(_ request: AdministrationRequest) async throws -> AdministrationEvent {
+        try await send(request) { _ in }
+    }
 }

@@ -26,7 +26,9 @@ extension AuthenticationContexts {
         try await biometric.remove(identifier)
     }
 
-    private func requireRecentPasscode(in id: AuthenticationContextID) throws {
+    /// Throws `authenticationFailed` unless context `id` holds a passcode credential (not a reused one) from the
+    /// last five minutes.
+    func requireRecentPasscode(in id: AuthenticationContextID) throws {
         let now = configuration.clock.now()
         let recent = try credentials(for: id).contains { credential in
             let age = now.timeIntervalSince(credential.time)

@@ -46,6 +46,8 @@ package final class AuthenticationContexts: Sendable {
     package let passcode: PasscodeAuthenticator
 
     private struct Record {
+        /// The client connection that created the context (0: the engine itself).
+        var owner: UInt64 = 0
         var invalidated = false
         var credentials: [AuthenticationMethod: Credential] = [:]
         var applicationPassword: SecureBytes?
@@ -90,11 +92,27 @@ package final class AuthenticationContexts: Sendable {
 
     // MARK: Contexts
 
-    /// A new context with no credential.
-    package func createContext() throws -> AuthenticationContextID {
+    /// A new context with no credential, belonging to client connection `owner` (0: the engine's own).
+    package func createContext(owner: UInt64 = 0) throws -> AuthenticationContextID {
         let id = AuthenticationContextID(bytes: [UInt8](try SecureRandom.bytes(32)))
-        state.withLock { $0.records[id] = Record() }
+        state.withLock { $0.records[id] = Record(owner: owner) }
         return id
+    }
+
+    /// Throws `invalidContext` when `id` names a context that another client connection created: a context id is
+    /// not a bearer token. An id naming no context passes (each use of it fails on its own).
+    package func requireOwner(_ id: AuthenticationContextID, connection: UInt64) throws {
+        let owner = state.withLock { $0.records[id]?.owner }
+        if let owner, owner != connection {
+            throw AuthenticationError(.invalidContext, "the authentication context belongs to another client")
+        }
+    }
+
+    /// Ends every context of client connection `owner` (the connection closed): evaluations in flight are
+    /// cancelled and the records dropped.
+    package func discardAll(owner: UInt64) {
+        let ids = state.withLock { state in state.records.filter { $0.value.owner == owner }.map(\.key) }
+        for id in ids { discard(id) }
     }
 
     /// Ends a context: an evaluation in flight fails with `appCancel`, later use with `invalidContext`; its

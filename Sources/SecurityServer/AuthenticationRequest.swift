@@ -37,6 +37,20 @@ package enum AuthenticationRequest: Sendable {
     case unlockWithPasscode(EvaluationOptions)
 }
 
+extension AuthenticationRequest {
+    /// The context the request names, whose owner must be the calling connection.
+    var contextID: AuthenticationContextID? {
+        switch self {
+        case .invalidate(let id), .discard(let id), .configure(let id, _, _, _), .evaluatePolicy(_, let id, _),
+            .canEvaluatePolicy(_, let id), .evaluateAccessControl(_, _, let id, _), .setApplicationPassword(_, let id),
+            .isApplicationPasswordSet(let id), .evaluatedDomainState(let id):
+            return id
+        case .createContext, .biometryState, .environment, .unlockWithPasscode:
+            return nil
+        }
+    }
+}
+
 /// The engine's answer to an ``AuthenticationRequest``.
 package enum AuthenticationResponse: Sendable {
     case success
@@ -57,9 +71,10 @@ extension KeychainEngine {
         guard let contexts = authentication else {
             throw AuthenticationError(.invalidContext, "this keychain engine was opened without authenticators")
         }
+        if let id = request.contextID { try contexts.requireOwner(id, connection: caller.connection) }
         switch request {
         case .createContext:
-            return .context(try contexts.createContext())
+            return .context(try contexts.createContext(owner: caller.connection))
         case .invalidate(let id):
             contexts.invalidate(id)
             return .success

@@ -1,17 +1,32 @@
-/// Who is asking: the keychain access groups the caller holds (its `keychain-access-groups` entitlement, in order).
+import Synchronization
+
+/// Who is asking: the keychain access groups the caller holds (its `keychain-access-groups` entitlement, in order),
+/// and the client connection the request came over.
 ///
-/// In embedded mode the groups come from the client's configuration; the daemon derives them from the peer's
-/// executable.
+/// In embedded mode the groups come from the client's configuration and each client is a connection of its own;
+/// the daemon derives the groups from the peer's executable and numbers its socket connections.
 package struct CallerIdentity: Sendable, Hashable {
     /// The caller's groups; the first is where items go when a request names none.
     package var accessGroups: [String]
     /// Whether the caller may read and write every group (an administrative tool such as `lactl`, which in
     /// embedded mode runs as the user who owns the files anyway).
     package var mayAccessAllGroups: Bool
+    /// The client connection: authentication contexts belong to the connection that created them, are refused to
+    /// every other, and end with it. Never 0 (the engine's own contexts).
+    package var connection: UInt64
 
-    package init(accessGroups: [String], mayAccessAllGroups: Bool = false) {
+    /// A caller holding `accessGroups` on a new connection (unless `connection` names one).
+    package init(accessGroups: [String], mayAccessAllGroups: Bool = false, connection: UInt64? = nil) {
         self.accessGroups = accessGroups
         self.mayAccessAllGroups = mayAccessAllGroups
+        self.connection = connection ?? Self.newConnection()
+    }
+
+    private static let lastConnection = Atomic<UInt64>(0)
+
+    /// A connection number not given before in this process.
+    package static func newConnection() -> UInt64 {
+        lastConnection.add(1, ordering: .relaxed).newValue
     }
 
     /// Where an item goes when the request names no access group.

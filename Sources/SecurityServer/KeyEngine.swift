@@ -15,6 +15,7 @@ extension KeychainEngine {
     ///   that does not open, a peer key that is not on P-256), and what `SecItemAdd` returns for a stored key.
     package func handle(_ request: KeyRequest, caller: CallerIdentity) throws -> KeyResponse {
         do {
+            try requireOwnContext(request.context, caller: caller)
             switch request {
             case .generate(var policy, let item, let context):
                 if let unbound = policy {
@@ -113,6 +114,17 @@ extension KeychainEngine {
             } catch let error as CryptoError {
                 throw KeychainStatus(.param, "the operation's input was refused: \(error.code)")
             }
+        }
+    }
+}
+
+extension KeyRequest {
+    /// The authentication context the request names.
+    var context: AuthenticationContextID? {
+        switch self {
+        case .generate(_, _, let context), .sign(_, _, let context), .decrypt(_, _, _, let context),
+            .keyExchange(_, _, _, let context):
+            return context
         }
     }
 }

@@ -32,35 +32,32 @@ struct BiometryOptions: ParsableArguments {
         guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
     }
 
-    /// The engine's authentication contexts on the store: the same prints, attempt counters and lockout every
-    /// program of the user sees.
-    func contexts() throws -> AuthenticationContexts {
+    /// A client of the engine on the store: the same prints, attempt counters and lockout every program of the
+    /// user sees. Enrollment and removal go through its requests, under the passcode, like any other program's.
+    func client() throws -> EmbeddedClient {
         let directory = URL(fileURLWithPath: stateDir ?? defaultAuthenticatorStateDirectory(), isDirectory: true)
         var authentication = AuthenticationConfiguration.fromEnvironment(
             dataDirectory: directory, presenter: AuthenticationConfiguration.defaultPresenter())
         if let user { authentication.username = user }
         if !drivers.isEmpty { authentication.readerDrivers = drivers }
         authentication.attemptTimeout = .seconds(timeout)
-        let client = try EmbeddedClient(
+        return try EmbeddedClient(
             configuration: EmbeddedConfiguration(dataDirectory: directory, accessGroups: []),
             authentication: authentication)
-        return client.engine.authentication!
-    }
-
-    func authenticator() throws -> BiometricAuthenticator {
-        try contexts().biometric
     }
 }
 
-/// A context of `contexts` holding a passcode credential, asked for on the terminal: what changing the enrolled
+/// A context of `client` holding a passcode credential, asked for on the terminal: what changing the enrolled
 /// fingerprints needs, as on Apple's devices.
-func passcodeContext(_ contexts: AuthenticationContexts, reason: String) async throws -> AuthenticationContextID {
-    guard let presenter = contexts.configuration.presenter else {
+func passcodeContext(_ client: any SecurityClient, reason: String) async throws -> AuthenticationContextID {
+    guard let presenter = AuthenticationConfiguration.defaultPresenter() else {
         throw AuthenticationError(.notInteractive, "changing fingerprints needs the passcode, and there is no terminal to ask on")
     }
-    let id = try contexts.createContext()
-    try await contexts.evaluate(
-        .passcode, context: id, options: EvaluationOptions(prompt: EvaluationPrompt(reason: reason), presenter: presenter))
+    guard case .context(let id) = try await client.send(.createContext) else {
+        throw AuthenticationError(.invalidContext, "no context was created")
+    }
+    _ = try await client.send(
+        .evaluatePolicy(.passcode, id, EvaluationOptions(prompt: EvaluationPrompt(reason: reason), presenter: presenter)))
     return id
 }
 
@@ -92,27 +89,26 @@ struct BiometryEnroll: AsyncParsableCommand {
         guard let finger = Finger(name: finger), finger != .unknown else {
             throw ValidationError("unknown finger '\(self.finger)'")
         }
-        let contexts = try options.contexts()
-        let authenticator = contexts.biometric
+        let client = try options.client()
         do {
-            let context = try await passcodeContext(contexts, reason: "Enroll a fingerprint")
-            defer { contexts.discard(context) }
-            let reader = try await authenticator.open()
+            let context = try await passcodeContext(client, reason: "Enroll a fingerprint")
+            guard case .reader(let reader) = try await client.send(.reader) else { return }
             print("Enrolling \(finger) on \(reader.name) (\(reader.driver)): scan \(reader.enrollStages) times.")
-            let info = try await cancellableOnInterrupt {
-                try await contexts.enroll(finger: finger, context: context) { event in
+            let answer = try await cancellableOnInterrupt {
+                try await client.send(.enroll(finger, context: context)) { event in
                     switch event {
-                    case .stageCompleted(let completed, let total):
+                    case .enrollment(.stageCompleted(let completed, let total)):
                         print("  scan \(completed)/\(total) ok")
-                    case .retry(let reason, let completed, let total, _):
+                    case .enrollment(.retry(let reason, let completed, let total, _)):
                         print("  scan \(completed + 1)/\(total): \(reason)")
+                    default: break
                     }
                 }
             }
-            await authenticator.close()
-            print("Enrolled \(info.finger) as \(info.identifier).")
+            _ = try await client.send(.closeReader)
+            if case .enrolled(let info) = answer { print("Enrolled \(info.finger) as \(info.identifier).") }
         } catch let error as AuthenticationError {
-            await authenticator.close()
+            _ = try? await client.send(.closeReader)
             printError(error)
             throw ExitCode(1)
         }
@@ -126,8 +122,7 @@ struct BiometryList: AsyncParsableCommand {
     @OptionGroup var options: BiometryOptions
 
     func run() async throws {
-        let authenticator = try options.authenticator()
-        let prints = try authenticator.enrolledPrints()
+        guard case .prints(let prints, let stateHash) = try await options.client().send(.enrolledPrints) else { return }
         if prints.isEmpty {
             print("no fingerprint enrolled")
             return
@@ -138,7 +133,7 @@ struct BiometryList: AsyncParsableCommand {
                 "\(print.identifier)  \(print.finger.name.padding(toLength: 12, withPad: " ", startingAt: 0))  "
                     + "\(print.driver)/\(print.deviceID)  \(formatter.string(from: print.enrolledAt))")
         }
-        if let hash = try authenticator.stateHash() {
+        if let hash = stateHash {
             Swift.print("state hash: \(hash.map { String(format: "%02x", $0) }.joined())")
         }
     }
@@ -161,16 +156,14 @@ struct BiometryRemove: AsyncParsableCommand {
 
     func run() async throws {
         let identifier = try PrintIdentifier(hex: identifier)
-        let contexts = try options.contexts()
-        let authenticator = contexts.biometric
+        let client = try options.client()
         do {
-            let context = try await passcodeContext(contexts, reason: "Remove a fingerprint")
-            defer { contexts.discard(context) }
-            try await contexts.removePrint(identifier, context: context)
-            await authenticator.close()
+            let context = try await passcodeContext(client, reason: "Remove a fingerprint")
+            _ = try await client.send(.removePrint(identifier, context: context))
+            _ = try await client.send(.closeReader)
             print("removed \(identifier)")
         } catch let error as AuthenticationError {
-            await authenticator.close()
+            _ = try? await client.send(.closeReader)
             printError(error)
             throw ExitCode(1)
         }
@@ -185,20 +178,21 @@ struct BiometryVerify: AsyncParsableCommand {
     @OptionGroup var options: BiometryOptions
 
     func run() async throws {
-        let authenticator = try options.authenticator()
+        let client = try options.client()
         do {
-            let matched = try await cancellableOnInterrupt {
-                try await authenticator.verify { event in
+            let answer = try await cancellableOnInterrupt {
+                try await client.send(.verifyFinger) { event in
                     switch event {
-                    case .waitingForFinger: print("Place your finger on the reader.")
-                    case .retry(let reason, _): print("  \(reason)")
+                    case .verification(.waitingForFinger): print("Place your finger on the reader.")
+                    case .verification(.retry(let reason, _)): print("  \(reason)")
+                    default: break
                     }
                 }
             }
-            await authenticator.close()
-            print("match: \(matched.finger) (\(matched.identifier))")
+            _ = try await client.send(.closeReader)
+            if case .matched(let matched) = answer { print("match: \(matched.finger) (\(matched.identifier))") }
         } catch let error as AuthenticationError {
-            await authenticator.close()
+            _ = try? await client.send(.closeReader)
             printError(error)
             throw ExitCode(1)
         }

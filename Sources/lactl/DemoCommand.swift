@@ -91,34 +91,65 @@ struct Demo: AsyncParsableCommand {
         guard found?.password == token, !leaked else { throw ValidationError("keychain did not behave") }
     }
 
-    /// 3. Enrolling and verifying a finger on libfprint's virtual reader, and the enrolled-set state hash.
+    /// The engine for steps 3 and 4: a store of its own, the virtual reader and PAM through pam_matrix. The demo
+    /// asks it through client requests, as `lactl biometry` and every program do.
+    func authenticationClient(in directory: String, pam: String) throws -> EmbeddedClient {
+        try EmbeddedClient(
+            configuration: EmbeddedConfiguration(
+                dataDirectory: URL(fileURLWithPath: directory + "/authenticators"), accessGroups: ["demo.app"]),
+            authentication: AuthenticationConfiguration(
+                stateDirectory: directory + "/authenticators", username: "demo",
+                passcode: .init(service: "local-authentication", configurationDirectory: pam),
+                readerDrivers: ["virtual_device"], attemptTimeout: .seconds(20)))
+    }
+
+    /// A new context of `client` after the passcode `answer`; throws what the evaluation throws.
+    func passcodeContext(_ client: EmbeddedClient, answer: String) async throws -> AuthenticationContextID {
+        guard case .context(let id) = try await client.send(.createContext) else {
+            throw ValidationError("no authentication context")
+        }
+        let options = EvaluationOptions(prompt: EvaluationPrompt(reason: "demo"), presenter: ScriptedPasscode(answer: answer))
+        _ = try await client.send(.evaluatePolicy(.passcode, id, options))
+        return id
+    }
+
+    /// The enrolled-set state hash, or nil when nothing is enrolled.
+    func stateHash(_ client: EmbeddedClient) async throws -> Data? {
+        guard case .prints(_, let hash) = try await client.send(.enrolledPrints) else { return nil }
+        return hash
+    }
+
+    /// 3. Enrolling (after the passcode) and verifying a finger on libfprint's virtual reader, and the enrolled-set
+    /// state hash.
     func fingerprint(in directory: String) async throws {
         heading("3. Fingerprints through libfprint-2 (its virtual reader stands in for the hardware)")
         let socket = VirtualReaderSocket(path: directory + "/virtual-reader.sock")
         setenv("FP_DRIVERS_WHITELIST", "virtual_device", 1)
         setenv("FP_VIRTUAL_DEVICE", socket.path, 1)
-        let authenticator = try BiometricAuthenticator(
-            configuration: .init(
-                stateDirectory: directory + "/authenticators", username: "demo", drivers: ["virtual_device"],
-                attemptTimeout: .seconds(20)))
-        let reader = try await authenticator.open()
+        let client = try authenticationClient(in: directory, pam: try writePAMService(in: directory))
+        guard case .reader(let reader) = try await client.send(.reader) else { return }
         say("Opened reader \"\(reader.name)\" (driver \(reader.driver)).")
-        say("Before enrolling, the enrolled-set state hash is \(try authenticator.stateHash()?.prefix(8).hexString ?? "nil (nothing enrolled)").")
+        say("Before enrolling, the enrolled-set state hash is \(try await stateHash(client)?.prefix(8).hexString ?? "nil (nothing enrolled)").")
 
-        async let enrolled = authenticator.enroll(finger: .rightIndex) { event in
-            if case .stageCompleted(let completed, let total) = event { say("  enrolling: stage \(completed)/\(total)") }
+        let context = try await passcodeContext(client, answer: "correct horse")
+        say("Enrolling needs the passcode first, as on Apple's devices: PAM accepted it.")
+        async let enrolled = client.send(.enroll(.rightIndex, context: context)) { event in
+            if case .enrollment(.stageCompleted(let completed, let total)) = event {
+                say("  enrolling: stage \(completed)/\(total)")
+            }
         }
         try await socket.send(Array(repeating: "SCAN demo-finger", count: 5))
-        let print = try await enrolled
-        let firstHash = try authenticator.stateHash()
+        guard case .enrolled(let print) = try await enrolled else { return }
+        let firstHash = try await stateHash(client)
         say("Enrolled the right index finger; state hash now \(firstHash?.prefix(8).hexString ?? "nil").")
 
-        async let matched = authenticator.verify()
+        async let matched = client.send(.verifyFinger)
         try await socket.send("SCAN demo-finger")
-        let match = try await matched
-        say("The same finger on the reader: matched \(match.identifier == print.identifier ? "the enrolled print" : "ANOTHER print").")
+        if case .matched(let match) = try await matched {
+            say("The same finger on the reader: matched \(match.identifier == print.identifier ? "the enrolled print" : "ANOTHER print").")
+        }
 
-        async let mismatched: EnrolledPrintInfo = authenticator.verify()
+        async let mismatched = client.send(.verifyFinger)
         try await socket.send("SCAN someone-else")
         do {
             _ = try await mismatched
@@ -127,13 +158,13 @@ struct Demo: AsyncParsableCommand {
             say("Another finger: refused (LAError code \(error.code.rawValue), authenticationFailed).")
         }
 
-        async let second = authenticator.enroll(finger: .leftIndex)
+        async let second = client.send(.enroll(.leftIndex, context: context))
         try await socket.send(Array(repeating: "SCAN second-finger", count: 5))
         _ = try await second
-        let secondHash = try authenticator.stateHash()
+        let secondHash = try await stateHash(client)
         say("Enrolled a second finger: the state hash changed (\(secondHash?.prefix(8).hexString ?? "nil")). Keys bound to")
         say("the first enrolled set (.biometryCurrentSet) stop working for good at this point.")
-        await authenticator.close()
+        _ = try await client.send(.closeReader)
         guard firstHash != nil, firstHash != secondHash else { throw ValidationError("state hash did not change") }
     }
 
@@ -145,22 +176,18 @@ struct Demo: AsyncParsableCommand {
             say("pam_matrix is not installed (package libpam-wrapper); `make demo` installs it through scripts/bootstrap.")
             return
         }
-        let pamDirectory = try writePAMService(in: directory)
-        let policy = try AttemptPolicy(directory: directory + "/authenticators")
-        let pam = PasscodeAuthenticator(
-            configuration: .init(service: "local-authentication", configurationDirectory: pamDirectory), policy: policy)
-
-        try await pam.authenticate(user: "demo", presenter: ScriptedPasscode(answer: "correct horse"))
+        let client = try authenticationClient(in: directory, pam: try writePAMService(in: directory))
+        _ = try await passcodeContext(client, answer: "correct horse")
         say("The right passcode: accepted by PAM (pam_authenticate, then pam_acct_mgmt).")
         for attempt in 1...5 {
             do {
-                try await pam.authenticate(user: "demo", presenter: ScriptedPasscode(answer: "wrong \(attempt)"))
+                _ = try await passcodeContext(client, answer: "wrong \(attempt)")
             } catch let error as AuthenticationError {
                 if attempt == 5 { say("Five wrong passcodes in a row: the fifth is refused too (code \(error.code.rawValue)).") }
             }
         }
         do {
-            try await pam.authenticate(user: "demo", presenter: ScriptedPasscode(answer: "correct horse"))
+            _ = try await passcodeContext(client, answer: "correct horse")
             say("Even the right passcode right away: ACCEPTED (bug: no escalation)")
         } catch let error as AuthenticationError {
             say("Even the right passcode right away is refused before PAM is asked: \(error.message)")
@@ -193,18 +220,19 @@ struct Demo: AsyncParsableCommand {
     }
 }
 
-/// Answers PAM's prompts with a fixed passcode, as a program that already holds it would.
-private struct ScriptedPasscode: PasscodePresenter, EvaluationPresenter {
+/// Answers passcode questions with a fixed passcode, as a program that already holds it would.
+private struct ScriptedPasscode: EvaluationPresenter {
     let answer: String
 
-    func answer(_ prompt: PasscodePrompt) -> SecureBytes? { SecureBytes(Data(answer.utf8)) }
     func show(_ message: PasscodeMessage) {}
     func fingerprintPromptDidBegin(_ prompt: EvaluationPrompt, respond: @escaping @Sendable (PromptAction) -> Void) {
         respond(.fallback)
     }
     func fingerprintPrompt(_ event: FingerprintPromptEvent) {}
     func fingerprintPromptDidEnd() {}
-    func passcode(_ prompt: EvaluationPrompt, question: PasscodePrompt) -> SecureBytes? { answer(question) }
+    func passcode(_ prompt: EvaluationPrompt, question: PasscodePrompt) -> SecureBytes? {
+        SecureBytes(Data(answer.utf8))
+    }
 }
 
 private func say(_ text: String) {

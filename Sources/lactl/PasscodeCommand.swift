@@ -44,9 +44,10 @@ struct PasscodeVerify: AsyncParsableCommand {
             authentication: AuthenticationConfiguration(
                 stateDirectory: directory.path, username: user,
                 passcode: .init(service: service, configurationDirectory: confdir)))
-        let authenticator = client.engine.authentication!.passcode
         do {
-            try await authenticator.authenticate(user: user, presenter: TerminalPresenter())
+            guard case .context(let id) = try await client.send(.createContext) else { return }
+            let options = EvaluationOptions(prompt: EvaluationPrompt(reason: ""), presenter: TerminalPresenter())
+            _ = try await client.send(.evaluatePolicy(.passcode, id, options))
             print("passcode accepted for \(user)")
         } catch let error as AuthenticationError {
             printError(error)

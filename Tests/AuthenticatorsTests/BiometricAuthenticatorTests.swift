@@ -2,6 +2,7 @@
 import Foundation
 import SecurityProtocol
 import Testing
+import TestSupport
 
 /// The fingerprint authenticator against the real libfprint and its `virtual_device` drivers.
 ///

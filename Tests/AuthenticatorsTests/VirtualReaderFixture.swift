@@ -92,23 +92,6 @@ struct VirtualReaderFixture {
     }
 }
 
-/// Holds ``VirtualReaderEnvironment/lock`` around each test of a suite, so suites of other test targets that set
-/// libfprint's environment (LocalAuthenticationTests) never run a reader at the same time.
-struct VirtualReaderLock: SuiteTrait, TestTrait, TestScoping {
-    var isRecursive: Bool { true }
-
-    func provideScope(
-        for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
-    ) async throws {
-        if test.isSuite { return try await function() }
-        try await VirtualReaderEnvironment.lock.withLock { try await function() }
-    }
-}
-
-extension Trait where Self == VirtualReaderLock {
-    /// One reader user at a time across the whole test process.
-    static var virtualReaderLock: VirtualReaderLock { VirtualReaderLock() }
-}
 
 extension Result {
     /// The failure, if any.

@@ -1,26 +1,12 @@
 import Foundation
 import KeychainServices
 import Testing
+import TestSupport
 
-/// The `keychain-stress` helper built next to the test bundle.
-private func stressExecutable() throws -> URL {
-    var directory = Bundle.main.bundleURL
-    for _ in 0..<4 {
-        let candidate = directory.appendingPathComponent("keychain-stress")
-        if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-        directory = directory.deletingLastPathComponent()
-    }
-    let fromExecutable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-    for candidate in [fromExecutable, fromExecutable.deletingLastPathComponent()] {
-        let path = candidate.appendingPathComponent("keychain-stress")
-        if FileManager.default.isExecutableFile(atPath: path.path) { return path }
-    }
-    throw StatusError(status: -1)
-}
-
-private func startStress(_ directory: URL, prefix: String, count: Int) throws -> (Process, Pipe) {
+/// Starts `keychain-stress add` on `directory`, adding `count` items named `prefix-N`; its standard output is the pipe.
+func startStress(_ directory: URL, prefix: String, count: Int) throws -> (Process, Pipe) {
     let process = Process()
-    process.executableURL = try stressExecutable()
+    process.executableURL = try builtExecutable("keychain-stress")
     process.arguments = ["add", directory.path, prefix, String(count)]
     let pipe = Pipe()
     process.standardOutput = pipe

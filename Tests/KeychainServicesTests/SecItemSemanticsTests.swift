@@ -1,4 +1,6 @@
+import Authenticators
 import Foundation
+import SecurityProtocol
 import KeychainServices
 import SwiftKeychain
 import SecurityClient
@@ -438,16 +440,28 @@ struct SecItemSemanticsTests {
         }
     }
 
-    @Test func passcodeOnlyItemsNeedAPasscodeAndGoWithIt() throws {
+    @Test func passcodeOnlyItemsNeedAPasscodeAndGoWithIt() async throws {
         let store = TestStore()
-        let client = try store.client()
-        try store.with(client) {
-            let extra = [kSecAttrAccessible as String: kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly]
+        let extra = [kSecAttrAccessible as String: kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly]
+        // No PAM service: no passcode is known to be set.
+        try store.with(try store.client()) {
             #expect(addGenericPassword(account: "p", extra: extra) == errSecAuthFailed)
-            try client.engine.setPasscodeSet(true)
+        }
+        // A passcode success records that one is set.
+        let client = try store.passcodeClient(presenter: PasscodeAnswers("secret", "secret"))
+        guard case .context(let context) = try await client.send(.createContext) else { return }
+        let options = EvaluationOptions(prompt: .init(reason: "test"), presenter: PasscodeAnswers("secret"))
+        _ = try await client.send(.evaluatePolicy(.passcode, context, options))
+        try store.with(client) {
             #expect(addGenericPassword(account: "p", extra: extra) == errSecSuccess)
             #expect(password(account: "p") == .success("secret"))
-            try client.engine.setPasscodeSet(false)
+        }
+        // Removing the passcode needs it (a recent passcode credential), then destroys the items.
+        guard case .context(let fresh) = try await client.send(.createContext) else { return }
+        await #expect(throws: AuthenticationError.self) { _ = try await client.send(.passcodeRemoved(context: fresh)) }
+        try store.with(client) { #expect(password(account: "p") == .success("secret")) }
+        _ = try await client.send(.passcodeRemoved(context: context))
+        try store.with(client) {
             #expect(password(account: "p").map { _ in true } == .failure(StatusError(status: errSecItemNotFound)))
         }
     }

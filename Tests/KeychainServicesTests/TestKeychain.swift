@@ -5,6 +5,7 @@ import SwiftKeychain
 import SecureCrypto
 import SecurityClient
 import SecurityServer
+import TestSupport
 
 /// A store in a fresh temporary directory, removed when the value goes away; clients for callers of it.
 final class TestStore: Sendable {
@@ -34,11 +35,7 @@ final class TestStore: Sendable {
         let user = AuthenticationConfiguration.currentUsername()
         let pamDirectory = directory.path + "-pam"
         try FileManager.default.createDirectory(atPath: pamDirectory, withIntermediateDirectories: true)
-        let module = "/usr/lib/x86_64-linux-gnu/pam_wrapper/pam_matrix.so"
-        // No blank lines: pam_matrix crashes on them.
-        try "\(user):secret:keychain-test\n".write(toFile: pamDirectory + "/passdb", atomically: true, encoding: .utf8)
-        try "auth required \(module) passdb=\(pamDirectory)/passdb\naccount required \(module) passdb=\(pamDirectory)/passdb\n"
-            .write(toFile: pamDirectory + "/keychain-test", atomically: true, encoding: .utf8)
+        try MatrixPAM.writeService("keychain-test", in: pamDirectory, users: [(user, "secret")])
         return try EmbeddedClient(
             configuration: EmbeddedConfiguration(dataDirectory: directory, accessGroups: groups),
             authentication: AuthenticationConfiguration(

@@ -4,6 +4,7 @@ import LocalAuthentication
 import SecurityProtocol
 import SecurityServer
 import Testing
+import TestSupport
 
 /// Adds a generic password guarded by `flags`, optionally with `context` (needed for `.applicationPassword`).
 func addProtected(

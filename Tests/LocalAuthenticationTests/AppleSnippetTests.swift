@@ -1,6 +1,7 @@
 import Foundation
 import LocalAuthentication
 import Testing
+import TestSupport
 
 /// Code written for Apple platforms (shaped as Apple's documentation shows it), unchanged.
 @Suite("Apple-style LAContext code", .serialized, .virtualReaderLock)

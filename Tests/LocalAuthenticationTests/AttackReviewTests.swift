@@ -6,6 +6,7 @@ import SecurityClient
 import SecurityProtocol
 import SecurityServer
 import Testing
+import TestSupport
 
 /// The attack review's findings about attempts, reuse and enrollment (issue "Fixes from an attack review"), each
 /// tried as the attacker did: concurrent evaluations, an edited or deleted state file, a reused match, an

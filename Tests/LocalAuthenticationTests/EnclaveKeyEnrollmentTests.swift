@@ -2,6 +2,7 @@ import Foundation
 import KeychainServices
 import LocalAuthentication
 import Testing
+import TestSupport
 
 @Suite("Enclave keys and enrollment changes", .serialized, .virtualReaderLock, .timeLimit(.minutes(1)))
 struct EnclaveKeyEnrollmentTests {

@@ -6,6 +6,7 @@ import SecurityProtocol
 import SecurityServer
 import Synchronization
 import Testing
+import TestSupport
 
 /// Records every state change an environment reports, and lets a test wait for one that matches.
 final class EnvironmentRecorder: LAEnvironmentObserver, @unchecked Sendable {

@@ -3,6 +3,7 @@ import KeychainServices
 import LocalAuthentication
 import SecurityServer
 import Testing
+import TestSupport
 
 @Suite("LAContext with the virtual reader and pam_matrix", .serialized, .virtualReaderLock, .timeLimit(.minutes(1)))
 struct LAContextEvaluationTests {

@@ -6,6 +6,7 @@ import SecurityClient
 import SecurityProtocol
 import SecurityServer
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -40,7 +41,6 @@ import Synchronization
 /// One test's world: a keychain store, the virtual reader (its own socket), pam_matrix with alice/secret, and an
 /// embedded client whose engine authenticates alice with them.
 struct LocalAuthenticationWorld {
-    static let pamModule = "/usr/lib/x86_64-linux-gnu/pam_wrapper/pam_matrix.so"
     static let service = "la-context-test"
 
     let directory: ScratchDirectory
@@ -63,15 +63,7 @@ struct LocalAuthenticationWorld {
         setenv("FP_DRIVERS_WHITELIST", "virtual_device", 1)
         unsetenv("FP_VIRTUAL_DEVICE_STORAGE")
         setenv("FP_VIRTUAL_DEVICE", socket.path, 1)
-        let passdb = directory.path + "/passdb"
-        // No blank lines: pam_matrix crashes on them.
-        try "\(user):secret:\(Self.service)\n".write(toFile: passdb, atomically: true, encoding: .utf8)
-        let serviceFile = """
-            auth     required  \(Self.pamModule) passdb=\(passdb)
-            account  required  \(Self.pamModule) passdb=\(passdb)
-
-            """
-        try serviceFile.write(toFile: directory.path + "/" + Self.service, atomically: true, encoding: .utf8)
+        try MatrixPAM.writeService(Self.service, in: directory.path, users: [(user, "secret")])
         clock = ManualClock()
         let authentication = AuthenticationConfiguration(
             stateDirectory: directory.path + "/store", username: user,
@@ -145,20 +137,3 @@ func laErrorCode(_ body: () async throws -> Bool) async -> LAError.Code? {
     }
 }
 
-/// Holds ``VirtualReaderEnvironment/lock`` around each test, so no other suite of the process (AuthenticatorsTests)
-/// runs a libfprint reader at the same time.
-struct VirtualReaderLock: SuiteTrait, TestTrait, TestScoping {
-    var isRecursive: Bool { true }
-
-    func provideScope(
-        for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
-    ) async throws {
-        if test.isSuite { return try await function() }
-        try await VirtualReaderEnvironment.lock.withLock { try await function() }
-    }
-}
-
-extension Trait where Self == VirtualReaderLock {
-    /// One reader user at a time across the whole test process.
-    static var virtualReaderLock: VirtualReaderLock { VirtualReaderLock() }
-}

@@ -4,6 +4,7 @@ import LocalAuthenticationCombine
 import SwiftKeychain
 import Synchronization
 import Testing
+import TestSupport
 
 /// Issue "Apple compatibility measured on real code", item 6: Combine as Apple code uses it beside async
 /// sequences — `NotificationCenter.default.publisher(for:object:)` (Foundation's Combine extension, here through

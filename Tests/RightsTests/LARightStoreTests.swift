@@ -2,6 +2,7 @@ import Foundation
 import KeychainServices
 import LocalAuthentication
 import Testing
+import TestSupport
 
 @Suite("LARightStore and LAPersistedRight: store, key, secret, invalidation", .serialized, .virtualReaderLock)
 struct LARightStoreTests {

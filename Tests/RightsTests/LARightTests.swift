@@ -2,6 +2,7 @@ import Foundation
 import LocalAuthentication
 import Synchronization
 import Testing
+import TestSupport
 
 @Suite("LARight: transitions, notifications, state updates", .serialized, .virtualReaderLock)
 struct LARightTests {

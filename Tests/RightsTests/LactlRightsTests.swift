@@ -3,22 +3,7 @@ import KeychainServices
 import LocalAuthentication
 import SecurityClient
 import Testing
-
-/// `lactl` built next to the test bundle.
-func lactlExecutable() throws -> URL {
-    var directory = Bundle.main.bundleURL
-    for _ in 0..<4 {
-        let candidate = directory.appendingPathComponent("lactl")
-        if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-        directory = directory.deletingLastPathComponent()
-    }
-    let fromExecutable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-    for candidate in [fromExecutable, fromExecutable.deletingLastPathComponent()] {
-        let path = candidate.appendingPathComponent("lactl")
-        if FileManager.default.isExecutableFile(atPath: path.path) { return path }
-    }
-    throw CocoaError(.fileNoSuchFile)
-}
+import TestSupport
 
 @Suite("lactl rights list and remove", .serialized, .virtualReaderLock)
 struct LactlRightsTests {

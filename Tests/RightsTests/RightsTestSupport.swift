@@ -7,6 +7,7 @@ import SecurityProtocol
 import SecurityServer
 import Synchronization
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -16,7 +17,6 @@ import Glibc
 /// socket, pam_matrix knowing alice/secret, and an embedded client whose engine authenticates alice with them.
 /// `run` binds the SecItem functions, new `LAContext`s, new `LARight`s and `LARightStore.shared` to it.
 struct RightsWorld {
-    static let pamModule = "/usr/lib/x86_64-linux-gnu/pam_wrapper/pam_matrix.so"
     static let service = "la-rights-test"
 
     let directory: String
@@ -31,13 +31,7 @@ struct RightsWorld {
         setenv("FP_DRIVERS_WHITELIST", "virtual_device", 1)
         unsetenv("FP_VIRTUAL_DEVICE_STORAGE")
         setenv("FP_VIRTUAL_DEVICE", socket.path, 1)
-        let passdb = directory + "/passdb"
-        try "alice:secret:\(Self.service)\n".write(toFile: passdb, atomically: true, encoding: .utf8)
-        try """
-        auth     required  \(Self.pamModule) passdb=\(passdb)
-        account  required  \(Self.pamModule) passdb=\(passdb)
-
-        """.write(toFile: directory + "/" + Self.service, atomically: true, encoding: .utf8)
+        try MatrixPAM.writeService(Self.service, in: directory, users: [("alice", "secret")])
         client = try Self.openClient(directory)
     }
 
@@ -103,21 +97,6 @@ final class TransitionLog: @unchecked Sendable {
     var posted: [String] { entries.withLock { $0 } }
 }
 
-/// Holds `VirtualReaderEnvironment.lock` around each test so no other suite runs a libfprint reader meanwhile.
-struct VirtualReaderLock: SuiteTrait, TestTrait, TestScoping {
-    var isRecursive: Bool { true }
-
-    func provideScope(
-        for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
-    ) async throws {
-        if test.isSuite { return try await function() }
-        try await VirtualReaderEnvironment.lock.withLock { try await function() }
-    }
-}
-
-extension Trait where Self == VirtualReaderLock {
-    static var virtualReaderLock: VirtualReaderLock { VirtualReaderLock() }
-}
 
 /// The OSStatus of an `NSOSStatusErrorDomain` error, or nil.
 func osStatus(_ error: any Error) -> Int? {

@@ -3,6 +3,7 @@ import SecurityClient
 import SecurityServer
 import Synchronization
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -90,7 +91,7 @@ extension SSHAgentTests {
         var ssh = env
         ssh["SSH_AUTH_SOCK"] = socket
         let command = "/usr/bin/ssh-keygen -Y sign -n git -f \(publicKey) -U \(message)"
-        let (status, screen) = try Self.runOnTerminal(command, environment: ssh, answering: [
+        let (status, screen) = try runOnTerminal(command, environment: ssh, answering: [
             ("Place your finger", "\r"),
             ("Password:", "secret\r"),
         ])
@@ -124,49 +125,6 @@ extension SSHAgentTests {
         #expect(!listed.contains("ecdsa-sha2-nistp256"))
         #expect(try run(URL(fileURLWithPath: "/usr/bin/ssh-add"), ["-L"], environment: ssh).1.contains("lactl:mine"))
         await world.close()
-    }
-
-    /// Runs `command` through `script` on a new pty with `environment`; each time the screen shows the next
-    /// expected text, types its answer. Returns the exit status and what the terminal showed.
-    static func runOnTerminal(
-        _ command: String, environment: [String: String], answering steps: [(String, String)]
-    ) throws -> (Int32, String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
-        process.arguments = ["-qec", command, "/dev/null"]
-        process.environment = environment
-        let input = Pipe()
-        let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = output
-        let shown = Mutex("")
-        output.fileHandleForReading.readabilityHandler = { handle in
-            let text = String(decoding: handle.availableData, as: UTF8.self)
-            shown.withLock { $0 += text }
-        }
-        try process.run()
-        var seen = 0
-        for (expected, answer) in steps {
-            let deadline = Date().addingTimeInterval(20)
-            var found = false
-            while !found && Date() < deadline && process.isRunning {
-                found = shown.withLock { screen in
-                    guard let range = screen.range(of: expected, range: screen.index(screen.startIndex, offsetBy: seen)..<screen.endIndex)
-                    else { return false }
-                    seen = screen.distance(from: screen.startIndex, to: range.upperBound)
-                    return true
-                }
-                if !found { usleep(20_000) }
-            }
-            guard found else { break }
-            // The prompt is written just before the terminal is switched to raw mode (which flushes its input).
-            usleep(200_000)
-            input.fileHandleForWriting.write(Data(answer.utf8))
-        }
-        process.waitUntilExit()
-        output.fileHandleForReading.readabilityHandler = nil
-        return (process.terminationStatus, shown.withLock { $0 })
     }
 
     /// An agent-protocol frame: uint32 length and body.

@@ -4,6 +4,7 @@ import SecurityProtocol
 import SecurityServer
 import Synchronization
 import Testing
+import TestSupport
 
 /// Issue "An SSH agent whose keys are persisted rights": real OpenSSH (ssh-add, ssh-keygen) against
 /// `lactl ssh-agent`, its keys persisted `.biometryCurrentSet` rights, on the virtual reader.

@@ -1,0 +1,73 @@
+import Authenticators
+import Enclave
+import Foundation
+import SecurityProtocol
+import KeychainStore
+import SecureCrypto
+
+/// Adding an item: Keychain Services' defaults and rules, sealed and inserted in one write.
+extension KeychainEngine {
+    func add(_ query: ItemQuery, caller: CallerIdentity) throws -> ItemResults? {
+        let itemClass = query.itemClass!
+        guard let group = query.accessGroup ?? caller.defaultAccessGroup else {
+            throw KeychainStatus(.missingEntitlement, "the caller holds no keychain access group")
+        }
+        guard caller.mayAccess(group) else {
+            throw KeychainStatus(.missingEntitlement, "the caller does not hold access group \(group)")
+        }
+        var attributes = query.attributes
+        let protectionClass = try Self.protectionClass(of: attributes)
+        let synchronizable = query.synchronizable == .yes
+        if protectionClass.isThisDeviceOnly && synchronizable {
+            throw KeychainStatus(.param, "a ThisDeviceOnly item cannot be synchronizable")
+        }
+        if protectionClass == .whenPasscodeSetThisDeviceOnly { try notePasscodeIfSet() }
+        if itemClass == .key, case .accessControl(let policy) = attributes["accc"], AccessRequirement.usesPrivateKey(policy),
+            attributes["tkid"] != .string(Self.secureEnclaveToken)
+        {
+            // Apple: privateKeyUsage is "required for SE keys" and scopes the list to operations only the Secure
+            // Enclave performs; a software key under it would be stored readable and usable without any check.
+            throw KeychainStatus(.param, "kSecAccessControlPrivateKeyUsage needs kSecAttrTokenIDSecureEnclave")
+        }
+        let schema = AttributeSchema.attributes(of: itemClass)
+        for key in AttributeSchema.primaryKey(of: itemClass) where attributes[key] == nil {
+            attributes[key] = AttributeSchema.defaultValue(for: schema[key]!)
+        }
+        let now = Date()
+        attributes["agrp"] = .string(group)
+        attributes["pdmn"] = .string(protectionClass.rawValue)
+        attributes["sync"] = .bool(synchronizable)
+        attributes["cdat"] = .date(now)
+        attributes["mdat"] = .date(now)
+        var data = SecureBytes(query.valueData ?? Data())
+        if case .accessControl(var policy) = attributes["accc"] {
+            if AccessRequirement.bindsEnrolledSet(policy), let authentication {
+                // Bound now: after any enrollment change the item can never be satisfied again.
+                policy.boundStateHash = try authentication.currentStateHash() ?? Data()
+                attributes["accc"] = .accessControl(policy)
+            }
+            data = try sealForApplicationPassword(data, policy: policy, context: query.authenticationContext)
+        }
+        let blindIndex = sealer.blindIndex(
+            itemClass: itemClass, accessGroup: group, synchronizable: synchronizable, attributes: attributes)
+        let stored = try database.write { transaction in
+            let row = StoredItem(
+                rowID: try transaction.nextRowID(), itemClass: itemClass.rawValue, accessGroup: group,
+                protectionClass: protectionClass.rawValue, synchronizable: synchronizable, blindIndex: blindIndex,
+                attributes: Data(), wrappedKey: Data(), value: nil)
+            let sealed = try sealer.seal(row, attributes: attributes, data: data, protectionClass: protectionClass)
+            try transaction.insert(sealed)
+            return sealed
+        }
+        hub.emit([event(.added, stored)])
+        guard !query.returns.isEmpty else { return nil }
+        let opened = ItemSealer.OpenedItem(
+            row: stored, itemClass: itemClass, protectionClass: protectionClass, attributes: attributes)
+        let result = try withAuthorizations { decisions in
+            try database.read { transaction in
+                try self.result(for: opened, query: query, caller: caller, transaction: transaction, decisions: decisions)
+            }
+        }
+        return ItemResults(returns: query.returns, isSingle: true, items: result.map { [$0] } ?? [])
+    }
+}

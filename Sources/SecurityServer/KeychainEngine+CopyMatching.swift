@@ -1,0 +1,122 @@
+import Authenticators
+import Enclave
+import Foundation
+import SecurityProtocol
+import KeychainStore
+import SecureCrypto
+
+/// Finding items and building their results; access control decided outside the read (see withAuthorizations).
+extension KeychainEngine {
+    func copyMatching(_ query: ItemQuery, caller: CallerIdentity) throws -> ItemResults {
+        // kSecReturnRef on a password is not an error on Apple platforms: the result simply carries no reference.
+        // Access control is decided between reads, with no snapshot held while a prompt waits for the user.
+        try withAuthorizations { decisions in
+            try database.read { transaction in
+                var results: [ItemResult] = []
+                let matches = try matchingItems(
+                    query, caller: caller, transaction: transaction,
+                    includingValues: query.returns.contains(.data) || query.returns.contains(.reference),
+                    mayLeaveAttributesSealed: true)
+                for item in matches {
+                    if let limit = query.limit, results.count >= limit { break }
+                    // Opening the data checks the class key itself (one keybag check per item, not two).
+                    if !Self.needsData(query.returns, item.itemClass) { try requireAvailable(item) }
+                    if let result = try result(
+                        for: item, query: query, caller: caller, transaction: transaction, decisions: decisions)
+                    {
+                        results.append(result)
+                    }
+                }
+                guard !results.isEmpty else { throw KeychainStatus(.itemNotFound, "no item matches") }
+                return ItemResults(returns: query.returns, isSingle: query.limit == 1, items: results)
+            }
+        }
+    }
+
+    /// The result for one matched item, or nil when its access control says to skip it.
+    func result(
+        for item: ItemSealer.OpenedItem, query: ItemQuery, caller: CallerIdentity, transaction: StoreTransaction,
+        decisions: AuthorizationDecisions
+    ) throws -> ItemResult? {
+        var result = ItemResult(itemClass: query.itemClass ?? item.itemClass)
+        let needsData = Self.needsData(query.returns, item.itemClass)
+        if needsData, let policy = item.accessControl {
+            switch try decisions.decision(for: item, policy: policy, operation: .readData, query: query) {
+            case .allowed: break
+            case .skip: return nil
+            case .denied(let code): throw KeychainStatus(code, "the item's access control is not satisfied")
+            }
+        }
+        var attributes: [String: KeychainValue] = [:]
+        if query.returns.contains(.attributes) || query.returns.contains(.reference) {
+            attributes = item.attributes
+            attributes["class"] = .string(item.itemClass.rawValue)
+        }
+        if query.returns.contains(.attributes) {
+            // Apple returns the persistent reference among the attributes too (kSecAttrPersistentReference).
+            result.attributes = attributes.merging([
+                "persistref": .data(PersistentReference(itemClass: item.itemClass, rowID: item.row.rowID).data)
+            ]) { old, _ in old }
+        }
+        if query.returns.contains(.persistentReference) {
+            result.persistentReference = PersistentReference(itemClass: item.itemClass, rowID: item.row.rowID).data
+        }
+        if needsData {
+            var data = try openData(item, transaction: transaction)
+            if let policy = item.accessControl {
+                data = try openForApplicationPassword(data, policy: policy, context: query.authenticationContext)
+            }
+            if query.returns.contains(.data) { result.data = data }
+            if query.returns.contains(.reference) && Self.hasReferences(item.itemClass) {
+                result.reference =
+                    item.itemClass == .certificate
+                    ? .certificate(ItemMaterial(attributes: attributes, data: data))
+                    : .key(ItemMaterial(attributes: attributes, data: data))
+            }
+        }
+        if query.itemClass == .identity {
+            guard let key = try identityKey(for: item, caller: caller, transaction: transaction) else { return nil }
+            if query.returns.contains(.attributes) {
+                result.attributes = key.attributes.merging(attributes) { _, certificate in certificate }
+                result.attributes?["class"] = .string(ItemClass.identity.rawValue)
+            }
+            if query.returns.contains(.reference), case .certificate(let certificate) = result.reference {
+                try requireAvailable(key)
+                if let policy = key.accessControl {
+                    switch try decisions.decision(for: key, policy: policy, operation: .readData, query: query) {
+                    case .allowed: break
+                    case .skip: return nil
+                    case .denied(let code): throw KeychainStatus(code, "the key's access control is not satisfied")
+                    }
+                }
+                let keyData = try openData(key, transaction: transaction)
+                var keyAttributes = key.attributes
+                keyAttributes["class"] = .string(ItemClass.key.rawValue)
+                result.reference = .identity(
+                    certificate: certificate, privateKey: ItemMaterial(attributes: keyAttributes, data: keyData))
+            }
+        }
+        return result
+    }
+
+    func openData(_ item: ItemSealer.OpenedItem, transaction: StoreTransaction) throws -> SecureBytes {
+        guard let sealedValue = try item.row.value ?? transaction.value(rowID: item.row.rowID) else {
+            throw KeychainStatus(.itemNotFound, "the item was deleted")
+        }
+        return try sealer.openData(item, sealedValue: sealedValue)
+    }
+
+    /// The private key (in a group the caller sees) whose application label is the certificate's public-key hash.
+    func identityKey(
+        for certificate: ItemSealer.OpenedItem, caller: CallerIdentity, transaction: StoreTransaction
+    ) throws -> ItemSealer.OpenedItem? {
+        guard case .data(let hash) = certificate.attributes["pkhh"], !hash.isEmpty else { return nil }
+        for row in try transaction.items(
+            itemClass: ItemClass.key.rawValue, accessGroups: caller.visibleGroups, synchronizable: nil)
+        {
+            let key = try sealer.open(row)
+            if key.attributes["kcls"] == .string("1"), key.attributes["klbl"] == .data(hash) { return key }
+        }
+        return nil
+    }
+}

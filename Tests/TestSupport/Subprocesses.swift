@@ -1,0 +1,68 @@
+import Foundation
+import Synchronization
+
+/// An executable product of this package (`lactl`, `keychain-stress`), built next to the test bundle.
+///
+/// - Throws: `CocoaError(.fileNoSuchFile)` when it is not there (build with `swift build --build-tests`).
+package func builtExecutable(_ name: String) throws -> URL {
+    var directory = Bundle.main.bundleURL
+    for _ in 0..<4 {
+        let candidate = directory.appendingPathComponent(name)
+        if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+        directory = directory.deletingLastPathComponent()
+    }
+    let fromExecutable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    for candidate in [fromExecutable, fromExecutable.deletingLastPathComponent()] {
+        let path = candidate.appendingPathComponent(name)
+        if FileManager.default.isExecutableFile(atPath: path.path) { return path }
+    }
+    throw CocoaError(.fileNoSuchFile)
+}
+
+/// `lactl`, built next to the test bundle.
+package func lactlExecutable() throws -> URL { try builtExecutable("lactl") }
+
+/// Runs the shell command `command` on a new pseudo-terminal (util-linux `script`) with `environment`; each time
+/// the screen shows the next expected text (after the previous one), waits 200 ms (a prompt is written just before
+/// its terminal switches to raw mode, which flushes input) and types its answer. Gives up on a step after 20 s.
+///
+/// - Returns: the exit status and everything the terminal showed.
+package func runOnTerminal(
+    _ command: String, environment: [String: String], answering steps: [(expected: String, answer: String)]
+) throws -> (status: Int32, screen: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
+    process.arguments = ["-qec", command, "/dev/null"]
+    process.environment = environment
+    let input = Pipe()
+    let output = Pipe()
+    process.standardInput = input
+    process.standardOutput = output
+    process.standardError = output
+    let shown = Mutex("")
+    output.fileHandleForReading.readabilityHandler = { handle in
+        let text = String(decoding: handle.availableData, as: UTF8.self)
+        shown.withLock { $0 += text }
+    }
+    try process.run()
+    var seen = 0
+    for (expected, answer) in steps {
+        let deadline = Date().addingTimeInterval(20)
+        var found = false
+        while !found && Date() < deadline && process.isRunning {
+            found = shown.withLock { screen in
+                let start = screen.index(screen.startIndex, offsetBy: min(seen, screen.count))
+                guard let range = screen.range(of: expected, range: start..<screen.endIndex) else { return false }
+                seen = screen.distance(from: screen.startIndex, to: range.upperBound)
+                return true
+            }
+            if !found { usleep(20_000) }
+        }
+        guard found else { break }
+        usleep(200_000)
+        input.fileHandleForWriting.write(Data(answer.utf8))
+    }
+    process.waitUntilExit()
+    output.fileHandleForReading.readabilityHandler = nil
+    return (process.terminationStatus, shown.withLock { $0 })
+}
