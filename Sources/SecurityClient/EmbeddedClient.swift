@@ -63,7 +63,12 @@ package final class EmbeddedClient: SecurityClient {
     package func send(
         _ request: AdministrationRequest, progress: @escaping @Sendable (AdministrationEvent) -> Void
     ) async throws -> AdministrationEvent {
-        try await engine.handle(request, caller: caller, progress: progress)
+        guard roundTripsMessages else { return try await engine.handle(request, caller: caller, progress: progress) }
+        return try await MessageRoundTrip.result {
+            try await engine.handle(MessageRoundTrip.value(request), caller: caller) {
+                progress(MessageRoundTrip.value($0))
+            }
+        }
     }
 
     package func keychainEvents() -> AsyncStream<EngineEvent> {
