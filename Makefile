@@ -12,9 +12,11 @@ build: bootstrap
 
 # Every test suite, against the real OpenSSL, SQLite, PAM (pam_matrix) and libfprint (virtual reader).
 # One worker: the suites share the machine's two cores and several start libfprint and PAM.
+# LA_PROTOCOL_ROUNDTRIP=1: every embedded client (tests, lactl, examples) passes each message through the
+# SecurityProtocol codec, so the suites exercise the format the daemon speaks.
 test: bootstrap
 	$(SWIFT) build --build-tests $(SWIFT_BUILD_FLAGS)
-	$(SWIFT) test --skip-build $(SWIFT_BUILD_FLAGS)
+	LA_PROTOCOL_ROUNDTRIP=1 $(SWIFT) test --skip-build $(SWIFT_BUILD_FLAGS)
 
 # The ChallengeSigning example end to end: libfprint's virtual reader, a throwaway store, HTTP on loopback.
 # `lactl demo` (the building blocks one by one) stays available: `swift run lactl demo`.

@@ -28,6 +28,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         // Combine's API on Linux, for LocalAuthenticationCombine only.
         .package(url: "https://github.com/OpenCombine/OpenCombine", from: "0.14.0"),
+        // Tests only: property-based round trips of every protocol message.
+        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
     ],
     targets: [
         // C libraries, one thin system-library target each.
@@ -184,6 +186,12 @@ let package = Package(
             path: "Examples/ChallengeSigning"),
         .executableTarget(name: "RightObserver", dependencies: ["LocalAuthentication"], path: "Examples/RightObserver"),
         .testTarget(name: "ExamplesTests", dependencies: ["GuardedOperation", "ChallengeSigning", "RightObserver"]),
+        // The protocol's codec: every message round-trips (property-based), hostile frames fail cleanly.
+        .testTarget(
+            name: "SecurityProtocolTests",
+            dependencies: [
+                "SecurityProtocol", "SecureCrypto", .product(name: "PropertyBased", package: "swift-property-based"),
+            ]),
         .testTarget(
             name: "SecureCryptoTests",
             dependencies: ["SecureCrypto"],

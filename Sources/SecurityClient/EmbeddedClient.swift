@@ -10,6 +10,8 @@ package final class EmbeddedClient: SecurityClient {
     package let engine: KeychainEngine
     /// Who this client's requests come from.
     package let caller: CallerIdentity
+    /// Whether every message passes through the protocol's codec (``EmbeddedConfiguration/roundTripsMessages``).
+    package let roundTripsMessages: Bool
 
     /// Opens (creating on first use) the store `configuration` names, with authenticators configured by
     /// `authentication` (by default: state in the store directory, PAM and readers from the environment, no
@@ -23,12 +25,17 @@ package final class EmbeddedClient: SecurityClient {
         engine = try KeychainEngine(directory: configuration.dataDirectory, authentication: authentication)
         caller = CallerIdentity(
             accessGroups: configuration.accessGroups, mayAccessAllGroups: configuration.mayAccessAllGroups)
+        roundTripsMessages = configuration.roundTripsMessages
     }
 
     /// A client for another caller of the same engine (same store, same keys, same event stream).
-    package init(engine: KeychainEngine, caller: CallerIdentity) {
+    package init(
+        engine: KeychainEngine, caller: CallerIdentity,
+        roundTripsMessages: Bool = EmbeddedConfiguration.roundTripsMessagesByDefault
+    ) {
         self.engine = engine
         self.caller = caller
+        self.roundTripsMessages = roundTripsMessages
     }
 
     /// The connection ends with the client: its authentication contexts end too.
@@ -37,29 +44,41 @@ package final class EmbeddedClient: SecurityClient {
     }
 
     package func send(_ request: KeychainRequest) throws -> KeychainResponse {
-        try engine.handle(request, caller: caller)
+        guard roundTripsMessages else { return try engine.handle(request, caller: caller) }
+        return try MessageRoundTrip.result { try engine.handle(MessageRoundTrip.value(request), caller: caller) }
     }
 
     package func send(_ request: KeyRequest) throws -> KeyResponse {
-        try engine.handle(request, caller: caller)
+        guard roundTripsMessages else { return try engine.handle(request, caller: caller) }
+        return try MessageRoundTrip.result { try engine.handle(MessageRoundTrip.value(request), caller: caller) }
     }
 
     package func send(_ request: AuthenticationRequest) async throws -> AuthenticationResponse {
-        try await engine.handle(request, caller: caller)
+        guard roundTripsMessages else { return try await engine.handle(request, caller: caller) }
+        return try await MessageRoundTrip.result {
+            try await engine.handle(request.roundTrippingPayloads(), caller: caller)
+        }
     }
 
     package func send(
         _ request: AdministrationRequest, progress: @escaping @Sendable (AdministrationEvent) -> Void
     ) async throws -> AdministrationEvent {
-        try await engine.handle(request, caller: caller, progress: progress)
+        guard roundTripsMessages else { return try await engine.handle(request, caller: caller, progress: progress) }
+        return try await MessageRoundTrip.result {
+            try await engine.handle(MessageRoundTrip.value(request), caller: caller) {
+                progress(MessageRoundTrip.value($0))
+            }
+        }
     }
 
     package func keychainEvents() -> AsyncStream<EngineEvent> {
-        engine.events(for: caller)
+        let events = engine.events(for: caller)
+        return roundTripsMessages ? MessageRoundTrip.stream(events) : events
     }
 
     package func environmentChanges() -> AsyncStream<EnvironmentSnapshot> {
         guard let contexts = engine.authentication else { return AsyncStream { $0.finish() } }
-        return contexts.environmentChanges(for: caller)
+        let changes = contexts.environmentChanges(for: caller)
+        return roundTripsMessages ? MessageRoundTrip.stream(changes) : changes
     }
 }

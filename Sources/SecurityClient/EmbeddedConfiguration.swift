@@ -9,11 +9,27 @@ package struct EmbeddedConfiguration: Sendable, Hashable {
     package var accessGroups: [String]
     /// Whether the caller may see every access group (administrative tools).
     package var mayAccessAllGroups: Bool
+    /// Whether the client encodes every request, response, status and event it passes and decodes it back before
+    /// use, so that tests exercise the protocol's format in-process. Off unless `$LA_PROTOCOL_ROUNDTRIP` is `1`
+    /// (`make test` sets it): it costs two encodes and a decode per message.
+    package var roundTripsMessages: Bool
 
-    package init(dataDirectory: URL, accessGroups: [String], mayAccessAllGroups: Bool = false) {
+    package init(
+        dataDirectory: URL, accessGroups: [String], mayAccessAllGroups: Bool = false,
+        roundTripsMessages: Bool = EmbeddedConfiguration.roundTripsMessagesByDefault
+    ) {
         self.dataDirectory = dataDirectory
         self.accessGroups = accessGroups
         self.mayAccessAllGroups = mayAccessAllGroups
+        self.roundTripsMessages = roundTripsMessages
+    }
+
+    /// Whether `$LA_PROTOCOL_ROUNDTRIP` was `1` when the process first asked.
+    package static let roundTripsMessagesByDefault = roundTripsMessages(ProcessInfo.processInfo.environment)
+
+    /// Whether `environment` asks clients to round-trip their messages: `LA_PROTOCOL_ROUNDTRIP=1`, nothing else.
+    package static func roundTripsMessages(_ environment: [String: String]) -> Bool {
+        environment["LA_PROTOCOL_ROUNDTRIP"] == "1"
     }
 
     /// The configuration from the environment:

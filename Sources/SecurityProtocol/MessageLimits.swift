@@ -17,7 +17,8 @@ package struct MessageLimits: Sendable, Hashable {
         self.maximumElementCount = maximumElementCount
     }
 
-    /// 64 MiB frames, 32 levels (the deepest message uses 13), a million elements per collection.
+    /// 64 MiB frames, 32 levels (the deepest message, an access-control list inside an identity reference in a
+    /// response, uses 13), a million elements per collection.
     package static let `default` = MessageLimits(
         maximumFrameByteCount: 64 << 20, maximumDepth: 32, maximumElementCount: 1 << 20)
 }

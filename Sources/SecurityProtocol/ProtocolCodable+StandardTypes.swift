@@ -101,15 +101,17 @@ extension Duration: ProtocolCodable {
         writer.field(2, components.attoseconds)
     }
 
-    /// - Throws: `nonCanonical` for components `Duration.components` would not give.
+    /// - Throws: `nonCanonical` for components `Duration.components` would not give: attoseconds of a second or
+    ///   more, or of the other sign than the seconds.
     package init(from reader: inout MessageReader) throws {
         let start = reader.offset
         let seconds: Int64 = try reader.field(1)
         let attoseconds: Int64 = try reader.field(2)
-        self = Duration(secondsComponent: seconds, attosecondsComponent: attoseconds)
-        guard components == (seconds, attoseconds) else {
+        let sameSign = (seconds >= 0 && attoseconds >= 0) || (seconds <= 0 && attoseconds <= 0)
+        guard sameSign, attoseconds.magnitude < 1_000_000_000_000_000_000 else {
             throw MessageDecodingError(.nonCanonical, at: start, "duration components out of range")
         }
+        self = Duration(secondsComponent: seconds, attosecondsComponent: attoseconds)
     }
 }
 

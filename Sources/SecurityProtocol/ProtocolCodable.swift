@@ -16,7 +16,8 @@ import SecureCrypto
 ///
 /// One value has one encoding, and the decoder accepts nothing else: fields out of order or repeated, unknown tags,
 /// truncated or trailing bytes, unsorted keys and non-0/1 Booleans all throw ``MessageDecodingError``.
-/// A frame (``encoded()``) is a format-version byte, then the value.
+/// A frame (``encoded()``) is a format-version byte, then the value with its 32-bit length, so that a frame cut
+/// short anywhere is `truncated`, never a shorter value.
 package protocol ProtocolCodable: Sendable {
     /// Writes the value's body (a record's fields, or a scalar's bytes).
     func encode(into writer: inout MessageWriter)
@@ -28,11 +29,12 @@ package protocol ProtocolCodable: Sendable {
 }
 
 extension ProtocolCodable {
-    /// The value as a frame (the format version, then the value), in zeroizing memory: messages carry secrets.
+    /// The value as a frame (the format version, then the value with its length), in zeroizing memory: messages
+    /// carry secrets.
     package func encoded() -> SecureBytes {
         var writer = MessageWriter()
         writer.byte(MessageWriter.formatVersion)
-        encode(into: &writer)
+        writer.lengthPrefixed { encode(into: &$0) }
         return writer.secureBytes
     }
 
@@ -57,7 +59,7 @@ extension ProtocolCodable {
                 throw MessageDecodingError(
                     .unsupportedVersion, at: 0, "frame format \(version), expected \(MessageWriter.formatVersion)")
             }
-            return try Self(from: &reader)
+            return try reader.lengthPrefixed { try Self(from: &$0) }
         }
     }
 }

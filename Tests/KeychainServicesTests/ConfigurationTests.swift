@@ -27,4 +27,11 @@ struct ConfigurationTests {
         #expect(derived.accessGroups.count == 1)
         #expect(derived.accessGroups[0].hasPrefix("local.") && derived.accessGroups[0].count > "local.".count)
     }
+
+    @Test func messagesRoundTripOnlyWhenTheEnvironmentAsks() {
+        #expect(!EmbeddedConfiguration.roundTripsMessages([:]))
+        #expect(!EmbeddedConfiguration.roundTripsMessages(["LA_PROTOCOL_ROUNDTRIP": "0"]))
+        #expect(!EmbeddedConfiguration.roundTripsMessages(["LA_PROTOCOL_ROUNDTRIP": "yes"]))
+        #expect(EmbeddedConfiguration.roundTripsMessages(["LA_PROTOCOL_ROUNDTRIP": "1"]))
+    }
 }

@@ -115,3 +115,34 @@ struct TypedAPITests {
         }
     }
 }
+
+@Suite("Keychain through the protocol codec")
+struct ProtocolRoundTripTests {
+    /// Whatever `LA_PROTOCOL_ROUNDTRIP` says: requests, responses, statuses and events through their encodings.
+    @Test func aClientThatRoundTripsEveryMessageServesTheKeychainAsOneThatDoesNot() async throws {
+        let store = TestStore()
+        let plain = try store.client(groups: ["app"])
+        let client = EmbeddedClient(engine: plain.engine, caller: plain.caller, roundTripsMessages: true)
+        let keychain = Keychain(client: client)
+        var events = try keychain.events().makeAsyncIterator()
+        try keychain.add(GenericPassword(service: "s", account: "a", password: Data("secret".utf8)))
+        try keychain.update(.genericPasswords(service: "s", account: "a"), setting: .label("l"))
+        #expect(try keychain.genericPassword(service: "s", account: "a")?.password == Data("secret".utf8))
+        #expect(try Keychain(client: plain).genericPassword(service: "s", account: "a")?.label == "l")
+        #expect(throws: KeychainError.self) {
+            try keychain.add(GenericPassword(service: "s", account: "a", password: Data()))
+        }
+        try store.with(client) {
+            #expect(password(account: "a", service: "s") == .success("secret"))
+            #expect(password(account: "missing") == .failure(StatusError(status: errSecItemNotFound)))
+        }
+        let file = store.directory.deletingLastPathComponent().appendingPathComponent("backup-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: file) }
+        #expect(try keychain.exportBackup(to: file, password: Data("pw".utf8)) == 1)
+        try keychain.delete(.genericPasswords(service: "s"))
+        #expect(try keychain.importBackup(from: file, password: Data("pw".utf8)) == 1)
+        var kinds: [KeychainEvent.Kind] = []
+        for _ in 0..<4 { if let event = await events.next() { kinds.append(event.kind) } }
+        #expect(kinds == [.added, .updated, .deleted, .added])
+    }
+}

@@ -1,0 +1,80 @@
+import Authenticators
+import Foundation
+import SecurityProtocol
+
+// Plain values already; they move to SecurityProtocol once VerificationEvent and ReaderInfo leave Authenticators.
+extension AdministrationRequest: ProtocolCodable {
+    /// A variant: 1 enroll (fields 1 finger, 2 context), 2 removePrint (1 identifier, 2 context), 3 enrolledPrints,
+    /// 4 reader, 5 verifyFinger, 6 passcodeRemoved (1 context), 7 closeReader.
+    package func encode(into writer: inout MessageWriter) {
+        switch self {
+        case .enroll(let finger, let context):
+            writer.variant(1) {
+                $0.field(1, finger)
+                $0.field(2, context)
+            }
+        case .removePrint(let identifier, let context):
+            writer.variant(2) {
+                $0.field(1, identifier)
+                $0.field(2, context)
+            }
+        case .enrolledPrints: writer.variant(3)
+        case .reader: writer.variant(4)
+        case .verifyFinger: writer.variant(5)
+        case .passcodeRemoved(let context): writer.variant(6) { $0.field(1, context) }
+        case .closeReader: writer.variant(7)
+        }
+    }
+
+    /// - Throws: `MessageDecodingError`.
+    package init(from reader: inout MessageReader) throws {
+        self = try reader.variant { tag, payload in
+            switch tag {
+            case 1: .enroll(try payload.field(1), context: try payload.field(2))
+            case 2: .removePrint(try payload.field(1), context: try payload.field(2))
+            case 3: .enrolledPrints
+            case 4: .reader
+            case 5: .verifyFinger
+            case 6: .passcodeRemoved(context: try payload.field(1))
+            case 7: .closeReader
+            default: nil
+            }
+        }
+    }
+}
+
+extension AdministrationEvent: ProtocolCodable {
+    /// A variant: 1 enrollment, 2 verification, 3 enrolled, 4 prints (fields 1 prints, 2 stateHash when there is
+    /// one), 5 reader, 6 matched, 7 success.
+    package func encode(into writer: inout MessageWriter) {
+        switch self {
+        case .enrollment(let event): writer.variant(1) { $0.field(1, event) }
+        case .verification(let event): writer.variant(2) { $0.field(1, event) }
+        case .enrolled(let print): writer.variant(3) { $0.field(1, print) }
+        case .prints(let prints, let stateHash):
+            writer.variant(4) {
+                $0.field(1, prints)
+                $0.optionalField(2, stateHash)
+            }
+        case .reader(let info): writer.variant(5) { $0.field(1, info) }
+        case .matched(let print): writer.variant(6) { $0.field(1, print) }
+        case .success: writer.variant(7)
+        }
+    }
+
+    /// - Throws: `MessageDecodingError`.
+    package init(from reader: inout MessageReader) throws {
+        self = try reader.variant { tag, payload in
+            switch tag {
+            case 1: .enrollment(try payload.field(1))
+            case 2: .verification(try payload.field(1))
+            case 3: .enrolled(try payload.field(1))
+            case 4: .prints(try payload.field(1), stateHash: try payload.optionalField(2))
+            case 5: .reader(try payload.field(1))
+            case 6: .matched(try payload.field(1))
+            case 7: .success
+            default: nil
+            }
+        }
+    }
+}

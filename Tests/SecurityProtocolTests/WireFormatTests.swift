@@ -1,0 +1,86 @@
+import Foundation
+import SecureCrypto
+import SecurityProtocol
+import Testing
+
+/// The hexadecimal digits of `bytes`.
+func hex(_ bytes: [UInt8]) -> String {
+    bytes.map { String(format: "%02x", $0) }.joined()
+}
+
+@Suite("Protocol codec: the wire format")
+struct WireFormatTests {
+    /// A daemon and its clients must agree on these bytes; a change to them is a change of format version.
+    @Test func framesHaveThePinnedBytes() {
+        // Version 1, the value's length, then the value.
+        #expect(hex(frameBytes(KeychainRequest.lock)) == "01" + "00000005" + "05" + "00000000")
+        // A record: field 1 the OSStatus (four bytes), field 2 the message.
+        #expect(
+            hex(frameBytes(KeychainStatus(.itemNotFound, "no")))
+                == "01" + "00000010" + "01" + "00000004" + "ffff9d2c" + "02" + "00000002" + "6e6f")
+        // A case with one associated value: the case's tag, then its payload record holding field 1.
+        #expect(
+            hex(frameBytes(KeyResponse.secret(SecureBytes([0xAA, 0xBB]))))
+                == "01" + "0000000c" + "03" + "00000007" + "01" + "00000002" + "aabb")
+        // A dictionary: the count, then each key and value with their lengths; the value is KeychainValue's case 1.
+        #expect(
+            hex(frameBytes(KeychainRequest.add(["acct": .string("a")])))
+                == "01" + "00000025" + "01" + "00000020" + "01" + "0000001b" + "00000001" + "00000004" + "61636374"
+                + "0000000b" + "01" + "00000006" + "01" + "00000001" + "61")
+    }
+}
+
+@Suite("Protocol codec: secrets")
+struct SecretTests {
+    @Test func aDecodedPasswordIsItsOwnSecureBytesNotAViewOfTheFrame() throws {
+        let password = SecureBytes(Array("correct horse".utf8))
+        var frame = KeychainRequest.exportBackup(file: URL(fileURLWithPath: "/tmp/backup"), password: password)
+            .encoded()
+        let decoded = try KeychainRequest(decoding: frame)
+        frame.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) }
+        guard case .exportBackup(_, let decodedPassword) = decoded else {
+            Issue.record("decoded \(decoded)")
+            return
+        }
+        let secure: SecureBytes = decodedPassword
+        #expect(secure == password)
+    }
+
+    @Test func secretsInResponsesDecodeIntoSecureBytes() throws {
+        let secret = SecureBytes(Array("shared secret".utf8))
+        guard case .secret(let derived) = try KeyResponse(decoding: KeyResponse.secret(secret).encoded()) else {
+            Issue.record("not a secret")
+            return
+        }
+        let item = ItemResult(itemClass: .genericPassword, data: secret)
+        let data: SecureBytes? = try ItemResult(decoding: item.encoded()).data
+        #expect(derived == secret)
+        #expect(data == secret)
+    }
+
+    @Test func decodedMessagesDoNotShowTheirSecrets() throws {
+        let text = "hunter2-do-not-show"
+        let secret = SecureBytes(Array(text.utf8))
+        let messages: [any ProtocolCodable] = [
+            KeyResponse.secret(secret),
+            KeychainRequest.importBackup(file: URL(fileURLWithPath: "/tmp/b"), password: secret),
+            ItemResult(itemClass: .key, data: secret, reference: .key(ItemMaterial(attributes: [:], data: secret))),
+        ]
+        for message in messages {
+            func roundTripped<T: ProtocolCodable>(_ value: T) throws -> T { try T(decoding: value.encoded()) }
+            let decoded = try roundTripped(message)
+            #expect(!String(describing: decoded).contains(text))
+            #expect(!String(reflecting: decoded).contains(text))
+        }
+    }
+
+    @Test func codecErrorsNameOffsetsNotContents() {
+        let text = "hunter2-do-not-show"
+        var frame = frameBytes(
+            KeychainRequest.exportBackup(file: URL(fileURLWithPath: "/tmp/b"), password: SecureBytes(Array(text.utf8))))
+        frame.removeLast()
+        let error = decodingError(frame, as: KeychainRequest.self)
+        #expect(error?.code == .truncated)
+        #expect(!(error?.description.contains("hunter2") ?? true))
+    }
+}
