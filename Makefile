@@ -15,6 +15,7 @@ build: bootstrap
 # LA_PROTOCOL_ROUNDTRIP=1: every embedded client (tests, lactl, examples) passes each message through the
 # SecurityProtocol codec, so the suites exercise the format the daemon speaks.
 test: bootstrap
+	scripts/check-imports
 	$(SWIFT) build --build-tests $(SWIFT_BUILD_FLAGS)
 	LA_PROTOCOL_ROUNDTRIP=1 $(SWIFT) test --skip-build $(SWIFT_BUILD_FLAGS)
 

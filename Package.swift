@@ -74,7 +74,7 @@ let package = Package(
         // Public API: SecItem*, SecAccessControl, SecKey*, kSec* constants, OSStatus.
         .target(
             name: "KeychainServices",
-            dependencies: ["SecurityClient", "SecurityProtocol", "SecurityServer", "SecureCrypto"]),
+            dependencies: ["SecurityClient", "SecurityProtocol", "SecureCrypto"]),
         // Public API, ours: the typed Keychain over the same engine.
         .target(
             name: "SwiftKeychain",

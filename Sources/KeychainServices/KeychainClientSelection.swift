@@ -1,7 +1,6 @@
 import Foundation
 import SecurityClient
 import SecurityProtocol
-import SecurityServer
 
 /// Which client the SecItem functions and `Keychain.default` talk to.
 ///
@@ -15,13 +14,7 @@ package enum KeychainClientSelection {
 
     private static let shared: Result<any SecurityClient, KeychainStatus> = {
         do {
-            let configuration = EmbeddedConfiguration.fromEnvironment()
-            return .success(
-                try EmbeddedClient(
-                    configuration: configuration,
-                    authentication: .fromEnvironment(
-                        dataDirectory: configuration.dataDirectory,
-                        presenter: AuthenticationConfiguration.defaultPresenter())))
+            return .success(try EmbeddedClient.fromEnvironment())
         } catch let status as KeychainStatus {
             return .failure(status)
         } catch {

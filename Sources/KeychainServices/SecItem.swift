@@ -1,7 +1,6 @@
 import Foundation
 import SecurityClient
 import SecurityProtocol
-import SecurityServer
 
 /// Adds an item to the keychain.
 ///
@@ -193,11 +192,11 @@ enum SecItemConversion {
         case .certificate(let material):
             return SecCertificate(derData: material.data.unprotectedData())
         case .key(let material):
-            return SecKey(keyData: material.data, attributes: material.attributes)
+            return SecKey(material)
         case .identity(let certificate, let privateKey):
             return SecIdentity(
                 certificate: SecCertificate(derData: certificate.data.unprotectedData()),
-                privateKey: SecKey(keyData: privateKey.data, attributes: privateKey.attributes))
+                privateKey: SecKey(privateKey))
         }
     }
 }

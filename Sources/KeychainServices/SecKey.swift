@@ -2,7 +2,6 @@ import Foundation
 import SecureCrypto
 import SecurityClient
 import SecurityProtocol
-import SecurityServer
 
 /// A P-256 key: what `SecKeyCreateRandomKey`, `SecKeyCreateWithData` and `SecKeyCopyPublicKey` return, and what
 /// `kSecReturnRef` returns for key items.
@@ -29,10 +28,14 @@ public final class SecKey: Sendable {
         self.storedAttributes = attributes
     }
 
-    /// A key from a key item's stored bytes and attributes (what `kSecReturnRef` gives). An enclave key is bound to
-    /// the client serving the current request.
-    convenience init(keyData: SecureBytes, attributes: [String: KeychainValue]) {
-        self.init(material: Self.material(keyData: keyData, attributes: attributes), attributes: attributes)
+    /// A key from a key item's material (what `kSecReturnRef` gives): its stored bytes, attributes and, for an
+    /// enclave key, the public key the engine read from the handle. An enclave key is bound to the client serving
+    /// the current request.
+    convenience init(_ item: ItemMaterial) {
+        self.init(
+            material: Self.material(
+                keyData: item.data, attributes: item.attributes, enclavePublicKey: item.enclavePublicKey),
+            attributes: item.attributes)
     }
 
     /// The bytes a key item stores for this key (`kSecValueRef` in `SecItemAdd`): `04||X||Y`, `04||X||Y||D`, or an
@@ -64,10 +67,12 @@ public final class SecKey: Sendable {
         }
     }
 
-    private static func material(keyData: SecureBytes, attributes: [String: KeychainValue]) -> Material {
+    private static func material(
+        keyData: SecureBytes, attributes: [String: KeychainValue], enclavePublicKey: Data?
+    ) -> Material {
         if attributes["tkid"] == .string(kSecAttrTokenIDSecureEnclave as String) {
             let handle = keyData.unprotectedData()
-            if let point = KeyRequest.publicKey(ofHandle: handle),
+            if let point = enclavePublicKey,
                 let publicKey = try? P256.PublicKey(x963Representation: point),
                 let client = try? KeychainClientSelection.resolve()
             {

@@ -2,7 +2,6 @@ import Foundation
 import SecureCrypto
 import SecurityClient
 import SecurityProtocol
-import SecurityServer
 
 /// Creates a P-256 key pair and returns its private key.
 ///

@@ -2,7 +2,6 @@ import Foundation
 import SecureCrypto
 import SecurityClient
 import SecurityProtocol
-import SecurityServer
 
 /// `SecKeyCreateRandomKey`'s parameters, validated, and the generation they ask for.
 struct SecKeyGeneration {
@@ -58,7 +57,7 @@ struct SecKeyGeneration {
             publicKey = try P256.PublicKey(x963Representation: point)
             material = .enclave(handle: handle, publicKey: publicKey, client: client, context: context)
         } else {
-            if case .accessControl(let policy) = privateItem["accc"], AccessRequirement.usesPrivateKey(policy) {
+            if case .accessControl(let policy) = privateItem["accc"], policy.flags & UInt64(SecAccessControlCreateFlags.privateKeyUsage.rawValue) != 0 {
                 // Apple documents kSecAccessControlPrivateKeyUsage as required for, and meaningful only with, the
                 // Secure Enclave: a software key under it would carry a list nothing enforces.
                 throw KeychainStatus(.param, "kSecAccessControlPrivateKeyUsage needs kSecAttrTokenIDSecureEnclave")

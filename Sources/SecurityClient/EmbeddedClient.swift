@@ -28,6 +28,19 @@ package final class EmbeddedClient: SecurityClient {
         roundTripsMessages = configuration.roundTripsMessages
     }
 
+    /// The process's default client: the store, PAM service, readers and access groups the environment names
+    /// (`EmbeddedConfiguration.fromEnvironment()`, `AuthenticationConfiguration.fromEnvironment`), prompting on
+    /// the terminal when there is one.
+    ///
+    /// - Throws: `KeychainStatus` when the store cannot be opened.
+    package static func fromEnvironment() throws -> EmbeddedClient {
+        let configuration = EmbeddedConfiguration.fromEnvironment()
+        return try EmbeddedClient(
+            configuration: configuration,
+            authentication: .fromEnvironment(
+                dataDirectory: configuration.dataDirectory, presenter: AuthenticationConfiguration.defaultPresenter()))
+    }
+
     /// A client for another caller of the same engine (same store, same keys, same event stream).
     package init(
         engine: KeychainEngine, caller: CallerIdentity,

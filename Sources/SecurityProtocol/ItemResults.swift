@@ -43,11 +43,15 @@ package struct ItemResult: Sendable, Equatable {
 package struct ItemMaterial: Sendable, Equatable {
     package var attributes: [String: KeychainValue]
     package var data: SecureBytes
+    /// For an enclave key, whose data is a handle only the engine can open: its public key (`04 || X || Y`), so
+    /// the client never parses the handle.
+    package var enclavePublicKey: Data?
 
     /// Material with these attributes and data.
-    package init(attributes: [String: KeychainValue], data: SecureBytes) {
+    package init(attributes: [String: KeychainValue], data: SecureBytes, enclavePublicKey: Data? = nil) {
         self.attributes = attributes
         self.data = data
+        self.enclavePublicKey = enclavePublicKey
     }
 }
 
@@ -91,15 +95,17 @@ extension ItemResult: ProtocolCodable {
 }
 
 extension ItemMaterial: ProtocolCodable {
-    /// A record: 1 attributes, 2 data.
+    /// A record: 1 attributes, 2 data, 3 the enclave key's public key (optional).
     package func encode(into writer: inout MessageWriter) {
         writer.field(1, attributes)
         writer.field(2, data)
+        writer.optionalField(3, enclavePublicKey)
     }
 
     /// - Throws: ``MessageDecodingError``.
     package init(from reader: inout MessageReader) throws {
-        self.init(attributes: try reader.field(1), data: try reader.field(2))
+        self.init(
+            attributes: try reader.field(1), data: try reader.field(2), enclavePublicKey: try reader.optionalField(3))
     }
 }
 

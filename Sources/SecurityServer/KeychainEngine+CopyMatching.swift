@@ -71,7 +71,7 @@ extension KeychainEngine {
                 result.reference =
                     item.itemClass == .certificate
                     ? .certificate(ItemMaterial(attributes: attributes, data: data))
-                    : .key(ItemMaterial(attributes: attributes, data: data))
+                    : .key(ItemMaterial(attributes: attributes, data: data, enclavePublicKey: Self.enclavePublicKey(attributes, data)))
             }
         }
         if query.itemClass == .identity {
@@ -93,7 +93,10 @@ extension KeychainEngine {
                 var keyAttributes = key.attributes
                 keyAttributes["class"] = .string(ItemClass.key.rawValue)
                 result.reference = .identity(
-                    certificate: certificate, privateKey: ItemMaterial(attributes: keyAttributes, data: keyData))
+                    certificate: certificate,
+                    privateKey: ItemMaterial(
+                        attributes: keyAttributes, data: keyData,
+                        enclavePublicKey: Self.enclavePublicKey(keyAttributes, keyData)))
             }
         }
         return result
@@ -118,5 +121,11 @@ extension KeychainEngine {
             if key.attributes["kcls"] == .string("1"), key.attributes["klbl"] == .data(hash) { return key }
         }
         return nil
+    }
+
+    /// The public key of an enclave key item (token `com.apple.setoken`), read from its handle here in the engine.
+    static func enclavePublicKey(_ attributes: [String: KeychainValue], _ data: SecureBytes) -> Data? {
+        guard attributes["tkid"] == .string(secureEnclaveToken) else { return nil }
+        return try? EnclaveKey(serialized: data.unprotectedData()).publicKey
     }
 }
