@@ -140,7 +140,7 @@ struct LARightStoreTests {
             let saved = try await LARightStore.shared.saveRight(LARight(), identifier: "kept", secret: Data("k".utf8))
             return try await saved.key.publicKey.bytes
         }
-        await world.client.engine.authentication!.closeReader()
+        _ = try? await world.client.send(.closeReader)
         let reopened = try RightsWorld.openClient(world.directory)
         try await KeychainClientSelection.$current.withValue(reopened) {
             let right = try await LARightStore.shared.right(forIdentifier: "kept")
@@ -149,7 +149,7 @@ struct LARightStoreTests {
             try await right.authorize(localizedReason: "again")
             #expect(try await right.secret.rawData == Data("k".utf8))
         }
-        await reopened.engine.authentication!.closeReader()
+        _ = try? await reopened.send(.closeReader)
         // Another application (access group) neither sees nor removes it.
         let other = try RightsWorld.openClient(world.directory, accessGroup: "other.app")
         try await KeychainClientSelection.$current.withValue(other) {
@@ -161,7 +161,7 @@ struct LARightStoreTests {
             }
             try await LARightStore.shared.removeAllRights()
         }
-        await other.engine.authentication!.closeReader()
+        _ = try? await other.send(.closeReader)
         try await KeychainClientSelection.$current.withValue(reopened) {
             _ = try await LARightStore.shared.right(forIdentifier: "kept")
         }

@@ -2,6 +2,7 @@ import Authenticators
 import Foundation
 import KeychainServices
 import LocalAuthentication
+import SecureCrypto
 import SecurityClient
 import SecurityProtocol
 import SecurityServer
@@ -52,10 +53,7 @@ struct RightsWorld {
 
     /// Enrolls a finger whose scans carry `printID`.
     func enroll(_ printID: String, finger: Finger = .rightIndex) async throws {
-        let biometric = client.engine.authentication!.biometric
-        async let enrolled = biometric.enroll(finger: finger)
-        try await socket.send(Array(repeating: "SCAN \(printID)", count: 5))
-        _ = try await enrolled
+        _ = try await enrollThroughRequests(client, socket: socket, printID: printID, finger: finger)
     }
 
     /// Feeds the reader a scan of `printID` shortly after an authorization starts waiting for it.
@@ -67,7 +65,7 @@ struct RightsWorld {
     }
 
     func close() async {
-        await client.engine.authentication!.closeReader()
+        _ = try? await client.send(.closeReader)
         try? FileManager.default.removeItem(atPath: directory)
     }
 }
@@ -102,4 +100,40 @@ final class TransitionLog: @unchecked Sendable {
 func osStatus(_ error: any Error) -> Int? {
     let error = error as NSError
     return error.domain == "NSOSStatusErrorDomain" ? error.code : nil
+}
+
+/// Answers every passcode question with a fixed passcode (the test user's), cancels fingerprint prompts.
+struct FixedPasscodePresenter: EvaluationPresenter {
+    let passcode: String
+
+    func fingerprintPromptDidBegin(_ prompt: EvaluationPrompt, respond: @escaping @Sendable (PromptAction) -> Void) {
+        respond(.cancel)
+    }
+    func fingerprintPrompt(_ event: FingerprintPromptEvent) {}
+    func fingerprintPromptDidEnd() {}
+    func passcode(_ prompt: EvaluationPrompt, question: PasscodePrompt) -> SecureBytes? {
+        SecureBytes(Array(passcode.utf8))
+    }
+    func show(_ message: PasscodeMessage) {}
+}
+
+/// Enrolls `finger` through `client`'s enrollment request, as `lactl biometry enroll` does: a context holding the
+/// passcode `secret` first, then the five scans of `printID` from `socket`.
+func enrollThroughRequests(
+    _ client: EmbeddedClient, socket: VirtualReaderSocket, printID: String, finger: Finger
+) async throws -> EnrolledPrintInfo {
+    guard case .context(let context) = try await client.send(.createContext) else {
+        throw AuthenticationError(.invalidContext, "no context")
+    }
+    defer { Task { _ = try? await client.send(.discard(context)) } }
+    _ = try await client.send(
+        .evaluatePolicy(
+            .passcode, context,
+            EvaluationOptions(prompt: EvaluationPrompt(reason: "enroll"), presenter: FixedPasscodePresenter(passcode: "secret"))))
+    async let enrolled = client.send(.enroll(finger, context: context))
+    try await socket.send(Array(repeating: "SCAN \(printID)", count: 5))
+    guard case .enrolled(let info) = try await enrolled else {
+        throw AuthenticationError(.invalidContext, "the enrollment answered something else")
+    }
+    return info
 }

@@ -72,11 +72,6 @@ extension SSHAgentTests {
         try await enrollForThisUser(world, "alice-1", finger: .rightIndex)
         let lactl = try lactlExecutable()
         let env = environment(world)
-        // The agent checks the passcode of the user it runs as.
-        let passdb = try FileHandle(forWritingTo: URL(fileURLWithPath: world.directory + "/passdb"))
-        try passdb.seekToEnd()
-        try passdb.write(contentsOf: Data("\(AuthenticationConfiguration.currentUsername()):secret:\(RightsWorld.service)\n".utf8))
-        try passdb.close()
         let (created, line) = try run(
             lactl, ["ssh-key", "create", "desk", "--requirement", "devicePasscode"], environment: env)
         #expect(created == 0)

@@ -24,19 +24,24 @@ struct SSHAgentTests {
         return environment
     }
 
-    /// Enrolls `printID` for the user this process runs as (the agent's user), on the world's store and reader.
+    /// Enrolls `printID` for the user this process runs as (the agent's user), on the world's store and reader,
+    /// after that user's passcode (`secret`, added to pam_matrix's password file).
     func enrollForThisUser(_ world: RightsWorld, _ printID: String, finger: Finger) async throws {
+        let user = AuthenticationConfiguration.currentUsername()
+        let passdb = world.directory + "/passdb"
+        let known = try String(contentsOfFile: passdb, encoding: .utf8)
+        if !known.contains("\n\(user):") && !known.hasPrefix("\(user):") {
+            try (known + "\(user):secret:\(RightsWorld.service)\n").write(toFile: passdb, atomically: true, encoding: .utf8)
+        }
         let client = try EmbeddedClient(
             configuration: EmbeddedConfiguration(
                 dataDirectory: URL(fileURLWithPath: world.directory + "/store"), accessGroups: ["test.ssh"]),
             authentication: AuthenticationConfiguration(
-                stateDirectory: world.directory + "/store", username: AuthenticationConfiguration.currentUsername(),
+                stateDirectory: world.directory + "/store", username: user,
+                passcode: .init(service: RightsWorld.service, configurationDirectory: world.directory),
                 readerDrivers: ["virtual_device"], attemptTimeout: .seconds(20)))
-        let biometric = client.engine.authentication!.biometric
-        async let enrolled = biometric.enroll(finger: finger)
-        try await world.socket.send(Array(repeating: "SCAN \(printID)", count: 5))
-        _ = try await enrolled
-        await biometric.close()
+        _ = try await enrollThroughRequests(client, socket: world.socket, printID: printID, finger: finger)
+        _ = try await client.send(.closeReader)
     }
 
     /// Stops `agent` (it holds the reader), enrolls another finger, and starts a new agent on `socket`.
