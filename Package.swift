@@ -128,8 +128,12 @@ let package = Package(
             ],
             path: "Benchmarks/la-bench"),
 
-        // What several test targets share: the virtual-reader lock, subprocess and pseudo-terminal helpers, pam_matrix.
-        .target(name: "TestSupport", dependencies: ["Authenticators"], path: "Tests/TestSupport"),
+        // What several test targets share: the virtual-reader lock, subprocess and pseudo-terminal helpers, pam_matrix,
+        // enrollment through the engine's requests.
+        .target(
+            name: "TestSupport",
+            dependencies: ["Authenticators", "SecureCrypto", "SecurityClient", "SecurityProtocol", "SecurityServer"],
+            path: "Tests/TestSupport"),
         .testTarget(
             name: "AuthenticatorsTests", dependencies: ["Authenticators", "SecureCrypto", "SecurityProtocol", "TestSupport"]),
         // LAContext, presenters, contexts and access control against the virtual reader and pam_matrix.

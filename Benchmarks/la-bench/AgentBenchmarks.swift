@@ -15,22 +15,15 @@ import Glibc
 enum AgentBenchmarks {
     static func run() async throws {
         print("== ssh-agent sign round trip vs OpenSSH ssh-agent with a file key (target ratio >= 0.5)")
-        let module = "/usr/lib/x86_64-linux-gnu/pam_wrapper/pam_matrix.so"
-        guard FileManager.default.fileExists(atPath: module),
-            FileManager.default.isExecutableFile(atPath: "/usr/bin/ssh-agent")
+        let directory = try AuthenticatorBenchmarks.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // Ours: a userPresence key (no finger enrolled, so its one approval is the passcode through pam_matrix).
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/ssh-agent"),
+            let confdir = try Measure.writeBenchPAM(in: directory)
         else {
             print("agent sign: not measured: needs pam_matrix (libpam-wrapper) and openssh-client")
             return
         }
-        let directory = try AuthenticatorBenchmarks.makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-
-        // Ours: a userPresence key (no finger enrolled, so its one approval is the passcode through pam_matrix).
-        let confdir = directory + "/pam"
-        try FileManager.default.createDirectory(atPath: confdir, withIntermediateDirectories: true)
-        try "bench:secret:la-bench\n".write(toFile: confdir + "/passdb", atomically: true, encoding: .utf8)
-        try "auth required \(module) passdb=\(confdir)/passdb\naccount required \(module) passdb=\(confdir)/passdb\n"
-            .write(toFile: confdir + "/la-bench", atomically: true, encoding: .utf8)
         let client = try EmbeddedClient(
             configuration: EmbeddedConfiguration(
                 dataDirectory: URL(fileURLWithPath: directory + "/store"), accessGroups: ["bench"]),
@@ -103,19 +96,8 @@ enum AgentBenchmarks {
         return Double(count) / AuthenticatorBenchmarks.seconds(ContinuousClock.now - start)
     }
 
-    /// Starts `path arguments` in the background with no output, an empty signal mask and default signal actions
-    /// (the runtime's threads block signals, and a child inheriting that mask would ignore SIGTERM); its pid.
+    /// Starts `path arguments` in the background with no output (signals as `Measure.spawn` sets them); its pid.
     static func spawn(_ path: String, _ arguments: [String]) throws -> pid_t {
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var emptyMask = sigset_t()
-        sigemptyset(&emptyMask)
-        var allSignals = sigset_t()
-        sigfillset(&allSignals)
-        posix_spawnattr_setsigmask(&attributes, &emptyMask)
-        posix_spawnattr_setsigdefault(&attributes, &allSignals)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -123,9 +105,9 @@ enum AgentBenchmarks {
         posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         var pid: pid_t = 0
-        let argv = ([path] + arguments).map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        guard posix_spawn(&pid, path, &actions, &attributes, argv, environ) == 0 else { throw AuthenticatorBenchmarks.BenchFailure("cannot start \(path)") }
+        guard Measure.spawn(&pid, path, arguments, actions: &actions) == 0 else {
+            throw AuthenticatorBenchmarks.BenchFailure("cannot start \(path)")
+        }
         return pid
     }
 }

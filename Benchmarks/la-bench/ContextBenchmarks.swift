@@ -24,18 +24,12 @@ enum ContextBenchmarks {
 
     static func run() async throws {
         print("== LAContext.evaluatePolicy vs the passcode authenticator alone (added time; target <= 1000 us)")
-        let module = "/usr/lib/x86_64-linux-gnu/pam_wrapper/pam_matrix.so"
-        guard FileManager.default.fileExists(atPath: module) else {
+        let directory = try AuthenticatorBenchmarks.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        guard let confdir = try Measure.writeBenchPAM(in: directory) else {
             print("evaluatePolicy (passcode): not measured: pam_matrix missing (apt-get install libpam-wrapper)")
             return
         }
-        let directory = try AuthenticatorBenchmarks.makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let confdir = directory + "/pam"
-        try FileManager.default.createDirectory(atPath: confdir, withIntermediateDirectories: true)
-        try "bench:secret:la-bench\n".write(toFile: confdir + "/passdb", atomically: true, encoding: .utf8)
-        try "auth required \(module) passdb=\(confdir)/passdb\naccount required \(module) passdb=\(confdir)/passdb\n"
-            .write(toFile: confdir + "/la-bench", atomically: true, encoding: .utf8)
         let pam = PasscodeAuthenticator.Configuration(service: "la-bench", configurationDirectory: confdir)
 
         let client = try EmbeddedClient(

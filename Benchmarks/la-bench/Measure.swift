@@ -53,6 +53,22 @@ enum Measure {
         posix_spawn_file_actions_adddup2(&actions, pipe[1], 1)
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         posix_spawn_file_actions_addclose(&actions, pipe[0])
+        var pid: pid_t = 0
+        let spawned = spawn(&pid, executable, arguments, actions: &actions)
+        close(pipe[1])
+        defer { close(pipe[0]) }
+        guard spawned == 0 else { return nil }
+        let output = FileHandle(fileDescriptor: pipe[0], closeOnDealloc: false).readDataToEndOfFile()
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        guard status == 0 else { return nil }
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    /// `posix_spawn` of `executable arguments` with `actions`, an empty signal mask and default signal actions.
+    static func spawn(
+        _ pid: inout pid_t, _ executable: String, _ arguments: [String], actions: inout posix_spawn_file_actions_t
+    ) -> Int32 {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -65,15 +81,21 @@ enum Measure {
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
-        close(pipe[1])
-        defer { close(pipe[0]) }
-        guard spawned == 0 else { return nil }
-        let output = FileHandle(fileDescriptor: pipe[0], closeOnDealloc: false).readDataToEndOfFile()
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        guard status == 0 else { return nil }
-        return String(decoding: output, as: UTF8.self)
+        return posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
+    }
+
+    /// pam_matrix's module as Debian installs it (libpam-wrapper).
+    static let pamMatrix = "/usr/lib/x86_64-linux-gnu/pam_wrapper/pam_matrix.so"
+
+    /// Writes PAM service `la-bench` (user `bench`, passcode `secret`) for pam_matrix under `directory/pam`;
+    /// its configuration directory, or nil when pam_matrix is not installed.
+    static func writeBenchPAM(in directory: String) throws -> String? {
+        guard FileManager.default.fileExists(atPath: pamMatrix) else { return nil }
+        let confdir = directory + "/pam"
+        try FileManager.default.createDirectory(atPath: confdir, withIntermediateDirectories: true)
+        try "bench:secret:la-bench\n".write(toFile: confdir + "/passdb", atomically: true, encoding: .utf8)
+        try "auth required \(pamMatrix) passdb=\(confdir)/passdb\naccount required \(pamMatrix) passdb=\(confdir)/passdb\n"
+            .write(toFile: confdir + "/la-bench", atomically: true, encoding: .utf8)
+        return confdir
     }
 }

@@ -57,14 +57,8 @@ struct DemoEnvironment {
     /// afterwards.
     func enroll(_ printID: String, finger: Finger) async throws -> Data? {
         let client = try KeychainClientSelection.resolve()
-        guard case .context(let context) = try await client.send(.createContext) else {
-            throw ExampleError("no authentication context")
-        }
+        let context = try await client.passcodeContext(reason: "enroll a finger", presenter: DemoPasscode())
         defer { Task { _ = try? await client.send(.discard(context)) } }
-        _ = try await client.send(
-            .evaluatePolicy(
-                .passcode, context,
-                EvaluationOptions(prompt: EvaluationPrompt(reason: "enroll a finger"), presenter: DemoPasscode())))
         async let enrolled = client.send(.enroll(finger, context: context))
         try await reader.send(Array(repeating: "SCAN \(printID)", count: 5))
         _ = try await enrolled

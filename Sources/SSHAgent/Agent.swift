@@ -48,14 +48,6 @@ public final class Agent: Sendable {
         self.notice = notice
     }
 
-    /// An agent over `keyring`, prompting through `presenter` (nil: no prompt can be shown).
-    public convenience init(
-        keyring: AgentKeyring = AgentKeyring(), presenter: (any AuthenticationPresenter)?,
-        notice: (@Sendable (String) -> Void)? = nil
-    ) {
-        self.init(keyring: keyring, prompts: .fixed(presenter), notice: notice)
-    }
-
     /// What one connection knows: the program on the other end, and the host key a `session-bind@openssh.com`
     /// named, for the prompt.
     final class Session: Sendable {

@@ -43,3 +43,20 @@ extension SecurityClient {
         try await send(request) { _ in }
     }
 }
+
+extension SecurityClient {
+    /// A new context of this client holding a passcode credential: what `presenter` answered, checked by PAM. What
+    /// changing the enrolled fingerprints or removing the passcode needs.
+    ///
+    /// - Throws: `AuthenticationError` from the evaluation (`userCancel`, `authenticationFailed`, lockout waits).
+    package func passcodeContext(
+        reason: String, presenter: any EvaluationPresenter
+    ) async throws -> AuthenticationContextID {
+        guard case .context(let id) = try await send(.createContext) else {
+            throw AuthenticationError(.invalidContext, "the engine created no context")
+        }
+        _ = try await send(
+            .evaluatePolicy(.passcode, id, EvaluationOptions(prompt: EvaluationPrompt(reason: reason), presenter: presenter)))
+        return id
+    }
+}

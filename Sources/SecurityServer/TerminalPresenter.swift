@@ -43,13 +43,12 @@ package final class TerminalPresenter: EvaluationPresenter, PasscodePresenter {
         _ prompt: EvaluationPrompt, respond: @escaping @Sendable (PromptAction) -> Void
     ) {
         var text = prompt.reason + "\nPlace your finger on the reader"
+        guard acceptsInput else { return writeLine(text) }
         let cancel = (prompt.cancelTitle?.isEmpty ?? true) ? "Cancel" : prompt.cancelTitle!
         text += " (Ctrl-C: \(cancel)"
         if prompt.offersFallback { text += ", Enter: \(prompt.fallbackTitle ?? "Enter Password")" }
         text += ")"
-        if !acceptsInput { text = prompt.reason + "\nPlace your finger on the reader" }
         writeLine(text)
-        guard acceptsInput else { return }
         let started = FingerprintKeyWatcher.start(
             device: device, offersFallback: prompt.offersFallback, respond: respond)
         watcher.withLock { $0 = started }

@@ -53,12 +53,7 @@ func passcodeContext(_ client: any SecurityClient, reason: String) async throws 
     guard let presenter = AuthenticationConfiguration.defaultPresenter() else {
         throw AuthenticationError(.notInteractive, "changing fingerprints needs the passcode, and there is no terminal to ask on")
     }
-    guard case .context(let id) = try await client.send(.createContext) else {
-        throw AuthenticationError(.invalidContext, "no context was created")
-    }
-    _ = try await client.send(
-        .evaluatePolicy(.passcode, id, EvaluationOptions(prompt: EvaluationPrompt(reason: reason), presenter: presenter)))
-    return id
+    return try await client.passcodeContext(reason: reason, presenter: presenter)
 }
 
 /// Runs `body` in a task that Ctrl-C cancels (the scan then ends with a user-visible cancel).

@@ -105,12 +105,7 @@ struct Demo: AsyncParsableCommand {
 
     /// A new context of `client` after the passcode `answer`; throws what the evaluation throws.
     func passcodeContext(_ client: EmbeddedClient, answer: String) async throws -> AuthenticationContextID {
-        guard case .context(let id) = try await client.send(.createContext) else {
-            throw ValidationError("no authentication context")
-        }
-        let options = EvaluationOptions(prompt: EvaluationPrompt(reason: "demo"), presenter: ScriptedPasscode(answer: answer))
-        _ = try await client.send(.evaluatePolicy(.passcode, id, options))
-        return id
+        try await client.passcodeContext(reason: "demo", presenter: ScriptedPasscode(answer: answer))
     }
 
     /// The enrolled-set state hash, or nil when nothing is enrolled.

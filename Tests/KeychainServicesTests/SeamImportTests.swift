@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// `scripts/check-imports` (run by `make test`) passes on the repository and fails on a copy of the public modules
 /// where one file imports an engine module.
@@ -9,16 +10,7 @@ struct SeamImportTests {
         .deletingLastPathComponent()
 
     func check(_ directory: URL) throws -> (Int32, String) {
-        let process = Process()
-        process.executableURL = root.appendingPathComponent("scripts/check-imports")
-        process.arguments = [directory.path]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, text)
+        try runCapturingOutput(root.appendingPathComponent("scripts/check-imports"), [directory.path])
     }
 
     @Test func theRepositoryPassesAndAnEngineImportFails() throws {

@@ -6,19 +6,10 @@ import TestSupport
 @Suite("lactl demo")
 struct LactlDemoTests {
     @Test func theDemoRunsEveryStepOnRealParts() throws {
-        let process = Process()
-        process.executableURL = try lactlExecutable()
-        process.arguments = ["demo"]
         var environment = ProcessInfo.processInfo.environment
         environment["LA_PRESENTER"] = "none"
-        process.environment = environment
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(text)")
+        let (status, text) = try runCapturingOutput(try lactlExecutable(), ["demo"], environment: environment)
+        #expect(status == 0, "\(text)")
         for line in [
             "Enrolling needs the passcode first, as on Apple's devices: PAM accepted it.",
             "The same finger on the reader: matched the enrolled print.",

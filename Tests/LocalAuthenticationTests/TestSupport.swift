@@ -134,39 +134,3 @@ func laErrorCode(_ body: () async throws -> Bool) async -> LAError.Code? {
         return nil
     }
 }
-
-/// Answers every passcode question with a fixed passcode (the test user's), cancels fingerprint prompts.
-struct FixedPasscodePresenter: EvaluationPresenter {
-    let passcode: String
-
-    func fingerprintPromptDidBegin(_ prompt: EvaluationPrompt, respond: @escaping @Sendable (PromptAction) -> Void) {
-        respond(.cancel)
-    }
-    func fingerprintPrompt(_ event: FingerprintPromptEvent) {}
-    func fingerprintPromptDidEnd() {}
-    func passcode(_ prompt: EvaluationPrompt, question: PasscodePrompt) -> SecureBytes? {
-        SecureBytes(Array(passcode.utf8))
-    }
-    func show(_ message: PasscodeMessage) {}
-}
-
-/// Enrolls `finger` through `client`'s enrollment request, as `lactl biometry enroll` does: a context holding the
-/// passcode `secret` first, then the five scans of `printID` from `socket`.
-func enrollThroughRequests(
-    _ client: EmbeddedClient, socket: VirtualReaderSocket, printID: String, finger: Finger
-) async throws -> EnrolledPrintInfo {
-    guard case .context(let context) = try await client.send(.createContext) else {
-        throw AuthenticationError(.invalidContext, "no context")
-    }
-    defer { Task { _ = try? await client.send(.discard(context)) } }
-    _ = try await client.send(
-        .evaluatePolicy(
-            .passcode, context,
-            EvaluationOptions(prompt: EvaluationPrompt(reason: "enroll"), presenter: FixedPasscodePresenter(passcode: "secret"))))
-    async let enrolled = client.send(.enroll(finger, context: context))
-    try await socket.send(Array(repeating: "SCAN \(printID)", count: 5))
-    guard case .enrolled(let info) = try await enrolled else {
-        throw AuthenticationError(.invalidContext, "the enrollment answered something else")
-    }
-    return info
-}

@@ -52,8 +52,8 @@ extension SSHAgentTests {
 
         // Locking the agent drops every kept approval: after unlocking, ssh-keygen is asked again.
         let passphrase = Array("pass".utf8)
-        let lockFrame = Self.frame([22] + Self.sshString(passphrase))
-        let unlockFrame = Self.frame([23] + Self.sshString(passphrase))
+        let lockFrame = Self.frame([22] + Self.frame(passphrase))
+        let unlockFrame = Self.frame([23] + Self.frame(passphrase))
         #expect(try Self.exchange(socket, [lockFrame, unlockFrame]) == [[6], [6]])
         try FileManager.default.removeItem(atPath: message + ".sig")
         let afterLock = Task { try await world.socket.send("SCAN mallory") }
@@ -122,14 +122,9 @@ extension SSHAgentTests {
         await world.close()
     }
 
-    /// An agent-protocol frame: uint32 length and body.
+    /// An agent-protocol frame, or an SSH `string`: uint32 length and the bytes.
     static func frame(_ body: [UInt8]) -> [UInt8] {
         let length = UInt32(body.count)
         return [UInt8(length >> 24), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF)] + body
-    }
-
-    /// An SSH `string`: uint32 length and bytes.
-    static func sshString(_ bytes: [UInt8]) -> [UInt8] {
-        Array(frame(bytes))
     }
 }

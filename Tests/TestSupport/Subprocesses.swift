@@ -22,6 +22,26 @@ package func builtExecutable(_ name: String) throws -> URL {
 /// `lactl`, built next to the test bundle.
 package func lactlExecutable() throws -> URL { try builtExecutable("lactl") }
 
+/// Runs `executable arguments` to its end with `environment` (default: this process's), standard output and error
+/// captured together.
+///
+/// - Returns: the exit status and what it printed.
+package func runCapturingOutput(
+    _ executable: URL, _ arguments: [String], environment: [String: String]? = nil
+) throws -> (status: Int32, output: String) {
+    let process = Process()
+    process.executableURL = executable
+    process.arguments = arguments
+    if let environment { process.environment = environment }
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = output
+    try process.run()
+    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    return (process.terminationStatus, text)
+}
+
 /// Runs the shell command `command` on a new pseudo-terminal (util-linux `script`) with `environment`; each time
 /// the screen shows the next expected text (after the previous one), waits 200 ms (a prompt is written just before
 /// its terminal switches to raw mode, which flushes input) and types its answer. Gives up on a step after 20 s.

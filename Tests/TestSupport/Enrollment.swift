@@ -1,0 +1,41 @@
+import Authenticators
+import Foundation
+import SecureCrypto
+import SecurityClient
+import SecurityProtocol
+import SecurityServer
+
+/// Answers every passcode question with a fixed passcode (the test user's), cancels fingerprint prompts.
+package struct FixedPasscodePresenter: EvaluationPresenter {
+    package let passcode: String
+
+    package init(passcode: String) { self.passcode = passcode }
+
+    package func fingerprintPromptDidBegin(
+        _ prompt: EvaluationPrompt, respond: @escaping @Sendable (PromptAction) -> Void
+    ) {
+        respond(.cancel)
+    }
+    package func fingerprintPrompt(_ event: FingerprintPromptEvent) {}
+    package func fingerprintPromptDidEnd() {}
+    package func passcode(_ prompt: EvaluationPrompt, question: PasscodePrompt) -> SecureBytes? {
+        SecureBytes(Array(passcode.utf8))
+    }
+    package func show(_ message: PasscodeMessage) {}
+}
+
+/// Enrolls `finger` through `client`'s enrollment request, as `lactl biometry enroll` does: a context holding the
+/// passcode `secret` first, then the five scans of `printID` from `socket`.
+package func enrollThroughRequests(
+    _ client: EmbeddedClient, socket: VirtualReaderSocket, printID: String, finger: Finger
+) async throws -> EnrolledPrintInfo {
+    let context = try await client.passcodeContext(
+        reason: "enroll", presenter: FixedPasscodePresenter(passcode: "secret"))
+    defer { Task { _ = try? await client.send(.discard(context)) } }
+    async let enrolled = client.send(.enroll(finger, context: context))
+    try await socket.send(Array(repeating: "SCAN \(printID)", count: 5))
+    guard case .enrolled(let info) = try await enrolled else {
+        throw AuthenticationError(.invalidContext, "the enrollment answered something else")
+    }
+    return info
+}
