@@ -78,11 +78,11 @@ let package = Package(
         // Public API, ours: the typed Keychain over the same engine.
         .target(
             name: "SwiftKeychain",
-            dependencies: ["KeychainServices", "SecurityClient", "SecurityProtocol", "SecurityServer", "SecureCrypto"]),
+            dependencies: ["KeychainServices", "SecurityClient", "SecurityProtocol", "SecureCrypto"]),
         // Public API: LAContext, LAError, LARight, LAPersistedRight, LARightStore.
         .target(
             name: "LocalAuthentication",
-            dependencies: ["KeychainServices", "SecurityClient", "SecurityProtocol", "SecurityServer", "SecureCrypto"]),
+            dependencies: ["KeychainServices", "SecurityClient", "SecurityProtocol", "SecureCrypto"]),
 
         // Publishers of right states and keychain events, and Foundation's NotificationCenter publisher.
         .target(

@@ -72,7 +72,7 @@ enum KeychainBenchmarks {
                 var item = query(index)
                 item["labl"] = .string("item \(index)")
                 item["v_Data"] = .data(secret)
-                _ = try client.send(.add(item))
+                _ = try client.sendBlocking(.add(item))
             }
             addRate = Double(size) / seconds(since: start)
         }
@@ -80,19 +80,19 @@ enum KeychainBenchmarks {
         func find() throws {
             var find = query(random.next(below: size))
             find["r_Data"] = .bool(true)
-            guard case .items(let results) = try client.send(.copyMatching(find)), results.items.count == 1 else {
+            guard case .items(let results) = try client.sendBlocking(.copyMatching(find)), results.items.count == 1 else {
                 throw BenchmarkFailure.wrongResult
             }
         }
 
         func update() throws {
-            _ = try client.send(.update(query: query(random.next(below: size)), attributes: ["v_Data": .data(secret)]))
+            _ = try client.sendBlocking(.update(query: query(random.next(below: size)), attributes: ["v_Data": .data(secret)]))
         }
 
         func deleteSome() throws -> Double {
             let deletions = min(size / 5, 2_000)
             let start = ContinuousClock.now
-            for index in 0..<deletions { _ = try client.send(.delete(query(index))) }
+            for index in 0..<deletions { _ = try client.sendBlocking(.delete(query(index))) }
             return Double(deletions) / seconds(since: start)
         }
     }

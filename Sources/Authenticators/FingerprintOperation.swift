@@ -2,14 +2,6 @@ internal import CFPrint
 import Foundation
 import SecurityProtocol
 
-/// A progress report during a verification.
-package enum VerificationEvent: Sendable, Equatable {
-    /// Waiting for a finger on the reader.
-    case waitingForFinger
-    /// The scan was not usable and the reader waits for another; it does not count as a failed attempt.
-    case retry(reason: ScanRetryReason, detail: String)
-}
-
 /// The cancellation handle of one libfprint operation: a `GCancellable` that any thread may cancel (task
 /// cancellation, or the per-attempt timeout), remembering which of the two fired.
 // Safe to share: `g_cancellable_cancel` is documented thread-safe; `reason`, `generation` and `finished` are only

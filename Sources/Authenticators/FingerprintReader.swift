@@ -4,22 +4,6 @@ import Logging
 import SecureCrypto
 import SecurityProtocol
 
-/// What is known about the opened reader.
-package struct ReaderInfo: Sendable, Equatable {
-    /// The libfprint driver id, e.g. `virtual_device` or `goodixmoc`.
-    package var driver: String
-    /// The device id within the driver.
-    package var deviceID: String
-    /// A human-readable name.
-    package var name: String
-    /// How many scans an enrollment needs.
-    package var enrollStages: Int
-    /// Whether the reader can identify (match a scan against several prints at once).
-    package var canIdentify: Bool
-    /// Whether the reader keeps prints in its own storage (then removing a print also deletes it there).
-    package var hasStorage: Bool
-}
-
 /// The libfprint context and the chosen device.
 ///
 /// Every method must run on ``BiometricAuthenticator/fprintThread``: libfprint's `*_sync` calls pump GLib's global

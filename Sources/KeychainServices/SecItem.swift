@@ -12,7 +12,7 @@ import SecurityProtocol
 ///   `errSecParam` for malformed input (nothing is written); `errSecMissingEntitlement` for an access group the
 ///   caller does not hold; `errSecInteractionNotAllowed` when the item's protection class is locked.
 public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
-    perform(result) { try .add(SecItemConversion.dictionary(attributes, allowingValueRef: true)) }
+    perform(result, context: attributes) { try .add(SecItemConversion.dictionary(attributes, allowingValueRef: true)) }
 }
 
 /// Finds items that match a query.
@@ -25,7 +25,9 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
 /// - Returns: `errSecSuccess`, `errSecItemNotFound`, `errSecParam`, `errSecInteractionNotAllowed` (locked, or the
 ///   item's access control needs an authentication), `errSecDecode` (a damaged or tampered row).
 public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
-    perform(result) { try .copyMatching(SecItemConversion.dictionary(query, allowingValueRef: false)) }
+    perform(result, context: query) {
+        try .copyMatching(SecItemConversion.dictionary(query, allowingValueRef: false))
+    }
 }
 
 /// Changes every item that matches a query.
@@ -36,7 +38,7 @@ public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePo
 /// - Returns: `errSecSuccess`, `errSecItemNotFound`, `errSecParam`, or `errSecDuplicateItem` when a change would make
 ///   two items clash (then nothing changes). The modification date of each changed item moves.
 public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDictionary) -> OSStatus {
-    perform(nil) {
+    perform(nil, context: query) {
         try .update(
             query: SecItemConversion.dictionary(query, allowingValueRef: false),
             attributes: SecItemConversion.dictionary(attributesToUpdate, allowingValueRef: false))
@@ -47,17 +49,21 @@ public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDiction
 ///
 /// - Returns: `errSecSuccess`, `errSecItemNotFound` or `errSecParam`.
 public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
-    perform(nil) { try .delete(SecItemConversion.dictionary(query, allowingValueRef: false)) }
+    perform(nil, context: query) { try .delete(SecItemConversion.dictionary(query, allowingValueRef: false)) }
 }
 
+/// Sends the request `makeRequest` builds, prompting as the `LAContext` in `dictionary` says (the client's
+/// defaults without one), and shapes its results into `result`.
 private func perform(
-    _ result: UnsafeMutablePointer<CFTypeRef?>?, _ makeRequest: () throws -> KeychainRequest
+    _ result: UnsafeMutablePointer<CFTypeRef?>?, context dictionary: CFDictionary,
+    _ makeRequest: () throws -> KeychainRequest
 ) -> OSStatus {
     do {
         let request = try makeRequest()
-        let response = try KeychainClientSelection.resolve().send(request)
+        let context = SecItemConversion.contextHandle(in: dictionary)
+        let response = try KeychainClientSelection.resolve().sendBlocking(request, context: context)
         if case .items(let items) = response, let result {
-            result.pointee = SecKey.withLookupContext(of: request) { SecItemConversion.shape(items) }
+            result.pointee = SecKey.withLookupContext(of: request, handle: context) { SecItemConversion.shape(items) }
         }
         return errSecSuccess
     } catch let status as KeychainStatus {
@@ -69,6 +75,11 @@ private func perform(
 
 /// Converts between Foundation values and the engine's typed values.
 enum SecItemConversion {
+    /// The `LAContext` a dictionary passes as `kSecUseAuthenticationContext`, if any.
+    static func contextHandle(in dictionary: NSDictionary) -> (any AuthenticationContextHandle)? {
+        dictionary[kSecUseAuthenticationContext as String] as? any AuthenticationContextHandle
+    }
+
     /// `dictionary` with every key a string and every value one of the types keychain attributes take.
     ///
     /// - Throws: `KeychainStatus(.param)` for any other key or value type.

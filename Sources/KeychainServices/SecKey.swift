@@ -12,10 +12,18 @@ import SecurityProtocol
 /// key's access control first. A key item whose bytes are not a P-256 key (stored by other code) gives a key that
 /// supports no operation.
 public final class SecKey: Sendable {
+    /// The `LAContext` an enclave key's operations use: its engine handle (fixed when the key was made or found)
+    /// and the object itself, whose presenter and texts the operations' prompts use (nil when the caller passed
+    /// the handle's bytes: then nothing is asked that the context does not already satisfy).
+    struct KeyContext: Sendable {
+        let id: AuthenticationContextID
+        let handle: (any AuthenticationContextHandle)?
+    }
+
     enum Material: Sendable {
         case publicKey(P256.PublicKey)
         case privateKey(P256.PrivateKey)
-        case enclave(handle: Data, publicKey: P256.PublicKey, client: any SecurityClient, context: AuthenticationContextID?)
+        case enclave(handle: Data, publicKey: P256.PublicKey, client: any SecurityClient, context: KeyContext?)
         case opaque(SecureBytes)
     }
 
@@ -93,14 +101,16 @@ public final class SecKey: Sendable {
 
     /// The `kSecUseAuthenticationContext` of the `SecItemCopyMatching` whose results are being shaped: an enclave
     /// key it returns uses that context for its private-key operations, as on Apple platforms.
-    @TaskLocal static var lookupContext: AuthenticationContextID?
+    @TaskLocal static var lookupContext: KeyContext?
 
-    /// Runs `body` (shaping the results of `request`) with `request`'s authentication context as `lookupContext`.
-    static func withLookupContext<Result>(of request: KeychainRequest, _ body: () -> Result) -> Result {
-        guard case .copyMatching(let query) = request, case .data(let handle)? = query["u_AuthCtx"] else {
-            return body()
-        }
-        return $lookupContext.withValue(AuthenticationContextID(bytes: [UInt8](handle)), operation: body)
+    /// Runs `body` (shaping the results of `request`) with `request`'s authentication context, which `handle`
+    /// stands for, as `lookupContext`.
+    static func withLookupContext<Result>(
+        of request: KeychainRequest, handle: (any AuthenticationContextHandle)?, _ body: () -> Result
+    ) -> Result {
+        guard case .copyMatching(let query) = request, case .data(let id)? = query["u_AuthCtx"] else { return body() }
+        let context = KeyContext(id: AuthenticationContextID(bytes: [UInt8](id)), handle: handle)
+        return $lookupContext.withValue(context, operation: body)
     }
 
     /// What `SecKeyCopyAttributes` returns, and what `kSecValueRef` in `SecItemAdd` takes the key's class, type,

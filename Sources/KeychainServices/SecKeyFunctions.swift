@@ -131,7 +131,9 @@ public func SecKeyCreateSignature(
         case .privateKey(let privateKey):
             der = try privateKey.signature(forDigest: digest).derRepresentation
         case .enclave(let handle, _, let client, let context):
-            guard case .signature(let signature) = try client.send(.sign(handle: handle, digest: digest, context: context))
+            guard
+                case .signature(let signature) = try client.sendBlocking(
+                    .sign(handle: handle, digest: digest, context: context?.id), context: context?.handle)
             else { throw KeychainStatus(.internalComponent, "the engine answered another request") }
             der = signature
         default:
@@ -204,8 +206,9 @@ public func SecKeyCreateDecryptedData(
             }
         case .enclave(let handle, _, let client, let context):
             guard
-                case .secret(let secret) = try client.send(
-                    .decrypt(handle: handle, ciphertext: bytes, variant: variant, context: context))
+                case .secret(let secret) = try client.sendBlocking(
+                    .decrypt(handle: handle, ciphertext: bytes, variant: variant, context: context?.id),
+                    context: context?.handle)
             else { throw KeychainStatus(.internalComponent, "the engine answered another request") }
             plaintext = secret
         default:
@@ -267,8 +270,9 @@ public func SecKeyCopyKeyExchangeResult(
             }
         case .enclave(let handle, _, let client, let context):
             guard
-                case .secret(let result) = try client.send(
-                    .keyExchange(handle: handle, peer: peer.x963Representation, kdf: kdf, context: context))
+                case .secret(let result) = try client.sendBlocking(
+                    .keyExchange(handle: handle, peer: peer.x963Representation, kdf: kdf, context: context?.id),
+                    context: context?.handle)
             else { throw KeychainStatus(.internalComponent, "the engine answered another request") }
             secret = result
         default:

@@ -10,7 +10,7 @@ struct SecKeyGeneration {
     private var privateAttributes: [String: KeychainValue] = [:]
     private var publicAttributes: [String: KeychainValue] = [:]
     private var inEnclave = false
-    private var context: AuthenticationContextID?
+    private var context: SecKey.KeyContext?
 
     /// - Throws: `KeychainStatus(.param)` for a key type other than EC, a size other than 256, a token other than the
     ///   Secure Enclave, or a malformed dictionary.
@@ -51,8 +51,8 @@ struct SecKeyGeneration {
                 item?["tkid"] = .string(kSecAttrTokenIDSecureEnclave as String)
             }
             guard
-                case .generated(let handle, let point) = try client.send(
-                    .generate(accessControl: policy, item: item, context: context))
+                case .generated(let handle, let point) = try client.sendBlocking(
+                    .generate(accessControl: policy, item: item, context: context?.id), context: context?.handle)
             else { throw KeychainStatus(.internalComponent, "the engine answered another request") }
             publicKey = try P256.PublicKey(x963Representation: point)
             material = .enclave(handle: handle, publicKey: publicKey, client: client, context: context)
@@ -68,14 +68,14 @@ struct SecKeyGeneration {
                 var item = self.item(
                     privateItem, keyClass: kSecAttrKeyClassPrivate as String, publicKey: publicKey.x963Representation)
                 item["v_Data"] = .data(privateKey.x963Representation.unprotectedData())
-                _ = try client.send(.add(item))
+                _ = try client.sendBlocking(.add(item), context: context?.handle)
             }
             material = .privateKey(privateKey)
         }
         if publicItem["perm"]?.boolValue == true {
             var item = self.item(publicItem, keyClass: kSecAttrKeyClassPublic as String, publicKey: publicKey.x963Representation)
             item["v_Data"] = .data(publicKey.x963Representation)
-            _ = try client.send(.add(item))
+            _ = try client.sendBlocking(.add(item), context: context?.handle)
         }
         return SecKey(material: material, attributes: privateItem.merging(["perm": .bool(false)]) { old, _ in old })
     }
@@ -86,7 +86,7 @@ struct SecKeyGeneration {
         _ attributes: [String: KeychainValue], keyClass: String, publicKey: Data
     ) -> [String: KeychainValue] {
         var item = attributes
-        if let context { item[kSecUseAuthenticationContext as String] = .data(Data(context.bytes)) }
+        if let context { item[kSecUseAuthenticationContext as String] = .data(Data(context.id.bytes)) }
         item["class"] = .string(kSecClassKey as String)
         item["kcls"] = .string(keyClass)
         item["type"] = .string(kSecAttrKeyTypeECSECPrimeRandom as String)
@@ -115,12 +115,13 @@ struct SecKeyGeneration {
         return result
     }
 
-    /// The engine handle of a `kSecUseAuthenticationContext` value, converted as `SecItem` dictionaries convert it.
-    private static func context(_ value: Any) throws -> AuthenticationContextID {
-        guard case .data(let handle) = try SecItemConversion.keychainValue(value), handle.count == 32 else {
+    /// A `kSecUseAuthenticationContext` value and its engine handle, converted as `SecItem` dictionaries convert it.
+    private static func context(_ value: Any) throws -> SecKey.KeyContext {
+        guard case .data(let id) = try SecItemConversion.keychainValue(value), id.count == 32 else {
             throw KeychainStatus(.param, "kSecUseAuthenticationContext must be an LAContext")
         }
-        return AuthenticationContextID(bytes: [UInt8](handle))
+        return SecKey.KeyContext(
+            id: AuthenticationContextID(bytes: [UInt8](id)), handle: value as? any AuthenticationContextHandle)
     }
 
     /// A flat attribute dictionary (`SecKeyCreateWithData`'s attributes), converted.

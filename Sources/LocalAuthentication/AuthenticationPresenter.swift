@@ -1,7 +1,7 @@
 import Foundation
 import SecureCrypto
 import SecurityProtocol
-import SecurityServer
+import SecurityClient
 import Synchronization
 
 /// Who draws the prompts of an evaluation: the terminal, a program's own UI, or a script.
@@ -10,8 +10,12 @@ import Synchronization
 /// ``LAContext/presenter``; the default is ``TerminalAuthenticationPresenter`` when the process has a terminal,
 /// otherwise none, and then an evaluation that needs the user fails with `LAError.Code.notInteractive`.
 ///
-/// Methods are called on the engine's threads (libfprint's, PAM's), never on the caller's; ``passcode(for:question:)``
-/// may block while the user types.
+/// Methods are called one at a time on a serial queue of their own, never on the caller's thread, the engine's
+/// threads or Swift's cooperative pool. A method may call this API, synchronous members included
+/// (``LAContext/invalidate()`` ends the prompt in progress, `SecItemCopyMatching` reads an item); an operation it
+/// starts that would need a second prompt fails at once with ``LAError/Code/notInteractive`` (or
+/// `errSecInteractionNotAllowed`) instead of waiting for the first. ``passcode(for:question:)`` may block while the
+/// user types; the other methods should return promptly.
 public protocol AuthenticationPresenter: Sendable {
     /// A fingerprint is wanted: show `prompt` (reason, cancel and fallback titles). Call `respond` once, from any
     /// thread, if the user cancels (`userCancel`) or picks the fallback (`userFallback`, or the passcode for
@@ -110,7 +114,7 @@ public struct AuthenticationSecret: Sendable {
     public var count: Int { bytes.count }
 }
 
-/// Adapts a public ``AuthenticationPresenter`` to the engine's presenter interface.
+/// Adapts a public ``AuthenticationPresenter`` to the client's presenter interface.
 struct PresenterAdapter: EvaluationPresenter {
     let presenter: any AuthenticationPresenter
 
@@ -142,8 +146,8 @@ struct PresenterAdapter: EvaluationPresenter {
         AuthenticationPrompt(reason: prompt.reason, fallbackTitle: prompt.fallbackTitle, cancelTitle: prompt.cancelTitle)
     }
 
-    /// The engine-side presenter for `presenter`: the engine's own terminal presenter for the terminal one.
-    static func engine(_ presenter: (any AuthenticationPresenter)?) -> (any EvaluationPresenter)? {
+    /// The client's presenter for `presenter`: the client's own terminal presenter for the terminal one.
+    static func wrapping(_ presenter: (any AuthenticationPresenter)?) -> (any EvaluationPresenter)? {
         guard let presenter else { return nil }
         if let terminal = presenter as? TerminalAuthenticationPresenter { return terminal.terminal }
         return PresenterAdapter(presenter: presenter)

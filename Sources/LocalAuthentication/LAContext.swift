@@ -3,7 +3,6 @@ import KeychainServices
 import SecureCrypto
 import SecurityClient
 import SecurityProtocol
-import SecurityServer
 import Synchronization
 
 /// A mechanism for evaluating authentication policies and access controls (`LAContext`).
@@ -120,7 +119,7 @@ open class LAContext: NSObject, @unchecked Sendable {
     /// application (derived from the enrolled set and the application's identity), so it cannot track the user.
     public var evaluatedPolicyDomainState: Data? {
         guard let id = state.withLock({ $0.id }), case .success(let client) = client else { return nil }
-        let response = try? BlockingBridge.wait { try await client.send(.evaluatedDomainState(id)) }
+        let response = try? client.sendBlocking(.evaluatedDomainState(id))
         if case .domainState(let hash)? = response { return hash }
         return nil
     }
@@ -133,7 +132,7 @@ open class LAContext: NSObject, @unchecked Sendable {
         var present = false
         var hash: Data?
         if case .success(let client) = client,
-            case .environment(let snapshot)? = try? BlockingBridge.wait({ try await client.send(.environment) })
+            case .environment(let snapshot)? = try? client.sendBlocking(.environment)
         {
             present = snapshot.readerPresent
             hash = snapshot.stateHash
@@ -155,9 +154,7 @@ open class LAContext: NSObject, @unchecked Sendable {
             try checkUsable()
             let client = try self.client.get()
             let id = try contextIDBlocking()
-            let response = try BlockingBridge.wait {
-                try await client.send(.canEvaluatePolicy(EvaluationPolicy(policy), id))
-            }
+            let response = try client.sendBlocking(.canEvaluatePolicy(EvaluationPolicy(policy), id))
             guard case .availability(let availability) = response else {
                 throw LAError(.invalidContext, "unexpected answer from the authentication service")
             }
@@ -193,8 +190,8 @@ open class LAContext: NSObject, @unchecked Sendable {
             try checkUsable()
             let client = try self.client.get()
             let id = try await contextID()
-            let options = evaluationOptions(reason: localizedReason)
-            _ = try await client.send(.evaluatePolicy(EvaluationPolicy(policy), id, options))
+            let (options, presenter) = evaluationOptions(reason: localizedReason)
+            _ = try await client.send(.evaluatePolicy(EvaluationPolicy(policy), id, options), presenter: presenter)
             return true
         } catch {
             throw LAError.from(error)
@@ -230,9 +227,10 @@ open class LAContext: NSObject, @unchecked Sendable {
             try checkUsable()
             let client = try self.client.get()
             let id = try await contextID()
-            let options = evaluationOptions(reason: localizedReason)
+            let (options, presenter) = evaluationOptions(reason: localizedReason)
             _ = try await client.send(
-                .evaluateAccessControl(accessControl.policy, AccessControlOperation(operation), id, options))
+                .evaluateAccessControl(accessControl.policy, AccessControlOperation(operation), id, options),
+                presenter: presenter)
             return true
         } catch {
             throw LAError.from(error)
@@ -264,7 +262,7 @@ open class LAContext: NSObject, @unchecked Sendable {
             return state.id
         }
         guard let id, case .success(let client) = client else { return }
-        _ = try? BlockingBridge.wait { try await client.send(.invalidate(id)) }
+        _ = try? client.sendBlocking(.invalidate(id))
     }
 
     // MARK: Credentials
@@ -278,7 +276,7 @@ open class LAContext: NSObject, @unchecked Sendable {
         do {
             try checkUsable()
             let id = try contextIDBlocking()
-            _ = try BlockingBridge.wait { try await client.send(.setApplicationPassword(secret, id)) }
+            _ = try client.sendBlocking(.setApplicationPassword(secret, id))
             return true
         } catch {
             return false
@@ -290,7 +288,7 @@ open class LAContext: NSObject, @unchecked Sendable {
         guard type == .applicationPassword, case .success(let client) = client,
             let id = state.withLock({ $0.invalidated ? nil : $0.id })
         else { return false }
-        let response = try? BlockingBridge.wait { try await client.send(.isApplicationPasswordSet(id)) }
+        let response = try? client.sendBlocking(.isApplicationPasswordSet(id))
         if case .flag(let isSet)? = response { return isSet }
         return false
     }
@@ -303,15 +301,16 @@ open class LAContext: NSObject, @unchecked Sendable {
         }
     }
 
-    private func evaluationOptions(reason: String) -> EvaluationOptions {
+    /// What an evaluation with `reason` sends, and who draws its prompts.
+    private func evaluationOptions(reason: String) -> (EvaluationOptions, (any EvaluationPresenter)?) {
         state.withLock { state in
-            EvaluationOptions(
+            let options = EvaluationOptions(
                 prompt: EvaluationPrompt(
                     reason: reason, fallbackTitle: state.localizedFallbackTitle,
                     cancelTitle: state.localizedCancelTitle),
-                presenter: PresenterAdapter.engine(state.presenter),
                 interactionNotAllowed: state.interactionNotAllowed,
                 reuseDuration: min(state.reuseDuration, LATouchIDAuthenticationMaximumAllowableReuseDuration))
+            return (options, PresenterAdapter.wrapping(state.presenter))
         }
     }
 
@@ -338,22 +337,27 @@ open class LAContext: NSObject, @unchecked Sendable {
 }
 
 extension LAContext: AuthenticationContextHandle {
-    /// The engine-side handle for `kSecUseAuthenticationContext`, with this context's presenter, reason and
-    /// interaction rule brought up to date for prompts the keychain starts.
+    /// The engine-side handle for `kSecUseAuthenticationContext`, created on first use.
     package func authenticationContextID() throws -> AuthenticationContextID {
         try checkUsable()
-        let client = try self.client.get()
-        let id = try contextIDBlocking()
-        let (presenter, reason, interactionNotAllowed) = state.withLock {
-            (PresenterAdapter.engine($0.presenter), $0.localizedReason, $0.interactionNotAllowed)
+        return try contextIDBlocking()
+    }
+
+    /// A keychain prompt for a request with this context shows its `localizedReason` (the engine's text when it
+    /// is empty) and titles, and does not happen when `interactionNotAllowed`.
+    package var keychainPromptOptions: EvaluationOptions {
+        state.withLock { state in
+            EvaluationOptions(
+                prompt: EvaluationPrompt(
+                    reason: state.localizedReason, fallbackTitle: state.localizedFallbackTitle,
+                    cancelTitle: state.localizedCancelTitle),
+                interactionNotAllowed: state.interactionNotAllowed)
         }
-        _ = try BlockingBridge.wait {
-            try await client.send(
-                .configure(
-                    id, presenter: presenter, reason: reason.isEmpty ? nil : reason,
-                    interactionNotAllowed: interactionNotAllowed))
-        }
-        return id
+    }
+
+    /// This context's ``presenter``.
+    package var keychainPresenter: (any EvaluationPresenter)? {
+        PresenterAdapter.wrapping(presenter)
     }
 }
 

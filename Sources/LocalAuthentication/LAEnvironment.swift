@@ -2,7 +2,6 @@ import Foundation
 import KeychainServices
 import SecurityClient
 import SecurityProtocol
-import SecurityServer
 import Synchronization
 
 /// The authentication environment of a user (`LAEnvironment`, iOS 18 / macOS 15): which mechanisms exist and
@@ -73,7 +72,7 @@ public final class LAEnvironment: NSObject, @unchecked Sendable {
 
     private var freshState: LAEnvironmentState {
         guard let client,
-            case .environment(let snapshot)? = try? BlockingBridge.wait({ try await client.send(.environment) })
+            case .environment(let snapshot)? = try? client.sendBlocking(.environment)
         else { return LAEnvironmentState(EnvironmentSnapshot.unavailable) }
         return LAEnvironmentState(snapshot)
     }

@@ -1,7 +1,6 @@
 import Foundation
 import KeychainServices
 import SecurityClient
-import SecurityServer
 
 /// A right kept in ``LARightStore``, with its own enclave P-256 key and secret (`LAPersistedRight`).
 ///

@@ -12,8 +12,7 @@ extension AuthenticationConfiguration {
     /// - readers: `$LA_READER_DRIVERS` (comma-separated libfprint driver ids; default any reader);
     /// - user: the process's user.
     package static func fromEnvironment(
-        dataDirectory: URL? = nil, presenter: (any EvaluationPresenter)?,
-        environment: [String: String] = ProcessInfo.processInfo.environment
+        dataDirectory: URL? = nil, environment: [String: String] = ProcessInfo.processInfo.environment
     ) -> AuthenticationConfiguration {
         let directory = dataDirectory ?? EmbeddedConfiguration.defaultDataDirectory(environment)
         let service = environment["LA_PAM_SERVICE"].flatMap { $0.isEmpty ? nil : $0 } ?? "local-authentication"
@@ -24,14 +23,6 @@ extension AuthenticationConfiguration {
         return AuthenticationConfiguration(
             stateDirectory: directory.path, username: currentUsername(),
             passcode: PasscodeAuthenticator.Configuration(service: service, configurationDirectory: confdir),
-            readerDrivers: drivers?.isEmpty == false ? drivers : nil, presenter: presenter)
-    }
-
-    /// The presenter to use by default: the terminal when this process has one and `$LA_PRESENTER` is not `none`.
-    package static func defaultPresenter(
-        environment: [String: String] = ProcessInfo.processInfo.environment
-    ) -> (any EvaluationPresenter)? {
-        guard environment["LA_PRESENTER"] != "none", TerminalPresenter.isAvailable else { return nil }
-        return TerminalPresenter()
+            readerDrivers: drivers?.isEmpty == false ? drivers : nil)
     }
 }

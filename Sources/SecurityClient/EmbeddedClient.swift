@@ -1,10 +1,13 @@
 import Foundation
 import SecurityProtocol
 import SecurityServer
+import Synchronization
 
 /// A client that runs the engine inside the calling process, on the store its configuration names.
 ///
 /// Protects data at rest and gives Apple's semantics; it cannot keep keys from code running as the same user.
+/// Prompts take the same path as they will over the daemon's socket: the engine's ``PromptChannel`` sends
+/// ``PromptEvent``s to a ``PromptResponder`` and gets ``PromptAnswer``s back, through the codec when round-tripping.
 package final class EmbeddedClient: SecurityClient {
     /// The engine serving this client.
     package let engine: KeychainEngine
@@ -12,20 +15,23 @@ package final class EmbeddedClient: SecurityClient {
     package let caller: CallerIdentity
     /// Whether every message passes through the protocol's codec (``EmbeddedConfiguration/roundTripsMessages``).
     package let roundTripsMessages: Bool
+    package let defaultPresenter: (any EvaluationPresenter)?
 
     /// Opens (creating on first use) the store `configuration` names, with authenticators configured by
-    /// `authentication` (by default: state in the store directory, PAM and readers from the environment, no
-    /// presenter for prompts the engine starts).
+    /// `authentication` (by default: state in the store directory, PAM and readers from the environment), prompting
+    /// through `defaultPresenter` for requests that bring no presenter of their own.
     ///
     /// - Throws: `KeychainStatus` when the store cannot be opened.
-    package init(configuration: EmbeddedConfiguration, authentication: AuthenticationConfiguration? = nil) throws {
-        let authentication =
-            authentication
-            ?? .fromEnvironment(dataDirectory: configuration.dataDirectory, presenter: nil)
+    package init(
+        configuration: EmbeddedConfiguration, authentication: AuthenticationConfiguration? = nil,
+        defaultPresenter: (any EvaluationPresenter)? = nil
+    ) throws {
+        let authentication = authentication ?? .fromEnvironment(dataDirectory: configuration.dataDirectory)
         engine = try KeychainEngine(directory: configuration.dataDirectory, authentication: authentication)
         caller = CallerIdentity(
             accessGroups: configuration.accessGroups, mayAccessAllGroups: configuration.mayAccessAllGroups)
         roundTripsMessages = configuration.roundTripsMessages
+        self.defaultPresenter = defaultPresenter
     }
 
     /// The process's default client: the store, PAM service, readers and access groups the environment names
@@ -37,18 +43,20 @@ package final class EmbeddedClient: SecurityClient {
         let configuration = EmbeddedConfiguration.fromEnvironment()
         return try EmbeddedClient(
             configuration: configuration,
-            authentication: .fromEnvironment(
-                dataDirectory: configuration.dataDirectory, presenter: AuthenticationConfiguration.defaultPresenter()))
+            authentication: .fromEnvironment(dataDirectory: configuration.dataDirectory),
+            defaultPresenter: TerminalPresenter.environmentDefault())
     }
 
     /// A client for another caller of the same engine (same store, same keys, same event stream).
     package init(
         engine: KeychainEngine, caller: CallerIdentity,
-        roundTripsMessages: Bool = EmbeddedConfiguration.roundTripsMessagesByDefault
+        roundTripsMessages: Bool = EmbeddedConfiguration.roundTripsMessagesByDefault,
+        defaultPresenter: (any EvaluationPresenter)? = nil
     ) {
         self.engine = engine
         self.caller = caller
         self.roundTripsMessages = roundTripsMessages
+        self.defaultPresenter = defaultPresenter
     }
 
     /// The connection ends with the client: its authentication contexts end too.
@@ -56,20 +64,52 @@ package final class EmbeddedClient: SecurityClient {
         engine.authentication?.discardAll(owner: caller.connection)
     }
 
-    package func send(_ request: KeychainRequest) throws -> KeychainResponse {
-        guard roundTripsMessages else { return try engine.handle(request, caller: caller) }
-        return try MessageRoundTrip.result { try engine.handle(MessageRoundTrip.value(request), caller: caller) }
+    // MARK: Keychain and keys
+
+    package func send(
+        _ request: KeychainRequest, options: EvaluationOptions, presenter: (any EvaluationPresenter)?
+    ) async throws -> KeychainResponse {
+        try await BlockingWork.run { try self.sendBlocking(request, options: options, presenter: presenter) }
     }
 
-    package func send(_ request: KeyRequest) throws -> KeyResponse {
-        guard roundTripsMessages else { return try engine.handle(request, caller: caller) }
-        return try MessageRoundTrip.result { try engine.handle(MessageRoundTrip.value(request), caller: caller) }
+    package func sendBlocking(
+        _ request: KeychainRequest, options: EvaluationOptions, presenter: (any EvaluationPresenter)?
+    ) throws -> KeychainResponse {
+        try withPrompting(options, presenter) { prompting in
+            guard roundTripsMessages else { return try engine.handle(request, caller: caller, prompting: prompting) }
+            return try MessageRoundTrip.result {
+                try engine.handle(MessageRoundTrip.value(request), caller: caller, prompting: prompting)
+            }
+        }
     }
 
-    package func send(_ request: AuthenticationRequest) async throws -> AuthenticationResponse {
-        guard roundTripsMessages else { return try await engine.handle(request, caller: caller) }
+    package func send(
+        _ request: KeyRequest, options: EvaluationOptions, presenter: (any EvaluationPresenter)?
+    ) async throws -> KeyResponse {
+        try await BlockingWork.run { try self.sendBlocking(request, options: options, presenter: presenter) }
+    }
+
+    package func sendBlocking(
+        _ request: KeyRequest, options: EvaluationOptions, presenter: (any EvaluationPresenter)?
+    ) throws -> KeyResponse {
+        try withPrompting(options, presenter) { prompting in
+            guard roundTripsMessages else { return try engine.handle(request, caller: caller, prompting: prompting) }
+            return try MessageRoundTrip.result {
+                try engine.handle(MessageRoundTrip.value(request), caller: caller, prompting: prompting)
+            }
+        }
+    }
+
+    // MARK: Authentication and administration
+
+    package func send(
+        _ request: AuthenticationRequest, presenter: (any EvaluationPresenter)?
+    ) async throws -> AuthenticationResponse {
+        let channel = promptChannel(presenter)
+        defer { channel?.close() }
+        guard roundTripsMessages else { return try await engine.handle(request, caller: caller, prompts: channel) }
         return try await MessageRoundTrip.result {
-            try await engine.handle(request.roundTrippingPayloads(), caller: caller)
+            try await engine.handle(MessageRoundTrip.value(request), caller: caller, prompts: channel)
         }
     }
 
@@ -84,6 +124,8 @@ package final class EmbeddedClient: SecurityClient {
         }
     }
 
+    // MARK: Events
+
     package func keychainEvents() -> AsyncStream<EngineEvent> {
         let events = engine.events(for: caller)
         return roundTripsMessages ? MessageRoundTrip.stream(events) : events
@@ -93,5 +135,59 @@ package final class EmbeddedClient: SecurityClient {
         guard let contexts = engine.authentication else { return AsyncStream { $0.finish() } }
         let changes = contexts.environmentChanges(for: caller)
         return roundTripsMessages ? MessageRoundTrip.stream(changes) : changes
+    }
+
+    // MARK: Prompts
+
+    /// Runs `body` with a prompt channel to `presenter` for one request, closing the channel afterwards.
+    private func withPrompting<Value>(
+        _ options: EvaluationOptions, _ presenter: (any EvaluationPresenter)?, _ body: (Prompting) throws -> Value
+    ) throws -> Value {
+        let channel = promptChannel(presenter)
+        defer { channel?.close() }
+        let options = roundTripsMessages ? MessageRoundTrip.value(options) : options
+        return try body(Prompting(options: options, channel: channel))
+    }
+
+    /// A channel whose events reach `presenter` on the presenter queue and whose answers come back from it, both
+    /// through the codec when round-tripping; nil when nobody can be asked (no presenter, or a request made from a
+    /// presenter callback, which must not wait for a second prompt).
+    private func promptChannel(_ presenter: (any EvaluationPresenter)?) -> PromptChannel? {
+        Self.promptChannel(to: presenter, roundTrips: roundTripsMessages)
+    }
+
+    /// A channel for one request to `presenter`, as this client makes them (for engine-level tests too).
+    package static func promptChannel(
+        to presenter: (any EvaluationPresenter)?,
+        roundTrips: Bool = EmbeddedConfiguration.roundTripsMessagesByDefault
+    ) -> PromptChannel? {
+        guard let presenter, !PresenterQueue.isCurrent else { return nil }
+        let responder = PromptResponder(request: PromptResponder.nextRequest(), presenter: presenter)
+        let answers = AnswerRelay()
+        let channel = PromptChannel(request: responder.request) { event in
+            responder.handle(roundTrips ? MessageRoundTrip.value(event) : event) { answer in
+                answers.deliver(roundTrips ? MessageRoundTrip.value(answer) : answer)
+            }
+        }
+        answers.connect(channel)
+        return channel
+    }
+}
+
+/// Carries a responder's answers to the channel it answers (made after the responder, so the link is set later;
+/// weak, so the channel and its event sink do not keep each other alive).
+private final class AnswerRelay: Sendable {
+    private struct Link: @unchecked Sendable {
+        weak var channel: PromptChannel?
+    }
+
+    private let link = Mutex(Link())
+
+    func connect(_ channel: PromptChannel) {
+        link.withLock { $0.channel = channel }
+    }
+
+    func deliver(_ answer: PromptAnswer) {
+        link.withLock { $0.channel }?.receive(answer)
     }
 }

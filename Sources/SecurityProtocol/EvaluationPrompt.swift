@@ -16,6 +16,13 @@ package struct EvaluationPrompt: Sendable, Equatable {
 
     /// Whether a fallback to the passcode is offered (a fallback title other than "").
     package var offersFallback: Bool { fallbackTitle != "" }
+
+    /// This prompt, with `reason` when its own is empty.
+    package func withDefaultReason(_ reason: String) -> EvaluationPrompt {
+        var prompt = self
+        if prompt.reason.isEmpty { prompt.reason = reason }
+        return prompt
+    }
 }
 
 extension EvaluationPrompt: ProtocolCodable {

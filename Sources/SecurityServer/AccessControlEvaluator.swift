@@ -11,14 +11,31 @@ package enum AccessDecision: Sendable, Equatable {
 /// Decides whether an item's `kSecAttrAccessControl` is satisfied for an operation.
 ///
 /// The engine asks this for every item that carries an access-control list, before anything of the item's data is
-/// decrypted. An evaluator that can check an `LAContext`'s credential (and prompt through a presenter) replaces the
+/// decrypted. An evaluator that can check an `LAContext`'s credential (and prompt through the request's channel) replaces the
 /// default when contexts exist.
 package protocol AccessControlEvaluator: Sendable {
-    /// - Parameter context: the caller's `kSecUseAuthenticationContext`, when it gave one.
+    /// - Parameters:
+    ///   - context: the caller's `kSecUseAuthenticationContext`, when it gave one.
+    ///   - prompting: how the request may ask the user.
     func authorize(
         _ policy: AccessControlPolicy, operation: AccessControlOperation, authenticationUI: AuthenticationUI,
-        context: AuthenticationContextID?
+        context: AuthenticationContextID?, prompting: Prompting
     ) -> AccessDecision
+}
+
+/// How one request may ask the user: its options (texts, interaction rule) and the channel to the client whose
+/// presenter draws the prompts (nil: nobody can be asked).
+package struct Prompting: Sendable {
+    package var options: EvaluationOptions
+    package var channel: PromptChannel?
+
+    package init(options: EvaluationOptions, channel: PromptChannel?) {
+        self.options = options
+        self.channel = channel
+    }
+
+    /// Nobody can be asked.
+    package static let none = Prompting(options: .nonInteractive, channel: nil)
 }
 
 /// The evaluator while no authentication context exists: no access-control list can be satisfied, so a guarded
@@ -29,7 +46,7 @@ package struct NoCredentialEvaluator: AccessControlEvaluator {
 
     package func authorize(
         _ policy: AccessControlPolicy, operation: AccessControlOperation, authenticationUI: AuthenticationUI,
-        context: AuthenticationContextID?
+        context: AuthenticationContextID?, prompting: Prompting
     ) -> AccessDecision {
         authenticationUI == .skip ? .skip : .denied(.interactionNotAllowed)
     }

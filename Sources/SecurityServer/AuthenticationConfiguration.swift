@@ -3,7 +3,8 @@ import Foundation
 import StoreFiles
 
 /// How the engine authenticates: where the authenticators keep state, which PAM service and fingerprint readers it
-/// uses, whose credentials they check, and who draws prompts the engine itself starts.
+/// uses, and whose credentials they check. Who draws prompts is the client's
+/// business: the engine sends them as messages (``PromptChannel``).
 package struct AuthenticationConfiguration: Sendable {
     /// The directory with the attempt policy and the encrypted prints (the keychain's data directory by default).
     package var stateDirectory: String
@@ -15,9 +16,6 @@ package struct AuthenticationConfiguration: Sendable {
     package var readerDrivers: [String]?
     /// How long one fingerprint scan may take.
     package var attemptTimeout: Duration
-    /// Who draws prompts that no `LAContext` asked for (a keychain read of an item with an access-control list);
-    /// nil = nobody, so such a read needs a context that is already satisfied.
-    package var presenter: (any EvaluationPresenter)?
     /// The clock of credentials and reuse windows; tests move it by hand.
     package var clock: any AttemptClock
 
@@ -26,14 +24,13 @@ package struct AuthenticationConfiguration: Sendable {
         stateDirectory: String, username: String,
         passcode: PasscodeAuthenticator.Configuration = PasscodeAuthenticator.Configuration(),
         readerDrivers: [String]? = nil, attemptTimeout: Duration = .seconds(30),
-        presenter: (any EvaluationPresenter)? = nil, clock: any AttemptClock = SystemAttemptClock()
+        clock: any AttemptClock = SystemAttemptClock()
     ) {
         self.stateDirectory = stateDirectory
         self.username = username
         self.passcode = passcode
         self.readerDrivers = readerDrivers
         self.attemptTimeout = attemptTimeout
-        self.presenter = presenter
         self.clock = clock
     }
 

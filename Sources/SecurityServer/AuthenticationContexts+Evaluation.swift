@@ -7,7 +7,8 @@ import Synchronization
 /// Evaluating a policy in a context: the reuse window, the fingerprint step on the reader, the passcode step
 /// through PAM, cancellation by invalidation, and what `canEvaluatePolicy` reports.
 extension AuthenticationContexts {
-    /// Evaluates `policy` in context `id`, prompting through `options.presenter`, and records the credential.
+    /// Evaluates `policy` in context `id`, prompting through `prompts` (the request's channel to its client), and
+    /// records the credential.
     ///
     /// - Throws: `AuthenticationError` with `LAError` codes: `invalidContext`, `appCancel` (invalidated or the task
     ///   cancelled meanwhile), `notInteractive`, `userCancel`, `userFallback`, `authenticationFailed`,
@@ -15,7 +16,8 @@ extension AuthenticationContexts {
     ///   code -11 (`companionNotAvailable`) for companion and wrist-detection policies.
     @discardableResult
     package func evaluate(
-        _ policy: EvaluationPolicy, context id: AuthenticationContextID, options: EvaluationOptions
+        _ policy: EvaluationPolicy, context id: AuthenticationContextID, options: EvaluationOptions,
+        prompts: PromptChannel?
     ) async throws -> Credential {
         _ = try credentials(for: id)
         let policy = policy == .biometricsOrCompanion ? .biometrics : policy
@@ -26,16 +28,13 @@ extension AuthenticationContexts {
             try record(reused, in: id)
             return reused
         }
-        guard !options.interactionNotAllowed, let presenter = options.presenter.map(QueuedPresenter.wrapping) else {
+        guard !options.interactionNotAllowed, let prompts, !prompts.isClosed else {
             throw AuthenticationError(.notInteractive, "an authentication is needed and interaction is not allowed")
-        }
-        guard !PresenterQueue.isCurrent else {
-            throw AuthenticationError(.notInteractive, "a presenter callback cannot start another prompt")
         }
         let cancelled = Mutex(false)
         let work = Task(executorPreference: BlockingBridge.executor) {
             try await self.perform(
-                policy, context: id, presenter: presenter, prompt: options.prompt,
+                policy, context: id, prompts: prompts, prompt: options.prompt,
                 isCancelled: { cancelled.withLock { $0 } || self.isInvalidated(id) })
         }
         let cancel: @Sendable () -> Void = {
@@ -144,16 +143,16 @@ extension AuthenticationContexts {
     }
 
     func perform(
-        _ policy: EvaluationPolicy, context id: AuthenticationContextID, presenter: any EvaluationPresenter,
+        _ policy: EvaluationPolicy, context id: AuthenticationContextID, prompts: PromptChannel,
         prompt: EvaluationPrompt, isCancelled: @escaping @Sendable () -> Bool
     ) async throws -> Credential {
         switch policy {
         case .passcode:
-            return try await passcodeStep(presenter: presenter, prompt: prompt, isCancelled: isCancelled)
+            return try await passcodeStep(prompts: prompts, prompt: prompt, isCancelled: isCancelled)
         case .deviceOwner:
             if await biometryUsable() {
                 do {
-                    return try await biometricStep(context: id, presenter: presenter, prompt: prompt)
+                    return try await biometricStep(context: id, prompts: prompts, prompt: prompt)
                 } catch AuthenticationError.Code.userFallback {
                 } catch AuthenticationError.Code.authenticationFailed {
                 } catch AuthenticationError.Code.biometryLockout {
@@ -162,9 +161,9 @@ extension AuthenticationContexts {
                 }
             }
             if isCancelled() { throw AuthenticationError(.appCancel, "the evaluation was cancelled by the app") }
-            return try await passcodeStep(presenter: presenter, prompt: prompt, isCancelled: isCancelled)
+            return try await passcodeStep(prompts: prompts, prompt: prompt, isCancelled: isCancelled)
         default:
-            return try await biometricStep(context: id, presenter: presenter, prompt: prompt)
+            return try await biometricStep(context: id, prompts: prompts, prompt: prompt)
         }
     }
 
@@ -176,19 +175,19 @@ extension AuthenticationContexts {
     }
 
     func biometricStep(
-        context id: AuthenticationContextID, presenter: any EvaluationPresenter, prompt: EvaluationPrompt
+        context id: AuthenticationContextID, prompts: PromptChannel, prompt: EvaluationPrompt
     ) async throws -> Credential {
         let action = Mutex<PromptAction?>(nil)
         let biometric = self.biometric
         let verification = Task(executorPreference: BlockingBridge.executor) {
             try await biometric.verify { event in
                 switch event {
-                case .waitingForFinger: presenter.fingerprintPrompt(.waitingForFinger)
-                case .retry(let reason, _): presenter.fingerprintPrompt(.retry(reason: reason))
+                case .waitingForFinger: prompts.fingerprintPrompt(.waitingForFinger)
+                case .retry(let reason, _): prompts.fingerprintPrompt(.retry(reason: reason))
                 }
             }
         }
-        presenter.fingerprintPromptDidBegin(prompt) { chosen in
+        prompts.fingerprintPromptDidBegin(prompt) { chosen in
             let first = action.withLock { current -> Bool in
                 guard current == nil else { return false }
                 current = chosen
@@ -196,7 +195,7 @@ extension AuthenticationContexts {
             }
             if first { verification.cancel() }
         }
-        defer { presenter.fingerprintPromptDidEnd() }
+        defer { prompts.fingerprintPromptDidEnd() }
         do {
             _ = try await withTaskCancellationHandler { try await verification.value } onCancel: {
                 verification.cancel()
@@ -207,7 +206,7 @@ extension AuthenticationContexts {
             case .fallback?: throw AuthenticationError(.userFallback, "the user chose the passcode instead")
             case nil: break
             }
-            if case AuthenticationError.Code.authenticationFailed = error { presenter.fingerprintPrompt(.notRecognized) }
+            if case AuthenticationError.Code.authenticationFailed = error { prompts.fingerprintPrompt(.notRecognized) }
             throw error
         }
         let hash = try currentStateHash()
@@ -217,9 +216,9 @@ extension AuthenticationContexts {
     }
 
     func passcodeStep(
-        presenter: any EvaluationPresenter, prompt: EvaluationPrompt, isCancelled: @escaping @Sendable () -> Bool
+        prompts: PromptChannel, prompt: EvaluationPrompt, isCancelled: @escaping @Sendable () -> Bool
     ) async throws -> Credential {
-        let conversation = PasscodeConversation(presenter: presenter, prompt: prompt, isCancelled: isCancelled)
+        let conversation = PasscodeConversation(channel: prompts, prompt: prompt, isCancelled: isCancelled)
         try await passcode.authenticate(user: configuration.username, presenter: conversation, isCancelled: isCancelled)
         let handler = state.withLock { $0.passcodeSuccessHandler }
         handler?()

@@ -4,35 +4,12 @@ import SecureCrypto
 import SecurityProtocol
 import Synchronization
 
-/// The caller's side of one evaluation: texts, who draws the prompt, whether it may, how old a fingerprint may be.
-package struct EvaluationOptions: Sendable {
-    /// The texts of the prompt.
-    package var prompt: EvaluationPrompt
-    /// Who draws it; nil = nobody (`notInteractive` when a prompt is needed).
-    package var presenter: (any EvaluationPresenter)?
-    /// `LAContext.interactionNotAllowed`.
-    package var interactionNotAllowed: Bool
-    /// `touchIDAuthenticationAllowableReuseDuration`, seconds (capped at 300).
-    package var reuseDuration: TimeInterval
-
-    /// Options with these values.
-    package init(
-        prompt: EvaluationPrompt, presenter: (any EvaluationPresenter)?, interactionNotAllowed: Bool = false,
-        reuseDuration: TimeInterval = 0
-    ) {
-        self.prompt = prompt
-        self.presenter = presenter
-        self.interactionNotAllowed = interactionNotAllowed
-        self.reuseDuration = reuseDuration
-    }
-}
-
 /// The engine's authentication contexts: the server side of every `LAContext`, the authenticators behind them, and
 /// the credentials successful evaluations leave.
 ///
 /// A client holds only an ``AuthenticationContextID`` (32 random bytes); everything else lives here. Evaluations
 /// (`AuthenticationContexts+Evaluation`) run their glue on the evaluation executor, their blocking calls on the
-/// authenticators' threads and their presenter calls on the presenter queue; enrollment is in `+Enrollment`.
+/// authenticators' threads, and their prompts go to the client as messages (``PromptChannel``); enrollment is in `+Enrollment`.
 package final class AuthenticationContexts: Sendable {
     /// The longest reuse window honoured (`LATouchIDAuthenticationMaximumAllowableReuseDuration`).
     package static let maximumReuseDuration: TimeInterval = 300
@@ -52,9 +29,6 @@ package final class AuthenticationContexts: Sendable {
         var invalidated = false
         var credentials: [AuthenticationMethod: Credential] = [:]
         var applicationPassword: SecureBytes?
-        var presenter: (any EvaluationPresenter)?
-        var interactionNotAllowed = false
-        var reason: String?
         var evaluatedDomainState: Data?
         var inFlight: [UInt64: @Sendable () -> Void] = [:]
     }
@@ -156,25 +130,6 @@ package final class AuthenticationContexts: Sendable {
     /// The context's application password, if set.
     package func applicationPassword(for id: AuthenticationContextID) throws -> SecureBytes? {
         try withRecord(id) { $0.applicationPassword }
-    }
-
-    /// Records the presenter, reason and interaction rule keychain prompts for this context use.
-    package func configure(
-        _ id: AuthenticationContextID, presenter: (any EvaluationPresenter)?, reason: String?,
-        interactionNotAllowed: Bool
-    ) throws {
-        try withRecord(id) {
-            $0.presenter = presenter
-            $0.reason = reason
-            $0.interactionNotAllowed = interactionNotAllowed
-        }
-    }
-
-    /// The presenter, reason and interaction rule recorded for `id`.
-    func promptSettings(
-        _ id: AuthenticationContextID
-    ) throws -> (presenter: (any EvaluationPresenter)?, reason: String?, interactionNotAllowed: Bool) {
-        try withRecord(id) { ($0.presenter, $0.reason, $0.interactionNotAllowed) }
     }
 
     /// The enrolled-set hash recorded by the last successful biometric evaluation or check of this context.

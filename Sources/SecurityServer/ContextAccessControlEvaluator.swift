@@ -4,7 +4,7 @@ import SecurityProtocol
 
 /// The access-control evaluator when authentication contexts exist: a list is satisfied by the credentials of the
 /// caller's context (`kSecUseAuthenticationContext`); when they fall short and interaction is allowed, it prompts
-/// through the context's presenter (or the configured one) and records the new credential in that context.
+/// through the request's channel to its client and records the new credential in that context.
 ///
 /// `SecItem` calls are synchronous, so a prompt blocks the calling thread, as Apple's does.
 package struct ContextAccessControlEvaluator: AccessControlEvaluator {
@@ -18,7 +18,7 @@ package struct ContextAccessControlEvaluator: AccessControlEvaluator {
 
     package func authorize(
         _ policy: AccessControlPolicy, operation: AccessControlOperation, authenticationUI: AuthenticationUI,
-        context: AuthenticationContextID?
+        context: AuthenticationContextID?, prompting: Prompting
     ) -> AccessDecision {
         let requirement = AccessRequirement(policy, operation: operation)
         let contexts = self.contexts
@@ -37,19 +37,17 @@ package struct ContextAccessControlEvaluator: AccessControlEvaluator {
             case .fail: return .denied(.interactionNotAllowed)
             case .allow: break
             }
-            let settings = try context.map { try contexts.promptSettings($0) }
-            // A presenter callback cannot be answered by a second prompt: it would wait for itself.
-            guard settings?.interactionNotAllowed != true, !PresenterQueue.isCurrent,
-                let presenter = (settings?.presenter ?? contexts.configuration.presenter).map(QueuedPresenter.wrapping)
-            else { return .denied(.interactionNotAllowed) }
+            guard !prompting.options.interactionNotAllowed, let channel = prompting.channel, !channel.isClosed else {
+                return .denied(.interactionNotAllowed)
+            }
             if !hasPassword && context == nil { return .denied(.interactionNotAllowed) }
-            let prompt = EvaluationPrompt(reason: settings?.reason ?? "use a protected keychain item")
+            let prompt = prompting.options.prompt.withDefaultReason("use a protected keychain item")
             let target = try context ?? contexts.createContext()
             defer { if context == nil { contexts.discard(target) } }
             let needsPassword = !hasPassword
             try BlockingBridge.wait {
                 try await contexts.satisfy(
-                    requirement, context: target, presenter: presenter, prompt: prompt, needsPassword: needsPassword)
+                    requirement, context: target, prompts: channel, prompt: prompt, needsPassword: needsPassword)
             }
             credentials = try contexts.credentials(for: target)
             hasPassword = try !requirement.needsApplicationPassword || contexts.applicationPassword(for: target) != nil
@@ -68,16 +66,18 @@ extension AuthenticationContexts {
     /// Runs the evaluations `requirement`'s unmet constraints call for in context `id` (and asks for the
     /// application password when `needsPassword`), recording the credentials.
     func satisfy(
-        _ requirement: AccessRequirement, context id: AuthenticationContextID, presenter: any EvaluationPresenter,
+        _ requirement: AccessRequirement, context id: AuthenticationContextID, prompts: PromptChannel,
         prompt: EvaluationPrompt, needsPassword: Bool
     ) async throws {
         let unmet = requirement.unmet(by: try credentials(for: id), currentHash: try currentStateHash())
         for policy in requirement.evaluations(for: unmet) {
-            try await evaluate(policy, context: id, options: EvaluationOptions(prompt: prompt, presenter: presenter))
+            try await evaluate(policy, context: id, options: EvaluationOptions(prompt: prompt), prompts: prompts)
         }
         if needsPassword {
             let question = PasscodePrompt(text: "Application password: ", echo: false)
-            let password = try await PasscodeAuthenticator.pamThread.run { presenter.passcode(prompt, question: question) }
+            let password = try await PasscodeAuthenticator.pamThread.run {
+                prompts.ask(prompt, question: question, isApplicationPassword: true) { self.isInvalidated(id) }
+            }
             guard let password else { throw AuthenticationError(.userCancel, "the application password was not given") }
             try setApplicationPassword(password, for: id)
         }
@@ -90,7 +90,7 @@ extension AuthenticationContexts {
     ///   set changed), `notInteractive`, and whatever the evaluations throw.
     package func evaluateAccessControl(
         _ policy: AccessControlPolicy, operation: AccessControlOperation, context id: AuthenticationContextID,
-        options: EvaluationOptions
+        options: EvaluationOptions, prompts: PromptChannel?
     ) async throws {
         let requirement = AccessRequirement(policy, operation: operation)
         let currentHash = try currentStateHash()
@@ -100,16 +100,15 @@ extension AuthenticationContexts {
                 .authenticationFailed,
                 "the access control can no longer be satisfied: the enrolled fingerprints changed since it was made")
         }
-        guard !options.interactionNotAllowed, let presenter = options.presenter else {
+        guard !options.interactionNotAllowed, prompts != nil else {
             throw AuthenticationError(.notInteractive, "an authentication is needed and interaction is not allowed")
         }
         let unmet = requirement.unmet(by: try credentials(for: id), currentHash: currentHash)
         for step in requirement.evaluations(for: unmet) {
             var stepOptions = options
-            stepOptions.presenter = presenter
             // The reuse window is for device unlock, never for an access-control list (Apple's LAContext docs).
             stepOptions.reuseDuration = 0
-            try await evaluate(step, context: id, options: stepOptions)
+            try await evaluate(step, context: id, options: stepOptions, prompts: prompts)
         }
         guard requirement.isSatisfied(by: try credentials(for: id), currentHash: try currentStateHash()) else {
             throw AuthenticationError(.authenticationFailed, "the credential does not satisfy the access control")

@@ -44,6 +44,10 @@ package struct ItemQuery: Sendable {
     package var authenticationUI: AuthenticationUI = .allow
     /// The caller's `kSecUseAuthenticationContext` handle, when it gave one.
     package var authenticationContext: AuthenticationContextID?
+    /// `kSecUseOperationPrompt`: the reason a prompt for this query shows, instead of the request's.
+    package var operationPrompt: String?
+    /// How the request may ask the user (set by the engine from the request, not parsed).
+    package var prompting: Prompting = .none
     package var valueData: Data?
 
     /// Validates `dictionary` for `operation`.
@@ -119,7 +123,8 @@ package struct ItemQuery: Sendable {
                 }
                 query.authenticationContext = AuthenticationContextID(bytes: [UInt8](handle))
             case "u_OpPrompt":
-                guard value.stringValue != nil else { throw KeychainStatus(.param, "\(key) must be a string") }
+                guard let text = value.stringValue else { throw KeychainStatus(.param, "\(key) must be a string") }
+                query.operationPrompt = text.isEmpty ? nil : text
             case "nleg":
                 guard value.boolValue != nil else { throw KeychainStatus(.param, "\(key) must be a boolean") }
             case "sync":

@@ -13,7 +13,12 @@ extension KeychainEngine {
     ///   protection class is locked, `errSecDecode` when the key does not open (changed bytes, another device),
     ///   `errSecInvalidKeyRef` for a handle that is not an enclave key, `errSecParam` for bad input (a ciphertext
     ///   that does not open, a peer key that is not on P-256), and what `SecItemAdd` returns for a stored key.
-    package func handle(_ request: KeyRequest, caller: CallerIdentity) throws -> KeyResponse {
+    ///
+    /// Blocks the calling thread while the user is asked through `prompting`, as ``handle(_:caller:prompting:)``
+    /// for keychain requests does.
+    package func handle(
+        _ request: KeyRequest, caller: CallerIdentity, prompting: Prompting = .none
+    ) throws -> KeyResponse {
         do {
             try requireOwnContext(request.context, caller: caller)
             switch request {
@@ -36,17 +41,17 @@ extension KeychainEngine {
                     item["v_Data"] = .data(key.serialized)
                     if item["klbl"] == nil { item["klbl"] = .data(InsecureSHA1.hash(key.publicKey)) }
                     if let policy { item["accc"] = .accessControl(policy) }
-                    _ = try handle(.add(item), caller: caller)
+                    _ = try handle(.add(item), caller: caller, prompting: prompting)
                 }
                 return .generated(handle: key.serialized, publicKey: key.publicKey)
             case .sign(let handle, let digest, let context):
                 return .signature(
-                    try useEnclaveKey(handle, for: .useKeySign, context: context) {
+                    try useEnclaveKey(handle, for: .useKeySign, context: context, prompting: prompting) {
                         try $0.signature(forDigest: digest).derRepresentation
                     })
             case .decrypt(let handle, let ciphertext, let variant, let context):
                 return .secret(
-                    try useEnclaveKey(handle, for: .useKeyDecrypt, context: context) {
+                    try useEnclaveKey(handle, for: .useKeyDecrypt, context: context, prompting: prompting) {
                         try ECIES.open(ciphertext, with: $0, variant: variant)
                     })
             case .keyExchange(let handle, let peerBytes, let kdf, let context):
@@ -57,7 +62,9 @@ extension KeychainEngine {
                     throw KeychainStatus(.param, "the peer key is not a P-256 public key")
                 }
                 return .secret(
-                    try useEnclaveKey(handle, for: .useKeyKeyExchange, context: context) { key in
+                    try useEnclaveKey(
+                        handle, for: .useKeyKeyExchange, context: context, prompting: prompting
+                    ) { key in
                         guard let kdf else { return try key.sharedSecret(with: peer) }
                         return try key.sharedSecret(
                             with: peer, x963SharedInfo: kdf.sharedInfo, outputByteCount: kdf.byteCount)
@@ -79,7 +86,7 @@ extension KeychainEngine {
     /// ciphertext, KDF size) are the caller's input: `errSecParam`.
     private func useEnclaveKey<Result>(
         _ handle: Data, for operation: AccessControlOperation, context: AuthenticationContextID?,
-        _ body: (P256.PrivateKey) throws -> Result
+        prompting: Prompting, _ body: (P256.PrivateKey) throws -> Result
     ) throws -> Result {
         let key: EnclaveKey
         do {
@@ -101,7 +108,9 @@ extension KeychainEngine {
                 // given, so no password can be trusted to open it now. It fails closed; make it again.
                 throw KeychainStatus(.authFailed, "the key predates application-password binding; create it again")
             }
-            switch evaluator.authorize(policy, operation: operation, authenticationUI: .allow, context: context) {
+            let decision = evaluator.authorize(
+                policy, operation: operation, authenticationUI: .allow, context: context, prompting: prompting)
+            switch decision {
             case .allowed: break
             case .skip: throw KeychainStatus(.interactionNotAllowed, "the key's access control is not satisfied")
             case .denied(let code): throw KeychainStatus(code, "the key's access control is not satisfied")

@@ -35,7 +35,7 @@ final class AuthorizationDecisions {
         if let decision = decided[version] { return decision }
         throw NeedsAuthorization(
             version: version, policy: policy, authenticationUI: query.authenticationUI,
-            context: query.authenticationContext)
+            context: query.authenticationContext, prompting: query.prompting)
     }
 
     func record(_ decision: AccessDecision, for version: Version) {
@@ -49,6 +49,7 @@ struct NeedsAuthorization: Error {
     var policy: AccessControlPolicy
     var authenticationUI: AuthenticationUI
     var context: AuthenticationContextID?
+    var prompting: Prompting
 }
 
 extension KeychainEngine {
@@ -68,7 +69,7 @@ extension KeychainEngine {
             } catch let needed as NeedsAuthorization {
                 let decision = evaluator.authorize(
                     needed.policy, operation: needed.version.operation, authenticationUI: needed.authenticationUI,
-                    context: needed.context)
+                    context: needed.context, prompting: needed.prompting)
                 decisions.record(decision, for: needed.version)
             }
         }

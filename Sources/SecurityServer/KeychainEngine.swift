@@ -98,22 +98,30 @@ package final class KeychainEngine: Sendable {
         }
     }
 
-    /// Serves one request for `caller`.
+    /// Serves one request for `caller`, asking the user through `prompting` when an item's access control needs
+    /// an authentication. Blocks the calling thread meanwhile: call it from a thread that may wait (never Swift's
+    /// cooperative pool).
     ///
     /// - Throws: `KeychainStatus` with the `OSStatus` Keychain Services returns.
-    package func handle(_ request: KeychainRequest, caller: CallerIdentity) throws -> KeychainResponse {
+    package func handle(
+        _ request: KeychainRequest, caller: CallerIdentity, prompting: Prompting = .none
+    ) throws -> KeychainResponse {
         do {
             switch request {
             case .add(let attributes):
-                return try add(parse(attributes, for: .add, caller: caller), caller: caller)
+                return try add(parse(attributes, for: .add, caller: caller, prompting: prompting), caller: caller)
                     .map(KeychainResponse.items) ?? .success
             case .copyMatching(let query):
-                return .items(try copyMatching(parse(query, for: .copyMatching, caller: caller), caller: caller))
+                return .items(
+                    try copyMatching(
+                        parse(query, for: .copyMatching, caller: caller, prompting: prompting), caller: caller))
             case .update(let query, let attributes):
-                try update(parse(query, for: .update, caller: caller), changes: attributes, caller: caller)
+                try update(
+                    parse(query, for: .update, caller: caller, prompting: prompting), changes: attributes,
+                    caller: caller)
                 return .success
             case .delete(let query):
-                try delete(parse(query, for: .delete, caller: caller), caller: caller)
+                try delete(parse(query, for: .delete, caller: caller, prompting: prompting), caller: caller)
                 return .success
             case .lock:
                 try enclave.lock()
@@ -133,12 +141,16 @@ package final class KeychainEngine: Sendable {
         }
     }
 
-    /// The query in `dictionary`, whose authentication context (if any) must be the caller connection's.
+    /// The query in `dictionary`, whose authentication context (if any) must be the caller connection's, asking
+    /// the user through `prompting` (with the query's `kSecUseOperationPrompt` as the reason, when it has one).
     func parse(
-        _ dictionary: [String: KeychainValue], for operation: ItemQuery.Operation, caller: CallerIdentity
+        _ dictionary: [String: KeychainValue], for operation: ItemQuery.Operation, caller: CallerIdentity,
+        prompting: Prompting = .none
     ) throws -> ItemQuery {
-        let query = try ItemQuery.parse(dictionary, for: operation)
+        var query = try ItemQuery.parse(dictionary, for: operation)
         try requireOwnContext(query.authenticationContext, caller: caller)
+        query.prompting = prompting
+        if let reason = query.operationPrompt { query.prompting.options.prompt.reason = reason }
         return query
     }
 

@@ -3,7 +3,6 @@ import KeychainServices
 import SecureCrypto
 import SecurityClient
 import SecurityProtocol
-import SecurityServer
 
 /// When an item's data can be read, with Apple's `kSecAttrAccessible` values as raw values.
 public enum KeychainAccessibility: String, Sendable, CaseIterable {
@@ -51,7 +50,7 @@ public struct Keychain: Sendable {
 
     func send(_ request: KeychainRequest) throws -> KeychainResponse {
         do {
-            return try (explicitClient ?? KeychainClientSelection.resolve()).send(request)
+            return try (explicitClient ?? KeychainClientSelection.resolve()).sendBlocking(request)
         } catch let status as KeychainStatus {
             throw KeychainError(status)
         }
@@ -128,17 +127,19 @@ public struct Keychain: Sendable {
     /// Locks the keychain: `whenUnlocked` items become unreadable until `unlock()`.
     public func lock() throws { _ = try send(.lock) }
 
-    /// Unlocks the keychain once the user's passcode passes PAM, asked through the presenter the keychain's client
-    /// was configured with (the terminal, for programs that have one and do not set `LA_PRESENTER=none`).
+    /// Unlocks the keychain once the user's passcode passes PAM, asked through the keychain's client's default
+    /// presenter (the terminal, for programs that have one and do not set `LA_PRESENTER=none`).
     ///
     /// Blocks the calling thread while the user types. Failed attempts count toward the passcode waits.
     /// - Throws: `KeychainError`: `.interactionNotAllowed` when nobody can be asked, `.userCanceled`, `.authFailed`
     ///   for a wrong passcode or while a wait after failures runs.
     public func unlock() throws {
         let client = try explicitClient ?? KeychainClientSelection.resolve()
-        let options = EvaluationOptions(prompt: EvaluationPrompt(reason: "Unlock the keychain"), presenter: nil)
+        let options = EvaluationOptions(prompt: EvaluationPrompt(reason: "Unlock the keychain"))
         do {
-            _ = try BlockingBridge.wait { try await client.send(.unlockWithPasscode(options)) }
+            _ = try BlockingBridge.wait {
+                try await client.send(.unlockWithPasscode(options), presenter: client.defaultPresenter)
+            }
         } catch {
             throw KeychainError(KeychainStatus(authenticationFailure: error))
         }

@@ -1,6 +1,5 @@
 import KeychainServices
 import SecurityProtocol
-import SecurityServer
 
 /// A failed keychain operation in the typed Swift API, carrying the same `OSStatus` the SecItem functions return.
 public struct KeychainError: Error, Sendable, Hashable, CustomStringConvertible {

@@ -1,7 +1,6 @@
 import Foundation
 import KeychainServices
 import SecurityProtocol
-import SecurityServer
 
 /// A type the typed keychain API stores: `GenericPassword`, `InternetPassword` or `KeychainKey`.
 public protocol KeychainItem: Sendable {}

@@ -20,7 +20,7 @@ do {
         configuration: EmbeddedConfiguration(dataDirectory: directory, accessGroups: ["stress"]))
     for index in 0..<count {
         let account = "\(prefix)-\(index)"
-        _ = try client.send(
+        _ = try client.sendBlocking(
             .add([
                 "class": .string("genp"), "svce": .string("stress"), "acct": .string(account),
                 "v_Data": .data(Data(account.utf8)),
@@ -28,7 +28,7 @@ do {
         // One write(2) per line, so a line on the pipe means the add before it returned.
         FileHandle.standardOutput.write(Data("added \(index)\n".utf8))
         if index % 10 == 0 {
-            let response = try client.send(
+            let response = try client.sendBlocking(
                 .copyMatching([
                     "class": .string("genp"), "svce": .string("stress"), "acct": .string(account),
                     "r_Data": .bool(true),

@@ -36,21 +36,20 @@ struct BiometryOptions: ParsableArguments {
     /// user sees. Enrollment and removal go through its requests, under the passcode, like any other program's.
     func client() throws -> EmbeddedClient {
         let directory = URL(fileURLWithPath: stateDir ?? defaultAuthenticatorStateDirectory(), isDirectory: true)
-        var authentication = AuthenticationConfiguration.fromEnvironment(
-            dataDirectory: directory, presenter: AuthenticationConfiguration.defaultPresenter())
+        var authentication = AuthenticationConfiguration.fromEnvironment(dataDirectory: directory)
         if let user { authentication.username = user }
         if !drivers.isEmpty { authentication.readerDrivers = drivers }
         authentication.attemptTimeout = .seconds(timeout)
         return try EmbeddedClient(
             configuration: EmbeddedConfiguration(dataDirectory: directory, accessGroups: []),
-            authentication: authentication)
+            authentication: authentication, defaultPresenter: TerminalPresenter.environmentDefault())
     }
 }
 
 /// A context of `client` holding a passcode credential, asked for on the terminal: what changing the enrolled
 /// fingerprints needs, as on Apple's devices.
 func passcodeContext(_ client: any SecurityClient, reason: String) async throws -> AuthenticationContextID {
-    guard let presenter = AuthenticationConfiguration.defaultPresenter() else {
+    guard let presenter = TerminalPresenter.environmentDefault() else {
         throw AuthenticationError(.notInteractive, "changing fingerprints needs the passcode, and there is no terminal to ask on")
     }
     return try await client.passcodeContext(reason: reason, presenter: presenter)

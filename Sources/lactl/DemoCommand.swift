@@ -66,7 +66,8 @@ struct Demo: AsyncParsableCommand {
             authentication: AuthenticationConfiguration(
                 stateDirectory: storeDirectory, username: "demo",
                 passcode: .init(service: "local-authentication", configurationDirectory: pam),
-                readerDrivers: ["no_such_driver"], presenter: ScriptedPasscode(answer: "correct horse")))
+                readerDrivers: ["no_such_driver"]),
+            defaultPresenter: ScriptedPasscode(answer: "correct horse"))
         let keychain = Keychain(client: client)
         let token = Data("demo-api-token-\(UUID().uuidString)".utf8)
         try keychain.add(GenericPassword(service: "api.example.com", account: "demo", password: token))

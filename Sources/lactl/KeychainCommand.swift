@@ -44,9 +44,8 @@ struct KeychainOptions: ParsableArguments {
         do {
             return try EmbeddedClient(
                 configuration: configuration,
-                authentication: .fromEnvironment(
-                    dataDirectory: configuration.dataDirectory,
-                    presenter: AuthenticationConfiguration.defaultPresenter()))
+                authentication: .fromEnvironment(dataDirectory: configuration.dataDirectory),
+                defaultPresenter: TerminalPresenter.environmentDefault())
         } catch {
             throw KeychainCommandFailure(status: errSecNotAvailable, operation: "open the keychain")
         }
@@ -405,13 +404,13 @@ struct UnlockKeychain: ParsableCommand {
     func run() throws {
         try reporting {
             let client = try options.client()
-            guard let presenter = AuthenticationConfiguration.defaultPresenter() else {
+            guard let presenter = client.defaultPresenter else {
                 throw KeychainCommandFailure(
                     status: errSecInteractionNotAllowed, operation: "unlock the keychain (no terminal to ask on)")
             }
-            let options = EvaluationOptions(prompt: EvaluationPrompt(reason: "Unlock the keychain"), presenter: presenter)
+            let options = EvaluationOptions(prompt: EvaluationPrompt(reason: "Unlock the keychain"))
             do {
-                _ = try BlockingBridge.wait { try await client.send(.unlockWithPasscode(options)) }
+                _ = try BlockingBridge.wait { try await client.send(.unlockWithPasscode(options), presenter: presenter) }
             } catch let error as AuthenticationError {
                 printError(error)
                 throw KeychainCommandFailure(

@@ -47,8 +47,8 @@ struct PasscodeVerify: AsyncParsableCommand {
                 passcode: .init(service: service, configurationDirectory: confdir)))
         do {
             guard case .context(let id) = try await client.send(.createContext) else { return }
-            let options = EvaluationOptions(prompt: EvaluationPrompt(reason: ""), presenter: TerminalPresenter())
-            _ = try await client.send(.evaluatePolicy(.passcode, id, options))
+            let options = EvaluationOptions(prompt: EvaluationPrompt(reason: ""))
+            _ = try await client.send(.evaluatePolicy(.passcode, id, options), presenter: TerminalPresenter())
             print("passcode accepted for \(user)")
         } catch let error as AuthenticationError {
             printError(error)

@@ -39,7 +39,7 @@ struct BackupAttackTests {
         let start = ContinuousClock.now
         let status: OSStatus
         do {
-            _ = try client.send(.importBackup(file: path, password: SecureBytes(Array(password.utf8))))
+            _ = try client.sendBlocking(.importBackup(file: path, password: SecureBytes(Array(password.utf8))))
             status = errSecSuccess
         } catch let error as KeychainStatus {
             status = error.code.rawValue
@@ -59,7 +59,7 @@ struct BackupAttackTests {
 
         // A genuine backup, to truncate and flip.
         let genuinePath = scratch.appendingPathComponent("genuine.backup")
-        _ = try client.send(.exportBackup(file: genuinePath, password: SecureBytes(Array("pw".utf8))))
+        _ = try client.sendBlocking(.exportBackup(file: genuinePath, password: SecureBytes(Array("pw".utf8))))
         let genuine = try Data(contentsOf: genuinePath)
 
         var cases: [(String, Data, Set<OSStatus>)] = [
@@ -111,7 +111,7 @@ struct BackupAttackTests {
         try handle.close()
         let start = ContinuousClock.now
         #expect(throws: KeychainStatus.self) {
-            _ = try client.send(.importBackup(file: path, password: SecureBytes(Array("pw".utf8))))
+            _ = try client.sendBlocking(.importBackup(file: path, password: SecureBytes(Array("pw".utf8))))
         }
         #expect(ContinuousClock.now - start < .seconds(1))
     }
@@ -130,7 +130,7 @@ struct BackupAttackTests {
         let file = scratch.appendingPathComponent("out.backup")
         symlink(victim.path, scratch.appendingPathComponent(".out.backup.\(getpid()).tmp").path)
         symlink(victim.path, file.path)
-        _ = try client.send(.exportBackup(file: file, password: SecureBytes(Array("pw".utf8))))
+        _ = try client.sendBlocking(.exportBackup(file: file, password: SecureBytes(Array("pw".utf8))))
         #expect(try Data(contentsOf: victim) == Data("victim".utf8))
         var info = stat()
         #expect(lstat(file.path, &info) == 0)

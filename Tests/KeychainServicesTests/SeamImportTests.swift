@@ -3,7 +3,7 @@ import Testing
 import TestSupport
 
 /// `scripts/check-imports` (run by `make test`) passes on the repository and fails on a copy of the public modules
-/// where one file imports an engine module.
+/// where one file imports an engine module, or where a SecurityClient file other than the embedded client's does.
 @Suite("The public modules' imports")
 struct SeamImportTests {
     let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -20,24 +20,28 @@ struct SeamImportTests {
         let copy = FileManager.default.temporaryDirectory.appendingPathComponent("imports-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: copy) }
         let files = FileManager.default
-        try files.createDirectory(at: copy.appendingPathComponent("scripts"), withIntermediateDirectories: true)
-        try files.copyItem(
-            at: root.appendingPathComponent("scripts/check-imports.allowed"),
-            to: copy.appendingPathComponent("scripts/check-imports.allowed"))
+        let checked = ["LocalAuthentication", "KeychainServices", "SwiftKeychain", "SecurityClient"]
         for module in try files.contentsOfDirectory(atPath: root.appendingPathComponent("Sources").path) {
             let target = copy.appendingPathComponent("Sources/\(module)")
-            if module == "LocalAuthentication" || module == "KeychainServices" {
+            if checked.contains(module) {
                 try files.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
                 try files.copyItem(at: root.appendingPathComponent("Sources/\(module)"), to: target)
             } else {
                 try files.createDirectory(at: target, withIntermediateDirectories: true)
             }
         }
-        let secItem = copy.appendingPathComponent("Sources/KeychainServices/SecItem.swift")
-        try ("internal import KeychainStore\n" + String(contentsOf: secItem, encoding: .utf8))
-            .write(to: secItem, atomically: true, encoding: .utf8)
-        let (dirty, complaint) = try check(copy)
-        #expect(dirty == 1)
-        #expect(complaint.contains("Sources/KeychainServices/SecItem.swift:1: imports KeychainStore"))
+        let (copied, _) = try check(copy)
+        #expect(copied == 0)
+        for (file, module) in [
+            ("KeychainServices/SecItem.swift", "KeychainStore"), ("SecurityClient/PresenterQueue.swift", "SecurityServer"),
+        ] {
+            let url = copy.appendingPathComponent("Sources/\(file)")
+            let original = try String(contentsOf: url, encoding: .utf8)
+            try ("internal import \(module)\n" + original).write(to: url, atomically: true, encoding: .utf8)
+            let (dirty, complaint) = try check(copy)
+            #expect(dirty == 1)
+            #expect(complaint.contains("Sources/\(file):1: imports \(module)"))
+            try original.write(to: url, atomically: true, encoding: .utf8)
+        }
     }
 }

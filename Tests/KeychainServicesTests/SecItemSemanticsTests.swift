@@ -422,7 +422,7 @@ struct SecItemSemanticsTests {
             addGenericPassword(account: "ak")
             addGenericPassword(account: "ck", extra: [kSecAttrAccessible as String: kSecAttrAccessibleAfterFirstUnlock])
             addGenericPassword(account: "dk", extra: [kSecAttrAccessible as String: kSecAttrAccessibleAlways])
-            _ = try client.send(.lock)
+            _ = try client.sendBlocking(.lock)
             #expect(password(account: "ak").map { _ in true } == .failure(StatusError(status: errSecInteractionNotAllowed)))
             #expect(password(account: "ck") == .success("secret"))
             #expect(password(account: "dk") == .success("secret"))
@@ -433,7 +433,8 @@ struct SecItemSemanticsTests {
             #expect(password(account: "ak").map { _ in true } == .failure(StatusError(status: errSecInteractionNotAllowed)))
         }
         _ = try BlockingBridge.wait {
-            try await client.send(.unlockWithPasscode(EvaluationOptions(prompt: .init(reason: "test"), presenter: nil)))
+            try await client.send(
+                .unlockWithPasscode(EvaluationOptions(prompt: .init(reason: "test"))), presenter: client.defaultPresenter)
         }
         try store.with(client) {
             #expect(password(account: "ak") == .success("secret"))
@@ -450,8 +451,8 @@ struct SecItemSemanticsTests {
         // A passcode success records that one is set.
         let client = try store.passcodeClient(presenter: PasscodeAnswers("secret", "secret"))
         guard case .context(let context) = try await client.send(.createContext) else { return }
-        let options = EvaluationOptions(prompt: .init(reason: "test"), presenter: PasscodeAnswers("secret"))
-        _ = try await client.send(.evaluatePolicy(.passcode, context, options))
+        let options = EvaluationOptions(prompt: .init(reason: "test"))
+        _ = try await client.send(.evaluatePolicy(.passcode, context, options), presenter: PasscodeAnswers("secret"))
         try store.with(client) {
             #expect(addGenericPassword(account: "p", extra: extra) == errSecSuccess)
             #expect(password(account: "p") == .success("secret"))

@@ -41,7 +41,8 @@ final class TestStore: Sendable {
             authentication: AuthenticationConfiguration(
                 stateDirectory: directory.path, username: user,
                 passcode: .init(service: "keychain-test", configurationDirectory: pamDirectory),
-                readerDrivers: ["no_such_driver"], presenter: presenter))
+                readerDrivers: ["no_such_driver"]),
+            defaultPresenter: presenter)
     }
 
     /// Runs `body` with the SecItem functions bound to `client`.

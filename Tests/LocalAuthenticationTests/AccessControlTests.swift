@@ -1,6 +1,7 @@
 import Foundation
 import KeychainServices
 import LocalAuthentication
+import SecurityClient
 import SecurityProtocol
 import SecurityServer
 import Testing
@@ -202,8 +203,8 @@ struct AccessControlTests {
         try await world.enroll("alice-1")
         let evaluator = ContextAccessControlEvaluator(contexts: world.contexts)
         let keyPolicy = AccessControlPolicy(protection: "ak", flags: 1 << 30 | 1 << 1)
-        #expect(evaluator.authorize(keyPolicy, operation: .readData, authenticationUI: .fail, context: nil) == .allowed)
-        #expect(evaluator.authorize(keyPolicy, operation: .useKeySign, authenticationUI: .fail, context: nil)
+        #expect(evaluator.authorize(keyPolicy, operation: .readData, authenticationUI: .fail, context: nil, prompting: .none) == .allowed)
+        #expect(evaluator.authorize(keyPolicy, operation: .useKeySign, authenticationUI: .fail, context: nil, prompting: .none)
             == .denied(.interactionNotAllowed))
         let both = AccessControlPolicy(protection: "ak", flags: 1 << 15 | 1 << 1 | 1 << 4)
         try await world.run {
@@ -214,13 +215,19 @@ struct AccessControlTests {
             #expect(try await matched)
             let id = try context.authenticationContextID()
             for operation in [AccessControlOperation.useKeySign, .useKeyDecrypt, .useKeyKeyExchange] {
-                #expect(evaluator.authorize(keyPolicy, operation: operation, authenticationUI: .fail, context: id)
+                #expect(evaluator.authorize(keyPolicy, operation: operation, authenticationUI: .fail, context: id, prompting: .none)
                     == .allowed)
             }
-            #expect(evaluator.authorize(both, operation: .useKeySign, authenticationUI: .fail, context: id)
+            #expect(evaluator.authorize(both, operation: .useKeySign, authenticationUI: .fail, context: id, prompting: .none)
                 == .denied(.interactionNotAllowed))
-            // Allowed to prompt: the engine asks for the missing passcode through the context's presenter.
-            #expect(evaluator.authorize(both, operation: .useKeySign, authenticationUI: .allow, context: id) == .allowed)
+            // Allowed to prompt: the engine asks for the missing passcode through the request's channel, which
+            // reaches the context's presenter.
+            let prompting = Prompting(
+                options: context.keychainPromptOptions,
+                channel: EmbeddedClient.promptChannel(to: context.keychainPresenter))
+            #expect(
+                evaluator.authorize(both, operation: .useKeySign, authenticationUI: .allow, context: id, prompting: prompting)
+                    == .allowed)
         }
         await world.close()
     }

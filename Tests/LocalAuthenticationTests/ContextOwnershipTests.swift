@@ -28,7 +28,7 @@ struct ContextOwnershipTests {
             try KeychainClientSelection.$current.withValue(other) {
                 #expect(readProtected("owned", context: context).status == errSecAuthFailed)
                 #expect(throws: KeychainStatus.self) {
-                    _ = try other.send(.sign(handle: Data(), digest: Data(count: 32), context: id))
+                    _ = try other.sendBlocking(.sign(handle: Data(), digest: Data(count: 32), context: id))
                 }
             }
             for request: AuthenticationRequest in [

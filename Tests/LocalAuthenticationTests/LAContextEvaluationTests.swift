@@ -231,14 +231,14 @@ struct LAContextEvaluationTests {
 
     @Test func aPasscodeSuccessUnlocksTheKeychain() async throws {
         let world = try LocalAuthenticationWorld(reader: false)
-        _ = try world.client.send(.lock)
-        guard case .locked(true) = try world.client.send(.lockState) else {
+        _ = try world.client.sendBlocking(.lock)
+        guard case .locked(true) = try world.client.sendBlocking(.lockState) else {
             Issue.record("the keychain did not lock")
             return
         }
         let context = makeContext(in: world, presenter: ScriptedAuthenticationPresenter(passcodes: ["secret"]))
         #expect(try await context.evaluatePolicy(.deviceOwnerAuthentication, localizedReason: "unlock"))
-        guard case .locked(false) = try world.client.send(.lockState) else {
+        guard case .locked(false) = try world.client.sendBlocking(.lockState) else {
             Issue.record("the passcode success did not unlock the keychain")
             return
         }

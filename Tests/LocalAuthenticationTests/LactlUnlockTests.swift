@@ -35,10 +35,10 @@ struct LactlUnlockTests {
         let world = try LocalAuthenticationWorld(reader: false, user: AuthenticationConfiguration.currentUsername())
         defer { world.directory.remove() }
         func isLocked() throws -> Bool {
-            guard case .locked(let locked) = try world.client.send(.lockState) else { return false }
+            guard case .locked(let locked) = try world.client.sendBlocking(.lockState) else { return false }
             return locked
         }
-        _ = try world.client.send(.lock)
+        _ = try world.client.sendBlocking(.lock)
         let (cancelled, cancelledScreen) = try unlock(world: world, typing: "\u{03}")
         #expect(cancelled != 0)
         #expect(try isLocked())

@@ -69,12 +69,11 @@ struct LocalAuthenticationWorld {
         let authentication = AuthenticationConfiguration(
             stateDirectory: directory.path + "/store", username: user,
             passcode: .init(service: pamService ? Self.service : "absent-service", configurationDirectory: directory.path),
-            readerDrivers: [reader ? "virtual_device" : "no_such_driver"], attemptTimeout: .seconds(20),
-            presenter: presenter, clock: clock)
+            readerDrivers: [reader ? "virtual_device" : "no_such_driver"], attemptTimeout: .seconds(20), clock: clock)
         client = try EmbeddedClient(
             configuration: EmbeddedConfiguration(
                 dataDirectory: URL(fileURLWithPath: directory.path + "/store"), accessGroups: ["test.group"]),
-            authentication: authentication)
+            authentication: authentication, defaultPresenter: presenter)
     }
 
     /// Runs `body` with the SecItem functions and new `LAContext`s bound to this world's engine.

@@ -40,7 +40,7 @@ struct RightsWorld {
         let authentication = AuthenticationConfiguration(
             stateDirectory: directory + "/store", username: "alice",
             passcode: .init(service: service, configurationDirectory: directory),
-            readerDrivers: ["virtual_device"], attemptTimeout: .seconds(20), presenter: nil)
+            readerDrivers: ["virtual_device"], attemptTimeout: .seconds(20))
         return try EmbeddedClient(
             configuration: EmbeddedConfiguration(
                 dataDirectory: URL(fileURLWithPath: directory + "/store"), accessGroups: [accessGroup]),

@@ -32,7 +32,7 @@ struct EnclaveKeyAccessControlTests {
         let client = try store.contextClient()
         func boundHash(_ flags: UInt64) throws -> Data? {
             let policy = AccessControlPolicy(protection: "aku", flags: flags)
-            guard case .generated(let handle, _) = try client.send(KeyRequest.generate(accessControl: policy, item: nil, context: nil))
+            guard case .generated(let handle, _) = try client.sendBlocking(KeyRequest.generate(accessControl: policy, item: nil, context: nil))
             else { throw SecKeyFailure(status: 6) }
             let sealed = try EnclaveKey(serialized: handle)
             guard case .accessControl(let bound)? = try AttributeCodec.decode(sealed.accessControl)["accc"] else {

@@ -226,7 +226,7 @@ struct EnclaveKeyTests {
         let client = try store.client(evaluator: AllowingEvaluator())
         try store.with(client) {
             let privateKey = try makeKey(keyParameters(enclave: true, accessControl: try userPresenceACL()))
-            _ = try client.send(KeychainRequest.lock)
+            _ = try client.sendBlocking(KeychainRequest.lock)
             #expect(
                 failureStatus {
                     SecKeyCreateSignature(privateKey, .ecdsaSignatureMessageX962SHA256, Data("m".utf8) as CFData, $0)
@@ -273,7 +273,7 @@ struct EnclaveKeyTests {
         // The stored item is the sealed key, not the private scalar.
         let client = try store.client(evaluator: AllowingEvaluator())
         guard
-            case .items(let items) = try client.send(
+            case .items(let items) = try client.sendBlocking(
                 .copyMatching([
                     "class": .string("keys"), "atag": .data(tag), "r_Data": .bool(true),
                 ])),
@@ -304,10 +304,10 @@ struct EnclaveKeyTests {
         let store = KeyTestStore()
         let client = try store.client(evaluator: AllowingEvaluator())
         let policy = AccessControlPolicy(protection: "aku", flags: 0x4000_0001)
-        guard case .generated(let handle, _) = try client.send(KeyRequest.generate(accessControl: policy, item: nil, context: nil))
+        guard case .generated(let handle, _) = try client.sendBlocking(KeyRequest.generate(accessControl: policy, item: nil, context: nil))
         else { throw SecKeyFailure(status: 3) }
         let digest = SHA256.hash(Data("m".utf8))
-        guard case .signature = try client.send(KeyRequest.sign(handle: handle, digest: digest, context: nil)) else {
+        guard case .signature = try client.sendBlocking(KeyRequest.sign(handle: handle, digest: digest, context: nil)) else {
             throw SecKeyFailure(status: 4)
         }
         let sealed = try EnclaveKey(serialized: handle)
@@ -324,11 +324,11 @@ struct EnclaveKeyTests {
         otherPublicKey.publicKey = try P256.PrivateKey().publicKey.x963Representation
         for tampered in [changedScalar, weakerACL, otherACL, otherPublicKey] {
             #expect(
-                statusCode { try client.send(KeyRequest.sign(handle: tampered.serialized, digest: digest, context: nil)) }
+                statusCode { try client.sendBlocking(KeyRequest.sign(handle: tampered.serialized, digest: digest, context: nil)) }
                     == .decode)
         }
         #expect(
-            statusCode { try client.send(KeyRequest.sign(handle: Data("not a key".utf8), digest: digest, context: nil)) }
+            statusCode { try client.sendBlocking(KeyRequest.sign(handle: Data("not a key".utf8), digest: digest, context: nil)) }
                 == KeychainStatus.Code(rawValue: errSecInvalidKeyRef))
     }
 
@@ -336,12 +336,12 @@ struct EnclaveKeyTests {
         let (firstStore, secondStore) = (KeyTestStore(), KeyTestStore())
         let first = try firstStore.client(evaluator: AllowingEvaluator())
         let second = try secondStore.client(evaluator: AllowingEvaluator())
-        guard case .generated(let handle, _) = try first.send(KeyRequest.generate(accessControl: nil, item: nil, context: nil)) else {
+        guard case .generated(let handle, _) = try first.sendBlocking(KeyRequest.generate(accessControl: nil, item: nil, context: nil)) else {
             throw SecKeyFailure(status: 5)
         }
         let digest = SHA256.hash(Data("m".utf8))
-        #expect(statusCode { try second.send(KeyRequest.sign(handle: handle, digest: digest, context: nil)) } == .decode)
-        #expect(statusCode { try first.send(KeyRequest.sign(handle: handle, digest: digest, context: nil)) } == nil)
+        #expect(statusCode { try second.sendBlocking(KeyRequest.sign(handle: handle, digest: digest, context: nil)) } == .decode)
+        #expect(statusCode { try first.sendBlocking(KeyRequest.sign(handle: handle, digest: digest, context: nil)) } == nil)
     }
 }
 

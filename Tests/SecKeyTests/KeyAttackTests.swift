@@ -55,10 +55,10 @@ struct KeyAttackTests {
             let handle = try #require(ownerFound as? Data)
             let digest = SHA256.hash(Data("m".utf8))
             #expect(throws: KeychainStatus.self) {
-                _ = try client.send(KeyRequest.sign(handle: handle, digest: digest, context: try mallory.authenticationContextID()))
+                _ = try client.sendBlocking(KeyRequest.sign(handle: handle, digest: digest, context: try mallory.authenticationContextID()))
             }
             do {
-                _ = try client.send(KeyRequest.sign(handle: handle, digest: digest, context: try mallory.authenticationContextID()))
+                _ = try client.sendBlocking(KeyRequest.sign(handle: handle, digest: digest, context: try mallory.authenticationContextID()))
             } catch let status as KeychainStatus {
                 #expect(status.code == .authFailed)
             }
@@ -72,13 +72,13 @@ struct KeyAttackTests {
                     context: strangerContext),
             ] {
                 do {
-                    _ = try client.send(request)
+                    _ = try client.sendBlocking(request)
                     Issue.record("a key use with another password succeeded")
                 } catch let status as KeychainStatus {
                     #expect(status.code == .authFailed)
                 }
             }
-            guard case .signature = try client.send(
+            guard case .signature = try client.sendBlocking(
                 KeyRequest.sign(handle: handle, digest: digest, context: try owner.authenticationContextID()))
             else {
                 Issue.record("the owner's context no longer signs")
@@ -102,7 +102,7 @@ struct KeyAttackTests {
             context.interactionNotAllowed = true
             #expect(context.setCredential(Data("anything".utf8), type: .applicationPassword))
             do {
-                _ = try client.send(KeyRequest.sign(
+                _ = try client.sendBlocking(KeyRequest.sign(
                     handle: legacy.serialized, digest: SHA256.hash(Data("m".utf8)),
                     context: try context.authenticationContextID()))
                 Issue.record("an unbound password key signed")

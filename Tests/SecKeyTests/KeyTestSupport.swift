@@ -62,7 +62,7 @@ final class AllowingEvaluator: AccessControlEvaluator {
 
     func authorize(
         _ policy: AccessControlPolicy, operation: AccessControlOperation, authenticationUI: AuthenticationUI,
-        context: AuthenticationContextID?
+        context: AuthenticationContextID?, prompting: Prompting
     ) -> AccessDecision {
         recorded.withLock { $0.append(Call(operation: operation, context: context)) }
         return .allowed

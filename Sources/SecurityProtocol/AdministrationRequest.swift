@@ -1,8 +1,50 @@
-import Authenticators
 import Foundation
-import SecurityProtocol
 
-// Plain values already; they move to SecurityProtocol once VerificationEvent and ReaderInfo leave Authenticators.
+/// Administrative requests: the user's enrolled fingerprints, the reader, and the passcode's removal, each under
+/// the authentication Apple's devices ask for (changing fingerprints or removing the passcode needs the passcode
+/// first). What `lactl`, the examples and the tests do instead of reaching into the engine.
+package enum AdministrationRequest: Sendable {
+    /// Enrolls `finger` (replacing an earlier print of it); the context must hold a passcode credential (not a
+    /// reused one) from the last five minutes. Progress arrives as ``AdministrationEvent/enrollment(_:)``; the
+    /// answer is ``AdministrationEvent/enrolled(_:)``.
+    case enroll(Finger, context: AuthenticationContextID)
+    /// Removes an enrolled print, under the same rule as ``enroll(_:context:)``.
+    case removePrint(PrintIdentifier, context: AuthenticationContextID)
+    /// The enrolled prints (without templates) and the enrolled-set state hash.
+    case enrolledPrints
+    /// Opens the reader and describes it.
+    case reader
+    /// Waits for a finger and says which print it matched (counted as an attempt, as any scan is). Progress
+    /// arrives as ``AdministrationEvent/verification(_:)``.
+    case verifyFinger
+    /// Records that the user's passcode was removed: every `WhenPasscodeSetThisDeviceOnly` item is destroyed, as
+    /// Apple does. The context must hold a recent passcode credential (the last use of the passcode).
+    case passcodeRemoved(context: AuthenticationContextID)
+    /// Releases the reader (another program may use it).
+    case closeReader
+}
+
+/// What an administrative request reports: progress while it runs, then one answer.
+package enum AdministrationEvent: Sendable, Equatable {
+    case enrollment(EnrollmentEvent)
+    case verification(VerificationEvent)
+    case enrolled(EnrolledPrintInfo)
+    case prints([EnrolledPrintInfo], stateHash: Data?)
+    case reader(ReaderInfo)
+    case matched(EnrolledPrintInfo)
+    case success
+}
+
+extension AdministrationRequest {
+    /// The context the request names, whose owner must be the calling connection.
+    package var contextID: AuthenticationContextID? {
+        switch self {
+        case .enroll(_, let id), .removePrint(_, let id), .passcodeRemoved(let id): id
+        case .enrolledPrints, .reader, .verifyFinger, .closeReader: nil
+        }
+    }
+}
+
 extension AdministrationRequest: ProtocolCodable {
     /// A variant: 1 enroll (fields 1 finger, 2 context), 2 removePrint (1 identifier, 2 context), 3 enrolledPrints,
     /// 4 reader, 5 verifyFinger, 6 passcodeRemoved (1 context), 7 closeReader.

@@ -1,4 +1,3 @@
-import Authenticators
 import Foundation
 import SecureCrypto
 import SecurityProtocol
@@ -11,7 +10,7 @@ import Glibc
 /// Draws prompts on a terminal (the controlling terminal, `/dev/tty`, by default): the reason and titles, "place
 /// your finger" and retry reasons, and the passcode read with echo off straight into zeroizing memory. Ctrl-C (or
 /// Ctrl-D on an empty line) cancels; during a fingerprint prompt, Enter chooses the fallback when one is offered.
-package final class TerminalPresenter: EvaluationPresenter, PasscodePresenter {
+package final class TerminalPresenter: EvaluationPresenter {
     /// The longest answer accepted, in bytes.
     package static let maximumLength = 1024
 
@@ -27,6 +26,15 @@ package final class TerminalPresenter: EvaluationPresenter, PasscodePresenter {
     package init(device: String = "/dev/tty", acceptsInput: Bool = true) {
         self.device = device
         self.acceptsInput = acceptsInput
+    }
+
+    /// The presenter a client uses by default: the terminal when this process has one and `$LA_PRESENTER` is not
+    /// `none`.
+    package static func environmentDefault(
+        _ environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> TerminalPresenter? {
+        guard environment["LA_PRESENTER"] != "none", isAvailable else { return nil }
+        return TerminalPresenter()
     }
 
     /// Whether this process has a controlling terminal to prompt on.
@@ -75,8 +83,7 @@ package final class TerminalPresenter: EvaluationPresenter, PasscodePresenter {
         return answer(question)
     }
 
-    // MARK: PasscodePresenter
-
+    /// Reads the answer to `prompt` from the terminal, echo off unless the question allows it; nil on Ctrl-C.
     package func answer(_ prompt: PasscodePrompt) -> SecureBytes? {
         guard acceptsInput else { return nil }
         let fd = open(device, O_RDWR | O_NOCTTY | O_CLOEXEC)

@@ -1,4 +1,10 @@
-import SecurityProtocol
+/// A progress report during a verification.
+package enum VerificationEvent: Sendable, Equatable {
+    /// Waiting for a finger on the reader.
+    case waitingForFinger
+    /// The scan was not usable and the reader waits for another; it does not count as a failed attempt.
+    case retry(reason: ScanRetryReason, detail: String)
+}
 
 extension VerificationEvent: ProtocolCodable {
     /// A variant: 1 waitingForFinger, 2 retry (fields 1 reason, 2 detail).

@@ -1,15 +1,15 @@
-import Authenticators
 import Foundation
 import Synchronization
 
-/// Runs async authentication work for synchronous callers (the SecItem functions, `canEvaluatePolicy`), which
-/// block their own thread until it is done, as Apple's do while a prompt is shown.
+/// Runs async work for synchronous callers, which block their own thread until it is done, as Apple's do while a
+/// prompt is shown: on the client, Apple's synchronous edges (`canEvaluatePolicy`, `invalidate()`); in the engine,
+/// the keychain's access-control checks, which run inside synchronous store code and may have to evaluate.
 ///
 /// The work runs with a task executor of its own (one dedicated thread), not on Swift's cooperative pool, so a
 /// caller that blocks a pool thread cannot starve the work it waits for. The slow parts (PAM, libfprint) run on
 /// the authenticators' own threads; this thread only glues their steps together.
 package enum BlockingBridge {
-    static let executor = ThreadTaskExecutor(name: "local-authentication.evaluation")
+    package static let executor = ThreadTaskExecutor(name: "local-authentication.evaluation")
 
     /// Runs `body` to completion and returns its result, blocking the calling thread meanwhile.
     ///
@@ -29,14 +29,14 @@ package enum BlockingBridge {
 }
 
 /// A task executor whose jobs run one at a time on one dedicated thread.
-final class ThreadTaskExecutor: TaskExecutor {
+package final class ThreadTaskExecutor: TaskExecutor {
     private let thread: DedicatedThread
 
     init(name: String) {
         thread = DedicatedThread(name: name)
     }
 
-    func enqueue(_ job: consuming ExecutorJob) {
+    package func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         let executor = asUnownedTaskExecutor()
         thread.submit { job.runSynchronously(on: executor) }

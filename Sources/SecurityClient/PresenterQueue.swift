@@ -1,0 +1,69 @@
+import Dispatch
+import Foundation
+import SecureCrypto
+import SecurityProtocol
+import Synchronization
+
+/// Where every presenter callback runs: one serial queue of the client's own (see ``EvaluationPresenter`` for what
+/// a callback may call).
+package enum PresenterQueue {
+    private static let key = DispatchSpecificKey<Bool>()
+    private static let queue: DispatchQueue = {
+        let queue = DispatchQueue(label: "local-authentication.presenter")
+        queue.setSpecific(key: key, value: true)
+        return queue
+    }()
+
+    /// Whether the calling code runs inside a presenter callback: a request made here is sent with nobody to ask,
+    /// so it fails instead of prompting.
+    package static var isCurrent: Bool { DispatchQueue.getSpecific(key: key) == true }
+
+    /// Runs `body` on the presenter queue, after every callback queued before it.
+    static func async(_ body: @escaping @Sendable () -> Void) {
+        queue.async(execute: body)
+    }
+}
+
+/// The client's end of one request's prompts: each ``PromptEvent`` becomes a presenter call on the presenter
+/// queue, and the presenter's buttons and answers go back as ``PromptAnswer``s naming the same request.
+package struct PromptResponder: Sendable {
+    /// The request whose events this responder takes.
+    package let request: UInt64
+    /// Who draws the prompts.
+    package let presenter: any EvaluationPresenter
+
+    private static let lastRequest = Atomic<UInt64>(0)
+
+    /// A number for a new request that may prompt, unique in this process.
+    package static func nextRequest() -> UInt64 {
+        lastRequest.add(1, ordering: .relaxed).newValue
+    }
+
+    /// A responder for request `request` drawing through `presenter`.
+    package init(request: UInt64, presenter: any EvaluationPresenter) {
+        self.request = request
+        self.presenter = presenter
+    }
+
+    /// Shows `event` (of this request; others are ignored) and sends what the user answers to `reply`.
+    package func handle(_ event: PromptEvent, reply: @escaping @Sendable (PromptAnswer) -> Void) {
+        guard event.request == request else { return }
+        let presenter = self.presenter
+        let request = self.request
+        PresenterQueue.async {
+            switch event.kind {
+            case .fingerprintBegan(let prompt):
+                presenter.fingerprintPromptDidBegin(prompt) { reply(PromptAnswer(request: request, .action($0))) }
+            case .fingerprint(let progress):
+                presenter.fingerprintPrompt(progress)
+            case .fingerprintEnded:
+                presenter.fingerprintPromptDidEnd()
+            case .question(let number, let prompt, let question, _):
+                let secret = presenter.passcode(prompt, question: question)
+                reply(PromptAnswer(request: request, .answer(question: number, secret)))
+            case .message(let message):
+                presenter.show(message)
+            }
+        }
+    }
+}

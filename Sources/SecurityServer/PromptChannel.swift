@@ -1,0 +1,148 @@
+import Authenticators
+import Foundation
+import SecureCrypto
+import SecurityProtocol
+import Synchronization
+
+/// The engine's end of one request's prompts: each step of an evaluation becomes a ``PromptEvent`` sent to the
+/// client, and the engine waits for the client's ``PromptAnswer``s. The engine never calls into client objects;
+/// the embedded client and the daemon's connection both deliver events and answers as messages.
+///
+/// Events go out in the order the engine makes them. A question blocks the thread that asks (PAM's) until its
+/// answer arrives, the evaluation is cancelled, or the channel closes.
+package final class PromptChannel: Sendable {
+    /// The request the prompts belong to.
+    package let request: UInt64
+    private let sink: @Sendable (PromptEvent) -> Void
+
+    private struct Waiting {
+        let done = DispatchSemaphore(value: 0)
+        var answer: SecureBytes??
+    }
+
+    private struct State {
+        var respond: (@Sendable (PromptAction) -> Void)?
+        var nextQuestion: UInt64 = 1
+        var questions: [UInt64: Waiting] = [:]
+        var closed = false
+    }
+
+    private let state = Mutex(State())
+
+    /// A channel for request `request` whose events go to `sink` (the client's presenter, in-process or over the
+    /// connection).
+    package init(request: UInt64, sink: @escaping @Sendable (PromptEvent) -> Void) {
+        self.request = request
+        self.sink = sink
+    }
+
+    // MARK: Answers from the client
+
+    /// An answer from the client; ignored when it names another request or no prompt in progress.
+    package func receive(_ answer: PromptAnswer) {
+        guard answer.request == request else { return }
+        switch answer.kind {
+        case .action(let action):
+            let respond = state.withLock { state in
+                defer { state.respond = nil }
+                return state.respond
+            }
+            respond?(action)
+        case .answer(let number, let secret):
+            let waiting = state.withLock { state -> DispatchSemaphore? in
+                guard state.questions[number] != nil, state.questions[number]?.answer == nil else { return nil }
+                state.questions[number]?.answer = .some(secret)
+                return state.questions[number]?.done
+            }
+            waiting?.signal()
+        }
+    }
+
+    /// The client is gone: a fingerprint prompt in progress is cancelled and every waiting question is answered
+    /// with nothing. Later prompts fail at once.
+    package func close() {
+        let (respond, waiting) = state.withLock { state in
+            state.closed = true
+            defer { state.respond = nil }
+            return (state.respond, state.questions.values.map(\.done))
+        }
+        respond?(.cancel)
+        for done in waiting { done.signal() }
+    }
+
+    /// Whether the client went away.
+    package var isClosed: Bool { state.withLock { $0.closed } }
+
+    // MARK: Prompts from the engine
+
+    /// A fingerprint is wanted; `respond` gets the client's button (once) while the prompt lasts.
+    func fingerprintPromptDidBegin(_ prompt: EvaluationPrompt, respond: @escaping @Sendable (PromptAction) -> Void) {
+        let closed = state.withLock { state in
+            if !state.closed { state.respond = respond }
+            return state.closed
+        }
+        if closed { return respond(.cancel) }
+        sink(PromptEvent(request: request, .fingerprintBegan(prompt)))
+    }
+
+    /// Progress of the fingerprint prompt.
+    func fingerprintPrompt(_ event: FingerprintPromptEvent) {
+        sink(PromptEvent(request: request, .fingerprint(event)))
+    }
+
+    /// The fingerprint prompt is over: its buttons answer nothing any more.
+    func fingerprintPromptDidEnd() {
+        state.withLock { $0.respond = nil }
+        sink(PromptEvent(request: request, .fingerprintEnded))
+    }
+
+    /// Asks `question` and blocks the calling thread until the client answers (nil: cancelled), `isCancelled`
+    /// turns true, or the channel closes. Call it from a thread that may block (PAM's), never from the evaluation
+    /// executor.
+    func ask(
+        _ prompt: EvaluationPrompt, question: PasscodePrompt, isApplicationPassword: Bool = false,
+        isCancelled: @Sendable () -> Bool
+    ) -> SecureBytes? {
+        let asked = state.withLock { state -> (UInt64, DispatchSemaphore)? in
+            guard !state.closed else { return nil }
+            let number = state.nextQuestion
+            state.nextQuestion += 1
+            let waiting = Waiting()
+            state.questions[number] = waiting
+            return (number, waiting.done)
+        }
+        guard let (number, done) = asked else { return nil }
+        defer { state.withLock { _ = $0.questions.removeValue(forKey: number) } }
+        sink(
+            PromptEvent(
+                request: request, .question(number, prompt, question, isApplicationPassword: isApplicationPassword)))
+        // Wake up now and then to notice an invalidation: nothing else interrupts a client that does not answer.
+        while done.wait(timeout: .now() + .milliseconds(100)) == .timedOut {
+            if isCancelled() || isClosed { return nil }
+        }
+        let answer = state.withLock { $0.questions[number]?.answer ?? nil }
+        return isCancelled() ? nil : answer
+    }
+
+    /// A message from the passcode back end.
+    func show(_ message: PasscodeMessage) {
+        sink(PromptEvent(request: request, .message(message)))
+    }
+}
+
+/// PAM's conversation for one evaluation, over the request's prompt channel; answers nothing once the
+/// evaluation's context is invalidated.
+struct PasscodeConversation: PasscodePresenter {
+    let channel: PromptChannel
+    let prompt: EvaluationPrompt
+    let isCancelled: @Sendable () -> Bool
+
+    func answer(_ question: PasscodePrompt) -> SecureBytes? {
+        if isCancelled() { return nil }
+        return channel.ask(prompt, question: question, isCancelled: isCancelled)
+    }
+
+    func show(_ message: PasscodeMessage) {
+        channel.show(message)
+    }
+}
