@@ -3,7 +3,7 @@ import Foundation
 /// Administrative requests: the user's enrolled fingerprints, the reader, and the passcode's removal, each under
 /// the authentication Apple's devices ask for (changing fingerprints or removing the passcode needs the passcode
 /// first). What `lactl`, the examples and the tests do instead of reaching into the engine.
-package enum AdministrationRequest: Sendable {
+package enum AdministrationRequest: Sendable, Equatable {
     /// Enrolls `finger` (replacing an earlier print of it); the context must hold a passcode credential (not a
     /// reused one) from the last five minutes. Progress arrives as ``AdministrationEvent/enrollment(_:)``; the
     /// answer is ``AdministrationEvent/enrolled(_:)``.

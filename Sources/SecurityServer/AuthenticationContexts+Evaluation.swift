@@ -12,7 +12,8 @@ extension AuthenticationContexts {
     ///
     /// - Throws: `AuthenticationError` with `LAError` codes: `invalidContext`, `appCancel` (invalidated or the task
     ///   cancelled meanwhile), `notInteractive`, `userCancel`, `userFallback`, `authenticationFailed`,
-    ///   `biometryLockout`, `biometryNotAvailable`, `biometryNotEnrolled`, `passcodeNotSet`, `systemCancel`,
+    ///   `biometryLockout`, `biometryNotAvailable`, `biometryNotEnrolled`, `passcodeNotSet`, `systemCancel` (no
+    ///   finger in time, or the client went away mid-prompt),
     ///   code -11 (`companionNotAvailable`) for companion and wrist-detection policies.
     @discardableResult
     package func evaluate(
@@ -53,6 +54,9 @@ extension AuthenticationContexts {
                 readerDisconnected: (error as? AuthenticationError)?.code == .biometryDisconnected)
             if cancelled.withLock({ $0 }) || isInvalidated(id) {
                 throw AuthenticationError(.appCancel, "the evaluation was cancelled by the app")
+            }
+            if prompts.isClosed {
+                throw AuthenticationError(.systemCancel, "the client that was asked went away")
             }
             throw error
         }

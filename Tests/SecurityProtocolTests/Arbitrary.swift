@@ -410,3 +410,123 @@ extension EnrollmentEvent: Arbitrary {
         }
     }
 }
+
+extension EvaluationOptions: Arbitrary {
+    static func arbitrary(using rng: inout any SeededRandomNumberGenerator) -> EvaluationOptions {
+        EvaluationOptions(
+            prompt: EvaluationPrompt.arbitrary(using: &rng), interactionNotAllowed: Draw.bool(&rng),
+            reuseDuration: Draw.double(&rng))
+    }
+}
+
+extension AuthenticationRequest: Arbitrary {
+    static func arbitrary(using rng: inout any SeededRandomNumberGenerator) -> AuthenticationRequest {
+        let id = AuthenticationContextID.arbitrary(using: &rng)
+        switch Int.random(in: 0..<12, using: &rng) {
+        case 0: return .createContext
+        case 1: return .invalidate(id)
+        case 2: return .discard(id)
+        case 3: return .evaluatePolicy(EvaluationPolicy.arbitrary(using: &rng), id, EvaluationOptions.arbitrary(using: &rng))
+        case 4: return .canEvaluatePolicy(EvaluationPolicy.arbitrary(using: &rng), id)
+        case 5:
+            return .evaluateAccessControl(
+                AccessControlPolicy.arbitrary(using: &rng), AccessControlOperation.arbitrary(using: &rng), id,
+                EvaluationOptions.arbitrary(using: &rng))
+        case 6: return .setApplicationPassword(Draw.optional(&rng) { Draw.secureBytes(&$0) }, id)
+        case 7: return .isApplicationPasswordSet(id)
+        case 8: return .biometryState
+        case 9: return .evaluatedDomainState(id)
+        case 10: return .environment
+        default: return .unlockWithPasscode(EvaluationOptions.arbitrary(using: &rng))
+        }
+    }
+}
+
+extension AuthenticationResponse: Arbitrary {
+    static func arbitrary(using rng: inout any SeededRandomNumberGenerator) -> AuthenticationResponse {
+        switch Int.random(in: 0..<8, using: &rng) {
+        case 0: .success
+        case 1: .context(AuthenticationContextID.arbitrary(using: &rng))
+        case 2: .credential(Credential.arbitrary(using: &rng))
+        case 3: .availability(PolicyAvailability.arbitrary(using: &rng))
+        case 4: .flag(Draw.bool(&rng))
+        case 5: .biometryState(readerPresent: Draw.bool(&rng), stateHash: Draw.optional(&rng) { Draw.data(&$0) })
+        case 6: .domainState(Draw.optional(&rng) { Draw.data(&$0) })
+        default: .environment(EnvironmentSnapshot.arbitrary(using: &rng))
+        }
+    }
+}
+
+extension PromptEvent: Arbitrary {
+    static func arbitrary(using rng: inout any SeededRandomNumberGenerator) -> PromptEvent {
+        let kind: PromptEvent.Kind =
+            switch Int.random(in: 0..<5, using: &rng) {
+            case 0: .fingerprintBegan(EvaluationPrompt.arbitrary(using: &rng))
+            case 1: .fingerprint(FingerprintPromptEvent.arbitrary(using: &rng))
+            case 2: .fingerprintEnded
+            case 3:
+                .question(
+                    Draw.uint64(&rng), EvaluationPrompt.arbitrary(using: &rng), PasscodePrompt.arbitrary(using: &rng),
+                    isApplicationPassword: Draw.bool(&rng))
+            default: .message(PasscodeMessage.arbitrary(using: &rng))
+            }
+        return PromptEvent(request: Draw.uint64(&rng), kind)
+    }
+}
+
+extension PromptAnswer: Arbitrary {
+    static func arbitrary(using rng: inout any SeededRandomNumberGenerator) -> PromptAnswer {
+        let kind: PromptAnswer.Kind =
+            Draw.bool(&rng)
+            ? .action(PromptAction.arbitrary(using: &rng))
+            : .answer(question: Draw.uint64(&rng), Draw.optional(&rng) { Draw.secureBytes(&$0) })
+        return PromptAnswer(request: Draw.uint64(&rng), kind)
+    }
+}
+
+extension ReaderInfo: Arbitrary {
+    static func arbitrary(using rng: inout any SeededRandomNumberGenerator) -> ReaderInfo {
+        ReaderInfo(
+            driver: Draw.string(&rng), deviceID: Draw.string(&rng), name: Draw.string(&rng),
+            enrollStages: Draw.int(&rng), canIdentify: Draw.bool(&rng), hasStorage: Draw.bool(&rng))
+    }
+}
+
+extension VerificationEvent: Arbitrary {
+    static func arbitrary(using rng: inout any SeededRandomNumberGenerator) -> VerificationEvent {
+        Draw.bool(&rng) ? .waitingForFinger : .retry(reason: ScanRetryReason.arbitrary(using: &rng), detail: Draw.string(&rng))
+    }
+}
+
+extension AdministrationRequest: Arbitrary {
+    static func arbitrary(using rng: inout any SeededRandomNumberGenerator) -> AdministrationRequest {
+        let id = AuthenticationContextID.arbitrary(using: &rng)
+        switch Int.random(in: 0..<7, using: &rng) {
+        case 0: return .enroll(Finger.arbitrary(using: &rng), context: id)
+        case 1: return .removePrint(PrintIdentifier.arbitrary(using: &rng), context: id)
+        case 2: return .enrolledPrints
+        case 3: return .reader
+        case 4: return .verifyFinger
+        case 5: return .passcodeRemoved(context: id)
+        default: return .closeReader
+        }
+    }
+}
+
+extension AdministrationEvent: Arbitrary {
+    static func arbitrary(using rng: inout any SeededRandomNumberGenerator) -> AdministrationEvent {
+        switch Int.random(in: 0..<7, using: &rng) {
+        case 0: return .enrollment(EnrollmentEvent.arbitrary(using: &rng))
+        case 1: return .verification(VerificationEvent.arbitrary(using: &rng))
+        case 2: return .enrolled(EnrolledPrintInfo.arbitrary(using: &rng))
+        case 3:
+            let count = Draw.count(0...3, &rng)
+            return .prints(
+                (0..<count).map { _ in EnrolledPrintInfo.arbitrary(using: &rng) },
+                stateHash: Draw.optional(&rng) { Draw.data(&$0) })
+        case 4: return .reader(ReaderInfo.arbitrary(using: &rng))
+        case 5: return .matched(EnrolledPrintInfo.arbitrary(using: &rng))
+        default: return .success
+        }
+    }
+}

@@ -46,6 +46,20 @@ struct SecretTests {
         #expect(secure == password)
     }
 
+    @Test func aPromptAnswersPasscodeDecodesIntoItsOwnSecureBytes() throws {
+        let passcode = SecureBytes(Array("1234".utf8))
+        var frame = PromptAnswer(request: 7, .answer(question: 1, passcode)).encoded()
+        let decoded = try PromptAnswer(decoding: frame)
+        frame.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) }
+        guard case .answer(let question, let secret?) = decoded.kind else {
+            Issue.record("decoded \(decoded)")
+            return
+        }
+        let secure: SecureBytes = secret
+        #expect(decoded.request == 7 && question == 1)
+        #expect(secure == passcode)
+    }
+
     @Test func secretsInResponsesDecodeIntoSecureBytes() throws {
         let secret = SecureBytes(Array("shared secret".utf8))
         guard case .secret(let derived) = try KeyResponse(decoding: KeyResponse.secret(secret).encoded()) else {
