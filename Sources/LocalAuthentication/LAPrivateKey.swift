@@ -22,8 +22,10 @@ public final class LAPrivateKey: NSObject, Sendable {
 
     /// Signs `data` (ECDSA; see `SecKeyCreateSignature`).
     public func sign(_ data: Data, algorithm: SecKeyAlgorithm) async throws -> Data {
-        let key = try authorizedKey()
-        return try throwingSecurityError { SecKeyCreateSignature(key, algorithm, data as NSData, $0) } as Data
+        try await keychainWork {
+            let key = try self.authorizedKey()
+            return try throwingSecurityError { SecKeyCreateSignature(key, algorithm, data as NSData, $0) } as Data
+        }
     }
 
     /// Calls `completion` (on another thread) with ``sign(_:algorithm:)``'s outcome.
@@ -40,8 +42,10 @@ public final class LAPrivateKey: NSObject, Sendable {
 
     /// Decrypts an Apple ECIES ciphertext made for ``publicKey``.
     public func decrypt(_ data: Data, algorithm: SecKeyAlgorithm) async throws -> Data {
-        let key = try authorizedKey()
-        return try throwingSecurityError { SecKeyCreateDecryptedData(key, algorithm, data as NSData, $0) } as Data
+        try await keychainWork {
+            let key = try self.authorizedKey()
+            return try throwingSecurityError { SecKeyCreateDecryptedData(key, algorithm, data as NSData, $0) } as Data
+        }
     }
 
     /// Calls `completion` (on another thread) with ``decrypt(_:algorithm:)``'s outcome.
@@ -60,15 +64,17 @@ public final class LAPrivateKey: NSObject, Sendable {
     public func exchangeKeys(publicKey: Data, algorithm: SecKeyAlgorithm, parameters: [AnyHashable: Any])
         async throws -> Data
     {
-        let key = try authorizedKey()
-        let peer = try throwingSecurityError {
-            SecKeyCreateWithData(
-                publicKey as NSData,
-                [kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeyClass as String: kSecAttrKeyClassPublic]
-                    as NSDictionary, $0)
+        nonisolated(unsafe) let dictionary = NSDictionary(dictionary: parameters)  // A copy, never mutated.
+        return try await keychainWork {
+            let key = try self.authorizedKey()
+            let peer = try throwingSecurityError {
+                SecKeyCreateWithData(
+                    publicKey as NSData,
+                    [kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeyClass as String: kSecAttrKeyClassPublic]
+                        as NSDictionary, $0)
+            }
+            return try throwingSecurityError { SecKeyCopyKeyExchangeResult(key, algorithm, peer, dictionary, $0) } as Data
         }
-        let dictionary = NSDictionary(dictionary: parameters)
-        return try throwingSecurityError { SecKeyCopyKeyExchangeResult(key, algorithm, peer, dictionary, $0) } as Data
     }
 
     /// Calls `completion` (on another thread) with ``exchangeKeys(publicKey:algorithm:parameters:)``'s outcome.

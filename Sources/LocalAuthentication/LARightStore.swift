@@ -75,16 +75,18 @@ public final class LARightStore: NSObject, Sendable {
     /// The right saved under `identifier`, as a new object in state ``LARight/State-swift.enum/unknown``.
     /// - Throws: `errSecItemNotFound` when there is none.
     public func right(forIdentifier identifier: String) async throws -> LAPersistedRight {
-        let record = try Self.record(identifier)
-        var query: [String: Any] = [
-            kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: record.keyTag,
-            kSecReturnRef as String: true,
-        ]
-        var result: CFTypeRef?
-        let status = SecItemCopyMatching(query as NSDictionary, &result)
-        query = [:]
-        guard status == errSecSuccess, let key = result as? SecKey, let publicKey = SecKeyCopyPublicKey(key) else {
-            throw Self.error(status == errSecSuccess ? errSecItemNotFound : status, "the right's key is missing")
+        let (record, publicKey) = try await keychainWork { () throws -> (RightRecord, SecKey) in
+            let record = try Self.record(identifier)
+            let query: [String: Any] = [
+                kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: record.keyTag,
+                kSecReturnRef as String: true,
+            ]
+            var result: CFTypeRef?
+            let status = SecItemCopyMatching(query as NSDictionary, &result)
+            guard status == errSecSuccess, let key = result as? SecKey, let publicKey = SecKeyCopyPublicKey(key) else {
+                throw Self.error(status == errSecSuccess ? errSecItemNotFound : status, "the right's key is missing")
+            }
+            return (record, publicKey)
         }
         return LAPersistedRight(identifier: identifier, record: record, publicKey: publicKey)
     }
@@ -126,12 +128,14 @@ public final class LARightStore: NSObject, Sendable {
     /// Removes the right saved under `identifier`, its key and its secret.
     /// - Throws: `errSecItemNotFound` when there is none.
     public func removeRight(forIdentifier identifier: String) async throws {
-        let record = try Self.record(identifier)
-        _ = SecItemDelete(
-            [kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: record.keyTag] as NSDictionary)
-        _ = SecItemDelete(Self.secretQuery(identifier) as NSDictionary)
-        let status = SecItemDelete(Self.recordQuery(identifier) as NSDictionary)
-        guard status == errSecSuccess else { throw Self.error(status, "the right cannot be removed") }
+        try await keychainWork {
+            let record = try Self.record(identifier)
+            _ = SecItemDelete(
+                [kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: record.keyTag] as NSDictionary)
+            _ = SecItemDelete(Self.secretQuery(identifier) as NSDictionary)
+            let status = SecItemDelete(Self.recordQuery(identifier) as NSDictionary)
+            guard status == errSecSuccess else { throw Self.error(status, "the right cannot be removed") }
+        }
     }
 
     /// Calls `completion` (on another thread) with ``removeRight(forIdentifier:)``'s outcome.
@@ -151,7 +155,7 @@ public final class LARightStore: NSObject, Sendable {
 
     /// Removes every right of the calling application, with their keys and secrets.
     public func removeAllRights() async throws {
-        for identifier in try identifiers() {
+        for identifier in try await keychainWork({ try self.identifiers() }) {
             try await removeRight(forIdentifier: identifier)
         }
     }
@@ -256,45 +260,48 @@ public final class LARightStore: NSObject, Sendable {
                 throw LAError(.biometryNotEnrolled, "a .biometryCurrentSet right needs an enrolled finger")
             }
         }
-        let record = RightRecord(
-            kind: requirement.kind, keyTag: Data((Self.keyTagPrefix + identifier).utf8),
-            hasSecret: secret.map { !$0.isEmpty } ?? false, enrolledSetHash: enrolledSetHash)
-        var recordItem = Self.recordQuery(identifier)
-        recordItem[kSecValueData as String] = try JSONEncoder().encode(record)
-        let added = SecItemAdd(recordItem as NSDictionary, nil)
-        guard added == errSecSuccess else {
-            throw Self.error(
-                added,
-                added == errSecDuplicateItem
-                    ? "a right is already saved under \"\(identifier)\"" : "the right cannot be saved")
-        }
-        do {
-            let parameters: [String: Any] = [
-                kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits as String: 256,
-                kSecAttrTokenID as String: kSecAttrTokenIDSecureEnclave,
-                kSecPrivateKeyAttrs as String: [
-                    kSecAttrIsPermanent as String: true, kSecAttrApplicationTag as String: record.keyTag,
-                    kSecAttrAccessControl as String: try requirement.accessControl(forKey: true),
-                ] as [String: Any],
-            ]
-            let key = try throwingSecurityError { SecKeyCreateRandomKey(parameters as NSDictionary, $0) }
-            guard let publicKey = SecKeyCopyPublicKey(key) else {
-                throw Self.error(errSecItemNotFound, "the right's key has no public key")
+        let hash = enrolledSetHash
+        return try await keychainWork {
+            let record = RightRecord(
+                kind: requirement.kind, keyTag: Data((Self.keyTagPrefix + identifier).utf8),
+                hasSecret: secret.map { !$0.isEmpty } ?? false, enrolledSetHash: hash)
+            var recordItem = Self.recordQuery(identifier)
+            recordItem[kSecValueData as String] = try JSONEncoder().encode(record)
+            let added = SecItemAdd(recordItem as NSDictionary, nil)
+            guard added == errSecSuccess else {
+                throw Self.error(
+                    added,
+                    added == errSecDuplicateItem
+                        ? "a right is already saved under \"\(identifier)\"" : "the right cannot be saved")
             }
-            if let secret, !secret.isEmpty {
-                var item = Self.secretQuery(identifier)
-                item[kSecValueData as String] = secret
-                item[kSecAttrAccessControl as String] = try requirement.accessControl()
-                let status = SecItemAdd(item as NSDictionary, nil)
-                guard status == errSecSuccess else { throw Self.error(status, "the right's secret cannot be saved") }
+            do {
+                let parameters: [String: Any] = [
+                    kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits as String: 256,
+                    kSecAttrTokenID as String: kSecAttrTokenIDSecureEnclave,
+                    kSecPrivateKeyAttrs as String: [
+                        kSecAttrIsPermanent as String: true, kSecAttrApplicationTag as String: record.keyTag,
+                        kSecAttrAccessControl as String: try requirement.accessControl(forKey: true),
+                    ] as [String: Any],
+                ]
+                let key = try throwingSecurityError { SecKeyCreateRandomKey(parameters as NSDictionary, $0) }
+                guard let publicKey = SecKeyCopyPublicKey(key) else {
+                    throw Self.error(errSecItemNotFound, "the right's key has no public key")
+                }
+                if let secret, !secret.isEmpty {
+                    var item = Self.secretQuery(identifier)
+                    item[kSecValueData as String] = secret
+                    item[kSecAttrAccessControl as String] = try requirement.accessControl()
+                    let status = SecItemAdd(item as NSDictionary, nil)
+                    guard status == errSecSuccess else { throw Self.error(status, "the right's secret cannot be saved") }
+                }
+                return LAPersistedRight(identifier: identifier, record: record, publicKey: publicKey)
+            } catch {
+                _ = SecItemDelete(
+                    [kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: record.keyTag] as NSDictionary)
+                _ = SecItemDelete(Self.secretQuery(identifier) as NSDictionary)
+                _ = SecItemDelete(Self.recordQuery(identifier) as NSDictionary)
+                throw error
             }
-            return LAPersistedRight(identifier: identifier, record: record, publicKey: publicKey)
-        } catch {
-            _ = SecItemDelete(
-                [kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: record.keyTag] as NSDictionary)
-            _ = SecItemDelete(Self.secretQuery(identifier) as NSDictionary)
-            _ = SecItemDelete(Self.recordQuery(identifier) as NSDictionary)
-            throw error
         }
     }
 }

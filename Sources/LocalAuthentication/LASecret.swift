@@ -23,17 +23,20 @@ public final class LASecret: NSObject, Sendable {
         get async throws {
             let (right, context) = try right.authorizedContext()
             guard hasData else { return Data() }
-            var query = LARightStore.secretQuery(identifier)
-            query[kSecReturnData as String] = true
-            query[kSecUseAuthenticationContext as String] = context
-            var result: CFTypeRef?
-            let status = KeychainClientSelection.$current.withValue(right.client) {
-                SecItemCopyMatching(query as NSDictionary, &result)
+            let identifier = self.identifier
+            return try await keychainWork {
+                var query = LARightStore.secretQuery(identifier)
+                query[kSecReturnData as String] = true
+                query[kSecUseAuthenticationContext as String] = context
+                var result: CFTypeRef?
+                let status = KeychainClientSelection.$current.withValue(right.client) {
+                    SecItemCopyMatching(query as NSDictionary, &result)
+                }
+                guard status == errSecSuccess, let data = result as? Data else {
+                    throw LAError(.authenticationFailed, "the right's secret cannot be read (status \(status))")
+                }
+                return data
             }
-            guard status == errSecSuccess, let data = result as? Data else {
-                throw LAError(.authenticationFailed, "the right's secret cannot be read (status \(status))")
-            }
-            return data
         }
     }
 
