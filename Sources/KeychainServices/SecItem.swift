@@ -1,4 +1,5 @@
 import Foundation
+import SecureCrypto
 import SecurityClient
 import SecurityProtocol
 
@@ -95,6 +96,8 @@ enum SecItemConversion {
             }
             result[key] = try keychainValue(value)
         }
+        // The item's data travels as a secret: the engine's copy is zeroizing memory from the frame on.
+        if case .data(let data)? = result["v_Data"] { result["v_Data"] = .secret(SecureBytes(data)) }
         if let reference {
             try addReference(reference, to: &result)
         }
@@ -161,6 +164,7 @@ enum SecItemConversion {
         case .bool(let flag): flag
         case .date(let date): date
         case .accessControl(let policy): SecAccessControl(policy: policy)
+        case .secret(let bytes): bytes.unprotectedData()
         }
     }
 

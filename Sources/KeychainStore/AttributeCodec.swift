@@ -38,6 +38,10 @@ package enum AttributeCodec {
         case .data(let d):
             out.byte(Tag.data.rawValue)
             out.bytes(d)
+        case .secret(let bytes):
+            // Item data is never an attribute (the engine takes it out of the dictionary); kept as data if it were.
+            out.byte(Tag.data.rawValue)
+            bytes.withUnsafeBytes { out.bytes($0) }
         case .integer(let i):
             out.byte(Tag.integer.rawValue)
             out.uint64(UInt64(bitPattern: i))

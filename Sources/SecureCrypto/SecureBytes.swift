@@ -109,6 +109,13 @@ extension SecureBytes: Equatable {
     }
 }
 
+extension SecureBytes: Hashable {
+    /// Hashes the length only: a hash of the contents would be a fingerprint of the secret kept in ordinary memory.
+    package func hash(into hasher: inout Hasher) {
+        hasher.combine(count)
+    }
+}
+
 extension SecureBytes: CustomStringConvertible, CustomDebugStringConvertible {
     /// Never shows the contents.
     package var description: String { "SecureBytes(\(count) bytes)" }

@@ -1,4 +1,5 @@
 import Foundation
+import SecureCrypto
 
 /// One attribute value of a keychain item, in the handful of types Keychain Services uses.
 ///
@@ -11,6 +12,9 @@ package enum KeychainValue: Sendable, Hashable {
     case bool(Bool)
     case date(Date)
     case accessControl(AccessControlPolicy)
+    /// An item's secret data (`kSecValueData` in an add or update), in zeroizing memory: decoded from a frame
+    /// straight into it and never copied into ordinary `Data` on the way to the sealer. Not an attribute type.
+    case secret(SecureBytes)
 
     /// The value as a string, when it is one.
     package var stringValue: String? {
@@ -24,6 +28,16 @@ package enum KeychainValue: Sendable, Hashable {
         case .bool(let value): value
         case .integer(0): false
         case .integer(1): true
+        default: nil
+        }
+    }
+
+    /// The value as an item's secret data: a secret, or bytes (which callers inside the engine, and tests, pass as
+    /// `.data`) copied into zeroizing memory.
+    package var secretValue: SecureBytes? {
+        switch self {
+        case .secret(let bytes): bytes
+        case .data(let data): SecureBytes(data)
         default: nil
         }
     }
@@ -58,7 +72,7 @@ package struct AccessControlPolicy: Sendable, Hashable {
 
 extension KeychainValue: ProtocolCodable {
     /// A variant: 1 string, 2 data, 3 integer, 4 bool, 5 date, 6 access control (the numbers the store's attribute
-    /// codec uses for its tags), each with its value as field 1.
+    /// codec uses for its tags), 7 secret, each with its value as field 1.
     package func encode(into writer: inout MessageWriter) {
         switch self {
         case .string(let value): writer.variant(1) { $0.field(1, value) }
@@ -67,6 +81,7 @@ extension KeychainValue: ProtocolCodable {
         case .bool(let value): writer.variant(4) { $0.field(1, value) }
         case .date(let value): writer.variant(5) { $0.field(1, value) }
         case .accessControl(let value): writer.variant(6) { $0.field(1, value) }
+        case .secret(let value): writer.variant(7) { $0.field(1, value) }
         }
     }
 
@@ -80,6 +95,7 @@ extension KeychainValue: ProtocolCodable {
             case 4: .bool(try payload.field(1))
             case 5: .date(try payload.field(1))
             case 6: .accessControl(try payload.field(1))
+            case 7: .secret(try payload.field(1))
             default: nil
             }
         }

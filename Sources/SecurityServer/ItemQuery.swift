@@ -48,7 +48,7 @@ package struct ItemQuery: Sendable {
     package var operationPrompt: String?
     /// How the request may ask the user (set by the engine from the request, not parsed).
     package var prompting: Prompting = .none
-    package var valueData: Data?
+    package var valueData: SecureBytes?
 
     /// Validates `dictionary` for `operation`.
     ///
@@ -95,7 +95,7 @@ package struct ItemQuery: Sendable {
                     }
                 if flag { query.returns.insert(option) } else { query.returns.remove(option) }
             case "v_Data":
-                guard operation == .add, case .data(let data) = value else {
+                guard operation == .add, let data = value.secretValue else {
                     throw KeychainStatus(.param, "kSecValueData must be data, and belongs in SecItemAdd")
                 }
                 query.valueData = data
@@ -173,14 +173,14 @@ package struct ItemQuery: Sendable {
     /// Parses the second dictionary of `SecItemUpdate`: real attributes (and `kSecValueData`) only.
     package static func parseChanges(
         _ dictionary: [String: KeychainValue], for itemClass: ItemClass
-    ) throws -> (attributes: [String: KeychainValue], data: Data?) {
+    ) throws -> (attributes: [String: KeychainValue], data: SecureBytes?) {
         guard !dictionary.isEmpty else { throw KeychainStatus(.param, "nothing to update") }
         let schema = AttributeSchema.attributes(of: itemClass)
         var attributes: [String: KeychainValue] = [:]
-        var data: Data?
+        var data: SecureBytes?
         for (key, value) in dictionary {
             if key == "v_Data" {
-                guard case .data(let bytes) = value else { throw KeychainStatus(.param, "kSecValueData must be data") }
+                guard let bytes = value.secretValue else { throw KeychainStatus(.param, "kSecValueData must be data") }
                 data = bytes
                 continue
             }

@@ -39,7 +39,7 @@ extension KeychainEngine {
         attributes["sync"] = .bool(synchronizable)
         attributes["cdat"] = .date(now)
         attributes["mdat"] = .date(now)
-        var data = SecureBytes(query.valueData ?? Data())
+        var data = query.valueData ?? SecureBytes([UInt8]())
         if case .accessControl(var policy) = attributes["accc"] {
             if AccessRequirement.bindsEnrolledSet(policy), let authentication {
                 // Bound now: after any enrollment change the item can never be satisfied again.

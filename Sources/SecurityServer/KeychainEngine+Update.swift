@@ -60,7 +60,7 @@ extension KeychainEngine {
                     if let old = item.accessControl {
                         data = try openForApplicationPassword(data, policy: old, context: query.authenticationContext)
                     }
-                    if let newData { data = SecureBytes(newData) }
+                    if let newData { data = newData }
                     if case .accessControl(var policy) = attributes["accc"] {
                         if changedAttributes["accc"] != nil, AccessRequirement.bindsEnrolledSet(policy), let authentication {
                             policy.boundStateHash = try authentication.currentStateHash() ?? Data()

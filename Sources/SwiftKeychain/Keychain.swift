@@ -98,7 +98,7 @@ public struct Keychain: Sendable {
         var dictionary = query.filters
         dictionary["class"] = .string(coding.itemClass)
         var attributes = change.attributes
-        if let data = change.data { attributes["v_Data"] = .data(data) }
+        if let data = change.data { attributes["v_Data"] = .secret(SecureBytes(data)) }
         _ = try send(.update(query: dictionary, attributes: attributes))
     }
 

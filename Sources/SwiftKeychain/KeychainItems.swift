@@ -1,4 +1,5 @@
 import Foundation
+import SecureCrypto
 import KeychainServices
 import SecurityProtocol
 
@@ -20,7 +21,7 @@ private func commonAttributes(
     label: String?, accessGroup: String?, accessibility: KeychainAccessibility, isSynchronizable: Bool, data: Data
 ) -> [String: KeychainValue] {
     var attributes: [String: KeychainValue] = [
-        "pdmn": .string(accessibility.rawValue), "sync": .bool(isSynchronizable), "v_Data": .data(data),
+        "pdmn": .string(accessibility.rawValue), "sync": .bool(isSynchronizable), "v_Data": .secret(SecureBytes(data)),
     ]
     if let label { attributes["labl"] = .string(label) }
     if let accessGroup { attributes["agrp"] = .string(accessGroup) }

@@ -117,12 +117,13 @@ enum Draw {
 
 extension KeychainValue: Arbitrary {
     static func arbitrary(using rng: inout any SeededRandomNumberGenerator) -> KeychainValue {
-        switch Int.random(in: 0..<6, using: &rng) {
+        switch Int.random(in: 0..<7, using: &rng) {
         case 0: .string(Draw.string(&rng))
         case 1: .data(Draw.data(&rng))
         case 2: .integer(Draw.int64(&rng))
         case 3: .bool(Draw.bool(&rng))
         case 4: .date(Draw.date(&rng))
+        case 5: .secret(Draw.secureBytes(&rng))
         default: .accessControl(AccessControlPolicy.arbitrary(using: &rng))
         }
     }

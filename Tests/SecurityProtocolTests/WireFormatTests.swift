@@ -46,6 +46,19 @@ struct SecretTests {
         #expect(secure == password)
     }
 
+    @Test func anItemsDataInAnAddDecodesIntoItsOwnSecureBytes() throws {
+        let secret = SecureBytes(Array("hunter2".utf8))
+        var frame = KeychainRequest.add(["class": .string("genp"), "v_Data": .secret(secret)]).encoded()
+        let decoded = try KeychainRequest(decoding: frame)
+        frame.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) }
+        guard case .add(let attributes) = decoded, case .secret(let data)? = attributes["v_Data"] else {
+            Issue.record("decoded \(decoded)")
+            return
+        }
+        let secure: SecureBytes = data
+        #expect(secure == secret)
+    }
+
     @Test func aPromptAnswersPasscodeDecodesIntoItsOwnSecureBytes() throws {
         let passcode = SecureBytes(Array("1234".utf8))
         var frame = PromptAnswer(request: 7, .answer(question: 1, passcode)).encoded()
