@@ -531,3 +531,46 @@ extension AdministrationEvent: Arbitrary {
         }
     }
 }
+
+extension ClientMessage: Arbitrary {
+    static func arbitrary(using rng: inout any SeededRandomNumberGenerator) -> ClientMessage {
+        let id = Draw.uint64(&rng)
+        switch Int.random(in: 0..<9, using: &rng) {
+        case 0: return .hello(versions: (0..<Draw.count(0...3, &rng)).map { _ in Draw.uint64(&rng) })
+        case 1:
+            return .keychain(
+                id, KeychainRequest.arbitrary(using: &rng), EvaluationOptions.arbitrary(using: &rng),
+                interactive: Draw.bool(&rng))
+        case 2:
+            return .key(
+                id, KeyRequest.arbitrary(using: &rng), EvaluationOptions.arbitrary(using: &rng),
+                interactive: Draw.bool(&rng))
+        case 3: return .authentication(id, AuthenticationRequest.arbitrary(using: &rng), interactive: Draw.bool(&rng))
+        case 4: return .administration(id, AdministrationRequest.arbitrary(using: &rng))
+        case 5: return .answer(PromptAnswer.arbitrary(using: &rng))
+        case 6: return .subscribeKeychainEvents(id)
+        case 7: return .subscribeEnvironment(id)
+        default: return .unsubscribe(id)
+        }
+    }
+}
+
+extension ServerMessage: Arbitrary {
+    static func arbitrary(using rng: inout any SeededRandomNumberGenerator) -> ServerMessage {
+        let id = Draw.uint64(&rng)
+        switch Int.random(in: 0..<12, using: &rng) {
+        case 0: return .welcome(version: Draw.uint64(&rng))
+        case 1: return .keychain(id, KeychainResponse.arbitrary(using: &rng))
+        case 2: return .key(id, KeyResponse.arbitrary(using: &rng))
+        case 3: return .authentication(id, AuthenticationResponse.arbitrary(using: &rng))
+        case 4: return .administration(id, AdministrationEvent.arbitrary(using: &rng))
+        case 5: return .progress(id, AdministrationEvent.arbitrary(using: &rng))
+        case 6: return .keychainFailure(id, KeychainStatus.arbitrary(using: &rng))
+        case 7: return .authenticationFailure(id, AuthenticationError.arbitrary(using: &rng))
+        case 8: return .prompt(PromptEvent.arbitrary(using: &rng))
+        case 9: return .keychainEvent(id, EngineEvent.arbitrary(using: &rng))
+        case 10: return .environment(id, EnvironmentSnapshot.arbitrary(using: &rng))
+        default: return .refused(Draw.string(&rng))
+        }
+    }
+}
