@@ -17,6 +17,7 @@ let package = Package(
         // not use Combine do not build OpenCombine.
         .library(name: "LocalAuthenticationCombine", targets: ["LocalAuthenticationCombine"]),
         .executable(name: "lactl", targets: ["lactl"]),
+        .executable(name: "localauthd", targets: ["localauthd"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -26,6 +27,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         // Examples only: ChallengeSigning's verifier on an independent crypto path.
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        // localauthd: start, graceful stop on SIGTERM.
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         // Combine's API on Linux, for LocalAuthenticationCombine only.
         .package(url: "https://github.com/OpenCombine/OpenCombine", from: "0.14.0"),
         // Tests only: property-based round trips of every protocol message.
@@ -93,13 +96,34 @@ let package = Package(
                 .product(name: "OpenCombineFoundation", package: "OpenCombine"),
             ]),
 
+        // A Unix-socket connection's peer as the kernel reports it (SO_PEERCRED): the agent's and the daemon's.
+        .target(name: "SocketPeer", dependencies: [.product(name: "NIOCore", package: "swift-nio")]),
+        // The daemon's server: per-user engines, frames on a Unix socket, one session per connection.
+        .target(
+            name: "SecurityDaemon",
+            dependencies: [
+                "SecurityServer", "SecurityProtocol", "SocketPeer", "StoreFiles",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        .executableTarget(
+            name: "localauthd",
+            dependencies: [
+                "SecurityDaemon",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ]),
+
         // The agent protocol's wire types and messages, on their own so the fuzz target builds nothing else.
         .target(name: "SSHAgentProtocol"),
         // The OpenSSH agent protocol over persisted rights (`lactl ssh-agent`, `lactl ssh-key`).
         .target(
             name: "SSHAgent",
             dependencies: [
-                "SSHAgentProtocol", "LocalAuthentication", "KeychainServices", "SecurityClient", "SecureCrypto",
+                "SSHAgentProtocol", "LocalAuthentication", "KeychainServices", "SecurityClient", "SecureCrypto", "SocketPeer",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]),

@@ -4,8 +4,9 @@ import SecurityProtocol
 
 /// Which client the SecItem functions and `Keychain.default` talk to.
 ///
-/// By default an embedded client over the store `EmbeddedConfiguration.fromEnvironment()` names, opened on first
-/// use. Code in this package (tests, `lactl`) can bind another client for the duration of a task with
+/// By default the client `ClientSelection.fromEnvironment()` gives: the daemon's when one is configured
+/// (`LA_DAEMON_SOCKET`, `client.conf`), else an embedded client over the store `EmbeddedConfiguration` names, opened
+/// on first use. Code in this package (tests, `lactl`) can bind another client for the duration of a task with
 /// `KeychainClientSelection.$current.withValue(client) { … }`, which keeps concurrent tests on separate stores
 /// without any process-wide switch.
 package enum KeychainClientSelection {
@@ -14,7 +15,7 @@ package enum KeychainClientSelection {
 
     private static let shared: Result<any SecurityClient, KeychainStatus> = {
         do {
-            return .success(try EmbeddedClient.fromEnvironment())
+            return .success(try ClientSelection.fromEnvironment())
         } catch let status as KeychainStatus {
             return .failure(status)
         } catch {

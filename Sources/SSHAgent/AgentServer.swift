@@ -2,6 +2,7 @@ import Foundation
 import SSHAgentProtocol
 import NIOCore
 import NIOPosix
+import SocketPeer
 
 /// The agent on a Unix socket (SwiftNIO): each message is a uint32 length and a body of at most 256 KiB (OpenSSH's
 /// own limit); requests of one connection are answered in order; a length over the limit closes that connection and
@@ -41,12 +42,7 @@ public final class AgentServer: Sendable {
 
     /// The connected program's credentials (`SO_PEERCRED`) and executable.
     static func peer(of channel: any Channel) -> EventLoopFuture<AgentPeer> {
-        guard let provider = channel as? any SocketOptionProvider else {
-            return channel.eventLoop.makeFailedFuture(AgentServerError.noCredentials)
-        }
-        let credentials: EventLoopFuture<PeerCredentials> = provider.unsafeGetSocketOption(
-            level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(SO_PEERCRED))
-        return credentials.map { AgentPeer(pid: $0.pid, uid: $0.uid) }
+        channel.peerCredentials().map { AgentPeer(pid: $0.pid, uid: $0.uid) }
     }
 
     /// Runs until the listening channel closes.
@@ -55,16 +51,7 @@ public final class AgentServer: Sendable {
     }
 }
 
-/// Linux's `struct ucred` (which Swift's Glibc module leaves out without `_GNU_SOURCE`): three 32-bit fields.
-struct PeerCredentials: Sendable {
-    var pid: Int32 = 0
-    var uid: UInt32 = 0
-    var gid: UInt32 = 0
-}
-
 enum AgentServerError: Error {
-    /// The kernel gave no peer credentials.
-    case noCredentials
     /// The peer runs as another user.
     case otherUser(uid_t)
 }

@@ -39,8 +39,9 @@ package final class EmbeddedClient: SecurityClient {
     /// the terminal when there is one.
     ///
     /// - Throws: `KeychainStatus` when the store cannot be opened.
-    package static func fromEnvironment() throws -> EmbeddedClient {
-        let configuration = EmbeddedConfiguration.fromEnvironment()
+    package static func fromEnvironment(mayAccessAllGroups: Bool = false) throws -> EmbeddedClient {
+        var configuration = EmbeddedConfiguration.fromEnvironment()
+        configuration.mayAccessAllGroups = mayAccessAllGroups
         return try EmbeddedClient(
             configuration: configuration,
             authentication: .fromEnvironment(dataDirectory: configuration.dataDirectory),

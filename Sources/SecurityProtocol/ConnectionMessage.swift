@@ -2,8 +2,9 @@
 /// client chose, unique among its requests in flight), prompt answers and subscriptions, in any order. Several
 /// requests may be in flight at once; answers come back tagged with their number.
 package enum ClientMessage: Sendable, Equatable {
-    /// The first message: the protocol versions the client speaks.
-    case hello(versions: [UInt64])
+    /// The first message: the protocol versions the client speaks, and the keychain access groups the program
+    /// claims (as `LA_ACCESS_GROUPS` does in embedded mode; per-application identity replaces the claim later).
+    case hello(versions: [UInt64], accessGroups: [String], allGroups: Bool)
     /// A keychain request; `interactive` false when the client has nobody to draw prompts.
     case keychain(UInt64, KeychainRequest, EvaluationOptions, interactive: Bool)
     /// An enclave-key request.
@@ -54,7 +55,12 @@ extension ClientMessage: ProtocolCodable {
     /// order.
     package func encode(into writer: inout MessageWriter) {
         switch self {
-        case .hello(let versions): writer.variant(1) { $0.field(1, versions) }
+        case .hello(let versions, let groups, let allGroups):
+            writer.variant(1) {
+                $0.field(1, versions)
+                $0.field(2, groups)
+                $0.field(3, allGroups)
+            }
         case .keychain(let id, let request, let options, let interactive):
             writer.variant(2) {
                 $0.field(1, id)
@@ -91,7 +97,7 @@ extension ClientMessage: ProtocolCodable {
     package init(from reader: inout MessageReader) throws {
         self = try reader.variant { tag, payload in
             switch tag {
-            case 1: .hello(versions: try payload.field(1))
+            case 1: .hello(versions: try payload.field(1), accessGroups: try payload.field(2), allGroups: try payload.field(3))
             case 2:
                 .keychain(
                     try payload.field(1), try payload.field(2), try payload.field(3), interactive: try payload.field(4))

@@ -39,3 +39,26 @@ package struct AuthenticationConfiguration: Sendable {
         DataLocations.currentUserName() ?? ProcessInfo.processInfo.environment["USER"] ?? "root"
     }
 }
+
+extension AuthenticationConfiguration {
+    /// The configuration from the environment, for real use:
+    /// - state (attempt counters, encrypted prints): the keychain's data directory `dataDirectory`;
+    /// - PAM: service `$LA_PAM_SERVICE` (default `local-authentication`), configuration directory `$LA_PAM_CONFDIR`
+    ///   (default `/etc/pam.d`);
+    /// - readers: `$LA_READER_DRIVERS` (comma-separated libfprint driver ids; default any reader);
+    /// - user: `username`, by default the process's user.
+    package static func fromEnvironment(
+        dataDirectory directory: URL, username: String = currentUsername(),
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> AuthenticationConfiguration {
+        let service = environment["LA_PAM_SERVICE"].flatMap { $0.isEmpty ? nil : $0 } ?? "local-authentication"
+        let confdir = environment["LA_PAM_CONFDIR"].flatMap { $0.isEmpty ? nil : $0 }
+        let drivers = environment["LA_READER_DRIVERS"].map {
+            $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        }
+        return AuthenticationConfiguration(
+            stateDirectory: directory.path, username: username,
+            passcode: PasscodeAuthenticator.Configuration(service: service, configurationDirectory: confdir),
+            readerDrivers: drivers?.isEmpty == false ? drivers : nil)
+    }
+}

@@ -34,7 +34,17 @@ package enum DataLocations {
 
     /// The name of the user the process runs as (its effective uid's passwd entry), or nil when it has none.
     package static func currentUserName() -> String? {
-        guard let entry = getpwuid(geteuid()), let name = entry.pointee.pw_name else { return nil }
+        userName(of: geteuid())
+    }
+
+    /// The login name of user `uid` (`getpwuid_r`), or nil when it has no passwd entry.
+    package static func userName(of uid: uid_t) -> String? {
+        var entry = passwd()
+        var found: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 4096)
+        guard getpwuid_r(uid, &entry, &buffer, buffer.count, &found) == 0, found != nil, let name = entry.pw_name else {
+            return nil
+        }
         return String(cString: name)
     }
 }

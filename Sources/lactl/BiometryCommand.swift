@@ -34,7 +34,16 @@ struct BiometryOptions: ParsableArguments {
 
     /// A client of the engine on the store: the same prints, attempt counters and lockout every program of the
     /// user sees. Enrollment and removal go through its requests, under the passcode, like any other program's.
-    func client() throws -> EmbeddedClient {
+    ///
+    /// With a daemon configured (`LA_DAEMON_SOCKET`, `client.conf`) the daemon's client: the daemon owns the reader,
+    /// the prints and the counters, so `--state-dir`, `--user` and `--driver` do not apply.
+    func client() throws -> any SecurityClient {
+        if case .daemon = ClientSelection.mode() {
+            guard stateDir == nil, user == nil, drivers.isEmpty else {
+                throw ValidationError("--state-dir, --user and --driver do not apply: the configured daemon owns the reader")
+            }
+            return try ClientSelection.fromEnvironment()
+        }
         let directory = URL(fileURLWithPath: stateDir ?? defaultAuthenticatorStateDirectory(), isDirectory: true)
         var authentication = AuthenticationConfiguration.fromEnvironment(dataDirectory: directory)
         if let user { authentication.username = user }

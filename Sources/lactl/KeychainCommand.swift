@@ -35,17 +35,30 @@ struct KeychainOptions: ParsableArguments {
         return try KeychainClientSelection.$current.withValue(client) { try body() }
     }
 
-    /// An embedded client on this store whose authenticators (PAM, fingerprint reader) come from the environment
-    /// and prompt on the terminal, so protected items can be read after authenticating.
-    func client() throws -> EmbeddedClient {
-        var configuration = EmbeddedConfiguration.fromEnvironment()
-        if let dataDir { configuration.dataDirectory = URL(fileURLWithPath: dataDir, isDirectory: true) }
-        configuration.mayAccessAllGroups = true
+    /// The daemon's client when one is configured (`LA_DAEMON_SOCKET`, `client.conf`; `--data-dir` does not apply
+    /// then: the daemon owns the store), else an embedded client on this store whose authenticators (PAM,
+    /// fingerprint reader) come from the environment. Either prompts on the terminal, so protected items can be
+    /// read after authenticating.
+    func client() throws -> any SecurityClient {
         do {
+            if case .daemon = ClientSelection.mode() {
+                guard dataDir == nil else {
+                    throw KeychainCommandFailure(
+                        status: errSecParam, operation: "use --data-dir (the daemon configured owns the store)")
+                }
+                return try ClientSelection.fromEnvironment(mayAccessAllGroups: true)
+            }
+            var configuration = EmbeddedConfiguration.fromEnvironment()
+            if let dataDir { configuration.dataDirectory = URL(fileURLWithPath: dataDir, isDirectory: true) }
+            configuration.mayAccessAllGroups = true
             return try EmbeddedClient(
                 configuration: configuration,
                 authentication: .fromEnvironment(dataDirectory: configuration.dataDirectory),
                 defaultPresenter: TerminalPresenter.environmentDefault())
+        } catch let failure as KeychainCommandFailure {
+            throw failure
+        } catch let status as KeychainStatus {
+            throw KeychainCommandFailure(status: status.code.rawValue, operation: "open the keychain: \(status.message)")
         } catch {
             throw KeychainCommandFailure(status: errSecNotAvailable, operation: "open the keychain")
         }

@@ -536,7 +536,10 @@ extension ClientMessage: Arbitrary {
     static func arbitrary(using rng: inout any SeededRandomNumberGenerator) -> ClientMessage {
         let id = Draw.uint64(&rng)
         switch Int.random(in: 0..<9, using: &rng) {
-        case 0: return .hello(versions: (0..<Draw.count(0...3, &rng)).map { _ in Draw.uint64(&rng) })
+        case 0:
+            return .hello(
+                versions: (0..<Draw.count(0...3, &rng)).map { _ in Draw.uint64(&rng) },
+                accessGroups: (0..<Draw.count(0...3, &rng)).map { _ in Draw.string(&rng) }, allGroups: Draw.bool(&rng))
         case 1:
             return .keychain(
                 id, KeychainRequest.arbitrary(using: &rng), EvaluationOptions.arbitrary(using: &rng),

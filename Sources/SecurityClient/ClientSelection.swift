@@ -1,0 +1,68 @@
+import Foundation
+
+/// Which client a program uses: the daemon when one is configured, else the embedded engine (the default).
+///
+/// The daemon is configured by, in order:
+/// - `$LA_DAEMON_SOCKET=PATH` (an empty value means embedded);
+/// - `$XDG_CONFIG_HOME/local-authentication/client.conf` (or `~/.config/…`), then
+///   `/etc/local-authentication/client.conf`: lines `socket = PATH` (or `mode = embedded`), `#` comments.
+///
+/// A configured daemon that cannot be reached is an error (`errSecNotAvailable`), never a silent fallback to the
+/// embedded engine: the program would otherwise read and write a different store.
+package enum ClientSelection {
+    /// Where the client comes from.
+    package enum Mode: Sendable, Equatable {
+        case embedded
+        case daemon(socket: String)
+    }
+
+    /// The mode the environment and configuration files ask for.
+    package static func mode(
+        _ environment: [String: String] = ProcessInfo.processInfo.environment,
+        systemConfiguration: String = "/etc/local-authentication/client.conf"
+    ) -> Mode {
+        if let socket = environment["LA_DAEMON_SOCKET"] {
+            return socket.isEmpty ? .embedded : .daemon(socket: socket)
+        }
+        let home = environment["HOME"] ?? NSHomeDirectory()
+        let userConfiguration =
+            (environment["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? home + "/.config")
+            + "/local-authentication/client.conf"
+        for path in [userConfiguration, systemConfiguration] {
+            if let text = try? String(contentsOfFile: path, encoding: .utf8), let mode = parse(text) { return mode }
+        }
+        return .embedded
+    }
+
+    /// The mode a `client.conf` names, or nil when it names none.
+    static func parse(_ text: String) -> Mode? {
+        var mode: Mode?
+        for line in text.split(whereSeparator: \.isNewline) {
+            let content = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+            let parts = content.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard parts.count == 2 else { continue }
+            switch (parts[0], parts[1]) {
+            case ("socket", let path) where path.hasPrefix("/"): mode = .daemon(socket: path)
+            case ("mode", "embedded"): mode = .embedded
+            default: continue
+            }
+        }
+        return mode
+    }
+
+    /// The process's default client: the daemon's (claiming the access groups `EmbeddedConfiguration` names) or
+    /// the embedded engine on the default store, prompting on the terminal when there is one.
+    ///
+    /// - Throws: `KeychainStatus(.notAvailable)` when the configured daemon cannot be reached or the store cannot
+    ///   be opened.
+    package static func fromEnvironment(mayAccessAllGroups: Bool = false) throws -> any SecurityClient {
+        switch mode() {
+        case .embedded:
+            return try EmbeddedClient.fromEnvironment(mayAccessAllGroups: mayAccessAllGroups)
+        case .daemon(let socket):
+            return try SocketClient(
+                path: socket, accessGroups: EmbeddedConfiguration.fromEnvironment().accessGroups,
+                allGroups: mayAccessAllGroups, defaultPresenter: TerminalPresenter.environmentDefault())
+        }
+    }
+}

@@ -1,0 +1,379 @@
+import Foundation
+import SecureCrypto
+import SecurityProtocol
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A client of `localauthd` over its Unix socket: every request is a ``ClientMessage`` frame tagged with a number,
+/// every answer, progress report, prompt event and subscribed event a ``ServerMessage`` frame naming it. Several
+/// requests are in flight at once on one connection; a reader thread hands each answer to the task waiting for it
+/// and each prompt event to that request's presenter, whose answers go back as frames.
+///
+/// The daemon keeps the contexts, keys, database and reader: this process holds only context handles bound to the
+/// connection. A connection that drops fails the requests in flight (`errSecNotAvailable`,
+/// `LAError.notInteractive`); the next request connects again, and the contexts of the old connection are gone.
+package final class SocketClient: SecurityClient {
+    /// The daemon's socket.
+    package let path: String
+    package let defaultPresenter: (any EvaluationPresenter)?
+    /// The keychain access groups this program claims, and whether it asks for all of them (`lactl`).
+    package let accessGroups: [String]
+    package let allGroups: Bool
+
+    private let current = Mutex<SocketConnection?>(nil)
+
+    /// A client of the daemon at `path`, connected at once.
+    ///
+    /// - Throws: `KeychainStatus(.notAvailable)` when the daemon cannot be reached or refuses the connection.
+    package init(
+        path: String, accessGroups: [String], allGroups: Bool = false,
+        defaultPresenter: (any EvaluationPresenter)? = nil
+    ) throws {
+        self.path = path
+        self.accessGroups = accessGroups
+        self.allGroups = allGroups
+        self.defaultPresenter = defaultPresenter
+        _ = try connection()
+    }
+
+    deinit {
+        current.withLock { $0 }?.close()
+    }
+
+    /// The open connection, or a new one when there is none or it dropped.
+    private func connection() throws -> SocketConnection {
+        try current.withLock { current in
+            if let open = current, !open.isClosed { return open }
+            let made = try SocketConnection(path: path, accessGroups: accessGroups, allGroups: allGroups)
+            current = made
+            return made
+        }
+    }
+
+    /// Sends the request `message` builds (with a new number, and whether a presenter will answer prompts) and
+    /// returns the final answer, showing its prompts through `presenter` and its progress through `progress`.
+    private func exchange(
+        presenter: (any EvaluationPresenter)?, progress: (@Sendable (AdministrationEvent) -> Void)? = nil,
+        _ message: (UInt64, Bool) -> ClientMessage
+    ) async throws -> ServerMessage {
+        let connection = try connection()
+        let presenter = PresenterQueue.isCurrent ? nil : presenter
+        let id = PromptResponder.nextRequest()
+        let responder = presenter.map { PromptResponder(request: id, presenter: $0) }
+        return try await connection.request(message(id, responder != nil), id: id, responder: responder, progress: progress)
+    }
+
+    // MARK: SecurityClient
+
+    package func send(
+        _ request: KeychainRequest, options: EvaluationOptions, presenter: (any EvaluationPresenter)?
+    ) async throws -> KeychainResponse {
+        switch try await exchange(presenter: presenter, { .keychain($0, request, options, interactive: $1) }) {
+        case .keychain(_, let response): return response
+        case .keychainFailure(_, let status): throw status
+        case let other: throw SocketConnection.unexpected(other)
+        }
+    }
+
+    package func sendBlocking(
+        _ request: KeychainRequest, options: EvaluationOptions, presenter: (any EvaluationPresenter)?
+    ) throws -> KeychainResponse {
+        try BlockingBridge.wait { try await self.send(request, options: options, presenter: presenter) }
+    }
+
+    package func send(
+        _ request: KeyRequest, options: EvaluationOptions, presenter: (any EvaluationPresenter)?
+    ) async throws -> KeyResponse {
+        switch try await exchange(presenter: presenter, { .key($0, request, options, interactive: $1) }) {
+        case .key(_, let response): return response
+        case .keychainFailure(_, let status): throw status
+        case let other: throw SocketConnection.unexpected(other)
+        }
+    }
+
+    package func sendBlocking(
+        _ request: KeyRequest, options: EvaluationOptions, presenter: (any EvaluationPresenter)?
+    ) throws -> KeyResponse {
+        try BlockingBridge.wait { try await self.send(request, options: options, presenter: presenter) }
+    }
+
+    package func send(
+        _ request: AuthenticationRequest, presenter: (any EvaluationPresenter)?
+    ) async throws -> AuthenticationResponse {
+        do {
+            switch try await exchange(presenter: presenter, { .authentication($0, request, interactive: $1) }) {
+            case .authentication(_, let response): return response
+            case .authenticationFailure(_, let error): throw error
+            case let other: throw SocketConnection.unexpected(other)
+            }
+        } catch let status as KeychainStatus {
+            throw AuthenticationError(.notInteractive, status.message)
+        }
+    }
+
+    package func send(
+        _ request: AdministrationRequest, progress: @escaping @Sendable (AdministrationEvent) -> Void
+    ) async throws -> AdministrationEvent {
+        do {
+            switch try await exchange(presenter: nil, progress: progress, { id, _ in .administration(id, request) }) {
+            case .administration(_, let event): return event
+            case .authenticationFailure(_, let error): throw error
+            case .keychainFailure(_, let status): throw status
+            case let other: throw SocketConnection.unexpected(other)
+            }
+        } catch let status as KeychainStatus where status.code == .notAvailable {
+            throw AuthenticationError(.notInteractive, status.message)
+        }
+    }
+
+    package func keychainEvents() -> AsyncStream<EngineEvent> {
+        subscription({ .subscribeKeychainEvents($0) }) { message in
+            if case .keychainEvent(_, let event) = message { return event }
+            return nil
+        }
+    }
+
+    package func environmentChanges() -> AsyncStream<EnvironmentSnapshot> {
+        subscription({ .subscribeEnvironment($0) }) { message in
+            if case .environment(_, let snapshot) = message { return snapshot }
+            return nil
+        }
+    }
+
+    /// A stream of the events a subscription made by `subscribe` delivers, ended when the connection drops or the
+    /// stream is dropped (then the daemon is told to stop).
+    private func subscription<Element: Sendable>(
+        _ subscribe: @escaping @Sendable (UInt64) -> ClientMessage,
+        _ element: @escaping @Sendable (ServerMessage) -> Element?
+    ) -> AsyncStream<Element> {
+        AsyncStream { continuation in
+            guard let connection = try? connection() else { return continuation.finish() }
+            let id = PromptResponder.nextRequest()
+            connection.subscribe(id, deliver: { message in
+                if let value = element(message) { continuation.yield(value) }
+            }, end: { continuation.finish() })
+            do {
+                try connection.write(subscribe(id))
+            } catch {
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in connection.unsubscribe(id) }
+        }
+    }
+}
+
+/// One connection to the daemon: the socket, the requests in flight and the subscriptions, and the thread that
+/// reads the daemon's frames.
+final class SocketConnection: Sendable {
+    /// The longest frame the daemon may send (the protocol's limit).
+    static let frameLimit = MessageLimits.default.maximumFrameByteCount
+
+    private struct Pending {
+        var continuation: CheckedContinuation<ServerMessage, any Error>
+        var responder: PromptResponder?
+        var progress: (@Sendable (AdministrationEvent) -> Void)?
+    }
+
+    private struct Subscription {
+        var deliver: @Sendable (ServerMessage) -> Void
+        var end: @Sendable () -> Void
+    }
+
+    private struct State {
+        var pending: [UInt64: Pending] = [:]
+        var subscriptions: [UInt64: Subscription] = [:]
+        var closed = false
+    }
+
+    private let fd: Int32
+    private let path: String
+    private let state = Mutex(State())
+    private let writeLock = Mutex(())
+
+    /// Connects to `path`, says hello and waits for the welcome, then starts reading.
+    ///
+    /// - Throws: `KeychainStatus(.notAvailable)` when nothing listens there or the daemon refuses.
+    init(path: String, accessGroups: [String], allGroups: Bool) throws {
+        self.path = path
+        fd = try Self.connect(path)
+        do {
+            try write(.hello(versions: [1], accessGroups: accessGroups, allGroups: allGroups))
+            switch try readMessage() {
+            case .welcome(1)?: break
+            case .refused(let reason)?: throw KeychainStatus(.notAvailable, "localauthd refused the connection: \(reason)")
+            default: throw KeychainStatus(.notAvailable, "localauthd at \(path) did not answer the hello")
+            }
+        } catch {
+            Glibc.close(fd)
+            throw error
+        }
+        let thread = Thread { [self] in readLoop() }
+        thread.name = "local-authentication.socket"
+        thread.start()
+    }
+
+    var isClosed: Bool { state.withLock { $0.closed } }
+
+    /// Shuts the socket down; the reader thread then fails what is in flight and closes it.
+    func close() {
+        shutdown(fd, Int32(SHUT_RDWR))
+    }
+
+    /// Sends `message` (request number `id`) and waits for its final answer.
+    func request(
+        _ message: ClientMessage, id: UInt64, responder: PromptResponder?,
+        progress: (@Sendable (AdministrationEvent) -> Void)?
+    ) async throws -> ServerMessage {
+        try await withCheckedThrowingContinuation { continuation in
+            let registered = state.withLock { state -> Bool in
+                guard !state.closed else { return false }
+                state.pending[id] = Pending(continuation: continuation, responder: responder, progress: progress)
+                return true
+            }
+            guard registered else { return continuation.resume(throwing: unreachable()) }
+            do {
+                try write(message)
+            } catch {
+                if let pending = state.withLock({ $0.pending.removeValue(forKey: id) }) {
+                    pending.continuation.resume(throwing: error)
+                }
+            }
+        }
+    }
+
+    func subscribe(
+        _ id: UInt64, deliver: @escaping @Sendable (ServerMessage) -> Void, end: @escaping @Sendable () -> Void
+    ) {
+        let closed = state.withLock { state -> Bool in
+            if !state.closed { state.subscriptions[id] = Subscription(deliver: deliver, end: end) }
+            return state.closed
+        }
+        if closed { end() }
+    }
+
+    func unsubscribe(_ id: UInt64) {
+        guard state.withLock({ $0.subscriptions.removeValue(forKey: id) }) != nil else { return }
+        try? write(.unsubscribe(id))
+    }
+
+    /// Writes one frame, whole, or throws `errSecNotAvailable`.
+    func write(_ message: ClientMessage) throws {
+        let frame = message.encoded()
+        try writeLock.withLock { _ in
+            try frame.withUnsafeBytes { bytes in
+                var sent = 0
+                while sent < bytes.count {
+                    let n = Glibc.send(fd, bytes.baseAddress! + sent, bytes.count - sent, Int32(MSG_NOSIGNAL))
+                    if n < 0 && errno == EINTR { continue }
+                    guard n > 0 else { throw unreachable() }
+                    sent += n
+                }
+            }
+        }
+    }
+
+    // MARK: Reading
+
+    private func readLoop() {
+        while let message = try? readMessage() {
+            dispatch(message)
+        }
+        let (pending, subscriptions) = state.withLock { state in
+            state.closed = true
+            defer {
+                state.pending = [:]
+                state.subscriptions = [:]
+            }
+            return (Array(state.pending.values), Array(state.subscriptions.values))
+        }
+        Glibc.close(fd)
+        for request in pending { request.continuation.resume(throwing: unreachable()) }
+        for subscription in subscriptions { subscription.end() }
+    }
+
+    private func dispatch(_ message: ServerMessage) {
+        switch message {
+        case .prompt(let event):
+            guard let responder = state.withLock({ $0.pending[event.request]?.responder }) else { return }
+            responder.handle(event) { [weak self] answer in try? self?.write(.answer(answer)) }
+        case .progress(let id, let event):
+            state.withLock { $0.pending[id]?.progress }?(event)
+        case .keychainEvent(let id, _), .environment(let id, _):
+            state.withLock { $0.subscriptions[id]?.deliver }?(message)
+        case .keychain(let id, _), .key(let id, _), .authentication(let id, _), .administration(let id, _),
+            .keychainFailure(let id, _), .authenticationFailure(let id, _):
+            state.withLock { $0.pending.removeValue(forKey: id) }?.continuation.resume(returning: message)
+        case .welcome, .refused:
+            close()
+        }
+    }
+
+    /// The next whole frame, decoded; nil at the end of the stream.
+    private func readMessage() throws -> ServerMessage? {
+        var header = [UInt8](repeating: 0, count: 5)
+        guard try readFully(&header) else { return nil }
+        let length = Int(UInt32(header[1]) << 24 | UInt32(header[2]) << 16 | UInt32(header[3]) << 8 | UInt32(header[4]))
+        guard header[0] == 1, length <= Self.frameLimit else {
+            throw KeychainStatus(.notAvailable, "localauthd sent a frame this client cannot read")
+        }
+        var frame = SecureBytes(zeros: 5 + length)
+        let complete = try frame.withUnsafeMutableBytes { bytes -> Bool in
+            bytes.copyBytes(from: header)
+            return try readFully(UnsafeMutableRawBufferPointer(rebasing: bytes[5...]))
+        }
+        guard complete else { return nil }
+        return try ServerMessage(decoding: frame)
+    }
+
+    private func readFully(_ buffer: inout [UInt8]) throws -> Bool {
+        try buffer.withUnsafeMutableBytes { try readFully($0) }
+    }
+
+    private func readFully(_ buffer: UnsafeMutableRawBufferPointer) throws -> Bool {
+        var done = 0
+        while done < buffer.count {
+            let n = recv(fd, buffer.baseAddress! + done, buffer.count - done, 0)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return false }
+            done += n
+        }
+        return true
+    }
+
+    // MARK: Helpers
+
+    private static func connect(_ path: String) throws -> Int32 {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw KeychainStatus(.notAvailable, "no socket for localauthd") }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            Glibc.close(fd)
+            throw KeychainStatus(.notAvailable, "the localauthd socket path is too long: \(path)")
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard connected == 0 else {
+            let reason = String(cString: strerror(errno))
+            Glibc.close(fd)
+            throw KeychainStatus(.notAvailable, "localauthd cannot be reached at \(path): \(reason)")
+        }
+        return fd
+    }
+
+    private func unreachable() -> KeychainStatus {
+        KeychainStatus(.notAvailable, "the connection to localauthd at \(path) was lost")
+    }
+
+    static func unexpected(_ message: ServerMessage) -> KeychainStatus {
+        KeychainStatus(.internalComponent, "localauthd answered with another kind of message")
+    }
+}

@@ -1,0 +1,231 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import SecurityProtocol
+import SecurityServer
+import SocketPeer
+import StoreFiles
+import Synchronization
+
+/// What `localauthd` serves and where.
+package struct DaemonConfiguration: Sendable {
+    /// The listening socket (`/run/localauthd/socket` by default), made connectable by every user.
+    package var socketPath: String
+    /// The users' stores, one directory per uid (`/var/lib/localauthd/<uid>`).
+    package var stateDirectory: URL
+    /// Where the PAM service, readers and timeouts come from: `LA_PAM_SERVICE`, `LA_PAM_CONFDIR`,
+    /// `LA_READER_DRIVERS` (as for the embedded client).
+    package var environment: [String: String]
+    /// The longest frame a client may send.
+    package var frameLimit: Int
+
+    package init(
+        socketPath: String, stateDirectory: URL,
+        environment: [String: String] = ProcessInfo.processInfo.environment, frameLimit: Int = 16 << 20
+    ) {
+        self.socketPath = socketPath
+        self.stateDirectory = stateDirectory
+        self.environment = environment
+        self.frameLimit = frameLimit
+    }
+}
+
+/// The engines of the users who connected, each opened on first use on the user's own store directory, checking
+/// that user's passcode. A user's engine is shared by all of that user's connections.
+final class UserEngines: Sendable {
+    let configuration: DaemonConfiguration
+    private let engines = Mutex<[UInt32: KeychainEngine]>([:])
+
+    init(configuration: DaemonConfiguration) {
+        self.configuration = configuration
+    }
+
+    /// The engine of user `uid`.
+    ///
+    /// - Throws: `KeychainStatus` when the user has no passwd entry or the store cannot be opened.
+    func engine(for uid: UInt32) throws -> KeychainEngine {
+        try engines.withLock { engines in
+            if let engine = engines[uid] { return engine }
+            guard let name = DataLocations.userName(of: uid) else {
+                throw KeychainStatus(.notAvailable, "uid \(uid) has no passwd entry")
+            }
+            let directory = configuration.stateDirectory.appendingPathComponent(String(uid), isDirectory: true)
+            let authentication = AuthenticationConfiguration.fromEnvironment(
+                dataDirectory: directory, username: name, environment: configuration.environment)
+            let engine = try KeychainEngine(directory: directory, authentication: authentication)
+            engines[uid] = engine
+            return engine
+        }
+    }
+
+    /// Every engine opened so far.
+    var all: [KeychainEngine] { engines.withLock { Array($0.values) } }
+}
+
+/// `localauthd`'s listening socket and its connections.
+package final class DaemonServer: Sendable {
+    package static let logger = Logger(label: "localauthd")
+
+    private let channel: any Channel
+    private let group: MultiThreadedEventLoopGroup
+    private let sessions: SessionRegistry
+    private let engines: UserEngines
+
+    private init(
+        channel: any Channel, group: MultiThreadedEventLoopGroup, sessions: SessionRegistry, engines: UserEngines
+    ) {
+        self.channel = channel
+        self.group = group
+        self.sessions = sessions
+        self.engines = engines
+    }
+
+    /// Starts listening on `configuration.socketPath` (replacing a stale socket file), mode 0666: who connects is
+    /// told apart by the kernel's peer credentials, not by the socket's permissions.
+    ///
+    /// - Throws: when the socket cannot be bound.
+    package static func start(_ configuration: DaemonConfiguration) async throws -> DaemonServer {
+        try PrivateFiles.ensureDirectory(configuration.stateDirectory.path)
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let engines = UserEngines(configuration: configuration)
+        let sessions = SessionRegistry()
+        let limit = configuration.frameLimit
+        let channel = try await ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 256)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder(limit: limit)))
+                    try channel.pipeline.syncOperations.addHandler(
+                        ConnectionHandler(engines: engines, sessions: sessions))
+                }
+            }
+            .bind(unixDomainSocketPath: configuration.socketPath, cleanupExistingSocketFile: true).get()
+        chmod(configuration.socketPath, 0o666)
+        logger.info("listening", metadata: ["socket": "\(configuration.socketPath)"])
+        return DaemonServer(channel: channel, group: group, sessions: sessions, engines: engines)
+    }
+
+    /// Runs until the listening socket closes.
+    package func run() async throws {
+        try await channel.closeFuture.get()
+    }
+
+    /// A graceful stop (SIGTERM): no new connection is accepted, requests in flight finish (up to `grace`), then
+    /// every connection closes. What a client was told succeeded is in the store: each write commits before its
+    /// answer is sent.
+    package func stop(grace: Duration = .seconds(10)) async {
+        try? await channel.close()
+        let deadline = ContinuousClock.now + grace
+        while sessions.anyBusy, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        await sessions.closeAll()
+        for engine in engines.all { await engine.authentication?.closeReader() }
+        try? await group.shutdownGracefully()
+    }
+}
+
+/// The open connections, for a graceful stop.
+final class SessionRegistry: Sendable {
+    private let channels = Mutex<[ObjectIdentifier: (any Channel, DaemonSession?)]>([:])
+
+    func add(_ channel: any Channel) {
+        channels.withLock { $0[ObjectIdentifier(channel)] = (channel, nil) }
+    }
+
+    func attach(_ session: DaemonSession, to channel: any Channel) {
+        channels.withLock { $0[ObjectIdentifier(channel)] = (channel, session) }
+    }
+
+    func remove(_ channel: any Channel) {
+        channels.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(channel)) }
+    }
+
+    var anyBusy: Bool { channels.withLock { $0.values.contains { $0.1?.isBusy ?? false } } }
+
+    func closeAll() async {
+        for (channel, _) in channels.withLock({ Array($0.values) }) { try? await channel.close() }
+    }
+}
+
+/// One connection's handler: the hello (version and the claimed access groups) against the kernel's peer
+/// credentials, then every frame to the session. A frame that does not decode, a second hello or garbage gets a
+/// `refused` message and the connection closes; other connections are not affected.
+final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
+    // Not shared: NIO calls a handler on its channel's event loop only.
+    typealias InboundIn = ByteBuffer
+
+    private let engines: UserEngines
+    private let sessions: SessionRegistry
+    private var peer: PeerCredentials?
+    private var session: DaemonSession?
+
+    init(engines: UserEngines, sessions: SessionRegistry) {
+        self.engines = engines
+        self.sessions = sessions
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        sessions.add(context.channel)
+        // On the event loop the socket option is read at once.
+        context.channel.peerCredentials().whenSuccess { [weak self] in self?.peer = $0 }
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        session?.close()
+        session = nil
+        sessions.remove(context.channel)
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        let message: ClientMessage
+        do {
+            message = try frame.withUnsafeReadableBytes { try ClientMessage(decoding: $0) }
+        } catch {
+            return refuse(context, "the frame does not decode: \(error)")
+        }
+        if let session {
+            session.handle(message)
+            return
+        }
+        guard case .hello(let versions, let groups, let allGroups) = message else {
+            return refuse(context, "the first message must be hello")
+        }
+        guard versions.contains(1) else { return refuse(context, "no common protocol version (this daemon speaks 1)") }
+        guard let peer else { return refuse(context, "the kernel gave no peer credentials") }
+        let engine: KeychainEngine
+        do {
+            engine = try engines.engine(for: peer.uid)
+        } catch {
+            DaemonServer.logger.error("cannot open a store", metadata: ["uid": "\(peer.uid)", "error": "\(error)"])
+            return refuse(context, "the store of uid \(peer.uid) cannot be opened")
+        }
+        let channel = context.channel
+        let session = DaemonSession(
+            engine: engine, caller: CallerIdentity(accessGroups: groups, mayAccessAllGroups: allGroups), peer: peer
+        ) { message in
+            channel.writeAndFlush(message.frame(channel.allocator), promise: nil)
+        }
+        self.session = session
+        sessions.attach(session, to: channel)
+        DaemonServer.logger.debug("connected", metadata: ["uid": "\(peer.uid)", "pid": "\(peer.pid)"])
+        context.writeAndFlush(wrapOutbound(ServerMessage.welcome(version: 1)), promise: nil)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        refuse(context, "\(error)")
+    }
+
+    private func refuse(_ context: ChannelHandlerContext, _ reason: String) {
+        DaemonServer.logger.notice("refused a connection", metadata: ["reason": "\(reason)"])
+        context.writeAndFlush(wrapOutbound(ServerMessage.refused(reason))).whenComplete { _ in context.close(promise: nil) }
+    }
+
+    private func wrapOutbound(_ message: ServerMessage) -> NIOAny {
+        NIOAny(message.frame(ByteBufferAllocator()))
+    }
+}

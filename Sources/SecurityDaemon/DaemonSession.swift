@@ -1,0 +1,178 @@
+import Foundation
+import SecurityProtocol
+import SecurityServer
+import SocketPeer
+import Synchronization
+
+/// One client connection after its hello: the engine of the user the kernel says it runs as, the caller identity
+/// its requests carry, the prompt channels of its requests in flight and its subscriptions.
+///
+/// Requests run concurrently, each in a task of its own (keychain and key requests on blocking threads, as their
+/// store code blocks); answers go out as they finish, tagged with the client's number. When the connection closes,
+/// every prompt in progress is cancelled (`systemCancel`: the reader is released at once) and the connection's
+/// contexts are discarded.
+final class DaemonSession: Sendable {
+    let engine: KeychainEngine
+    let caller: CallerIdentity
+    let peer: PeerCredentials
+    private let send: @Sendable (ServerMessage) -> Void
+
+    private struct State {
+        var channels: [UInt64: PromptChannel] = [:]
+        var subscriptions: [UInt64: Task<Void, Never>] = [:]
+        var inFlight: Set<UInt64> = []
+        var closed = false
+    }
+
+    private let state = Mutex(State())
+
+    init(
+        engine: KeychainEngine, caller: CallerIdentity, peer: PeerCredentials,
+        send: @escaping @Sendable (ServerMessage) -> Void
+    ) {
+        self.engine = engine
+        self.caller = caller
+        self.peer = peer
+        self.send = send
+    }
+
+    /// Serves one message of the client (after the hello).
+    func handle(_ message: ClientMessage) {
+        switch message {
+        case .hello:
+            send(.refused("hello was already said"))
+        case .keychain(let id, let request, let options, let interactive):
+            run(id, interactive: interactive) { [engine, caller] channel in
+                do {
+                    let response = try await BlockingWork.run {
+                        try engine.handle(request, caller: caller, prompting: Prompting(options: options, channel: channel))
+                    }
+                    return .keychain(id, response)
+                } catch {
+                    return .keychainFailure(id, KeychainStatus(error))
+                }
+            }
+        case .key(let id, let request, let options, let interactive):
+            run(id, interactive: interactive) { [engine, caller] channel in
+                do {
+                    let response = try await BlockingWork.run {
+                        try engine.handle(request, caller: caller, prompting: Prompting(options: options, channel: channel))
+                    }
+                    return .key(id, response)
+                } catch {
+                    return .keychainFailure(id, KeychainStatus(error))
+                }
+            }
+        case .authentication(let id, let request, let interactive):
+            run(id, interactive: interactive) { [engine, caller] channel in
+                do {
+                    return .authentication(id, try await engine.handle(request, caller: caller, prompts: channel))
+                } catch {
+                    return .authenticationFailure(id, AuthenticationError(error))
+                }
+            }
+        case .administration(let id, let request):
+            run(id, interactive: false) { [engine, caller, send] _ in
+                do {
+                    let answer = try await engine.handle(request, caller: caller) { send(.progress(id, $0)) }
+                    return .administration(id, answer)
+                } catch let status as KeychainStatus {
+                    return .keychainFailure(id, status)
+                } catch {
+                    return .authenticationFailure(id, AuthenticationError(error))
+                }
+            }
+        case .answer(let answer):
+            state.withLock { $0.channels[answer.request] }?.receive(answer)
+        case .subscribeKeychainEvents(let id):
+            subscribe(id, engine.events(for: caller)) { .keychainEvent(id, $0) }
+        case .subscribeEnvironment(let id):
+            let changes = engine.authentication?.environmentChanges(for: caller) ?? AsyncStream { $0.finish() }
+            subscribe(id, changes) { .environment(id, $0) }
+        case .unsubscribe(let id):
+            state.withLock { $0.subscriptions.removeValue(forKey: id) }?.cancel()
+        }
+    }
+
+    /// Runs request `id` in a task of its own with a prompt channel to the client when it can answer prompts, and
+    /// sends what `body` answers.
+    private func run(
+        _ id: UInt64, interactive: Bool, _ body: @escaping @Sendable (PromptChannel?) async -> ServerMessage
+    ) {
+        let send = self.send
+        let channel = interactive ? PromptChannel(request: id) { send(.prompt($0)) } : nil
+        let started = state.withLock { state -> Bool in
+            guard !state.closed, !state.inFlight.contains(id) else { return false }
+            state.inFlight.insert(id)
+            if let channel { state.channels[id] = channel }
+            return true
+        }
+        guard started else {
+            return send(.keychainFailure(id, KeychainStatus(.param, "request \(id) is already in flight")))
+        }
+        Task {
+            let answer = await body(channel)
+            channel?.close()
+            self.state.withLock { state in
+                state.channels[id] = nil
+                state.inFlight.remove(id)
+            }
+            send(answer)
+        }
+    }
+
+    private func subscribe<Element: Sendable>(
+        _ id: UInt64, _ stream: AsyncStream<Element>, _ message: @escaping @Sendable (Element) -> ServerMessage
+    ) {
+        let send = self.send
+        let task = Task {
+            for await element in stream { send(message(element)) }
+        }
+        let kept = state.withLock { state -> Bool in
+            guard !state.closed else { return false }
+            state.subscriptions[id]?.cancel()
+            state.subscriptions[id] = task
+            return true
+        }
+        if !kept { task.cancel() }
+    }
+
+    /// The connection closed: prompts in progress end (`systemCancel`), subscriptions stop, and the connection's
+    /// contexts are discarded (an evaluation still running is cancelled).
+    func close() {
+        let (channels, subscriptions) = state.withLock { state in
+            state.closed = true
+            defer {
+                state.channels = [:]
+                state.subscriptions = [:]
+            }
+            return (Array(state.channels.values), Array(state.subscriptions.values))
+        }
+        for channel in channels { channel.close() }
+        for subscription in subscriptions { subscription.cancel() }
+        engine.authentication?.discardAll(owner: caller.connection)
+    }
+
+    /// Whether a request of this connection is in flight.
+    var isBusy: Bool { state.withLock { !$0.inFlight.isEmpty } }
+}
+
+extension KeychainStatus {
+    /// `error` as the `OSStatus`-coded failure a client gets (the engine throws `KeychainStatus` already).
+    init(_ error: any Error) {
+        self = error as? KeychainStatus ?? KeychainStatus(.internalComponent, "the keychain service failed")
+    }
+}
+
+extension AuthenticationError {
+    /// `error` as the `LAError`-coded failure a client gets.
+    init(_ error: any Error) {
+        if let failure = error as? AuthenticationError {
+            self = failure
+        } else if let status = error as? KeychainStatus {
+            self = AuthenticationError(.notInteractive, status.message)
+        } else {
+            self = AuthenticationError(.invalidContext, "the authentication service failed")
+        }
+    }
+}

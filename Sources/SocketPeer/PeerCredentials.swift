@@ -1,0 +1,33 @@
+import NIOCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The process on the other end of a Unix-socket connection, as the kernel reports it when it connected
+/// (`SO_PEERCRED`): identity from the kernel, never from a message. Linux's `struct ucred` (which Swift's Glibc
+/// module leaves out without `_GNU_SOURCE`): three 32-bit fields.
+package struct PeerCredentials: Sendable, Equatable {
+    package var pid: Int32 = 0
+    package var uid: UInt32 = 0
+    package var gid: UInt32 = 0
+
+    package init(pid: Int32 = 0, uid: UInt32 = 0, gid: UInt32 = 0) {
+        self.pid = pid
+        self.uid = uid
+        self.gid = gid
+    }
+}
+
+/// The kernel gave no credentials for a connection (not a Unix socket).
+package struct PeerCredentialsUnavailable: Error {}
+
+extension Channel {
+    /// The connected process's credentials (`SO_PEERCRED`).
+    package func peerCredentials() -> EventLoopFuture<PeerCredentials> {
+        guard let provider = self as? any SocketOptionProvider else {
+            return eventLoop.makeFailedFuture(PeerCredentialsUnavailable())
+        }
+        return provider.unsafeGetSocketOption(level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(SO_PEERCRED))
+    }
+}
