@@ -214,6 +214,14 @@ let package = Package(
             path: "Examples/ChallengeSigning"),
         .executableTarget(name: "RightObserver", dependencies: ["LocalAuthentication"], path: "Examples/RightObserver"),
         .testTarget(name: "ExamplesTests", dependencies: ["GuardedOperation", "ChallengeSigning", "RightObserver"]),
+        // localauthd as a real process: requests over its socket, contexts per connection, clients going away,
+        // hostile frames, restarts.
+        .testTarget(
+            name: "DaemonTests",
+            dependencies: [
+                "SecurityClient", "SecurityProtocol", "SecureCrypto", "StoreFiles", "Authenticators", "TestSupport",
+                "localauthd", "lactl",
+            ]),
         // The protocol's codec: every message round-trips (property-based), hostile frames fail cleanly.
         .testTarget(
             name: "SecurityProtocolTests",

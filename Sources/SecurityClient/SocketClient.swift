@@ -40,6 +40,12 @@ package final class SocketClient: SecurityClient {
     }
 
     deinit {
+        disconnect()
+    }
+
+    /// Closes the connection, as if this process went away: the daemon cancels this connection's prompts and
+    /// requests and forgets its contexts. The next request connects again.
+    package func disconnect() {
         current.withLock { $0 }?.close()
     }
 

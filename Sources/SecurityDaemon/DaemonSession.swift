@@ -20,7 +20,7 @@ final class DaemonSession: Sendable {
     private struct State {
         var channels: [UInt64: PromptChannel] = [:]
         var subscriptions: [UInt64: Task<Void, Never>] = [:]
-        var inFlight: Set<UInt64> = []
+        var inFlight: [UInt64: Task<Void, Never>?] = [:]
         var closed = false
     }
 
@@ -41,6 +41,9 @@ final class DaemonSession: Sendable {
         switch message {
         case .hello:
             send(.refused("hello was already said"))
+        case .keychain(let id, .exportBackup, _, _), .keychain(let id, .importBackup, _, _):
+            // The engine would open the path with the daemon's rights, not the caller's.
+            send(.keychainFailure(id, KeychainStatus(.unimplemented, "backups are not served by localauthd; use the embedded mode")))
         case .keychain(let id, let request, let options, let interactive):
             run(id, interactive: interactive) { [engine, caller] channel in
                 do {
@@ -102,22 +105,26 @@ final class DaemonSession: Sendable {
         let send = self.send
         let channel = interactive ? PromptChannel(request: id) { send(.prompt($0)) } : nil
         let started = state.withLock { state -> Bool in
-            guard !state.closed, !state.inFlight.contains(id) else { return false }
-            state.inFlight.insert(id)
+            guard !state.closed, state.inFlight[id] == nil else { return false }
+            state.inFlight[id] = .some(nil)
             if let channel { state.channels[id] = channel }
             return true
         }
         guard started else {
             return send(.keychainFailure(id, KeychainStatus(.param, "request \(id) is already in flight")))
         }
-        Task {
+        let task = Task {
             let answer = await body(channel)
             channel?.close()
             self.state.withLock { state in
                 state.channels[id] = nil
-                state.inFlight.remove(id)
+                state.inFlight[id] = nil
             }
             send(answer)
+        }
+        // Kept for cancellation when the connection closes, unless it already finished.
+        state.withLock { state in
+            if state.inFlight[id] != nil { state.inFlight[id] = .some(task) }
         }
     }
 
@@ -137,19 +144,19 @@ final class DaemonSession: Sendable {
         if !kept { task.cancel() }
     }
 
-    /// The connection closed: prompts in progress end (`systemCancel`), subscriptions stop, and the connection's
-    /// contexts are discarded (an evaluation still running is cancelled).
+    /// The connection closed: prompts in progress end (`systemCancel`), requests still running are cancelled (a
+    /// scan in progress releases the reader), subscriptions stop, and the connection's contexts are discarded.
     func close() {
-        let (channels, subscriptions) = state.withLock { state in
+        let (channels, tasks) = state.withLock { state in
             state.closed = true
             defer {
                 state.channels = [:]
                 state.subscriptions = [:]
             }
-            return (Array(state.channels.values), Array(state.subscriptions.values))
+            return (Array(state.channels.values), Array(state.subscriptions.values) + state.inFlight.values.compactMap { $0 })
         }
         for channel in channels { channel.close() }
-        for subscription in subscriptions { subscription.cancel() }
+        for task in tasks { task.cancel() }
         engine.authentication?.discardAll(owner: caller.connection)
     }
 

@@ -20,6 +20,7 @@ package struct KeychainStatus: Error, CustomStringConvertible, Sendable, Equatab
         package static let decode = Code(rawValue: -26275)
         package static let missingEntitlement = Code(rawValue: -34018)
         package static let internalComponent = Code(rawValue: -2070)
+        package static let unimplemented = Code(rawValue: -4)
 
         package static func ~= (code: Code, error: any Error) -> Bool {
             (error as? KeychainStatus)?.code == code

@@ -27,7 +27,7 @@ package struct FixedPasscodePresenter: EvaluationPresenter {
 /// Enrolls `finger` through `client`'s enrollment request, as `lactl biometry enroll` does: a context holding the
 /// passcode `secret` first, then the five scans of `printID` from `socket`.
 package func enrollThroughRequests(
-    _ client: EmbeddedClient, socket: VirtualReaderSocket, printID: String, finger: Finger
+    _ client: any SecurityClient, socket: VirtualReaderSocket, printID: String, finger: Finger
 ) async throws -> EnrolledPrintInfo {
     let context = try await client.passcodeContext(
         reason: "enroll", presenter: FixedPasscodePresenter(passcode: "secret"))
