@@ -1,0 +1,133 @@
+import Foundation
+import SecureCrypto
+import SecurityClient
+import SecurityProtocol
+import Synchronization
+import Testing
+import TestSupport
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Issue "localauthd": many connections at once against one daemon, and a daemon killed under load.
+@Suite("localauthd under load", .serialized, .virtualReaderLock, .timeLimit(.minutes(4)))
+struct DaemonLoadTests {
+    /// 32 connections × 1,000 mixed requests (add, find, update, delete, sign with a key whose access control is
+    /// satisfied): no error, and at the end every item that should be there is, with its last value.
+    @Test func thirtyTwoClientsTimesAThousandMixedRequestsLoseNothing() async throws {
+        let world = try DaemonWorld()
+        defer { world.close() }
+        let signer = try world.daemon.client()
+        // `.privateKeyUsage` alone: the list is checked on every signature and satisfied without a prompt.
+        let policy = AccessControlPolicy(protection: "ak", flags: 1 << 30)
+        guard case .generated(let key, _) = try await signer.send(.generate(accessControl: policy, item: nil, context: nil))
+        else {
+            Issue.record("no key")
+            return
+        }
+        let digest = Data(repeating: 7, count: 32)
+        let errors = Counter()
+        let daemon = world.daemon
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for clientIndex in 0..<32 {
+                group.addTask {
+                    let client = try daemon.client()
+                    for step in 0..<250 {
+                        let account = "c\(clientIndex)-\(step)"
+                        do {
+                            _ = try await client.send(.add(genericPassword(account, data: "v0")))
+                            guard try await foundPassword(client, account) == "v0" else {
+                                errors.add()
+                                continue
+                            }
+                            _ = try await client.send(
+                                .update(
+                                    query: genericPassword(account),
+                                    attributes: ["v_Data": .secret(SecureBytes(Array("v1".utf8)))]))
+                            if step % 5 == 0 {
+                                _ = try await client.send(.delete(genericPassword(account)))
+                            } else {
+                                guard case .signature = try await client.send(.sign(handle: key, digest: digest, context: nil))
+                                else {
+                                    errors.add()
+                                    continue
+                                }
+                            }
+                        } catch {
+                            errors.add()
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(errors.value == 0)
+        // Every kept item is there with its updated value; every deleted one is gone.
+        let checker = try world.daemon.client()
+        var query: [String: KeychainValue] = ["class": .string("genp"), "svce": .string("daemon")]
+        query["m_Limit"] = .string("m_LimitAll")
+        query["r_Attributes"] = .bool(true)
+        guard case .items(let all) = try await checker.send(.copyMatching(query)) else {
+            Issue.record("nothing found")
+            return
+        }
+        #expect(all.items.count == 32 * 200)
+        for (clientIndex, step) in [(0, 1), (31, 249), (17, 123)] {
+            #expect(try await foundPassword(checker, "c\(clientIndex)-\(step)") == "v1")
+        }
+        #expect(try await foundPassword(checker, "c5-10") == nil)
+    }
+
+    /// Eight connections add items as fast as they can; the daemon is killed (SIGKILL) in the middle. After a
+    /// restart the store opens and every add the daemon acknowledged is there.
+    @Test func aDaemonKilledUnderLoadKeepsEveryAcknowledgedWrite() async throws {
+        var world = try DaemonWorld()
+        defer { world.close() }
+        let acknowledged = Acknowledged()
+        let daemon = world.daemon
+        let writers = Task {
+            await withTaskGroup(of: Void.self) { group in
+                for writer in 0..<8 {
+                    group.addTask {
+                        guard let client = try? daemon.client() else { return }
+                        for step in 0... {
+                            let account = "w\(writer)-\(step)"
+                            do {
+                                _ = try await client.send(.add(genericPassword(account, data: account)))
+                                acknowledged.add(account)
+                            } catch {
+                                return
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        try await Task.sleep(for: .milliseconds(1500))
+        let killed = world.daemon.stop(SIGKILL)
+        #expect(killed.bySignal)
+        await writers.value
+        let written = acknowledged.accounts
+        #expect(written.count > 100)
+        try world.restart()
+        let client = try world.daemon.client()
+        var missing = 0
+        for account in written where try await foundPassword(client, account) != account { missing += 1 }
+        #expect(missing == 0)
+    }
+}
+
+/// A count shared by the load's tasks.
+final class Counter: Sendable {
+    private let count = Atomic<Int>(0)
+    func add() { count.add(1, ordering: .relaxed) }
+    var value: Int { count.load(ordering: .relaxed) }
+}
+
+/// The accounts whose adds the daemon acknowledged, in order.
+final class Acknowledged: Sendable {
+    private let list = Mutex<[String]>([])
+    func add(_ account: String) { list.withLock { $0.append(account) } }
+    var accounts: [String] { list.withLock { $0 } }
+}
