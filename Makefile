@@ -2,7 +2,7 @@
 SWIFT ?= swift
 SWIFT_BUILD_FLAGS ?=
 
-.PHONY: bootstrap build test demo bench fuzz clean
+.PHONY: bootstrap build test demo bench fuzz clean install uninstall
 
 bootstrap:
 	@scripts/bootstrap
@@ -38,3 +38,25 @@ fuzz: bootstrap
 
 clean:
 	rm -rf .build
+
+# localauthd, lactl, the PAM service file and the systemd units (socket activation). As root; DESTDIR for staging.
+PREFIX ?= /usr/local
+SBINDIR = $(PREFIX)/sbin
+BINDIR = $(PREFIX)/bin
+SYSTEMD_UNIT_DIR ?= /lib/systemd/system
+install: bootstrap
+	$(SWIFT) build -c release $(SWIFT_BUILD_FLAGS) --product localauthd
+	$(SWIFT) build -c release $(SWIFT_BUILD_FLAGS) --product lactl
+	install -D -m 0755 .build/release/localauthd $(DESTDIR)$(SBINDIR)/localauthd
+	install -D -m 0755 .build/release/lactl $(DESTDIR)$(BINDIR)/lactl
+	install -D -m 0644 Resources/pam.d/local-authentication $(DESTDIR)/etc/pam.d/local-authentication
+	install -D -m 0644 Resources/systemd/localauthd.socket $(DESTDIR)$(SYSTEMD_UNIT_DIR)/localauthd.socket
+	sed 's|@SBINDIR@|$(SBINDIR)|' Resources/systemd/localauthd.service > localauthd.service.tmp
+	install -D -m 0644 localauthd.service.tmp $(DESTDIR)$(SYSTEMD_UNIT_DIR)/localauthd.service
+	rm -f localauthd.service.tmp
+	@echo "Installed. Enable with: systemctl daemon-reload && systemctl enable --now localauthd.socket"
+	@echo "Point programs at it with LA_DAEMON_SOCKET=/run/localauthd/socket or /etc/local-authentication/client.conf"
+
+uninstall:
+	rm -f $(DESTDIR)$(SBINDIR)/localauthd $(DESTDIR)$(BINDIR)/lactl $(DESTDIR)/etc/pam.d/local-authentication
+	rm -f $(DESTDIR)$(SYSTEMD_UNIT_DIR)/localauthd.socket $(DESTDIR)$(SYSTEMD_UNIT_DIR)/localauthd.service

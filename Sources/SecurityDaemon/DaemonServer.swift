@@ -19,15 +19,25 @@ package struct DaemonConfiguration: Sendable {
     package var environment: [String: String]
     /// The longest frame a client may send.
     package var frameLimit: Int
+    /// A listening socket systemd passed (socket activation), used instead of binding `socketPath`.
+    package var inheritedSocket: Int32?
 
     package init(
         socketPath: String, stateDirectory: URL,
-        environment: [String: String] = ProcessInfo.processInfo.environment, frameLimit: Int = 16 << 20
+        environment: [String: String] = ProcessInfo.processInfo.environment, frameLimit: Int = 16 << 20,
+        inheritedSocket: Int32? = nil
     ) {
         self.socketPath = socketPath
         self.stateDirectory = stateDirectory
         self.environment = environment
         self.frameLimit = frameLimit
+        self.inheritedSocket = inheritedSocket
+    }
+
+    /// The socket systemd passed this process (`LISTEN_PID` is this process, `LISTEN_FDS` is 1: descriptor 3).
+    package static func systemdSocket(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> Int32? {
+        guard environment["LISTEN_PID"] == String(getpid()), environment["LISTEN_FDS"] == "1" else { return nil }
+        return 3
     }
 }
 
@@ -91,7 +101,7 @@ package final class DaemonServer: Sendable {
         let engines = UserEngines(configuration: configuration)
         let sessions = SessionRegistry()
         let limit = configuration.frameLimit
-        let channel = try await ServerBootstrap(group: group)
+        let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
@@ -100,9 +110,16 @@ package final class DaemonServer: Sendable {
                         ConnectionHandler(engines: engines, sessions: sessions))
                 }
             }
-            .bind(unixDomainSocketPath: configuration.socketPath, cleanupExistingSocketFile: true).get()
-        chmod(configuration.socketPath, 0o666)
-        logger.info("listening", metadata: ["socket": "\(configuration.socketPath)"])
+        let channel: any Channel
+        if let inherited = configuration.inheritedSocket {
+            channel = try await bootstrap.withBoundSocket(inherited).get()
+            logger.info("listening on the socket systemd passed", metadata: ["socket": "\(configuration.socketPath)"])
+        } else {
+            channel = try await bootstrap
+                .bind(unixDomainSocketPath: configuration.socketPath, cleanupExistingSocketFile: true).get()
+            chmod(configuration.socketPath, 0o666)
+            logger.info("listening", metadata: ["socket": "\(configuration.socketPath)"])
+        }
         return DaemonServer(channel: channel, group: group, sessions: sessions, engines: engines)
     }
 

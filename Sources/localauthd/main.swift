@@ -33,7 +33,8 @@ struct LocalAuthDaemon: AsyncParsableCommand {
         }
         let server = try await DaemonServer.start(
             DaemonConfiguration(
-                socketPath: socket, stateDirectory: URL(fileURLWithPath: stateDirectory, isDirectory: true)))
+                socketPath: socket, stateDirectory: URL(fileURLWithPath: stateDirectory, isDirectory: true),
+                inheritedSocket: DaemonConfiguration.systemdSocket()))
         let group = ServiceGroup(
             configuration: .init(
                 services: [.init(service: DaemonService(server: server))],

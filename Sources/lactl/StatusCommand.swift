@@ -1,0 +1,65 @@
+import ArgumentParser
+import Foundation
+import SecurityClient
+import SecurityProtocol
+import StoreFiles
+
+/// `lactl status`: which engine this user's programs talk to and what it has.
+struct Status: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show the mode (embedded or localauthd), the socket or store, the reader, enrolled prints, lock state and lockout.",
+        discussion: """
+            The mode comes from LA_DAEMON_SOCKET, then $XDG_CONFIG_HOME/local-authentication/client.conf, then
+            /etc/local-authentication/client.conf; embedded when none names a socket.
+            """)
+
+    func run() async throws {
+        let mode = ClientSelection.mode()
+        switch mode {
+        case .embedded:
+            print("mode: embedded (the engine runs inside each program)")
+            print("store: \(DataLocations.dataDirectory(ProcessInfo.processInfo.environment).path)")
+            checkPAMService()
+        case .daemon(let socket):
+            print("mode: daemon (localauthd)")
+            print("socket: \(socket)")
+            print("store: the daemon's, for uid \(getuid())")
+        }
+        let client: any SecurityClient
+        do {
+            client = try ClientSelection.fromEnvironment()
+        } catch let status as KeychainStatus {
+            print("state: unavailable: \(status.message)")
+            throw ExitCode(1)
+        }
+        if case .locked(let locked) = try? await client.send(.lockState) {
+            print("keychain: \(locked ? "locked" : "unlocked")")
+        }
+        if case .reader(let reader)? = try? await client.send(.reader) {
+            print("reader: \(reader.name) (driver \(reader.driver), \(reader.enrollStages) enrollment scans)")
+        } else {
+            print("reader: none usable")
+        }
+        _ = try? await client.send(.closeReader)
+        if case .prints(let prints, _)? = try? await client.send(.enrolledPrints) {
+            print("enrolled prints: \(prints.count)\(prints.isEmpty ? "" : " (" + prints.map(\.finger.description).joined(separator: ", ") + ")")")
+        }
+        if case .environment(let environment)? = try? await client.send(.environment) {
+            print("passcode: \(environment.passcodeSet ? "set (PAM can authenticate this user)" : "not usable through PAM")")
+            print("fingerprint lockout: \(environment.lockedOut ? "yes, until a passcode success" : "no")")
+        }
+    }
+
+    /// Says the one command that fixes a missing PAM service file.
+    private func checkPAMService() {
+        let environment = ProcessInfo.processInfo.environment
+        let service = environment["LA_PAM_SERVICE"].flatMap { $0.isEmpty ? nil : $0 } ?? "local-authentication"
+        let directory = environment["LA_PAM_CONFDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/etc/pam.d"
+        let file = directory + "/" + service
+        if FileManager.default.fileExists(atPath: file) {
+            print("PAM service: \(file)")
+        } else {
+            print("PAM service: \(file) is missing; fix with: sudo make install (from the source tree)")
+        }
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+import SecurityClient
+import SecurityProtocol
+import Testing
+import TestSupport
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Issue "localauthd", item 7: what `make install` puts in place works as systemd would run it.
+@Suite("localauthd deployment", .serialized)
+struct DeploymentTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    /// systemd's own checker accepts both units as `make install` writes them.
+    @Test func theSystemdUnitsVerify() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("units-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let daemon = try builtExecutable("localauthd")
+        let service = try String(contentsOf: Self.root.appendingPathComponent("Resources/systemd/localauthd.service"), encoding: .utf8)
+            .replacingOccurrences(of: "@SBINDIR@", with: daemon.deletingLastPathComponent().path)
+        try service.write(to: directory.appendingPathComponent("localauthd.service"), atomically: true, encoding: .utf8)
+        try FileManager.default.copyItem(
+            at: Self.root.appendingPathComponent("Resources/systemd/localauthd.socket"),
+            to: directory.appendingPathComponent("localauthd.socket"))
+        let (status, output) = try runCapturingOutput(
+            URL(fileURLWithPath: "/usr/bin/systemd-analyze"),
+            ["verify", directory.appendingPathComponent("localauthd.service").path,
+             directory.appendingPathComponent("localauthd.socket").path])
+        #expect(status == 0, "\(output)")
+        #expect(output.isEmpty, "\(output)")
+    }
+
+    /// Socket activation: systemd's launcher holds the listening socket and starts the daemon on the first
+    /// connection with the socket as descriptor 3 (`LISTEN_FDS`); the client is served on it.
+    @Test func aSocketPassedBySystemdIsServed() async throws {
+        var template = Array("/tmp/la-activate-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw CocoaError(.fileWriteUnknown) }
+        let directory = String(cString: made)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let socket = directory + "/activated.sock"
+        let launcher = Process()
+        launcher.executableURL = URL(fileURLWithPath: "/usr/bin/systemd-socket-activate")
+        launcher.arguments = [
+            // Another --socket path: the daemon must serve the descriptor it was given, not bind a socket of its own.
+            "-l", socket, try builtExecutable("localauthd").path, "--socket", directory + "/not-bound.sock",
+            "--state-directory", directory + "/state",
+        ]
+        launcher.standardOutput = FileHandle.nullDevice
+        launcher.standardError = FileHandle.nullDevice
+        try launcher.run()
+        defer {
+            kill(launcher.processIdentifier, SIGTERM)
+            launcher.waitUntilExit()
+        }
+        var client: SocketClient?
+        let deadline = Date().addingTimeInterval(20)
+        while client == nil, Date() < deadline {
+            client = try? SocketClient(path: socket, accessGroups: ["test.activation"])
+            if client == nil { usleep(50_000) }
+        }
+        let connected = try #require(client)
+        _ = try await connected.send(.add(genericPassword("activated", data: "yes")))
+        #expect(try await foundPassword(connected, "activated") == "yes")
+        #expect(!FileManager.default.fileExists(atPath: directory + "/not-bound.sock"))
+    }
+}
