@@ -195,6 +195,35 @@ struct DaemonTests {
         #expect(print.finger == .rightIndex)
     }
 
+    @Test func keychainEventsStreamToEverySubscribedConnectionOfTheUser() async throws {
+        let world = try DaemonWorld()
+        defer { world.close() }
+        let watcher = try world.daemon.client()
+        let writer = try world.daemon.client()
+        var events = watcher.keychainEvents().makeAsyncIterator()
+        // The subscription travels on another connection than the adds: add until its first event proves it is in
+        // place, then a deletion must arrive too.
+        let probing = Task {
+            for index in 0..<400 where !Task.isCancelled {
+                _ = try? await writer.send(.add(genericPassword("probe-\(index)", data: "p")))
+                try? await Task.sleep(for: .milliseconds(25))
+            }
+        }
+        #expect(await events.next()?.kind == .added)
+        probing.cancel()
+        _ = await probing.value
+        _ = try await writer.send(.add(genericPassword("watched", data: "1")))
+        _ = try await writer.send(.delete(genericPassword("watched")))
+        var sawDeletion = false
+        while let event = await events.next() {
+            if event.kind == .deleted {
+                sawDeletion = true
+                break
+            }
+        }
+        #expect(sawDeletion)
+    }
+
     @Test func garbageAndOversizedFramesAreRefusedAndOthersAreStillServed() async throws {
         let world = try DaemonWorld()
         defer { world.close() }
