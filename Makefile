@@ -27,14 +27,20 @@ demo: bootstrap
 
 bench: bootstrap
 	$(SWIFT) build -c release $(SWIFT_BUILD_FLAGS) --product la-bench
+	$(SWIFT) build -c release $(SWIFT_BUILD_FLAGS) --product localauthd
 	$(SWIFT) run -c release --skip-build $(SWIFT_BUILD_FLAGS) la-bench
 
-# libFuzzer over the SSH agent's message parser for FUZZ_SECONDS (default 60), seeded from Fuzz/AgentMessage/Corpus.
+# libFuzzer for FUZZ_SECONDS each (default 60): the SSH agent's message parser, then localauthd's frames and
+# messages, seeded from Fuzz/*/Corpus.
 FUZZ_SECONDS ?= 60
 fuzz: bootstrap
-	$(SWIFT) build --scratch-path .build-fuzz --product agent-message-fuzz -Xswiftc -sanitize=fuzzer -Xswiftc -DFUZZING
-	mkdir -p .build-fuzz/corpus && cp Fuzz/AgentMessage/Corpus/* .build-fuzz/corpus/
-	.build-fuzz/debug/agent-message-fuzz -max_total_time=$(FUZZ_SECONDS) .build-fuzz/corpus
+	$(SWIFT) build --scratch-path .build-fuzz --product message-fuzz -Xswiftc -sanitize=fuzzer -Xswiftc -DFUZZING
+	rm -rf .build-fuzz/corpus-agent .build-fuzz/corpus-protocol
+	mkdir -p .build-fuzz/corpus-agent .build-fuzz/corpus-protocol
+	cp Fuzz/AgentMessage/Corpus/* .build-fuzz/corpus-agent/
+	cp Fuzz/ProtocolFrame/Corpus/* .build-fuzz/corpus-protocol/
+	FUZZ_TARGET=agent .build-fuzz/debug/message-fuzz -max_total_time=$(FUZZ_SECONDS) .build-fuzz/corpus-agent
+	FUZZ_TARGET=protocol .build-fuzz/debug/message-fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=4096 .build-fuzz/corpus-protocol
 
 clean:
 	rm -rf .build

@@ -138,10 +138,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]),
 
-        // libFuzzer over the agent's message parser (`make fuzz`); without -DFUZZING it replays the seed corpus.
+        // libFuzzer over the agent's message parser and localauthd's frames (`make fuzz`, FUZZ_TARGET picks one);
+        // without -DFUZZING it replays the seed corpora.
         .executableTarget(
-            name: "agent-message-fuzz", dependencies: ["SSHAgentProtocol"], path: "Fuzz/AgentMessage",
-            exclude: ["Corpus"]),
+            name: "message-fuzz", dependencies: ["SSHAgentProtocol", "SecurityProtocol"], path: "Fuzz",
+            exclude: ["AgentMessage/Corpus", "ProtocolFrame/Corpus"]),
 
         // Benchmarks: ratios against baselines measured in the same run (`make bench`).
         .executableTarget(

@@ -198,13 +198,15 @@ enum KeychainBenchmarks {
 
     // MARK: secret-tool on gnome-keyring
 
-    static func compareWithSecretTool(findAt1k: Double, directory: URL) throws {
+    static func compareWithSecretTool(
+        findAt1k: Double, directory: URL, label: String = "keychain find vs secret-tool lookup"
+    ) throws {
         let tools = [
             "/usr/bin/secret-tool", "/usr/bin/gnome-keyring-daemon", "/usr/bin/dbus-launch", "/usr/bin/dbus-send",
         ]
         guard tools.allSatisfy({ FileManager.default.isExecutableFile(atPath: $0) }) else {
             print(
-                "keychain vs secret-tool: skipped, \(tools.filter { !FileManager.default.isExecutableFile(atPath: $0) }.joined(separator: ", ")) missing "
+                "\(label): skipped, \(tools.filter { !FileManager.default.isExecutableFile(atPath: $0) }.joined(separator: ", ")) missing "
                     + "(apt-get install gnome-keyring libsecret-tools dbus-x11)")
             return
         }
@@ -251,12 +253,12 @@ enum KeychainBenchmarks {
             }
         }
         guard let nanoseconds else {
-            print("keychain vs secret-tool: skipped, \(failure)")
+            print("\(label): skipped, \(failure)")
             return
         }
         let secretToolOps = Double(lookups) / (nanoseconds / 1e9)
         Measure.report(
-            "keychain find vs secret-tool lookup (process + D-Bus, 100 items)", ours: findAt1k,
+            "\(label) (process + D-Bus, 100 items)", ours: findAt1k,
             baseline: secretToolOps, baselineName: "secret-tool", target: ">= 20")
     }
 

@@ -10,6 +10,7 @@ let sections: [(name: String, run: () async throws -> Void)] = [
     ("seckey", SecKeyBenchmarks.run),
     ("context", ContextBenchmarks.run),
     ("agent", AgentBenchmarks.run),
+    ("daemon", DaemonBenchmarks.run),
 ]
 let chosen = Set(CommandLine.arguments.dropFirst())
 print("la-bench: ratios against baselines measured in this run (higher is better unless said)")

@@ -72,6 +72,17 @@ package final class SocketClient: SecurityClient {
         return try await connection.request(message(id, responder != nil), id: id, responder: responder, progress: progress)
     }
 
+    /// ``exchange(presenter:progress:_:)`` for a synchronous edge: the calling thread waits for the answer itself.
+    private func exchangeBlocking(
+        presenter: (any EvaluationPresenter)?, _ message: (UInt64, Bool) -> ClientMessage
+    ) throws -> ServerMessage {
+        let connection = try connection()
+        let presenter = PresenterQueue.isCurrent ? nil : presenter
+        let id = PromptResponder.nextRequest()
+        let responder = presenter.map { PromptResponder(request: id, presenter: $0) }
+        return try connection.requestBlocking(message(id, responder != nil), id: id, responder: responder)
+    }
+
     // MARK: SecurityClient
 
     package func send(
@@ -87,7 +98,11 @@ package final class SocketClient: SecurityClient {
     package func sendBlocking(
         _ request: KeychainRequest, options: EvaluationOptions, presenter: (any EvaluationPresenter)?
     ) throws -> KeychainResponse {
-        try BlockingBridge.wait { try await self.send(request, options: options, presenter: presenter) }
+        switch try exchangeBlocking(presenter: presenter, { .keychain($0, request, options, interactive: $1) }) {
+        case .keychain(_, let response): return response
+        case .keychainFailure(_, let status): throw status
+        case let other: throw SocketConnection.unexpected(other)
+        }
     }
 
     package func send(
@@ -103,7 +118,11 @@ package final class SocketClient: SecurityClient {
     package func sendBlocking(
         _ request: KeyRequest, options: EvaluationOptions, presenter: (any EvaluationPresenter)?
     ) throws -> KeyResponse {
-        try BlockingBridge.wait { try await self.send(request, options: options, presenter: presenter) }
+        switch try exchangeBlocking(presenter: presenter, { .key($0, request, options, interactive: $1) }) {
+        case .key(_, let response): return response
+        case .keychainFailure(_, let status): throw status
+        case let other: throw SocketConnection.unexpected(other)
+        }
     }
 
     package func send(
@@ -177,8 +196,37 @@ final class SocketConnection: Sendable {
     /// The longest frame the daemon may send (the protocol's limit).
     static let frameLimit = MessageLimits.default.maximumFrameByteCount
 
+    /// Who waits for a request's answer: a task, or a thread blocked at a synchronous edge.
+    private enum Waiter {
+        case task(CheckedContinuation<ServerMessage, any Error>)
+        case thread(BlockedWaiter)
+
+        func resume(with result: Result<ServerMessage, any Error>) {
+            switch self {
+            case .task(let continuation): continuation.resume(with: result)
+            case .thread(let waiter): waiter.resume(with: result)
+            }
+        }
+    }
+
+    /// A thread waiting for its answer on a semaphore (no task, no hop through an executor).
+    final class BlockedWaiter: Sendable {
+        private let done = DispatchSemaphore(value: 0)
+        private let result = Mutex<Result<ServerMessage, any Error>?>(nil)
+
+        func resume(with result: Result<ServerMessage, any Error>) {
+            self.result.withLock { $0 = result }
+            done.signal()
+        }
+
+        func wait() throws -> ServerMessage {
+            done.wait()
+            return try result.withLock { $0! }.get()
+        }
+    }
+
     private struct Pending {
-        var continuation: CheckedContinuation<ServerMessage, any Error>
+        var waiter: Waiter
         var responder: PromptResponder?
         var progress: (@Sendable (AdministrationEvent) -> Void)?
     }
@@ -234,19 +282,28 @@ final class SocketConnection: Sendable {
         progress: (@Sendable (AdministrationEvent) -> Void)?
     ) async throws -> ServerMessage {
         try await withCheckedThrowingContinuation { continuation in
-            let registered = state.withLock { state -> Bool in
-                guard !state.closed else { return false }
-                state.pending[id] = Pending(continuation: continuation, responder: responder, progress: progress)
-                return true
-            }
-            guard registered else { return continuation.resume(throwing: unreachable()) }
-            do {
-                try write(message)
-            } catch {
-                if let pending = state.withLock({ $0.pending.removeValue(forKey: id) }) {
-                    pending.continuation.resume(throwing: error)
-                }
-            }
+            start(message, id: id, Pending(waiter: .task(continuation), responder: responder, progress: progress))
+        }
+    }
+
+    /// Sends `message` and blocks the calling thread until its final answer: a synchronous edge's round trip.
+    func requestBlocking(_ message: ClientMessage, id: UInt64, responder: PromptResponder?) throws -> ServerMessage {
+        let waiter = BlockedWaiter()
+        start(message, id: id, Pending(waiter: .thread(waiter), responder: responder, progress: nil))
+        return try waiter.wait()
+    }
+
+    private func start(_ message: ClientMessage, id: UInt64, _ pending: Pending) {
+        let registered = state.withLock { state -> Bool in
+            guard !state.closed else { return false }
+            state.pending[id] = pending
+            return true
+        }
+        guard registered else { return pending.waiter.resume(with: .failure(unreachable())) }
+        do {
+            try write(message)
+        } catch {
+            state.withLock { $0.pending.removeValue(forKey: id) }?.waiter.resume(with: .failure(error))
         }
     }
 
@@ -296,7 +353,7 @@ final class SocketConnection: Sendable {
             return (Array(state.pending.values), Array(state.subscriptions.values))
         }
         Glibc.close(fd)
-        for request in pending { request.continuation.resume(throwing: unreachable()) }
+        for request in pending { request.waiter.resume(with: .failure(unreachable())) }
         for subscription in subscriptions { subscription.end() }
     }
 
@@ -311,7 +368,7 @@ final class SocketConnection: Sendable {
             state.withLock { $0.subscriptions[id]?.deliver }?(message)
         case .keychain(let id, _), .key(let id, _), .authentication(let id, _), .administration(let id, _),
             .keychainFailure(let id, _), .authenticationFailure(let id, _):
-            state.withLock { $0.pending.removeValue(forKey: id) }?.continuation.resume(returning: message)
+            state.withLock { $0.pending.removeValue(forKey: id) }?.waiter.resume(with: .success(message))
         case .welcome, .refused:
             close()
         }

@@ -45,23 +45,19 @@ final class DaemonSession: Sendable {
             // The engine would open the path with the daemon's rights, not the caller's.
             send(.keychainFailure(id, KeychainStatus(.unimplemented, "backups are not served by localauthd; use the embedded mode")))
         case .keychain(let id, let request, let options, let interactive):
-            run(id, interactive: interactive) { [engine, caller] channel in
+            runBlocking(id, interactive: interactive) { [engine, caller] channel in
                 do {
-                    let response = try await BlockingWork.run {
-                        try engine.handle(request, caller: caller, prompting: Prompting(options: options, channel: channel))
-                    }
-                    return .keychain(id, response)
+                    let prompting = Prompting(options: options, channel: channel)
+                    return .keychain(id, try engine.handle(request, caller: caller, prompting: prompting))
                 } catch {
                     return .keychainFailure(id, KeychainStatus(error))
                 }
             }
         case .key(let id, let request, let options, let interactive):
-            run(id, interactive: interactive) { [engine, caller] channel in
+            runBlocking(id, interactive: interactive) { [engine, caller] channel in
                 do {
-                    let response = try await BlockingWork.run {
-                        try engine.handle(request, caller: caller, prompting: Prompting(options: options, channel: channel))
-                    }
-                    return .key(id, response)
+                    let prompting = Prompting(options: options, channel: channel)
+                    return .key(id, try engine.handle(request, caller: caller, prompting: prompting))
                 } catch {
                     return .keychainFailure(id, KeychainStatus(error))
                 }
@@ -127,6 +123,37 @@ final class DaemonSession: Sendable {
             if state.inFlight[id] != nil { state.inFlight[id] = .some(task) }
         }
     }
+
+    /// Runs request `id`, whose store code blocks, straight on a thread that may block (no task in between: the
+    /// keychain's round trip is the hot path), and sends what `body` answers. Store requests are not cancelled
+    /// when the connection closes (each is one short transaction); their prompts are.
+    private func runBlocking(
+        _ id: UInt64, interactive: Bool, _ body: @escaping @Sendable (PromptChannel?) -> ServerMessage
+    ) {
+        let send = self.send
+        let channel = interactive ? PromptChannel(request: id) { send(.prompt($0)) } : nil
+        let started = state.withLock { state -> Bool in
+            guard !state.closed, state.inFlight[id] == nil else { return false }
+            state.inFlight[id] = .some(nil)
+            if let channel { state.channels[id] = channel }
+            return true
+        }
+        guard started else {
+            return send(.keychainFailure(id, KeychainStatus(.param, "request \(id) is already in flight")))
+        }
+        Self.blockingQueue.async {
+            let answer = body(channel)
+            channel?.close()
+            self.state.withLock { state in
+                state.channels[id] = nil
+                state.inFlight[id] = nil
+            }
+            send(answer)
+        }
+    }
+
+    /// Where store requests run.
+    private static let blockingQueue = DispatchQueue(label: "localauthd.store", attributes: .concurrent)
 
     private func subscribe<Element: Sendable>(
         _ id: UInt64, _ stream: AsyncStream<Element>, _ message: @escaping @Sendable (Element) -> ServerMessage
