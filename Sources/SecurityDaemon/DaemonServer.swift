@@ -133,6 +133,7 @@ package final class DaemonServer: Sendable {
     /// answer is sent.
     package func stop(grace: Duration = .seconds(10)) async {
         try? await channel.close()
+        sessions.drainAll()
         let deadline = ContinuousClock.now + grace
         while sessions.anyBusy, ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(20))
@@ -157,6 +158,10 @@ final class SessionRegistry: Sendable {
 
     func remove(_ channel: any Channel) {
         channels.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(channel)) }
+    }
+
+    func drainAll() {
+        for case (_, let session?) in channels.withLock({ Array($0.values) }) { session.drain() }
     }
 
     var anyBusy: Bool { channels.withLock { $0.values.contains { $0.1?.isBusy ?? false } } }

@@ -22,6 +22,8 @@ final class DaemonSession: Sendable {
         var subscriptions: [UInt64: Task<Void, Never>] = [:]
         var inFlight: [UInt64: Task<Void, Never>?] = [:]
         var closed = false
+        /// The daemon is stopping: requests in flight finish, new ones are refused.
+        var draining = false
     }
 
     private let state = Mutex(State())
@@ -93,6 +95,25 @@ final class DaemonSession: Sendable {
         }
     }
 
+    /// Records request `id` as in flight (with its prompt channel), or answers it with the reason it cannot run.
+    private func admit(_ id: UInt64, _ channel: PromptChannel?) -> Bool {
+        let refusal = state.withLock { state -> KeychainStatus? in
+            if state.draining || state.closed { return KeychainStatus(.notAvailable, "localauthd is stopping") }
+            guard state.inFlight[id] == nil else { return KeychainStatus(.param, "request \(id) is already in flight") }
+            state.inFlight[id] = .some(nil)
+            if let channel { state.channels[id] = channel }
+            return nil
+        }
+        guard let refusal else { return true }
+        send(.keychainFailure(id, refusal))
+        return false
+    }
+
+    /// Stops taking requests (the daemon is stopping); those in flight finish.
+    func drain() {
+        state.withLock { $0.draining = true }
+    }
+
     /// Runs request `id` in a task of its own with a prompt channel to the client when it can answer prompts, and
     /// sends what `body` answers.
     private func run(
@@ -100,15 +121,7 @@ final class DaemonSession: Sendable {
     ) {
         let send = self.send
         let channel = interactive ? PromptChannel(request: id) { send(.prompt($0)) } : nil
-        let started = state.withLock { state -> Bool in
-            guard !state.closed, state.inFlight[id] == nil else { return false }
-            state.inFlight[id] = .some(nil)
-            if let channel { state.channels[id] = channel }
-            return true
-        }
-        guard started else {
-            return send(.keychainFailure(id, KeychainStatus(.param, "request \(id) is already in flight")))
-        }
+        guard admit(id, channel) else { return }
         let task = Task {
             let answer = await body(channel)
             channel?.close()
@@ -132,15 +145,7 @@ final class DaemonSession: Sendable {
     ) {
         let send = self.send
         let channel = interactive ? PromptChannel(request: id) { send(.prompt($0)) } : nil
-        let started = state.withLock { state -> Bool in
-            guard !state.closed, state.inFlight[id] == nil else { return false }
-            state.inFlight[id] = .some(nil)
-            if let channel { state.channels[id] = channel }
-            return true
-        }
-        guard started else {
-            return send(.keychainFailure(id, KeychainStatus(.param, "request \(id) is already in flight")))
-        }
+        guard admit(id, channel) else { return }
         Self.blockingQueue.async {
             let answer = body(channel)
             channel?.close()
