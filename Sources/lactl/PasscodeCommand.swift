@@ -36,15 +36,26 @@ struct PasscodeVerify: AsyncParsableCommand {
     @Option(help: "Where the attempt counters live (default: $XDG_DATA_HOME/local-authentication).")
     var stateDir: String?
 
-    func run() async throws {
-        let user = try user ?? currentUserName()
-        // The engine's policy on the store, so these attempts count with every other program's.
+    /// The engine to ask: the configured daemon's (its PAM service, its counters; the options do not apply), else
+    /// an embedded one on the store, so these attempts count with every other program's.
+    func client(user: String) throws -> any SecurityClient {
+        if case .daemon = ClientSelection.mode() {
+            guard self.user == nil, confdir == nil, stateDir == nil, service == "local-authentication" else {
+                throw ValidationError("--user, --service, --confdir and --state-dir do not apply: the configured daemon checks")
+            }
+            return try ClientSelection.fromEnvironment()
+        }
         let directory = URL(fileURLWithPath: stateDir ?? defaultAuthenticatorStateDirectory(), isDirectory: true)
-        let client = try EmbeddedClient(
+        return try EmbeddedClient(
             configuration: EmbeddedConfiguration(dataDirectory: directory, accessGroups: []),
             authentication: AuthenticationConfiguration(
                 stateDirectory: directory.path, username: user,
                 passcode: .init(service: service, configurationDirectory: confdir)))
+    }
+
+    func run() async throws {
+        let user = try user ?? currentUserName()
+        let client = try client(user: user)
         do {
             guard case .context(let id) = try await client.send(.createContext) else { return }
             let options = EvaluationOptions(prompt: EvaluationPrompt(reason: ""))

@@ -25,6 +25,15 @@ struct LocalAuthDaemon: AsyncParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel = "info"
 
     func run() async throws {
+        // A daemon starts with the signals it stops on deliverable, whatever mask and dispositions the program that
+        // started it had (a thread of a test runner or of a launcher may block them, and children inherit both).
+        var stopSignals = sigset_t()
+        sigemptyset(&stopSignals)
+        sigaddset(&stopSignals, SIGTERM)
+        sigaddset(&stopSignals, SIGINT)
+        pthread_sigmask(SIG_UNBLOCK, &stopSignals, nil)
+        signal(SIGTERM, SIG_DFL)
+        signal(SIGINT, SIG_DFL)
         let level = Logger.Level(rawValue: logLevel) ?? .info
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
@@ -52,6 +61,13 @@ struct DaemonService: Service {
             try await server.run()
         } onGracefulShutdown: {
             Task { await server.stop() }
+            // A stop that does not finish (a request that never ends) must not keep the service alive: systemd
+            // would kill it at TimeoutStopSec anyway, without a word.
+            Task.detached {
+                try? await Task.sleep(for: .seconds(15))
+                DaemonServer.logger.error("the graceful stop did not finish in 15 s; exiting")
+                exit(1)
+            }
         }
     }
 }

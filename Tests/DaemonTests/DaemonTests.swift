@@ -172,20 +172,16 @@ struct DaemonTests {
         let client = try world.daemon.client()
         _ = try await enrollThroughRequests(client, socket: world.reader, printID: "alice-1", finger: .rightIndex)
         // `lactl biometry verify` through the daemon waits for a finger; it is killed while it waits.
-        let verify = Process()
-        verify.executableURL = try lactlExecutable()
-        verify.arguments = ["biometry", "verify"]
-        verify.environment = ProcessInfo.processInfo.environment.merging(["LA_DAEMON_SOCKET": world.daemon.socket]) { _, new in new }
-        verify.standardOutput = FileHandle.nullDevice
-        verify.standardError = FileHandle.nullDevice
-        try verify.run()
+        let verify = try SpawnedProcess(
+            try lactlExecutable().path, ["biometry", "verify"], environment: ["LA_DAEMON_SOCKET": world.daemon.socket])
         let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline, !(try String(contentsOfFile: world.daemon.log, encoding: .utf8)).contains("pid=\(verify.processIdentifier)") {
+        while Date() < deadline,
+            !(try String(contentsOfFile: world.daemon.log, encoding: .utf8)).contains("pid=\(verify.pid)")
+        {
             usleep(50_000)
         }
         usleep(300_000)
-        kill(verify.processIdentifier, SIGKILL)
-        verify.waitUntilExit()
+        #expect(verify.stop(SIGKILL).bySignal)
         async let matched = client.send(.verifyFinger)
         try await world.reader.send("SCAN alice-1")
         guard case .matched(let print) = try await matched else {

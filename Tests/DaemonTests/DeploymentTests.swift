@@ -42,20 +42,14 @@ struct DeploymentTests {
         let directory = String(cString: made)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let socket = directory + "/activated.sock"
-        let launcher = Process()
-        launcher.executableURL = URL(fileURLWithPath: "/usr/bin/systemd-socket-activate")
-        launcher.arguments = [
-            // Another --socket path: the daemon must serve the descriptor it was given, not bind a socket of its own.
-            "-l", socket, try builtExecutable("localauthd").path, "--socket", directory + "/not-bound.sock",
-            "--state-directory", directory + "/state",
-        ]
-        launcher.standardOutput = FileHandle.nullDevice
-        launcher.standardError = FileHandle.nullDevice
-        try launcher.run()
-        defer {
-            kill(launcher.processIdentifier, SIGTERM)
-            launcher.waitUntilExit()
-        }
+        // Another --socket path: the daemon must serve the descriptor it was given, not bind a socket of its own.
+        let launcher = try SpawnedProcess(
+            "/usr/bin/systemd-socket-activate",
+            [
+                "-l", socket, try builtExecutable("localauthd").path, "--socket", directory + "/not-bound.sock",
+                "--state-directory", directory + "/state",
+            ], log: directory + "/launcher.log")
+        defer { launcher.stop(SIGKILL) }
         var client: SocketClient?
         let deadline = Date().addingTimeInterval(20)
         while client == nil, Date() < deadline {
@@ -66,5 +60,8 @@ struct DeploymentTests {
         _ = try await connected.send(.add(genericPassword("activated", data: "yes")))
         #expect(try await foundPassword(connected, "activated") == "yes")
         #expect(!FileManager.default.fileExists(atPath: directory + "/not-bound.sock"))
+        // systemd stops the service with SIGTERM: it ends gracefully.
+        let stopped = launcher.stop(SIGTERM)
+        #expect(!stopped.bySignal && stopped.status == 0)
     }
 }

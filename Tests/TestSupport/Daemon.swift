@@ -9,11 +9,11 @@ import Glibc
 /// A real `localauthd` process for a test: its own socket and state directory under `directory`, the environment
 /// given (PAM service and configuration directory, the virtual reader), its log in `directory/localauthd.log`.
 package final class DaemonProcess: @unchecked Sendable {
-    // Safe to share: `process` is set once and only read; Process's own methods are thread-safe.
+    // Safe to share: every field is set once.
     package let socket: String
     package let stateDirectory: String
     package let log: String
-    private let process: Process
+    private let process: SpawnedProcess
 
     /// Starts the daemon and waits until its socket accepts connections (at most 20 s).
     ///
@@ -22,28 +22,18 @@ package final class DaemonProcess: @unchecked Sendable {
         socket = directory + "/localauthd.sock"
         stateDirectory = directory + "/daemon-state"
         log = directory + "/localauthd.log"
-        process = Process()
-        process.executableURL = try builtExecutable("localauthd")
-        process.arguments = ["--socket", socket, "--state-directory", stateDirectory, "--log-level", "debug"]
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-        FileManager.default.createFile(atPath: log, contents: nil)
-        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
-        output.seekToEndOfFile()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
+        process = try SpawnedProcess(
+            try builtExecutable("localauthd").path,
+            ["--socket", socket, "--state-directory", stateDirectory, "--log-level", "debug"],
+            environment: environment, log: log)
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline {
             if (try? SocketClient(path: socket, accessGroups: [])) != nil { return }
             guard process.isRunning else { break }
             usleep(50_000)
         }
-        process.terminate()
+        process.stop(SIGKILL)
         throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "localauthd did not start"])
-    }
-
-    deinit {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
     }
 
     /// A client of this daemon claiming `accessGroups`, prompting through `presenter`.
@@ -54,12 +44,11 @@ package final class DaemonProcess: @unchecked Sendable {
         try SocketClient(path: socket, accessGroups: accessGroups, allGroups: allGroups, defaultPresenter: presenter)
     }
 
-    /// Sends `signal` and waits for the exit; returns how it ended (the exit status, or the signal's number).
+    /// Sends `signal` and waits for the exit (at most 30 s, then SIGKILL); how it ended (the exit status, or the
+    /// signal's number).
     @discardableResult
     package func stop(_ signal: Int32 = SIGTERM) -> (status: Int32, bySignal: Bool) {
-        kill(process.processIdentifier, signal)
-        process.waitUntilExit()
-        return (process.terminationStatus, process.terminationReason == .uncaughtSignal)
+        process.stop(signal)
     }
 
     /// Whether the daemon still runs.

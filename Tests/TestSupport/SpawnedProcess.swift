@@ -1,0 +1,90 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A child process started with `posix_spawn` and reaped with `waitpid`: no Foundation `Process`, whose exit
+/// monitoring depends on Dispatch's global queues and can miss an exit while tests keep those queues busy. The child
+/// starts with an empty signal mask and default signal actions, whatever the spawning thread had.
+package final class SpawnedProcess: @unchecked Sendable {
+    // Safe to share: `exit` is only touched under `lock`.
+    package let pid: pid_t
+    private let lock = NSLock()
+    private var exit: (status: Int32, bySignal: Bool)?
+
+    /// Starts `executable arguments` with this process's environment merged with `environment`, standard output and
+    /// error appended to `log` (or discarded).
+    package init(_ executable: String, _ arguments: [String], environment: [String: String] = [:], log: String? = nil)
+        throws
+    {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        let output = log ?? "/dev/null"
+        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var emptyMask = sigset_t()
+        sigemptyset(&emptyMask)
+        var allSignals = sigset_t()
+        sigfillset(&allSignals)
+        posix_spawnattr_setsigmask(&attributes, &emptyMask)
+        posix_spawnattr_setsigdefault(&attributes, &allSignals)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let merged = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
+        let envp: [UnsafeMutablePointer<CChar>?] = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var child: pid_t = 0
+        let status = posix_spawn(&child, executable, &actions, &attributes, argv, envp)
+        guard status == 0 else {
+            throw CocoaError(.executableLoad, userInfo: [NSLocalizedDescriptionKey: "posix_spawn \(executable): \(status)"])
+        }
+        pid = child
+    }
+
+    deinit {
+        if isRunning {
+            kill(pid, SIGKILL)
+            _ = wait(timeout: 10)
+        }
+    }
+
+    /// Whether the child has not exited yet (reaping it if it has).
+    package var isRunning: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        if exit != nil { return false }
+        var status: Int32 = 0
+        guard waitpid(pid, &status, WNOHANG) == pid else { return true }
+        exit = Self.decode(status)
+        return false
+    }
+
+    /// Waits up to `timeout` seconds for the exit; nil if the child still runs.
+    package func wait(timeout: Double) -> (status: Int32, bySignal: Bool)? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while isRunning, Date() < deadline { usleep(10_000) }
+        return lock.withLock { exit }
+    }
+
+    /// Sends `signal`, waits up to 30 s, then SIGKILL; how the child ended.
+    @discardableResult
+    package func stop(_ signal: Int32 = SIGTERM) -> (status: Int32, bySignal: Bool) {
+        kill(pid, signal)
+        if let ended = wait(timeout: 30) { return ended }
+        kill(pid, SIGKILL)
+        return wait(timeout: 30) ?? (SIGKILL, true)
+    }
+
+    private static func decode(_ status: Int32) -> (status: Int32, bySignal: Bool) {
+        let signal = status & 0x7F
+        return signal == 0 ? ((status >> 8) & 0xFF, false) : (signal, true)
+    }
+}
