@@ -79,14 +79,17 @@ package final class DaemonServer: Sendable {
 
     private let channel: any Channel
     private let group: MultiThreadedEventLoopGroup
+    private let storeThreads: NIOThreadPool
     private let sessions: SessionRegistry
     private let engines: UserEngines
 
     private init(
-        channel: any Channel, group: MultiThreadedEventLoopGroup, sessions: SessionRegistry, engines: UserEngines
+        channel: any Channel, group: MultiThreadedEventLoopGroup, storeThreads: NIOThreadPool,
+        sessions: SessionRegistry, engines: UserEngines
     ) {
         self.channel = channel
         self.group = group
+        self.storeThreads = storeThreads
         self.sessions = sessions
         self.engines = engines
     }
@@ -98,6 +101,8 @@ package final class DaemonServer: Sendable {
     package static func start(_ configuration: DaemonConfiguration) async throws -> DaemonServer {
         try PrivateFiles.ensureDirectory(configuration.stateDirectory.path)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let storeThreads = NIOThreadPool(numberOfThreads: 8)
+        storeThreads.start()
         let engines = UserEngines(configuration: configuration)
         let sessions = SessionRegistry()
         let limit = configuration.frameLimit
@@ -107,7 +112,7 @@ package final class DaemonServer: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder(limit: limit)))
                     try channel.pipeline.syncOperations.addHandler(
-                        ConnectionHandler(engines: engines, sessions: sessions))
+                        ConnectionHandler(engines: engines, sessions: sessions, storeThreads: storeThreads))
                 }
             }
         let channel: any Channel
@@ -120,7 +125,8 @@ package final class DaemonServer: Sendable {
             chmod(configuration.socketPath, 0o666)
             logger.info("listening", metadata: ["socket": "\(configuration.socketPath)"])
         }
-        return DaemonServer(channel: channel, group: group, sessions: sessions, engines: engines)
+        return DaemonServer(
+            channel: channel, group: group, storeThreads: storeThreads, sessions: sessions, engines: engines)
     }
 
     /// Runs until the listening socket closes.
@@ -140,6 +146,7 @@ package final class DaemonServer: Sendable {
         }
         await sessions.closeAll()
         for engine in engines.all { await engine.authentication?.closeReader() }
+        try? await storeThreads.shutdownGracefully()
         try? await group.shutdownGracefully()
     }
 }
@@ -180,12 +187,14 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
 
     private let engines: UserEngines
     private let sessions: SessionRegistry
+    private let storeThreads: NIOThreadPool
     private var peer: PeerCredentials?
     private var session: DaemonSession?
 
-    init(engines: UserEngines, sessions: SessionRegistry) {
+    init(engines: UserEngines, sessions: SessionRegistry, storeThreads: NIOThreadPool) {
         self.engines = engines
         self.sessions = sessions
+        self.storeThreads = storeThreads
     }
 
     func channelActive(context: ChannelHandlerContext) {
@@ -228,7 +237,8 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
         }
         let channel = context.channel
         let session = DaemonSession(
-            engine: engine, caller: CallerIdentity(accessGroups: groups, mayAccessAllGroups: allGroups), peer: peer
+            engine: engine, caller: CallerIdentity(accessGroups: groups, mayAccessAllGroups: allGroups), peer: peer,
+            storeThreads: storeThreads
         ) { message in
             channel.writeAndFlush(message.frame(channel.allocator), promise: nil)
         }

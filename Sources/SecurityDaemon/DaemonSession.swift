@@ -1,4 +1,5 @@
 import Foundation
+import NIOPosix
 import SecurityProtocol
 import SecurityServer
 import SocketPeer
@@ -16,6 +17,9 @@ final class DaemonSession: Sendable {
     let caller: CallerIdentity
     let peer: PeerCredentials
     private let send: @Sendable (ServerMessage) -> Void
+    /// The daemon's threads for store work: a fixed pool of its own, so blocked store requests never take threads
+    /// from Dispatch (signal handling) or Swift's cooperative pool.
+    private let storeThreads: NIOThreadPool
 
     private struct State {
         var channels: [UInt64: PromptChannel] = [:]
@@ -29,12 +33,13 @@ final class DaemonSession: Sendable {
     private let state = Mutex(State())
 
     init(
-        engine: KeychainEngine, caller: CallerIdentity, peer: PeerCredentials,
+        engine: KeychainEngine, caller: CallerIdentity, peer: PeerCredentials, storeThreads: NIOThreadPool,
         send: @escaping @Sendable (ServerMessage) -> Void
     ) {
         self.engine = engine
         self.caller = caller
         self.peer = peer
+        self.storeThreads = storeThreads
         self.send = send
     }
 
@@ -137,7 +142,7 @@ final class DaemonSession: Sendable {
         }
     }
 
-    /// Runs request `id`, whose store code blocks, straight on a thread that may block (no task in between: the
+    /// Runs request `id`, whose store code blocks, straight on a store thread (no task in between: the
     /// keychain's round trip is the hot path), and sends what `body` answers. Store requests are not cancelled
     /// when the connection closes (each is one short transaction); their prompts are.
     private func runBlocking(
@@ -146,8 +151,13 @@ final class DaemonSession: Sendable {
         let send = self.send
         let channel = interactive ? PromptChannel(request: id) { send(.prompt($0)) } : nil
         guard admit(id, channel) else { return }
-        Self.blockingQueue.async {
-            let answer = body(channel)
+        storeThreads.submit { poolState in
+            let answer: ServerMessage
+            if case .active = poolState {
+                answer = body(channel)
+            } else {
+                answer = .keychainFailure(id, KeychainStatus(.notAvailable, "localauthd is stopping"))
+            }
             channel?.close()
             self.state.withLock { state in
                 state.channels[id] = nil
@@ -156,9 +166,6 @@ final class DaemonSession: Sendable {
             send(answer)
         }
     }
-
-    /// Where store requests run.
-    private static let blockingQueue = DispatchQueue(label: "localauthd.store", attributes: .concurrent)
 
     private func subscribe<Element: Sendable>(
         _ id: UInt64, _ stream: AsyncStream<Element>, _ message: @escaping @Sendable (Element) -> ServerMessage

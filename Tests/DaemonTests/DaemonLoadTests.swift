@@ -115,7 +115,8 @@ struct DaemonLoadTests {
         if signal == SIGKILL {
             #expect(stopped.bySignal)
         } else {
-            #expect(!stopped.bySignal && stopped.status == 0)
+            let log = (try? String(contentsOfFile: world.daemon.log, encoding: .utf8)) ?? ""
+            #expect(!stopped.bySignal && stopped.status == 0, "daemon log ends: \(log.suffix(1500))")
         }
         await writers.value
         #expect(unclean.value == 0)
