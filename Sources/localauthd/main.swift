@@ -3,7 +3,9 @@ import Foundation
 import Logging
 import SecurityDaemon
 import ServiceLifecycle
-import UnixSignals
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `localauthd`: the engine in its own process. It owns every user's store, keys, attempt counters and the reader,
 /// serves the message protocol on a Unix socket, and tells callers apart by the kernel's peer credentials.
@@ -25,15 +27,6 @@ struct LocalAuthDaemon: AsyncParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel = "info"
 
     func run() async throws {
-        // A daemon starts with the signals it stops on deliverable, whatever mask and dispositions the program that
-        // started it had (a thread of a test runner or of a launcher may block them, and children inherit both).
-        var stopSignals = sigset_t()
-        sigemptyset(&stopSignals)
-        sigaddset(&stopSignals, SIGTERM)
-        sigaddset(&stopSignals, SIGINT)
-        pthread_sigmask(SIG_UNBLOCK, &stopSignals, nil)
-        signal(SIGTERM, SIG_DFL)
-        signal(SIGINT, SIG_DFL)
         let level = Logger.Level(rawValue: logLevel) ?? .info
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
@@ -46,9 +39,51 @@ struct LocalAuthDaemon: AsyncParsableCommand {
                 inheritedSocket: DaemonConfiguration.systemdSocket()))
         let group = ServiceGroup(
             configuration: .init(
-                services: [.init(service: DaemonService(server: server))],
-                gracefulShutdownSignals: [.sigterm, .sigint], logger: DaemonServer.logger))
+                services: [.init(service: DaemonService(server: server))], gracefulShutdownSignals: [],
+                logger: DaemonServer.logger))
+        StopSignals.install { Task { await group.triggerGracefulShutdown() } }
         try await group.run()
+    }
+}
+
+/// SIGTERM and SIGINT start the graceful stop, through a handler of our own: it writes a byte to a pipe that a
+/// thread of our own reads. (Dispatch's signal sources on Linux deliver a signal only while every thread blocks it,
+/// which a daemon started from an arbitrary thread cannot promise; a handler works on whichever thread the kernel
+/// picks.) If the stop has not ended the process 15 s later, it exits: systemd would kill it anyway.
+enum StopSignals {
+    nonisolated(unsafe) static var pipeWrite: Int32 = -1
+
+    static func install(_ stop: @escaping @Sendable () -> Void) {
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { fatalError("localauthd: no pipe for signals") }
+        pipeWrite = fds[1]
+        let read = fds[0]
+        let thread = Thread {
+            var byte: UInt8 = 0
+            while Glibc.read(read, &byte, 1) < 0 && errno == EINTR {}
+            DaemonServer.logger.info("stopping: requests in flight finish first")
+            stop()
+            Thread.sleep(forTimeInterval: 15)
+            DaemonServer.logger.error("the graceful stop did not finish in 15 s; exiting")
+            exit(1)
+        }
+        thread.name = "localauthd.signals"
+        thread.start()
+        var action = sigaction()
+        action.__sigaction_handler.sa_handler = { _ in
+            var byte: UInt8 = 1
+            _ = Glibc.write(StopSignals.pipeWrite, &byte, 1)
+        }
+        sigemptyset(&action.sa_mask)
+        action.sa_flags = SA_RESTART
+        var unblock = sigset_t()
+        sigemptyset(&unblock)
+        for signal in [SIGTERM, SIGINT] {
+            sigaction(signal, &action, nil)
+            sigaddset(&unblock, signal)
+        }
+        // At least this thread takes them, whatever mask the starting program passed down.
+        pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
     }
 }
 
@@ -61,13 +96,6 @@ struct DaemonService: Service {
             try await server.run()
         } onGracefulShutdown: {
             Task { await server.stop() }
-            // A stop that does not finish (a request that never ends) must not keep the service alive: systemd
-            // would kill it at TimeoutStopSec anyway, without a word.
-            Task.detached {
-                try? await Task.sleep(for: .seconds(15))
-                DaemonServer.logger.error("the graceful stop did not finish in 15 s; exiting")
-                exit(1)
-            }
         }
     }
 }
