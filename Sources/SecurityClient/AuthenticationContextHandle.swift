@@ -32,18 +32,4 @@ extension SecurityClient {
         guard let context else { return try sendBlocking(request) }
         return try sendBlocking(request, options: context.keychainPromptOptions, presenter: context.keychainPresenter)
     }
-
-    /// Serves a key request, prompting as `context` says (the client's defaults without one).
-    package func send(_ request: KeyRequest, context: (any AuthenticationContextHandle)?) async throws -> KeyResponse {
-        guard let context else { return try await send(request) }
-        return try await send(request, options: context.keychainPromptOptions, presenter: context.keychainPresenter)
-    }
-
-    /// Serves a keychain request, prompting as `context` says (the client's defaults without one).
-    package func send(
-        _ request: KeychainRequest, context: (any AuthenticationContextHandle)?
-    ) async throws -> KeychainResponse {
-        guard let context else { return try await send(request) }
-        return try await send(request, options: context.keychainPromptOptions, presenter: context.keychainPresenter)
-    }
 }

@@ -76,12 +76,7 @@ package final class EmbeddedClient: SecurityClient {
     package func sendBlocking(
         _ request: KeychainRequest, options: EvaluationOptions, presenter: (any EvaluationPresenter)?
     ) throws -> KeychainResponse {
-        try withPrompting(options, presenter) { prompting in
-            guard roundTripsMessages else { return try engine.handle(request, caller: caller, prompting: prompting) }
-            return try MessageRoundTrip.result {
-                try engine.handle(MessageRoundTrip.value(request), caller: caller, prompting: prompting)
-            }
-        }
+        try serveStore(request, options, presenter) { try engine.handle($0, caller: caller, prompting: $1) }
     }
 
     package func send(
@@ -93,12 +88,7 @@ package final class EmbeddedClient: SecurityClient {
     package func sendBlocking(
         _ request: KeyRequest, options: EvaluationOptions, presenter: (any EvaluationPresenter)?
     ) throws -> KeyResponse {
-        try withPrompting(options, presenter) { prompting in
-            guard roundTripsMessages else { return try engine.handle(request, caller: caller, prompting: prompting) }
-            return try MessageRoundTrip.result {
-                try engine.handle(MessageRoundTrip.value(request), caller: caller, prompting: prompting)
-            }
-        }
+        try serveStore(request, options, presenter) { try engine.handle($0, caller: caller, prompting: $1) }
     }
 
     // MARK: Authentication and administration
@@ -140,14 +130,17 @@ package final class EmbeddedClient: SecurityClient {
 
     // MARK: Prompts
 
-    /// Runs `body` with a prompt channel to `presenter` for one request, closing the channel afterwards.
-    private func withPrompting<Value>(
-        _ options: EvaluationOptions, _ presenter: (any EvaluationPresenter)?, _ body: (Prompting) throws -> Value
-    ) throws -> Value {
+    /// Serves a store request (keychain or key) on the calling thread through `handle`, with a prompt channel to
+    /// `presenter` for as long as it runs, the request, options and answer through the codec when round-tripping.
+    private func serveStore<Request: ProtocolCodable, Response: ProtocolCodable>(
+        _ request: Request, _ options: EvaluationOptions, _ presenter: (any EvaluationPresenter)?,
+        _ handle: (Request, Prompting) throws -> Response
+    ) throws -> Response {
         let channel = promptChannel(presenter)
         defer { channel?.close() }
-        let options = roundTripsMessages ? MessageRoundTrip.value(options) : options
-        return try body(Prompting(options: options, channel: channel))
+        guard roundTripsMessages else { return try handle(request, Prompting(options: options, channel: channel)) }
+        let prompting = Prompting(options: MessageRoundTrip.value(options), channel: channel)
+        return try MessageRoundTrip.result { try handle(MessageRoundTrip.value(request), prompting) }
     }
 
     /// A channel whose events reach `presenter` on the presenter queue and whose answers come back from it, both
@@ -162,8 +155,7 @@ package final class EmbeddedClient: SecurityClient {
         to presenter: (any EvaluationPresenter)?,
         roundTrips: Bool = EmbeddedConfiguration.roundTripsMessagesByDefault
     ) -> PromptChannel? {
-        guard let presenter, !PresenterQueue.isCurrent else { return nil }
-        let responder = PromptResponder(request: PromptResponder.nextRequest(), presenter: presenter)
+        guard let responder = PromptResponder.forNewRequest(presenter: presenter) else { return nil }
         let answers = AnswerRelay()
         let channel = PromptChannel(request: responder.request) { event in
             responder.handle(roundTrips ? MessageRoundTrip.value(event) : event) { answer in

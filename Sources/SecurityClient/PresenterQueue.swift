@@ -45,6 +45,13 @@ package struct PromptResponder: Sendable {
         self.presenter = presenter
     }
 
+    /// A responder for a new request drawing through `presenter`; nil when nobody can be asked: no presenter, or a
+    /// request made from a presenter callback, which must not wait for a second prompt.
+    package static func forNewRequest(presenter: (any EvaluationPresenter)?) -> PromptResponder? {
+        guard let presenter, !PresenterQueue.isCurrent else { return nil }
+        return PromptResponder(request: nextRequest(), presenter: presenter)
+    }
+
     /// Shows `event` (of this request; others are ignored) and sends what the user answers to `reply`.
     package func handle(_ event: PromptEvent, reply: @escaping @Sendable (PromptAnswer) -> Void) {
         guard event.request == request else { return }

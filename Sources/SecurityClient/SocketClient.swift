@@ -66,9 +66,7 @@ package final class SocketClient: SecurityClient {
         _ message: (UInt64, Bool) -> ClientMessage
     ) async throws -> ServerMessage {
         let connection = try connection()
-        let presenter = PresenterQueue.isCurrent ? nil : presenter
-        let id = PromptResponder.nextRequest()
-        let responder = presenter.map { PromptResponder(request: id, presenter: $0) }
+        let (id, responder) = Self.number(presenter)
         return try await connection.request(message(id, responder != nil), id: id, responder: responder, progress: progress)
     }
 
@@ -77,10 +75,25 @@ package final class SocketClient: SecurityClient {
         presenter: (any EvaluationPresenter)?, _ message: (UInt64, Bool) -> ClientMessage
     ) throws -> ServerMessage {
         let connection = try connection()
-        let presenter = PresenterQueue.isCurrent ? nil : presenter
-        let id = PromptResponder.nextRequest()
-        let responder = presenter.map { PromptResponder(request: id, presenter: $0) }
+        let (id, responder) = Self.number(presenter)
         return try connection.requestBlocking(message(id, responder != nil), id: id, responder: responder)
+    }
+
+    /// A new request's number, and the responder that answers its prompts through `presenter` when one can.
+    private static func number(_ presenter: (any EvaluationPresenter)?) -> (UInt64, PromptResponder?) {
+        guard let responder = PromptResponder.forNewRequest(presenter: presenter) else {
+            return (PromptResponder.nextRequest(), nil)
+        }
+        return (responder.request, responder)
+    }
+
+    /// The answer of a keychain or key request: what `response` finds in `message`, or the status it failed with.
+    private static func storeAnswer<Response>(
+        _ message: ServerMessage, _ response: (ServerMessage) -> Response?
+    ) throws -> Response {
+        if let answer = response(message) { return answer }
+        if case .keychainFailure(_, let status) = message { throw status }
+        throw SocketConnection.unexpected(message)
     }
 
     // MARK: SecurityClient
@@ -88,41 +101,33 @@ package final class SocketClient: SecurityClient {
     package func send(
         _ request: KeychainRequest, options: EvaluationOptions, presenter: (any EvaluationPresenter)?
     ) async throws -> KeychainResponse {
-        switch try await exchange(presenter: presenter, { .keychain($0, request, options, interactive: $1) }) {
-        case .keychain(_, let response): return response
-        case .keychainFailure(_, let status): throw status
-        case let other: throw SocketConnection.unexpected(other)
-        }
+        try Self.storeAnswer(
+            await exchange(presenter: presenter, { .keychain($0, request, options, interactive: $1) }),
+            { if case .keychain(_, let response) = $0 { response } else { nil } })
     }
 
     package func sendBlocking(
         _ request: KeychainRequest, options: EvaluationOptions, presenter: (any EvaluationPresenter)?
     ) throws -> KeychainResponse {
-        switch try exchangeBlocking(presenter: presenter, { .keychain($0, request, options, interactive: $1) }) {
-        case .keychain(_, let response): return response
-        case .keychainFailure(_, let status): throw status
-        case let other: throw SocketConnection.unexpected(other)
-        }
+        try Self.storeAnswer(
+            exchangeBlocking(presenter: presenter, { .keychain($0, request, options, interactive: $1) }),
+            { if case .keychain(_, let response) = $0 { response } else { nil } })
     }
 
     package func send(
         _ request: KeyRequest, options: EvaluationOptions, presenter: (any EvaluationPresenter)?
     ) async throws -> KeyResponse {
-        switch try await exchange(presenter: presenter, { .key($0, request, options, interactive: $1) }) {
-        case .key(_, let response): return response
-        case .keychainFailure(_, let status): throw status
-        case let other: throw SocketConnection.unexpected(other)
-        }
+        try Self.storeAnswer(
+            await exchange(presenter: presenter, { .key($0, request, options, interactive: $1) }),
+            { if case .key(_, let response) = $0 { response } else { nil } })
     }
 
     package func sendBlocking(
         _ request: KeyRequest, options: EvaluationOptions, presenter: (any EvaluationPresenter)?
     ) throws -> KeyResponse {
-        switch try exchangeBlocking(presenter: presenter, { .key($0, request, options, interactive: $1) }) {
-        case .key(_, let response): return response
-        case .keychainFailure(_, let status): throw status
-        case let other: throw SocketConnection.unexpected(other)
-        }
+        try Self.storeAnswer(
+            exchangeBlocking(presenter: presenter, { .key($0, request, options, interactive: $1) }),
+            { if case .key(_, let response) = $0 { response } else { nil } })
     }
 
     package func send(

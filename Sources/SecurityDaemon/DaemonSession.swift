@@ -52,22 +52,12 @@ final class DaemonSession: Sendable {
             // The engine would open the path with the daemon's rights, not the caller's.
             send(.keychainFailure(id, KeychainStatus(.unimplemented, "backups are not served by localauthd; use the embedded mode")))
         case .keychain(let id, let request, let options, let interactive):
-            runBlocking(id, interactive: interactive) { [engine, caller] channel in
-                do {
-                    let prompting = Prompting(options: options, channel: channel)
-                    return .keychain(id, try engine.handle(request, caller: caller, prompting: prompting))
-                } catch {
-                    return .keychainFailure(id, KeychainStatus(error))
-                }
+            runStore(id, options, interactive: interactive) { [engine, caller] in
+                .keychain(id, try engine.handle(request, caller: caller, prompting: $0))
             }
         case .key(let id, let request, let options, let interactive):
-            runBlocking(id, interactive: interactive) { [engine, caller] channel in
-                do {
-                    let prompting = Prompting(options: options, channel: channel)
-                    return .key(id, try engine.handle(request, caller: caller, prompting: prompting))
-                } catch {
-                    return .keychainFailure(id, KeychainStatus(error))
-                }
+            runStore(id, options, interactive: interactive) { [engine, caller] in
+                .key(id, try engine.handle(request, caller: caller, prompting: $0))
             }
         case .authentication(let id, let request, let interactive):
             run(id, interactive: interactive) { [engine, caller] channel in
@@ -100,8 +90,11 @@ final class DaemonSession: Sendable {
         }
     }
 
-    /// Records request `id` as in flight (with its prompt channel), or answers it with the reason it cannot run.
-    private func admit(_ id: UInt64, _ channel: PromptChannel?) -> Bool {
+    /// Records request `id` as in flight; `.some` of its prompt channel (nil when the client cannot answer
+    /// prompts), or `.none` after answering the request with the reason it cannot run.
+    private func admit(_ id: UInt64, interactive: Bool) -> PromptChannel?? {
+        let send = self.send
+        let channel = interactive ? PromptChannel(request: id) { send(.prompt($0)) } : nil
         let refusal = state.withLock { state -> KeychainStatus? in
             if state.draining || state.closed { return KeychainStatus(.notAvailable, "localauthd is stopping") }
             guard state.inFlight[id] == nil else { return KeychainStatus(.param, "request \(id) is already in flight") }
@@ -109,9 +102,19 @@ final class DaemonSession: Sendable {
             if let channel { state.channels[id] = channel }
             return nil
         }
-        guard let refusal else { return true }
+        guard let refusal else { return .some(channel) }
         send(.keychainFailure(id, refusal))
-        return false
+        return nil
+    }
+
+    /// Request `id` is done: its prompts end, and `answer` goes to the client.
+    private func finish(_ id: UInt64, _ channel: PromptChannel?, _ answer: ServerMessage) {
+        channel?.close()
+        state.withLock { state in
+            state.channels[id] = nil
+            state.inFlight[id] = nil
+        }
+        send(answer)
     }
 
     /// Stops taking requests (the daemon is stopping); those in flight finish.
@@ -119,51 +122,36 @@ final class DaemonSession: Sendable {
         state.withLock { $0.draining = true }
     }
 
-    /// Runs request `id` in a task of its own with a prompt channel to the client when it can answer prompts, and
-    /// sends what `body` answers.
+    /// Runs request `id` in a task of its own and sends what `body` answers.
     private func run(
         _ id: UInt64, interactive: Bool, _ body: @escaping @Sendable (PromptChannel?) async -> ServerMessage
     ) {
-        let send = self.send
-        let channel = interactive ? PromptChannel(request: id) { send(.prompt($0)) } : nil
-        guard admit(id, channel) else { return }
-        let task = Task {
-            let answer = await body(channel)
-            channel?.close()
-            self.state.withLock { state in
-                state.channels[id] = nil
-                state.inFlight[id] = nil
-            }
-            send(answer)
-        }
+        guard case .some(let channel) = admit(id, interactive: interactive) else { return }
+        let task = Task { self.finish(id, channel, await body(channel)) }
         // Kept for cancellation when the connection closes, unless it already finished.
         state.withLock { state in
             if state.inFlight[id] != nil { state.inFlight[id] = .some(task) }
         }
     }
 
-    /// Runs request `id`, whose store code blocks, straight on a store thread (no task in between: the
-    /// keychain's round trip is the hot path), and sends what `body` answers. Store requests are not cancelled
-    /// when the connection closes (each is one short transaction); their prompts are.
-    private func runBlocking(
-        _ id: UInt64, interactive: Bool, _ body: @escaping @Sendable (PromptChannel?) -> ServerMessage
+    /// Runs store request `id` (keychain or key), whose code blocks, straight on a store thread (no task in
+    /// between: the keychain's round trip is the hot path), and sends what `body` answers or the status it throws.
+    /// Store requests are not cancelled when the connection closes (each is one short transaction); their prompts
+    /// are.
+    private func runStore(
+        _ id: UInt64, _ options: EvaluationOptions, interactive: Bool,
+        _ body: @escaping @Sendable (Prompting) throws -> ServerMessage
     ) {
-        let send = self.send
-        let channel = interactive ? PromptChannel(request: id) { send(.prompt($0)) } : nil
-        guard admit(id, channel) else { return }
+        guard case .some(let channel) = admit(id, interactive: interactive) else { return }
         storeThreads.submit { poolState in
-            let answer: ServerMessage
-            if case .active = poolState {
-                answer = body(channel)
-            } else {
-                answer = .keychainFailure(id, KeychainStatus(.notAvailable, "localauthd is stopping"))
+            guard case .active = poolState else {
+                return self.finish(id, channel, .keychainFailure(id, KeychainStatus(.notAvailable, "localauthd is stopping")))
             }
-            channel?.close()
-            self.state.withLock { state in
-                state.channels[id] = nil
-                state.inFlight[id] = nil
+            do {
+                self.finish(id, channel, try body(Prompting(options: options, channel: channel)))
+            } catch {
+                self.finish(id, channel, .keychainFailure(id, KeychainStatus(error)))
             }
-            send(answer)
         }
     }
 
