@@ -276,9 +276,12 @@ final class SocketConnection: Sendable {
 
     var isClosed: Bool { state.withLock { $0.closed } }
 
-    /// Shuts the socket down; the reader thread then fails what is in flight and closes it.
+    /// Shuts the socket down; the reader thread then fails what is in flight and closes it. Once the reader
+    /// thread closed the descriptor this does nothing: the number may already name another file of the process.
     func close() {
-        shutdown(fd, Int32(SHUT_RDWR))
+        writeLock.withLock { _ in
+            if !isClosed { shutdown(fd, Int32(SHUT_RDWR)) }
+        }
     }
 
     /// Sends `message` (request number `id`) and waits for its final answer.
@@ -327,10 +330,12 @@ final class SocketConnection: Sendable {
         try? write(.unsubscribe(id))
     }
 
-    /// Writes one frame, whole, or throws `errSecNotAvailable`.
+    /// Writes one frame, whole, or throws `errSecNotAvailable` (also once the connection closed: its descriptor
+    /// number may by then name another file of the process).
     func write(_ message: ClientMessage) throws {
         let frame = message.encoded()
         try writeLock.withLock { _ in
+            guard !isClosed else { throw unreachable() }
             try frame.withUnsafeBytes { bytes in
                 var sent = 0
                 while sent < bytes.count {
@@ -349,15 +354,19 @@ final class SocketConnection: Sendable {
         while let message = try? readMessage() {
             dispatch(message)
         }
-        let (pending, subscriptions) = state.withLock { state in
-            state.closed = true
-            defer {
-                state.pending = [:]
-                state.subscriptions = [:]
+        // Closed under the write lock, after `closed` is set: no write or shutdown can reach the descriptor's
+        // number afterwards, when it may name another file.
+        let (pending, subscriptions) = writeLock.withLock { _ in
+            defer { Glibc.close(fd) }
+            return state.withLock { state in
+                state.closed = true
+                defer {
+                    state.pending = [:]
+                    state.subscriptions = [:]
+                }
+                return (Array(state.pending.values), Array(state.subscriptions.values))
             }
-            return (Array(state.pending.values), Array(state.subscriptions.values))
         }
-        Glibc.close(fd)
         for request in pending { request.waiter.resume(with: .failure(unreachable())) }
         for subscription in subscriptions { subscription.end() }
     }

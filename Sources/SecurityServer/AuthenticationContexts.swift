@@ -74,11 +74,13 @@ package final class AuthenticationContexts: Sendable {
         return id
     }
 
-    /// Throws `invalidContext` when `id` names a context that another client connection created: a context id is
-    /// not a bearer token. An id naming no context passes (each use of it fails on its own).
+    /// Throws `invalidContext` when `id` names a context that another client connection created (a context id is
+    /// not a bearer token) or no context at all (so a stranger's `invalidate` of an id it guessed or of a context
+    /// already gone does nothing, not even forget the reuse window's match).
     package func requireOwner(_ id: AuthenticationContextID, connection: UInt64) throws {
         let owner = state.withLock { $0.records[id]?.owner }
-        if let owner, owner != connection {
+        guard let owner else { throw AuthenticationError(.invalidContext, "no such authentication context") }
+        guard owner == connection else {
             throw AuthenticationError(.invalidContext, "the authentication context belongs to another client")
         }
     }
@@ -109,7 +111,8 @@ package final class AuthenticationContexts: Sendable {
             if forgettingMatch && state.lastBiometricSuccess?.context == id { state.lastBiometricSuccess = nil }
             guard var record = state.records[id] else { return [] }
             let cancels = Array(record.inFlight.values)
-            record = Record()
+            // Still its owner's: refused to every other connection, and dropped when the owner's connection ends.
+            record = Record(owner: record.owner)
             record.invalidated = true
             state.records[id] = record
             return cancels
