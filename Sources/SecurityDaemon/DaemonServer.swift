@@ -24,7 +24,7 @@ package struct DaemonConfiguration: Sendable {
 
     package init(
         socketPath: String, stateDirectory: URL,
-        environment: [String: String] = ProcessInfo.processInfo.environment, frameLimit: Int = 16 << 20,
+        environment: [String: String] = ProcessInfo.processInfo.environment, frameLimit: Int = MessageLimits.default.maximumFrameByteCount,
         inheritedSocket: Int32? = nil
     ) {
         self.socketPath = socketPath

@@ -48,9 +48,6 @@ final class DaemonSession: Sendable {
         switch message {
         case .hello:
             send(.refused("hello was already said"))
-        case .keychain(let id, .exportBackup, _, _), .keychain(let id, .importBackup, _, _):
-            // The engine would open the path with the daemon's rights, not the caller's.
-            send(.keychainFailure(id, KeychainStatus(.unimplemented, "backups are not served by localauthd; use the embedded mode")))
         case .keychain(let id, let request, let options, let interactive):
             runStore(id, options, interactive: interactive) { [engine, caller] in
                 .keychain(id, try engine.handle(request, caller: caller, prompting: $0))

@@ -10,10 +10,14 @@ package enum KeychainRequest: Sendable, Equatable {
     case delete([String: KeychainValue])
     case lock
     case lockState
-    /// Writes every item the caller may see, except `*ThisDeviceOnly` ones, to `file`, sealed under `password`.
-    case exportBackup(file: URL, password: SecureBytes)
-    /// Adds the items of a backup file; items whose primary key exists are left as they are.
-    case importBackup(file: URL, password: SecureBytes)
+    /// Seals every item the caller may see, except `*ThisDeviceOnly` ones and those under an access-control list,
+    /// under `password`; the answer is ``KeychainResponse/exportedBackup(_:count:skipped:)``, the backup file's
+    /// bytes, which the client writes. No path crosses: the engine (in `localauthd`, root) opens no file for a
+    /// caller.
+    case exportBackup(password: SecureBytes)
+    /// Adds the items of a backup file's `contents` (read by the client); items whose primary key exists are left
+    /// as they are.
+    case importBackup(contents: Data, password: SecureBytes)
 }
 
 /// The engine's answer to a `KeychainRequest`.
@@ -22,13 +26,17 @@ package enum KeychainResponse: Sendable, Equatable {
     /// Results of `copyMatching`, or of `add` with return keys.
     case items(ItemResults)
     case locked(Bool)
-    /// Items written to or added from a backup, and items skipped (already present, or device-only).
+    /// Items added from a backup, and items skipped (already present).
     case backup(count: Int, skipped: Int)
+    /// A backup file's bytes, the items in it, and the items left out (device-only, or under an access-control
+    /// list).
+    case exportedBackup(Data, count: Int, skipped: Int)
 }
 
 extension KeychainRequest: ProtocolCodable {
-    /// A variant: 1 add, 2 copyMatching, 3 update, 4 delete, 5 lock, 6 lockState, 7 exportBackup, 8 importBackup;
-    /// associated values as fields 1, 2.
+    /// A variant: 1 add, 2 copyMatching, 3 update, 4 delete, 5 lock, 6 lockState, 9 exportBackup (field 1
+    /// password), 10 importBackup (1 contents, 2 password); other associated values as fields 1, 2. Variants 7 and
+    /// 8 (backups naming a file path the engine opened) are retired and never reused.
     package func encode(into writer: inout MessageWriter) {
         switch self {
         case .add(let attributes): writer.variant(1) { $0.field(1, attributes) }
@@ -41,14 +49,10 @@ extension KeychainRequest: ProtocolCodable {
         case .delete(let query): writer.variant(4) { $0.field(1, query) }
         case .lock: writer.variant(5)
         case .lockState: writer.variant(6)
-        case .exportBackup(let file, let password):
-            writer.variant(7) {
-                $0.field(1, file)
-                $0.field(2, password)
-            }
-        case .importBackup(let file, let password):
-            writer.variant(8) {
-                $0.field(1, file)
+        case .exportBackup(let password): writer.variant(9) { $0.field(1, password) }
+        case .importBackup(let contents, let password):
+            writer.variant(10) {
+                $0.field(1, contents)
                 $0.field(2, password)
             }
         }
@@ -64,8 +68,8 @@ extension KeychainRequest: ProtocolCodable {
             case 4: .delete(try payload.field(1))
             case 5: .lock
             case 6: .lockState
-            case 7: .exportBackup(file: try payload.field(1), password: try payload.field(2))
-            case 8: .importBackup(file: try payload.field(1), password: try payload.field(2))
+            case 9: .exportBackup(password: try payload.field(1))
+            case 10: .importBackup(contents: try payload.field(1), password: try payload.field(2))
             default: nil
             }
         }
@@ -73,7 +77,8 @@ extension KeychainRequest: ProtocolCodable {
 }
 
 extension KeychainResponse: ProtocolCodable {
-    /// A variant: 1 success, 2 items, 3 locked, 4 backup; associated values as fields 1, 2.
+    /// A variant: 1 success, 2 items, 3 locked, 4 backup, 5 exportedBackup (1 contents, 2 count, 3 skipped);
+    /// associated values as fields 1, 2.
     package func encode(into writer: inout MessageWriter) {
         switch self {
         case .success: writer.variant(1)
@@ -83,6 +88,12 @@ extension KeychainResponse: ProtocolCodable {
             writer.variant(4) {
                 $0.field(1, count)
                 $0.field(2, skipped)
+            }
+        case .exportedBackup(let contents, let count, let skipped):
+            writer.variant(5) {
+                $0.field(1, contents)
+                $0.field(2, count)
+                $0.field(3, skipped)
             }
         }
     }
@@ -95,6 +106,7 @@ extension KeychainResponse: ProtocolCodable {
             case 2: .items(try payload.field(1))
             case 3: .locked(try payload.field(1))
             case 4: .backup(count: try payload.field(1), skipped: try payload.field(2))
+            case 5: .exportedBackup(try payload.field(1), count: try payload.field(2), skipped: try payload.field(3))
             default: nil
             }
         }

@@ -156,26 +156,6 @@ extension SecureBytes: ProtocolCodable {
     }
 }
 
-extension URL: ProtocolCodable {
-    /// The absolute URL string, UTF-8 (the engine opens the path it names).
-    package func encode(into writer: inout MessageWriter) {
-        writer.rawString(absoluteString)
-    }
-
-    /// - Throws: `invalidValue` for a string that is not a URL, `nonCanonical` for one `URL` would write otherwise.
-    package init(from reader: inout MessageReader) throws {
-        let start = reader.offset
-        let string = try String(from: &reader)
-        guard let url = URL(string: string) else {
-            throw MessageDecodingError(.invalidValue, at: start, "not a URL")
-        }
-        guard url.absoluteString == string else {
-            throw MessageDecodingError(.nonCanonical, at: start, "a URL not in its absolute form")
-        }
-        self = url
-    }
-}
-
 extension Array: ProtocolCodable where Element: ProtocolCodable {
     /// A 32-bit count, then each element with a 32-bit length.
     package func encode(into writer: inout MessageWriter) {

@@ -22,7 +22,8 @@ extension KeychainEngine {
         var data: SecureBytes
     }
 
-    func exportBackup(to file: URL, password: SecureBytes, caller: CallerIdentity) throws -> (Int, Int) {
+    /// The backup file's bytes, the items in it and the items left out. The client writes the file.
+    func exportBackup(password: SecureBytes, caller: CallerIdentity) throws -> (Data, Int, Int) {
         guard !password.isEmpty else { throw KeychainStatus(.param, "the backup password is empty") }
         var skipped = 0
         let entries: [BackupEntry] = try database.read { transaction in
@@ -54,38 +55,26 @@ extension KeychainEngine {
         prefix.append(header)
         let key = try kdf.deriveKey(from: password)
         let sealed = try AESGCM.seal(plaintext, using: key, authenticating: prefix)
-        // An exclusive, unpredictable temporary beside the file, renamed over it: a link planted at any name there
-        // is never written through.
-        do {
-            try PrivateFiles.writeAtomically(prefix + sealed.combined, to: file.path)
-        } catch {
-            throw KeychainStatus(.io, "cannot write the backup file")
+        let contents = prefix + sealed.combined
+        // The bytes travel in one message: a backup that cannot is refused here, not cut off on the way.
+        guard contents.count <= MessageLimits.default.maximumFrameByteCount - (64 << 10) else {
+            throw KeychainStatus(.allocate, "the backup would be larger than one message (64 MiB)")
         }
-        return (entries.count, skipped)
+        return (contents, entries.count, skipped)
     }
 
-    /// The largest backup file read (a keychain of 100k items exports to a few tens of MiB).
-    static let maximumBackupByteCount = 1 << 30
     /// The largest header: a few hundred bytes of KDF parameters in practice.
     static let maximumBackupHeaderByteCount = 4096
 
-    /// Imports a backup. Everything read from the file before it authenticates is bounded and checked before any
-    /// work: its size, the header's length, and the KDF's parameters (``PasswordKDF/checkedForUntrustedInput()``),
-    /// so a crafted file is refused at once instead of trapping, hanging or exhausting memory. The header is part
-    /// of the associated data of the sealed contents.
+    /// Imports a backup file's `contents` (read by the client, bounded by the largest message). Everything read
+    /// before the contents authenticate is bounded and checked before any work: the header's length and the KDF's
+    /// parameters (``PasswordKDF/checkedForUntrustedInput()``), so crafted contents are refused at once instead of
+    /// trapping, hanging or exhausting memory. The header is part of the associated data of the sealed contents.
     ///
-    /// - Throws: `errSecDecode` for a file that is not a backup, is truncated, too large, or whose header is damaged
+    /// - Throws: `errSecDecode` for contents that are not a backup, are truncated, or whose header is damaged
     ///   or out of bounds; `errSecAuthFailed` for a wrong password (or contents that do not authenticate); nothing
     ///   is imported then.
-    func importBackup(from file: URL, password: SecureBytes, caller: CallerIdentity) throws -> (Int, Int) {
-        var info = stat()
-        guard stat(file.path, &info) == 0 else { throw KeychainStatus(.io, "cannot read the backup file") }
-        guard info.st_size <= Self.maximumBackupByteCount else {
-            throw KeychainStatus(.decode, "the backup file is larger than any backup this keychain writes")
-        }
-        guard let contents = FileManager.default.contents(atPath: file.path) else {
-            throw KeychainStatus(.io, "cannot read the backup file")
-        }
+    func importBackup(_ contents: Data, password: SecureBytes, caller: CallerIdentity) throws -> (Int, Int) {
         let magic = Self.backupMagic
         guard contents.count > magic.count + 4, contents.prefix(magic.count) == magic else {
             throw KeychainStatus(.decode, "not a keychain backup")

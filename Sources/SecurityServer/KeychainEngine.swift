@@ -129,11 +129,11 @@ package final class KeychainEngine: Sendable {
                 return .success
             case .lockState:
                 return .locked(enclave.isLocked)
-            case .exportBackup(let file, let password):
-                let (count, skipped) = try exportBackup(to: file, password: password, caller: caller)
-                return .backup(count: count, skipped: skipped)
-            case .importBackup(let file, let password):
-                let (count, skipped) = try importBackup(from: file, password: password, caller: caller)
+            case .exportBackup(let password):
+                let (contents, count, skipped) = try exportBackup(password: password, caller: caller)
+                return .exportedBackup(contents, count: count, skipped: skipped)
+            case .importBackup(let contents, let password):
+                let (count, skipped) = try importBackup(contents, password: password, caller: caller)
                 return .backup(count: count, skipped: skipped)
             }
         } catch {

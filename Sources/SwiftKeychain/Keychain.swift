@@ -163,8 +163,9 @@ public struct Keychain: Sendable {
         }
     }
 
-    /// Writes every item the caller may see, except `…ThisDeviceOnly` ones, to `file`, encrypted under a key
-    /// derived from `password` (scrypt).
+    /// Writes every item the caller may see, except `…ThisDeviceOnly` ones and those under an access-control list,
+    /// to `file` (mode 0600, replaced atomically), encrypted under a key derived from `password` (scrypt). The
+    /// engine seals the items; this program writes the file with its own rights.
     ///
     /// - Returns: the number of items written.
     public func exportBackup(to file: URL, password: some ContiguousBytes) throws -> Int {
@@ -173,7 +174,14 @@ public struct Keychain: Sendable {
 
     /// `exportBackup(to:password:)` for a password already in zeroizing memory.
     package func exportBackup(to file: URL, secret: SecureBytes) throws -> Int {
-        guard case .backup(let count, _) = try send(.exportBackup(file: file, password: secret)) else { return 0 }
+        guard case .exportedBackup(let contents, let count, _) = try send(.exportBackup(password: secret)) else {
+            return 0
+        }
+        do {
+            try BackupFiles.write(contents, to: file)
+        } catch let status as KeychainStatus {
+            throw KeychainError(status)
+        }
         return count
     }
 
@@ -186,7 +194,15 @@ public struct Keychain: Sendable {
 
     /// `importBackup(from:password:)` for a password already in zeroizing memory.
     package func importBackup(from file: URL, secret: SecureBytes) throws -> Int {
-        guard case .backup(let count, _) = try send(.importBackup(file: file, password: secret)) else { return 0 }
+        let contents: Data
+        do {
+            contents = try BackupFiles.read(file)
+        } catch let status as KeychainStatus {
+            throw KeychainError(status)
+        }
+        guard case .backup(let count, _) = try send(.importBackup(contents: contents, password: secret)) else {
+            return 0
+        }
         return count
     }
 }

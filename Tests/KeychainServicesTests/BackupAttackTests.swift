@@ -4,6 +4,7 @@ import SecureCrypto
 import SecurityClient
 import SecurityProtocol
 import SecurityServer
+import SwiftKeychain
 import Testing
 
 /// Attack review, finding 7: a crafted backup file crashed the importing process (arithmetic overflow in the KDF
@@ -29,8 +30,9 @@ struct BackupAttackTests {
                 .utf8)
     }
 
-    /// Imports `contents` into `client`'s store; the status and how long it took.
-    static func importing(_ contents: Data, into client: EmbeddedClient, directory: URL, password: String = "pw")
+    /// Imports `contents` (written to a file under `directory`) into `client`'s store through the keychain's
+    /// import, which reads the file in this process and sends its bytes; the status and how long it took.
+    static func importing(_ contents: Data, into client: any SecurityClient, directory: URL, password: String = "pw")
         -> (OSStatus, Duration)
     {
         let path = directory.appendingPathComponent("crafted-\(UUID().uuidString).backup")
@@ -39,10 +41,10 @@ struct BackupAttackTests {
         let start = ContinuousClock.now
         let status: OSStatus
         do {
-            _ = try client.sendBlocking(.importBackup(file: path, password: SecureBytes(Array(password.utf8))))
+            _ = try Keychain(client: client).importBackup(from: path, password: Data(password.utf8))
             status = errSecSuccess
-        } catch let error as KeychainStatus {
-            status = error.code.rawValue
+        } catch let error as KeychainError {
+            status = error.status
         } catch {
             status = errSecInternalComponent
         }
@@ -59,7 +61,7 @@ struct BackupAttackTests {
 
         // A genuine backup, to truncate and flip.
         let genuinePath = scratch.appendingPathComponent("genuine.backup")
-        _ = try client.sendBlocking(.exportBackup(file: genuinePath, password: SecureBytes(Array("pw".utf8))))
+        _ = try Keychain(client: client).exportBackup(to: genuinePath, password: Data("pw".utf8))
         let genuine = try Data(contentsOf: genuinePath)
 
         var cases: [(String, Data, Set<OSStatus>)] = [
@@ -110,8 +112,8 @@ struct BackupAttackTests {
         try handle.truncate(atOffset: 2 << 30)  // sparse: no disk used
         try handle.close()
         let start = ContinuousClock.now
-        #expect(throws: KeychainStatus.self) {
-            _ = try client.sendBlocking(.importBackup(file: path, password: SecureBytes(Array("pw".utf8))))
+        #expect(throws: KeychainError(status: errSecDecode)) {
+            _ = try Keychain(client: client).importBackup(from: path, password: Data("pw".utf8))
         }
         #expect(ContinuousClock.now - start < .seconds(1))
     }
@@ -130,7 +132,7 @@ struct BackupAttackTests {
         let file = scratch.appendingPathComponent("out.backup")
         symlink(victim.path, scratch.appendingPathComponent(".out.backup.\(getpid()).tmp").path)
         symlink(victim.path, file.path)
-        _ = try client.sendBlocking(.exportBackup(file: file, password: SecureBytes(Array("pw".utf8))))
+        _ = try Keychain(client: client).exportBackup(to: file, password: Data("pw".utf8))
         #expect(try Data(contentsOf: victim) == Data("victim".utf8))
         var info = stat()
         #expect(lstat(file.path, &info) == 0)

@@ -110,9 +110,6 @@ enum Draw {
         return attributes
     }
 
-    static func fileURL(_ rng: inout any SeededRandomNumberGenerator) -> URL {
-        URL(fileURLWithPath: "/tmp/" + one(of: ["backup", "a b", "ünï", "x/y.bin", "🔑"], &rng), isDirectory: false)
-    }
 }
 
 extension KeychainValue: Arbitrary {
@@ -231,18 +228,19 @@ extension KeychainRequest: Arbitrary {
         case 3: .delete(Draw.attributes(&rng))
         case 4: .lock
         case 5: .lockState
-        case 6: .exportBackup(file: Draw.fileURL(&rng), password: Draw.secureBytes(&rng))
-        default: .importBackup(file: Draw.fileURL(&rng), password: Draw.secureBytes(&rng))
+        case 6: .exportBackup(password: Draw.secureBytes(&rng))
+        default: .importBackup(contents: Draw.data(&rng), password: Draw.secureBytes(&rng))
         }
     }
 }
 
 extension KeychainResponse: Arbitrary {
     static func arbitrary(using rng: inout any SeededRandomNumberGenerator) -> KeychainResponse {
-        switch Int.random(in: 0..<4, using: &rng) {
+        switch Int.random(in: 0..<5, using: &rng) {
         case 0: .success
         case 1: .items(ItemResults.arbitrary(using: &rng))
         case 2: .locked(Draw.bool(&rng))
+        case 3: .exportedBackup(Draw.data(&rng), count: Draw.int(&rng), skipped: Draw.int(&rng))
         default: .backup(count: Draw.int(&rng), skipped: Draw.int(&rng))
         }
     }

@@ -34,11 +34,10 @@ struct WireFormatTests {
 struct SecretTests {
     @Test func aDecodedPasswordIsItsOwnSecureBytesNotAViewOfTheFrame() throws {
         let password = SecureBytes(Array("correct horse".utf8))
-        var frame = KeychainRequest.exportBackup(file: URL(fileURLWithPath: "/tmp/backup"), password: password)
-            .encoded()
+        var frame = KeychainRequest.exportBackup(password: password).encoded()
         let decoded = try KeychainRequest(decoding: frame)
         frame.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) }
-        guard case .exportBackup(_, let decodedPassword) = decoded else {
+        guard case .exportBackup(let decodedPassword) = decoded else {
             Issue.record("decoded \(decoded)")
             return
         }
@@ -90,7 +89,7 @@ struct SecretTests {
         let secret = SecureBytes(Array(text.utf8))
         let messages: [any ProtocolCodable] = [
             KeyResponse.secret(secret),
-            KeychainRequest.importBackup(file: URL(fileURLWithPath: "/tmp/b"), password: secret),
+            KeychainRequest.importBackup(contents: Data("LABACKUP1\n".utf8), password: secret),
             ItemResult(itemClass: .key, data: secret, reference: .key(ItemMaterial(attributes: [:], data: secret))),
         ]
         for message in messages {
@@ -104,7 +103,7 @@ struct SecretTests {
     @Test func codecErrorsNameOffsetsNotContents() {
         let text = "hunter2-do-not-show"
         var frame = frameBytes(
-            KeychainRequest.exportBackup(file: URL(fileURLWithPath: "/tmp/b"), password: SecureBytes(Array(text.utf8))))
+            KeychainRequest.exportBackup(password: SecureBytes(Array(text.utf8))))
         frame.removeLast()
         let error = decodingError(frame, as: KeychainRequest.self)
         #expect(error?.code == .truncated)
