@@ -10,14 +10,15 @@ bootstrap:
 build: bootstrap
 	$(SWIFT) build $(SWIFT_BUILD_FLAGS)
 
-# Every test suite, against the real OpenSSL, SQLite, PAM (pam_matrix) and libfprint (virtual reader).
-# One worker: the suites share the machine's two cores and several start libfprint and PAM.
-# LA_PROTOCOL_ROUNDTRIP=1: every embedded client (tests, lactl, examples) passes each message through the
-# SecurityProtocol codec, so the suites exercise the format the daemon speaks.
+# Every test suite, against the real OpenSSL, SQLite, PAM (pam_matrix) and libfprint (virtual reader), in two
+# passes over one build (scripts/run-tests): embedded, then the client-facing suites again through a localauthd
+# each world starts (LA_TEST_MODE=daemon). The passes run one after the other: both would share the two cores, and
+# timing-bounded tests (prompts cancelled within 5 s) need them.
 test: bootstrap
 	scripts/check-imports
 	$(SWIFT) build --build-tests $(SWIFT_BUILD_FLAGS)
-	LA_PROTOCOL_ROUNDTRIP=1 $(SWIFT) test --skip-build $(SWIFT_BUILD_FLAGS)
+	SWIFT="$(SWIFT)" SWIFT_BUILD_FLAGS="$(SWIFT_BUILD_FLAGS)" scripts/run-tests embedded
+	SWIFT="$(SWIFT)" SWIFT_BUILD_FLAGS="$(SWIFT_BUILD_FLAGS)" scripts/run-tests daemon
 
 # The ChallengeSigning example end to end: libfprint's virtual reader, a throwaway store, HTTP on loopback.
 # `lactl demo` (the building blocks one by one) stays available: `swift run lactl demo`.

@@ -190,7 +190,7 @@ let package = Package(
             name: "SecKeyTests",
             dependencies: [
                 "KeychainServices", "LocalAuthentication", "SecurityClient", "SecurityProtocol", "SecurityServer",
-                "KeychainStore", "Enclave", "SecureCrypto",
+                "KeychainStore", "Enclave", "SecureCrypto", "TestSupport",
             ]),
         // LARight, LARightStore, LAPersistedRight against the virtual reader and pam_matrix.
         .testTarget(
@@ -213,7 +213,9 @@ let package = Package(
             ],
             path: "Examples/ChallengeSigning"),
         .executableTarget(name: "RightObserver", dependencies: ["LocalAuthentication"], path: "Examples/RightObserver"),
-        .testTarget(name: "ExamplesTests", dependencies: ["GuardedOperation", "ChallengeSigning", "RightObserver"]),
+        .testTarget(
+            name: "ExamplesTests",
+            dependencies: ["GuardedOperation", "ChallengeSigning", "RightObserver", "SecurityServer", "TestSupport"]),
         // localauthd as a real process: requests over its socket, contexts per connection, clients going away,
         // hostile frames, restarts.
         .testTarget(

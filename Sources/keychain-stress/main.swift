@@ -1,23 +1,29 @@
 // keychain-stress: a helper the keychain tests start as a separate process, to test what one process cannot:
 // two writers on one store, and a writer killed with SIGKILL.
 //
-//   keychain-stress add <store-dir> <prefix> <count>
+//   keychain-stress add <store-dir | socket:PATH> <prefix> <count>
 //       adds generic passwords <prefix>-0 … <prefix>-(count-1), printing "added <i>" after each add that returned
-//       success (stdout is flushed per line), and reads every tenth item back, exiting 1 on any failure.
+//       success (stdout is flushed per line), and reads every tenth item back, exiting 1 on any failure. The store
+//       is opened embedded, or (socket:PATH) reached through the localauthd listening there.
 import Foundation
 import SecurityClient
 import SecurityServer
 
 let arguments = CommandLine.arguments
 guard arguments.count == 5, arguments[1] == "add", let count = Int(arguments[4]) else {
-    FileHandle.standardError.write(Data("usage: keychain-stress add <store-dir> <prefix> <count>\n".utf8))
+    FileHandle.standardError.write(Data("usage: keychain-stress add <store-dir | socket:PATH> <prefix> <count>\n".utf8))
     exit(2)
 }
-let directory = URL(fileURLWithPath: arguments[2], isDirectory: true)
 let prefix = arguments[3]
 do {
-    let client = try EmbeddedClient(
-        configuration: EmbeddedConfiguration(dataDirectory: directory, accessGroups: ["stress"]))
+    let client: any SecurityClient =
+        if arguments[2].hasPrefix("socket:") {
+            try SocketClient(path: String(arguments[2].dropFirst("socket:".count)), accessGroups: ["stress"])
+        } else {
+            try EmbeddedClient(
+                configuration: EmbeddedConfiguration(
+                    dataDirectory: URL(fileURLWithPath: arguments[2], isDirectory: true), accessGroups: ["stress"]))
+        }
     for index in 0..<count {
         let account = "\(prefix)-\(index)"
         _ = try client.sendBlocking(

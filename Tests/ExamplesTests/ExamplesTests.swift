@@ -1,5 +1,7 @@
 import Foundation
+import SecurityServer
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -25,6 +27,11 @@ struct ExamplesTests {
                 "logout: done",
                 "show-account: refused, log in first",
             ], "\(run)")
+        if let daemon = try world.daemon.engine() {
+            // The example reached the daemon: its store is the daemon's, and none was opened beside the world.
+            #expect(FileManager.default.fileExists(atPath: daemon.storeDirectory.appendingPathComponent("keychain.db").path))
+            #expect(!FileManager.default.fileExists(atPath: world.directory + "/store/keychain.db"))
+        }
     }
 
     @Test func guardedOperationStaysLoggedOutAfterAWrongPasscode() throws {
@@ -50,7 +57,8 @@ struct ExamplesTests {
             ], "\(run)")
     }
 
-    @Test func challengeSigningDemoSignsTwiceThenRefusesAfterTheEnrollmentChange() throws {
+    @Test(.embeddedOnly("the demo sets up its own throwaway store, reader and PAM service inside its process"))
+    func challengeSigningDemoSignsTwiceThenRefusesAfterTheEnrollmentChange() throws {
         let world = try ExampleWorld()
         defer { world.remove() }
         let run = try world.run("ChallengeSigning", ["demo"])
@@ -71,12 +79,15 @@ struct ExamplesTests {
     }
 }
 
-/// A throwaway store and a PAM service (pam_matrix; the current user's passcode is `secret`), no fingerprint reader.
+/// A throwaway store and a PAM service (pam_matrix; the current user's passcode is `secret`), no fingerprint reader;
+/// in daemon mode a `localauthd` of the world's own serves the store and the examples reach it by `LA_DAEMON_SOCKET`.
 struct ExampleWorld {
     static let pamModule = "/usr/lib/x86_64-linux-gnu/pam_wrapper/pam_matrix.so"
 
     /// The directory holding the store and the PAM files.
     let directory: String
+    /// The store's daemon (daemon mode).
+    let daemon: StoreDaemon
 
     /// What a finished example printed and how it exited.
     struct Run: CustomStringConvertible {
@@ -97,6 +108,15 @@ struct ExampleWorld {
         try "\(user):secret:la-examples\n".write(toFile: passdb, atomically: true, encoding: .utf8)
         try "auth required \(Self.pamModule) passdb=\(passdb)\naccount required \(Self.pamModule) passdb=\(passdb)\n"
             .write(toFile: directory + "/la-examples", atomically: true, encoding: .utf8)
+        let directory = directory
+        daemon = StoreDaemon {
+            try TestEngine(
+                storeDirectory: URL(fileURLWithPath: directory + "/store"), scratch: directory + "/daemon",
+                authentication: AuthenticationConfiguration(
+                    stateDirectory: directory + "/store", username: user,
+                    passcode: .init(service: "la-examples", configurationDirectory: directory),
+                    readerDrivers: ["no_such_driver"]))
+        }
     }
 
     /// Where `swift build` put the example binaries: next to this test bundle.
@@ -116,9 +136,13 @@ struct ExampleWorld {
         process.executableURL = Self.binDirectory.appendingPathComponent(example)
         process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
-        environment["LA_DATA_DIR"] = directory + "/store"
-        environment["LA_PAM_SERVICE"] = "la-examples"
-        environment["LA_PAM_CONFDIR"] = directory
+        if let daemon = try daemon.engine() {
+            environment.merge(daemon.subprocessEnvironment(pamService: nil, pamDirectory: nil)) { _, new in new }
+        } else {
+            environment["LA_DATA_DIR"] = directory + "/store"
+            environment["LA_PAM_SERVICE"] = "la-examples"
+            environment["LA_PAM_CONFDIR"] = directory
+        }
         environment["LA_READER_DRIVERS"] = "no_such_driver"
         environment["FP_DRIVERS_WHITELIST"] = "no_such_driver"
         environment["LA_PRESENTER"] = "none"
@@ -141,5 +165,8 @@ struct ExampleWorld {
             status: process.terminationStatus, output: String(decoding: data, as: UTF8.self), errorOutput: log)
     }
 
-    func remove() { try? FileManager.default.removeItem(atPath: directory) }
+    func remove() {
+        daemon.stop()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
 }

@@ -4,6 +4,7 @@ import SwiftKeychain
 import SecurityClient
 import SecurityServer
 import Testing
+import TestSupport
 
 @Suite("Keychain events")
 struct EventTests {
@@ -25,7 +26,7 @@ struct EventTests {
     @Test func eventsOfOtherAccessGroupsAreNotSeen() async throws {
         let store = TestStore()
         let owner = try store.client(groups: ["owner"])
-        let stranger = EmbeddedClient(engine: owner.engine, caller: CallerIdentity(accessGroups: ["stranger"]))
+        let stranger = try store.sibling(of: owner, groups: ["stranger"])
         var strangerEvents = try Keychain(client: stranger).events().makeAsyncIterator()
         var ownerEvents = try Keychain(client: owner).events().makeAsyncIterator()
         try Keychain(client: owner).add(GenericPassword(service: "s", account: "private", password: Data()))
@@ -119,10 +120,12 @@ struct TypedAPITests {
 @Suite("Keychain through the protocol codec")
 struct ProtocolRoundTripTests {
     /// Whatever `LA_PROTOCOL_ROUNDTRIP` says: requests, responses, statuses and events through their encodings.
-    @Test func aClientThatRoundTripsEveryMessageServesTheKeychainAsOneThatDoesNot() async throws {
+    @Test(.embeddedOnly("compares embedded clients with and without the codec; over the daemon every message crosses it"))
+    func aClientThatRoundTripsEveryMessageServesTheKeychainAsOneThatDoesNot() async throws {
         let store = TestStore()
         let plain = try store.client(groups: ["app"])
-        let client = EmbeddedClient(engine: plain.engine, caller: plain.caller, roundTripsMessages: true)
+        let embedded = try #require(plain as? EmbeddedClient)
+        let client = EmbeddedClient(engine: embedded.engine, caller: embedded.caller, roundTripsMessages: true)
         let keychain = Keychain(client: client)
         var events = try keychain.events().makeAsyncIterator()
         try keychain.add(GenericPassword(service: "s", account: "a", password: Data("secret".utf8)))

@@ -5,6 +5,7 @@ import KeychainStore
 import SecurityClient
 import SecurityServer
 import Testing
+import TestSupport
 
 @Suite("Store integrity")
 struct IntegrityTests {
@@ -12,14 +13,15 @@ struct IntegrityTests {
         let store = TestStore()
         try store.with { addGenericPassword(account: "a") }
         func mode(_ name: String) throws -> Int {
-            let path = name.isEmpty ? store.directory.path : store.directory.appendingPathComponent(name).path
+            let directory = store.storeDirectory
+            let path = name.isEmpty ? directory.path : directory.appendingPathComponent(name).path
             return (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int) ?? -1
         }
         #expect(try mode("") == 0o700)
         for name in ["keychain.db", "device.key", "keybag", "keybag.state"] {
             #expect(try mode(name) == 0o600, "\(name)")
         }
-        let wal = store.directory.appendingPathComponent("keychain.db-wal").path
+        let wal = store.storeDirectory.appendingPathComponent("keychain.db-wal").path
         if FileManager.default.fileExists(atPath: wal) { #expect(try mode("keychain.db-wal") == 0o600) }
     }
 
@@ -29,8 +31,9 @@ struct IntegrityTests {
             addGenericPassword(
                 account: "clear-account-marker", service: "clear-service-marker", password: "clear-password-marker")
         }
+        #expect(FileManager.default.fileExists(atPath: store.storeDirectory.appendingPathComponent("keychain.db").path))
         for name in ["keychain.db", "keychain.db-wal"] {
-            guard let contents = FileManager.default.contents(atPath: store.directory.appendingPathComponent(name).path)
+            guard let contents = FileManager.default.contents(atPath: store.storeDirectory.appendingPathComponent(name).path)
             else { continue }
             for marker in ["clear-account-marker", "clear-service-marker", "clear-password-marker"] {
                 #expect(contents.range(of: Data(marker.utf8)) == nil, "\(marker) in \(name)")
@@ -38,7 +41,8 @@ struct IntegrityTests {
         }
     }
 
-    @Test func swappedCiphertextsBetweenRowsAreDetected() throws {
+    @Test(.embeddedOnly("rewrites the files of a store under an engine this process opens again"))
+    func swappedCiphertextsBetweenRowsAreDetected() throws {
         let store = TestStore()
         let client = try store.client()
         try store.with(client) {
@@ -61,7 +65,8 @@ struct IntegrityTests {
         }
     }
 
-    @Test func swappedAttributesAndMovedRowsAreDetected() throws {
+    @Test(.embeddedOnly("rewrites the files of a store under an engine this process opens again"))
+    func swappedAttributesAndMovedRowsAreDetected() throws {
         let store = TestStore()
         let client = try store.client(groups: ["one", "two"])
         try store.with(client) {
@@ -93,7 +98,8 @@ struct IntegrityTests {
         }
     }
 
-    @Test func clearingTheAccessControlFlagDoesNotReleaseData() throws {
+    @Test(.embeddedOnly("rewrites the files of a store under an engine this process opens again"))
+    func clearingTheAccessControlFlagDoesNotReleaseData() throws {
         let store = TestStore()
         let client = try store.client()
         try store.with(client) {
@@ -118,7 +124,8 @@ struct IntegrityTests {
         }
     }
 
-    @Test func flippedBytesInTheDatabaseFileAreDetected() throws {
+    @Test(.embeddedOnly("rewrites the files of a store under an engine this process opens again"))
+    func flippedBytesInTheDatabaseFileAreDetected() throws {
         let store = TestStore()
         var sealedAttributes = Data()
         do {

@@ -3,11 +3,12 @@ import KeychainServices
 import Testing
 import TestSupport
 
-/// Starts `keychain-stress add` on `directory`, adding `count` items named `prefix-N`; its standard output is the pipe.
-func startStress(_ directory: URL, prefix: String, count: Int) throws -> (Process, Pipe) {
+/// Starts `keychain-stress add` on `store` (its files, or its daemon in daemon mode), adding `count` items named
+/// `prefix-N`; its standard output is the pipe.
+func startStress(_ store: TestStore, prefix: String, count: Int) throws -> (Process, Pipe) {
     let process = Process()
     process.executableURL = try builtExecutable("keychain-stress")
-    process.arguments = ["add", directory.path, prefix, String(count)]
+    process.arguments = ["add", store.stressTarget, prefix, String(count)]
     let pipe = Pipe()
     process.standardOutput = pipe
     process.standardError = FileHandle.standardError
@@ -21,8 +22,8 @@ struct ProcessTests {
         let store = TestStore()
         try store.with(groups: ["stress"]) { _ = genericPasswordCount() }
         let count = 300
-        let first = try startStress(store.directory, prefix: "p1", count: count)
-        let second = try startStress(store.directory, prefix: "p2", count: count)
+        let first = try startStress(store, prefix: "p1", count: count)
+        let second = try startStress(store, prefix: "p2", count: count)
         // This process reads while the two others write.
         var reads = 0
         try store.with(groups: ["stress"]) {
@@ -49,7 +50,7 @@ struct ProcessTests {
         let store = TestStore()
         var confirmed: [String] = []
         for round in 0..<3 {
-            let (process, pipe) = try startStress(store.directory, prefix: "k\(round)", count: 1_000_000)
+            let (process, pipe) = try startStress(store, prefix: "k\(round)", count: 1_000_000)
             var output = Data()
             let wanted = 40 + round * 25
             while output.split(separator: UInt8(ascii: "\n")).count < wanted {

@@ -36,7 +36,7 @@ final class GatedPasscode: EvaluationPresenter {
 @Suite("Keychain prompts outside transactions", .serialized)
 struct PromptOutsideTransactionTests {
     /// Adds a userPresence-protected generic password `account` through `client`.
-    func addProtected(_ store: TestStore, _ client: EmbeddedClient, account: String) throws {
+    func addProtected(_ store: TestStore, _ client: any SecurityClient, account: String) throws {
         try store.with(client) {
             let access = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .userPresence, nil)!
             #expect(addGenericPassword(account: account, extra: [kSecAttrAccessControl as String: access]) == errSecSuccess)
@@ -61,7 +61,7 @@ struct PromptOutsideTransactionTests {
     }
 
     /// Starts `SecItemUpdate` of `account` on its own thread.
-    func startUpdate(_ store: TestStore, _ client: EmbeddedClient, account: String, to value: String) -> Outcome {
+    func startUpdate(_ store: TestStore, _ client: any SecurityClient, account: String, to value: String) -> Outcome {
         let outcome = Outcome()
         Thread {
             let result = try? store.with(client) {
@@ -86,7 +86,7 @@ struct PromptOutsideTransactionTests {
         // Another process adds to the same store while the prompt is open; before this change it waited for
         // SQLite's write lock (held by the update for the whole prompt) until the busy timeout.
         let started = Date()
-        let (other, output) = try startStress(store.directory, prefix: "meanwhile", count: 3)
+        let (other, output) = try startStress(store, prefix: "meanwhile", count: 3)
         let deadline = started.addingTimeInterval(20)
         while other.isRunning && Date() < deadline { usleep(10_000) }
         let finishedWhilePromptOpen = !other.isRunning

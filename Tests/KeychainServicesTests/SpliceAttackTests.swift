@@ -2,11 +2,12 @@ import Foundation
 import KeychainServices
 import KeychainStore
 import Testing
+import TestSupport
 
 /// Attack review, finding 6: someone who can write `keychain.db` but holds no key spliced an item's earlier
 /// attributes blob (with its earlier, weaker access control) back beside the current value, and read the current
 /// value under the weaker list. Each part of a row was bound to the row, not to the other parts nor to a version.
-@Suite("Attack review: splicing parts of a row")
+@Suite("Attack review: splicing parts of a row", .embeddedOnly("rewrites the files of a store under an engine this process opens again"))
 struct SpliceAttackTests {
     /// The parts of the item's row as a writer of the file sees them.
     struct Parts {
@@ -106,7 +107,7 @@ struct SpliceAttackTests {
 
 /// A store from the release before generations: opening it re-seals every row whose class is available, so the
 /// splice that release allowed stops working at once, not only after each item's next update.
-@Suite("Attack review: stores from before row generations")
+@Suite("Attack review: stores from before row generations", .embeddedOnly("rewrites the files of a store under an engine this process opens again"))
 struct LegacyStoreMigrationTests {
     /// A private copy of the fixture, its key files 0600 as the store expects (git keeps them 0644).
     func copyOfLegacyStore() throws -> TestStore {

@@ -5,6 +5,7 @@ import SwiftKeychain
 import SecurityClient
 import SecurityServer
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -40,7 +41,8 @@ struct StoreFileAttackTests {
     }
 
     /// Finding 4: a `keybag.state` that did not decode counted as unlocked. Damaged or missing, it means locked.
-    @Test func aDamagedOrMissingLockStateMeansLocked() throws {
+    @Test(.embeddedOnly("rewrites the files of a store under an engine this process opens again"))
+    func aDamagedOrMissingLockStateMeansLocked() throws {
         for damage in ["garbage", "delete"] {
             let store = TestStore()
             let client = try store.client()
@@ -63,7 +65,8 @@ struct StoreFileAttackTests {
 
     /// Finding 10: a world-readable, all-zero `device.key` was accepted (and left 0644); a missing one was silently
     /// made anew beside an existing keybag. Each is refused now, and the file is left as found.
-    @Test func keyFilesAreTrustedOnlyWhenPrivateAndPresent() throws {
+    @Test(.embeddedOnly("rewrites the files of a store under an engine this process opens again"))
+    func keyFilesAreTrustedOnlyWhenPrivateAndPresent() throws {
         let store = TestStore()
         try store.with(try store.client()) { addGenericPassword(account: "a") }
         let keyPath = store.directory.appendingPathComponent("device.key").path
@@ -89,7 +92,8 @@ struct StoreFileAttackTests {
 
     /// Finding 10: temporary files had predictable names and were opened without `O_EXCL`/`O_NOFOLLOW`, so a
     /// planted link was written through. Links at every name the old code used stay untouched now.
-    @Test func plantedLinksBesideStoreFilesAreNeverWrittenThrough() throws {
+    @Test(.embeddedOnly("rewrites the files of a store under an engine this process opens again"))
+    func plantedLinksBesideStoreFilesAreNeverWrittenThrough() throws {
         let store = TestStore()
         let client = try store.passcodeClient()
         try store.with(client) { addGenericPassword(account: "a") }
@@ -108,7 +112,8 @@ struct StoreFileAttackTests {
 
     /// Finding 11: `kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly` items could never be added: "passcode set" was
     /// set only by tests. It follows the real state now: a PAM account that can authenticate.
-    @Test func passcodeOnlyItemsCanBeAddedWhenTheUserHasAPasscode() throws {
+    @Test(.embeddedOnly("compares an engine with no passcode service with one that has it, on two stores"))
+    func passcodeOnlyItemsCanBeAddedWhenTheUserHasAPasscode() throws {
         let extra = [kSecAttrAccessible as String: kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly]
         let withPasscode = TestStore()
         try withPasscode.with(try withPasscode.passcodeClient()) {

@@ -5,24 +5,64 @@ import SwiftKeychain
 import SecureCrypto
 import SecurityClient
 import SecurityServer
+import Testing
 import TestSupport
 
-/// A store in a fresh temporary directory, removed when the value goes away; clients for callers of it.
+/// A store in a fresh temporary directory, removed when the value goes away; clients for callers of it. Embedded
+/// (the default ``TestMode``), every client opens its own engine on the store, as separate programs do; in daemon
+/// mode every client is a connection to one `localauthd` of the store's own, which checks the current user's
+/// passcode (`secret`) through pam_matrix.
 final class TestStore: Sendable {
     let directory: URL
+    private let daemon: StoreDaemon
 
     init() {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("keychain-test-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("keychain-test-\(UUID().uuidString)")
+        self.directory = directory
+        daemon = StoreDaemon {
+            try TestEngine(
+                storeDirectory: directory, scratch: directory.path + "-daemon",
+                authentication: try Self.passcodeAuthentication(directory))
+        }
     }
 
     deinit {
+        daemon.stop()
         try? FileManager.default.removeItem(at: directory)
         try? FileManager.default.removeItem(atPath: directory.path + "-pam")
+        try? FileManager.default.removeItem(atPath: directory.path + "-daemon")
     }
 
-    /// A new client (its own engine) for a caller holding `groups`.
-    func client(groups: [String] = ["test.app"], allGroups: Bool = false) throws -> EmbeddedClient {
-        try EmbeddedClient(
+    /// Where `keychain-stress` finds the store: its directory (embedded), `socket:PATH` of its daemon.
+    var stressTarget: String {
+        if let daemon = (try? daemonEngine())?.daemon { return "socket:" + daemon.socket }
+        return directory.path
+    }
+
+    /// The directory holding the store's files: `directory` embedded, the daemon's directory for this uid.
+    var storeDirectory: URL {
+        (try? daemonEngine())?.storeDirectory ?? directory
+    }
+
+    /// The daemon serving this store (daemon mode, started on first use); nil embedded.
+    private func daemonEngine() throws -> TestEngine? { try daemon.engine() }
+
+    /// The current user's passcode `secret` through pam_matrix, and no reader, for the store in `directory`.
+    private static func passcodeAuthentication(_ directory: URL) throws -> AuthenticationConfiguration {
+        let user = AuthenticationConfiguration.currentUsername()
+        let pamDirectory = directory.path + "-pam"
+        try FileManager.default.createDirectory(atPath: pamDirectory, withIntermediateDirectories: true)
+        try MatrixPAM.writeService("keychain-test", in: pamDirectory, users: [(user, "secret")])
+        return AuthenticationConfiguration(
+            stateDirectory: directory.path, username: user,
+            passcode: .init(service: "keychain-test", configurationDirectory: pamDirectory),
+            readerDrivers: ["no_such_driver"])
+    }
+
+    /// A new client for a caller holding `groups`: its own engine (embedded), a new connection (daemon mode).
+    func client(groups: [String] = ["test.app"], allGroups: Bool = false) throws -> any SecurityClient {
+        if let daemon = try daemonEngine() { return try daemon.client(accessGroups: groups, allGroups: allGroups) }
+        return try EmbeddedClient(
             configuration: EmbeddedConfiguration(
                 dataDirectory: directory, accessGroups: groups, mayAccessAllGroups: allGroups))
     }
@@ -31,23 +71,24 @@ final class TestStore: Sendable {
     /// (by default one that answers `secret`) for it.
     func passcodeClient(
         groups: [String] = ["test.app"], presenter: any EvaluationPresenter = PasscodeAnswers("secret")
-    ) throws -> EmbeddedClient {
-        let user = AuthenticationConfiguration.currentUsername()
-        let pamDirectory = directory.path + "-pam"
-        try FileManager.default.createDirectory(atPath: pamDirectory, withIntermediateDirectories: true)
-        try MatrixPAM.writeService("keychain-test", in: pamDirectory, users: [(user, "secret")])
+    ) throws -> any SecurityClient {
+        if let daemon = try daemonEngine() { return try daemon.client(accessGroups: groups, presenter: presenter) }
         return try EmbeddedClient(
             configuration: EmbeddedConfiguration(dataDirectory: directory, accessGroups: groups),
-            authentication: AuthenticationConfiguration(
-                stateDirectory: directory.path, username: user,
-                passcode: .init(service: "keychain-test", configurationDirectory: pamDirectory),
-                readerDrivers: ["no_such_driver"]),
-            defaultPresenter: presenter)
+            authentication: try Self.passcodeAuthentication(directory), defaultPresenter: presenter)
+    }
+
+    /// Another caller (holding `groups`) of the engine `client` talks to: a client of the same embedded engine, or
+    /// another connection to the daemon.
+    func sibling(of client: any SecurityClient, groups: [String]) throws -> any SecurityClient {
+        if let daemon = try daemonEngine() { return try daemon.client(accessGroups: groups) }
+        let embedded = try #require(client as? EmbeddedClient)
+        return EmbeddedClient(engine: embedded.engine, caller: CallerIdentity(accessGroups: groups))
     }
 
     /// Runs `body` with the SecItem functions bound to `client`.
     @discardableResult
-    func with<T>(_ client: EmbeddedClient, _ body: () throws -> T) throws -> T {
+    func with<T>(_ client: any SecurityClient, _ body: () throws -> T) throws -> T {
         try KeychainClientSelection.$current.withValue(client) { try body() }
     }
 

@@ -198,7 +198,8 @@ struct AccessControlTests {
         await world.close()
     }
 
-    @Test func privateKeyUsageGuardsOnlyKeyOperationsAndAndNeedsEveryMethod() async throws {
+    @Test(.embeddedOnly("asks the engine's access-control evaluator directly"))
+    func privateKeyUsageGuardsOnlyKeyOperationsAndAndNeedsEveryMethod() async throws {
         let world = try LocalAuthenticationWorld()
         try await world.enroll("alice-1")
         let evaluator = ContextAccessControlEvaluator(contexts: world.contexts)

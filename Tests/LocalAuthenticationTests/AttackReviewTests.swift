@@ -54,13 +54,14 @@ struct AttackReviewTests {
         #expect(!codes.contains(nil), "no evaluation may succeed past the lockout")
         #expect(waits == 5, "scans that reached the matcher")
         #expect(fed <= 6)
-        #expect(try world.contexts.attemptPolicy.currentState().biometryLocked)
+        if let contexts = world.embeddedContexts { #expect(try contexts.attemptPolicy.currentState().biometryLocked) }
         await world.close()
     }
 
     /// Finding 1: after a passcode wait ran out, thirty concurrent guesses all reached PAM and the right one wiped
     /// the count. Now one guess reaches PAM (and counts), the other 29 wait out the next delay without PAM.
-    @Test func concurrentPasscodeGuessesAfterAWaitReachPAMOnce() async throws {
+    @Test(.embeddedOnly("moves the engine's clock past the passcode wait"))
+    func concurrentPasscodeGuessesAfterAWaitReachPAMOnce() async throws {
         let world = try LocalAuthenticationWorld()
         for _ in 0..<5 {
             let context = makeContext(in: world, presenter: ScriptedAuthenticationPresenter(passcodes: ["wrong"]))
@@ -93,12 +94,13 @@ struct AttackReviewTests {
     }
 
     /// Finding 1: deleting the attempt file (then `attempts.json`) lifted a lockout. Now a missing or edited file reads as locked out.
-    @Test func deletingOrEditingTheAttemptFileLocksOutInsteadOfResetting() async throws {
+    @Test(.embeddedOnly("opens a second embedded engine on the tampered store"))
+    func deletingOrEditingTheAttemptFileLocksOutInsteadOfResetting() async throws {
         for tamper in ["delete", "edit"] {
             let world = try LocalAuthenticationWorld()
             try await world.enroll("alice-1")
             try await world.failScans(5)
-            let file = world.directory.path + "/store/" + AttemptPolicy.fileName
+            let file = world.storeDirectory + "/" + AttemptPolicy.fileName
             if tamper == "delete" {
                 try FileManager.default.removeItem(atPath: file)
             } else {
@@ -109,7 +111,7 @@ struct AttackReviewTests {
             let restarted = try EmbeddedClient(
                 configuration: EmbeddedConfiguration(
                     dataDirectory: URL(fileURLWithPath: world.directory.path + "/store"), accessGroups: ["test.group"]),
-                authentication: world.client.engine.authentication!.configuration)
+                authentication: world.contexts.configuration)
             let context = KeychainClientSelection.$current.withValue(restarted) { LAContext() }
             context.presenter = ScriptedAuthenticationPresenter()
             #expect(await laErrorCode {
@@ -126,7 +128,7 @@ struct AttackReviewTests {
     @Test func restoringAnOlderAttemptFileIsSeenAsARollback() async throws {
         let world = try LocalAuthenticationWorld()
         try await world.enroll("alice-1")
-        let file = world.directory.path + "/store/" + AttemptPolicy.fileName
+        let file = world.storeDirectory + "/" + AttemptPolicy.fileName
         let saved = try Data(contentsOf: URL(fileURLWithPath: file))
         try await world.failScans(5)
         try saved.write(to: URL(fileURLWithPath: file))
@@ -166,7 +168,8 @@ struct AttackReviewTests {
     }
 
     /// Finding 5: enrolling a finger needed no authentication, and the new finger then read a `biometryAny` item.
-    @Test func enrollingOrRemovingAFingerNeedsTheContextsPasscode() async throws {
+    @Test(.embeddedOnly("calls the engine's contexts and moves its clock past the enrollment window"))
+    func enrollingOrRemovingAFingerNeedsTheContextsPasscode() async throws {
         let world = try LocalAuthenticationWorld()
         let contexts = world.contexts
         let bare = try contexts.createContext()
@@ -195,7 +198,8 @@ struct AttackReviewTests {
 
     /// Finding 9: restoring a saved `fingerprints/` directory revived `.biometryCurrentSet` items; a crash between
     /// deleting a print and renewing the salt left the original hash for good.
-    @Test func restoringSavedPrintFilesDoesNotReviveARetiredSet() async throws {
+    @Test(.embeddedOnly("compares the engine's own state hash"))
+    func restoringSavedPrintFilesDoesNotReviveARetiredSet() async throws {
         let world = try LocalAuthenticationWorld()
         try await world.enroll("alice-1")
         let prints = world.directory.path + "/store/fingerprints"

@@ -6,6 +6,7 @@ import KeychainServices
 import SecurityClient
 import SecurityServer
 import Testing
+import TestSupport
 
 /// Issue "One message protocol", item 3: a context belongs to the client connection that created it. Its id is not
 /// a bearer token: another client of the same engine that learns it can neither use its credentials nor end it,
@@ -14,7 +15,7 @@ import Testing
 struct ContextOwnershipTests {
     @Test func anotherClientCanNeitherUseNorEndAContext() async throws {
         let world = try LocalAuthenticationWorld(reader: false)
-        let other = EmbeddedClient(engine: world.client.engine, caller: CallerIdentity(accessGroups: ["test.group"]))
+        let other = try world.engine.client(accessGroups: ["test.group"])
         try await world.run {
             #expect(addProtected("owned", flags: .devicePasscode) == errSecSuccess)
             let presenter = ScriptedAuthenticationPresenter(passcodes: ["secret"])
@@ -44,10 +45,11 @@ struct ContextOwnershipTests {
         await world.close()
     }
 
-    @Test func aContextEndsWithItsClient() async throws {
+    @Test(.embeddedOnly("reads the engine's context table, which only an embedded engine shows"))
+    func aContextEndsWithItsClient() async throws {
         let world = try LocalAuthenticationWorld(reader: false)
         var transient: EmbeddedClient? = EmbeddedClient(
-            engine: world.client.engine, caller: CallerIdentity(accessGroups: ["test.group"]))
+            engine: try #require(world.engine.embeddedEngine), caller: CallerIdentity(accessGroups: ["test.group"]))
         guard case .context(let id) = try await transient!.send(.createContext) else {
             Issue.record("no context")
             return

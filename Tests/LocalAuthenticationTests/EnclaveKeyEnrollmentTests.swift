@@ -77,9 +77,7 @@ struct EnclaveKeyEnrollmentTests {
             #expect(sign(try keyUsable("any-finger", with: after), message).signature != nil, "biometryAny survives")
 
             // For good: removing the new finger again does not bring the old set's hash back.
-            let prints = try world.contexts.biometric.enrolledPrints()
-            let added = try #require(prints.first { $0.finger == .leftThumb })
-            try await world.contexts.biometric.remove(added.identifier)
+            try await removePrintThroughRequests(world.client, finger: .leftThumb)
             let later = try await fingerprintContext(world, finger: "alice-1")
             #expect(sign(try keyUsable("current-set", with: later), message).signature == nil)
         }

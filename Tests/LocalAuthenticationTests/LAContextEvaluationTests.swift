@@ -98,7 +98,8 @@ struct LAContextEvaluationTests {
         await world.close()
     }
 
-    @Test func aRecentFingerprintIsReusedOnlyInsideTheWindow() async throws {
+    @Test(.embeddedOnly("moves the engine's clock through the reuse window"))
+    func aRecentFingerprintIsReusedOnlyInsideTheWindow() async throws {
         let world = try LocalAuthenticationWorld()
         try await world.enroll("alice-1")
         let first = makeContext(in: world)

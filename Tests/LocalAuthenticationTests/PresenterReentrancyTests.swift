@@ -12,7 +12,7 @@ import TestSupport
 final class ReentrantPresenter: AuthenticationPresenter, @unchecked Sendable {
     // Safe to share: `context` and `client` are set once before the evaluation starts; the readings are Mutexes.
     var context: LAContext?
-    var client: EmbeddedClient?
+    var client: (any SecurityClient)?
     let readBack = Mutex<OSStatus?>(nil)
     let protectedReadBack = Mutex<OSStatus?>(nil)
 

@@ -41,10 +41,11 @@ func signalled(_ semaphore: DispatchSemaphore, within seconds: Double = 10) asyn
 @Suite("Prompts as messages", .serialized, .virtualReaderLock, .timeLimit(.minutes(1)))
 struct PromptMessageTests {
     /// The test plays the client from bytes: it decodes each prompt event frame and answers with answer frames.
-    @Test func aClientAnswersTheEnginesPromptEventsWithAnswerFrames() async throws {
+    @Test(.embeddedOnly("plays the client against the engine's prompt channel; DaemonTests does it over the socket"))
+    func aClientAnswersTheEnginesPromptEventsWithAnswerFrames() async throws {
         let world = try LocalAuthenticationWorld(reader: false)
-        let engine = world.client.engine
-        let caller = world.client.caller
+        let engine = try #require(world.engine.embeddedEngine)
+        let caller = try #require(world.client as? EmbeddedClient).caller
         guard case .context(let id) = try await engine.handle(.createContext, caller: caller) else {
             Issue.record("no context")
             return
@@ -105,11 +106,12 @@ struct PromptMessageTests {
         await world.close()
     }
 
-    @Test func theClientGoingAwayMidPromptIsSystemCancelAndFreesTheReader() async throws {
+    @Test(.embeddedOnly("closes the engine's prompt channel; DaemonTests kills a client process mid-prompt"))
+    func theClientGoingAwayMidPromptIsSystemCancelAndFreesTheReader() async throws {
         let world = try LocalAuthenticationWorld()
         try await world.enroll("alice-1")
-        let engine = world.client.engine
-        let caller = world.client.caller
+        let engine = try #require(world.engine.embeddedEngine)
+        let caller = try #require(world.client as? EmbeddedClient).caller
         guard case .context(let id) = try await engine.handle(.createContext, caller: caller) else {
             Issue.record("no context")
             return

@@ -39,22 +39,30 @@ final class ManualClock: AttemptClock, Sendable {
 
 import Synchronization
 
-/// One test's world: a keychain store, the virtual reader (its own socket), pam_matrix with alice/secret, and an
-/// embedded client whose engine authenticates alice with them.
+/// One test's world: a keychain store, the virtual reader (its own socket), pam_matrix with the user's passcode
+/// `secret`, and a client whose engine authenticates that user with them: embedded, or a `localauthd` of the
+/// world's own in daemon mode (``TestMode``).
 struct LocalAuthenticationWorld {
     static let service = "la-context-test"
 
     let directory: ScratchDirectory
     let socket: VirtualReaderSocket
-    let client: EmbeddedClient
+    let engine: TestEngine
+    let client: any SecurityClient
+    /// The clock of an embedded engine; daemon mode runs on the real clock (tests that move it are embedded-only).
     let clock: ManualClock
+    /// The user whose passcode is `secret`: `user` embedded, this process's user in daemon mode.
+    let user: String
 
-    var contexts: AuthenticationContexts { client.engine.authentication! }
+    /// The embedded engine's contexts, for the tests that read its internal state (they are `.embeddedOnly`).
+    var contexts: AuthenticationContexts { engine.embeddedEngine!.authentication! }
+    /// The embedded engine's contexts; nil in daemon mode, where checks of internal state are left out.
+    var embeddedContexts: AuthenticationContexts? { engine.embeddedEngine?.authentication }
 
     /// - Parameters:
     ///   - reader: whether the virtual reader is an acceptable driver (false = no reader at all).
     ///   - pamService: false = a PAM service name with no configuration file (no passcode can be checked).
-    ///   - user: whose passcode pam_matrix knows (`secret`) and the engine checks.
+    ///   - user: whose passcode pam_matrix knows (`secret`) and the engine checks (embedded mode).
     init(
         reader: Bool = true, pamService: Bool = true, presenter: (any EvaluationPresenter)? = nil,
         user: String = "alice"
@@ -64,17 +72,22 @@ struct LocalAuthenticationWorld {
         setenv("FP_DRIVERS_WHITELIST", "virtual_device", 1)
         unsetenv("FP_VIRTUAL_DEVICE_STORAGE")
         setenv("FP_VIRTUAL_DEVICE", socket.path, 1)
+        let user = TestEngine.username(preferring: user)
+        self.user = user
         try MatrixPAM.writeService(Self.service, in: directory.path, users: [(user, "secret")])
         clock = ManualClock()
         let authentication = AuthenticationConfiguration(
             stateDirectory: directory.path + "/store", username: user,
             passcode: .init(service: pamService ? Self.service : "absent-service", configurationDirectory: directory.path),
             readerDrivers: [reader ? "virtual_device" : "no_such_driver"], attemptTimeout: .seconds(20), clock: clock)
-        client = try EmbeddedClient(
-            configuration: EmbeddedConfiguration(
-                dataDirectory: URL(fileURLWithPath: directory.path + "/store"), accessGroups: ["test.group"]),
+        engine = try TestEngine(
+            storeDirectory: URL(fileURLWithPath: directory.path + "/store"), scratch: directory.path + "/daemon",
             authentication: authentication, defaultPresenter: presenter)
+        client = try engine.client(accessGroups: ["test.group"])
     }
+
+    /// The directory of the keychain store (the daemon's directory for this uid in daemon mode).
+    var storeDirectory: String { engine.storeDirectory.path }
 
     /// Runs `body` with the SecItem functions and new `LAContext`s bound to this world's engine.
     func run<T: Sendable>(_ body: () async throws -> T) async throws -> T {
@@ -105,7 +118,8 @@ struct LocalAuthenticationWorld {
     }
 
     func close() async {
-        await contexts.closeReader()
+        _ = try? await client.send(.closeReader)
+        engine.stop()
         directory.remove()
     }
 }

@@ -141,7 +141,7 @@ struct LARightStoreTests {
             return try await saved.key.publicKey.bytes
         }
         _ = try? await world.client.send(.closeReader)
-        let reopened = try RightsWorld.openClient(world.directory)
+        let reopened = try world.engine.restartedClient(accessGroups: ["test.rights"])
         try await KeychainClientSelection.$current.withValue(reopened) {
             let right = try await LARightStore.shared.right(forIdentifier: "kept")
             #expect(try await right.key.publicKey.bytes == publicKey)
@@ -151,7 +151,7 @@ struct LARightStoreTests {
         }
         _ = try? await reopened.send(.closeReader)
         // Another application (access group) neither sees nor removes it.
-        let other = try RightsWorld.openClient(world.directory, accessGroup: "other.app")
+        let other = try world.engine.client(accessGroups: ["other.app"])
         try await KeychainClientSelection.$current.withValue(other) {
             await #expect { try await LARightStore.shared.right(forIdentifier: "kept") } throws: {
                 osStatus($0) == Int(errSecItemNotFound)

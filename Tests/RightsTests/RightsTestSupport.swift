@@ -15,14 +15,18 @@ import Glibc
 #endif
 
 /// One test's world (as LocalAuthenticationTests' world): a temporary keychain store, the virtual reader on its own
-/// socket, pam_matrix knowing alice/secret, and an embedded client whose engine authenticates alice with them.
-/// `run` binds the SecItem functions, new `LAContext`s, new `LARight`s and `LARightStore.shared` to it.
+/// socket, pam_matrix knowing the user's passcode `secret`, and a client whose engine authenticates that user with
+/// them: embedded, or a `localauthd` of the world's own in daemon mode (``TestMode``). `run` binds the SecItem
+/// functions, new `LAContext`s, new `LARight`s and `LARightStore.shared` to it.
 struct RightsWorld {
     static let service = "la-rights-test"
 
     let directory: String
     let socket: VirtualReaderSocket
-    let client: EmbeddedClient
+    let engine: TestEngine
+    let client: any SecurityClient
+    /// Whose passcode is `secret`: alice embedded, this process's user in daemon mode.
+    let user: String
 
     init() throws {
         var template = Array("/tmp/la-right-XXXXXX".utf8CString)
@@ -32,19 +36,32 @@ struct RightsWorld {
         setenv("FP_DRIVERS_WHITELIST", "virtual_device", 1)
         unsetenv("FP_VIRTUAL_DEVICE_STORAGE")
         setenv("FP_VIRTUAL_DEVICE", socket.path, 1)
-        try MatrixPAM.writeService(Self.service, in: directory, users: [("alice", "secret")])
-        client = try Self.openClient(directory)
+        user = TestEngine.username(preferring: "alice")
+        try MatrixPAM.writeService(Self.service, in: directory, users: [(user, "secret")])
+        let authentication = AuthenticationConfiguration(
+            stateDirectory: directory + "/store", username: user,
+            passcode: .init(service: Self.service, configurationDirectory: directory),
+            readerDrivers: ["virtual_device"], attemptTimeout: .seconds(20))
+        engine = try TestEngine(
+            storeDirectory: URL(fileURLWithPath: directory + "/store"), scratch: directory + "/daemon",
+            authentication: authentication)
+        client = try engine.client(accessGroups: ["test.rights"])
     }
 
-    static func openClient(_ directory: String, accessGroup: String = "test.rights") throws -> EmbeddedClient {
-        let authentication = AuthenticationConfiguration(
-            stateDirectory: directory + "/store", username: "alice",
-            passcode: .init(service: service, configurationDirectory: directory),
-            readerDrivers: ["virtual_device"], attemptTimeout: .seconds(20))
-        return try EmbeddedClient(
-            configuration: EmbeddedConfiguration(
-                dataDirectory: URL(fileURLWithPath: directory + "/store"), accessGroups: [accessGroup]),
-            authentication: authentication)
+    /// The keychain store's directory (the daemon's directory for this uid in daemon mode).
+    var storeDirectory: String { engine.storeDirectory.path }
+
+    /// What `lactl` needs to reach this world's store, PAM service and reader, with no terminal prompts.
+    func subprocessEnvironment() -> [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        environment.merge(engine.subprocessEnvironment(pamService: Self.service, pamDirectory: directory)) { _, new in new }
+        if engine.mode == .embedded {
+            environment["LA_READER_DRIVERS"] = "virtual_device"
+            environment["FP_DRIVERS_WHITELIST"] = "virtual_device"
+            environment["FP_VIRTUAL_DEVICE"] = socket.path
+        }
+        environment["LA_PRESENTER"] = "none"
+        return environment
     }
 
     func run<T: Sendable>(_ body: () async throws -> T) async throws -> T {
@@ -66,6 +83,7 @@ struct RightsWorld {
 
     func close() async {
         _ = try? await client.send(.closeReader)
+        engine.stop()
         try? FileManager.default.removeItem(atPath: directory)
     }
 }

@@ -12,22 +12,20 @@ import TestSupport
 struct SSHAgentTests {
     /// The environment `lactl` runs in: the world's store, PAM service and reader, no terminal prompts.
     func environment(_ world: RightsWorld) -> [String: String] {
-        var environment = ProcessInfo.processInfo.environment
-        environment["LA_DATA_DIR"] = world.directory + "/store"
-        environment["LA_PAM_SERVICE"] = RightsWorld.service
-        environment["LA_PAM_CONFDIR"] = world.directory
-        environment["LA_READER_DRIVERS"] = "virtual_device"
-        environment["FP_DRIVERS_WHITELIST"] = "virtual_device"
-        environment["FP_VIRTUAL_DEVICE"] = world.socket.path
-        environment["LA_PRESENTER"] = "none"
+        var environment = world.subprocessEnvironment()
         environment["USER"] = "alice"
         return environment
     }
 
     /// Enrolls `printID` for the user this process runs as (the agent's user), on the world's store and reader,
-    /// after that user's passcode (`secret`, added to pam_matrix's password file).
+    /// after that user's passcode (`secret`, added to pam_matrix's password file). In daemon mode the world's user
+    /// is already this process's user.
     func enrollForThisUser(_ world: RightsWorld, _ printID: String, finger: Finger) async throws {
         let user = AuthenticationConfiguration.currentUsername()
+        guard world.user != user else {
+            try await world.enroll(printID, finger: finger)
+            return
+        }
         let passdb = world.directory + "/passdb"
         let known = try String(contentsOfFile: passdb, encoding: .utf8)
         if !known.contains("\n\(user):") && !known.hasPrefix("\(user):") {
@@ -35,9 +33,9 @@ struct SSHAgentTests {
         }
         let client = try EmbeddedClient(
             configuration: EmbeddedConfiguration(
-                dataDirectory: URL(fileURLWithPath: world.directory + "/store"), accessGroups: ["test.ssh"]),
+                dataDirectory: URL(fileURLWithPath: world.storeDirectory), accessGroups: ["test.ssh"]),
             authentication: AuthenticationConfiguration(
-                stateDirectory: world.directory + "/store", username: user,
+                stateDirectory: world.storeDirectory, username: user,
                 passcode: .init(service: RightsWorld.service, configurationDirectory: world.directory),
                 readerDrivers: ["virtual_device"], attemptTimeout: .seconds(20)))
         _ = try await enrollThroughRequests(client, socket: world.socket, printID: printID, finger: finger)

@@ -8,6 +8,7 @@ import SecurityClient
 import SecurityProtocol
 import SecurityServer
 import Testing
+import TestSupport
 
 @Suite("Enclave keys under the context-aware evaluator")
 struct EnclaveKeyAccessControlTests {
@@ -45,7 +46,8 @@ struct EnclaveKeyAccessControlTests {
         #expect(try boundHash(1 << 30 | 1 << 0) == nil)
     }
 
-    @Test func keyReturnedByCopyMatchingUsesTheQuerysContext() throws {
+    @Test(.embeddedOnly("injects an access-control evaluator that allows every operation"))
+    func keyReturnedByCopyMatchingUsesTheQuerysContext() throws {
         let evaluator = AllowingEvaluator()
         let store = KeyTestStore()
         let tag = Data("com.example.context".utf8)

@@ -7,11 +7,13 @@ import SecurityClient
 import SecurityProtocol
 import SecurityServer
 import Testing
+import TestSupport
 
 @Suite("SecKey with enclave keys")
 struct EnclaveKeyTests {
     /// Apple's documented Secure Enclave example, unchanged but for the test's store.
-    @Test func appleStyleSecureEnclaveCodeCompilesUnchangedAndSigns() throws {
+    @Test(.embeddedOnly("injects an access-control evaluator that allows every operation"))
+    func appleStyleSecureEnclaveCodeCompilesUnchangedAndSigns() throws {
         try KeyTestStore().with(evaluator: AllowingEvaluator()) {
             let tag = "com.example.keys.mykey".data(using: .utf8)!
             let access = SecAccessControlCreateWithFlags(
@@ -187,7 +189,8 @@ struct EnclaveKeyTests {
         }
     }
 
-    @Test func satisfiedACLSignsAndTheEvaluatorSeesEachOperationWithTheCallersContext() throws {
+    @Test(.embeddedOnly("injects an access-control evaluator that allows every operation"))
+    func satisfiedACLSignsAndTheEvaluatorSeesEachOperationWithTheCallersContext() throws {
         let evaluator = AllowingEvaluator()
         let contextHandle = Data((0..<32).map { UInt8($0) })
         try KeyTestStore().with(evaluator: evaluator) {
@@ -221,7 +224,8 @@ struct EnclaveKeyTests {
         }
     }
 
-    @Test func lockedProtectionClassStopsTheKeyUntilUnlock() throws {
+    @Test(.embeddedOnly("injects an access-control evaluator that allows every operation"))
+    func lockedProtectionClassStopsTheKeyUntilUnlock() throws {
         let store = KeyTestStore()
         let client = try store.client(evaluator: AllowingEvaluator())
         try store.with(client) {
@@ -239,7 +243,8 @@ struct EnclaveKeyTests {
         }
     }
 
-    @Test func permanentEnclaveKeyWorksFromANewEngineOnTheSameDirectory() throws {
+    @Test(.embeddedOnly("injects an access-control evaluator that allows every operation"))
+    func permanentEnclaveKeyWorksFromANewEngineOnTheSameDirectory() throws {
         let store = KeyTestStore()
         let tag = Data("com.example.persisted".utf8)
         let (publicBytes, label) = try store.with(evaluator: AllowingEvaluator()) {
@@ -300,7 +305,8 @@ struct EnclaveKeyTests {
         }
     }
 
-    @Test func changedSealedKeyOrChangedACLDoesNotOpen() throws {
+    @Test(.embeddedOnly("injects an access-control evaluator that allows every operation"))
+    func changedSealedKeyOrChangedACLDoesNotOpen() throws {
         let store = KeyTestStore()
         let client = try store.client(evaluator: AllowingEvaluator())
         let policy = AccessControlPolicy(protection: "aku", flags: 0x4000_0001)
@@ -332,7 +338,8 @@ struct EnclaveKeyTests {
                 == KeychainStatus.Code(rawValue: errSecInvalidKeyRef))
     }
 
-    @Test func sealedKeyDoesNotOpenInAnotherStore() throws {
+    @Test(.embeddedOnly("injects an access-control evaluator that allows every operation"))
+    func sealedKeyDoesNotOpenInAnotherStore() throws {
         let (firstStore, secondStore) = (KeyTestStore(), KeyTestStore())
         let first = try firstStore.client(evaluator: AllowingEvaluator())
         let second = try secondStore.client(evaluator: AllowingEvaluator())

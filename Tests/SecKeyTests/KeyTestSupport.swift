@@ -5,40 +5,70 @@ import SecurityProtocol
 import SecurityServer
 import Synchronization
 import Testing
+import TestSupport
 
-/// A store in a fresh temporary directory, removed when the value goes away.
+/// A store in a fresh temporary directory, removed when the value goes away. Embedded (the default ``TestMode``),
+/// every client opens its own engine on it; in daemon mode every client is a connection to one `localauthd` of the
+/// store's own, with no reader and no passcode service (only lists that need no authentication are satisfied).
 final class KeyTestStore: Sendable {
     let directory: URL
+    private let daemon: StoreDaemon
 
     init() {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("seckey-test-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("seckey-test-\(UUID().uuidString)")
+        self.directory = directory
+        daemon = StoreDaemon {
+            try TestEngine(
+                storeDirectory: directory, scratch: directory.path + "-daemon",
+                authentication: Self.contextAuthentication(directory))
+        }
     }
 
     deinit {
+        daemon.stop()
         try? FileManager.default.removeItem(at: directory)
+        try? FileManager.default.removeItem(atPath: directory.path + "-daemon")
     }
 
-    /// A client over a new engine on this store, deciding access control with `evaluator`.
-    func client(evaluator: any AccessControlEvaluator = NoCredentialEvaluator()) throws -> EmbeddedClient {
+    /// A client over a new engine on this store that refuses every list needing an authentication (embedded), or a
+    /// connection to the store's daemon, which can check none.
+    func client() throws -> any SecurityClient {
+        try client(evaluator: NoCredentialEvaluator())
+    }
+
+    /// A client over a new engine on this store, deciding access control with `evaluator`. Embedded only: a test
+    /// that injects an evaluator is `.embeddedOnly`.
+    func client(evaluator: any AccessControlEvaluator) throws -> any SecurityClient {
+        if let daemon = try daemon.engine() {
+            guard evaluator is NoCredentialEvaluator else {
+                throw KeychainStatus(.unimplemented, "an injected evaluator needs an embedded engine")
+            }
+            return try daemon.client(accessGroups: ["test.keys"])
+        }
         let engine = try KeychainEngine(directory: directory, evaluator: evaluator)
         return EmbeddedClient(engine: engine, caller: CallerIdentity(accessGroups: ["test.keys"]))
     }
 
+    /// No fingerprint reader, no passcode service.
+    private static func contextAuthentication(_ directory: URL) -> AuthenticationConfiguration {
+        AuthenticationConfiguration(
+            stateDirectory: directory.appendingPathComponent("state").path, username: "nobody",
+            passcode: .init(service: "absent-service", configurationDirectory: directory.path),
+            readerDrivers: ["no_such_driver"])
+    }
+
     /// A client over a new engine on this store whose evaluator checks authentication contexts (no fingerprint
-    /// reader, no passcode service: only lists that need no authentication are satisfied).
-    func contextClient() throws -> EmbeddedClient {
-        let authentication = (
-            AuthenticationConfiguration(
-                stateDirectory: directory.appendingPathComponent("state").path, username: "nobody",
-                passcode: .init(service: "absent-service", configurationDirectory: directory.path),
-                readerDrivers: ["no_such_driver"]))
-        let engine = try KeychainEngine(directory: directory, authentication: authentication)
+    /// reader, no passcode service: only lists that need no authentication are satisfied); in daemon mode a
+    /// connection to the store's daemon, configured the same way.
+    func contextClient() throws -> any SecurityClient {
+        if let daemon = try daemon.engine() { return try daemon.client(accessGroups: ["test.keys"]) }
+        let engine = try KeychainEngine(directory: directory, authentication: Self.contextAuthentication(directory))
         return EmbeddedClient(engine: engine, caller: CallerIdentity(accessGroups: ["test.keys"]))
     }
 
     /// Runs `body` with the SecItem and SecKey functions bound to `client`.
     @discardableResult
-    func with<T>(_ client: EmbeddedClient, _ body: () throws -> T) throws -> T {
+    func with<T>(_ client: any SecurityClient, _ body: () throws -> T) throws -> T {
         try KeychainClientSelection.$current.withValue(client) { try body() }
     }
 

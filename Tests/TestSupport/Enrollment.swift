@@ -39,3 +39,22 @@ package func enrollThroughRequests(
     }
     return info
 }
+
+/// The prints `client`'s engine has enrolled, through the administration request.
+package func enrolledPrints(_ client: any SecurityClient) async throws -> [EnrolledPrintInfo] {
+    guard case .prints(let prints, _) = try await client.send(.enrolledPrints) else {
+        throw AuthenticationError(.invalidContext, "the request answered something else")
+    }
+    return prints
+}
+
+/// Removes the print enrolled for `finger` through `client`'s request, with the passcode `secret` first.
+package func removePrintThroughRequests(_ client: any SecurityClient, finger: Finger) async throws {
+    guard let print = try await enrolledPrints(client).first(where: { $0.finger == finger }) else {
+        throw AuthenticationError(.biometryNotEnrolled, "no print for \(finger)")
+    }
+    let context = try await client.passcodeContext(
+        reason: "remove", presenter: FixedPasscodePresenter(passcode: "secret"))
+    defer { Task { _ = try? await client.send(.discard(context)) } }
+    _ = try await client.send(.removePrint(print.identifier, context: context))
+}
