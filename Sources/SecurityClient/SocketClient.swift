@@ -43,6 +43,12 @@ package final class SocketClient: SecurityClient {
         disconnect()
     }
 
+    /// The open connection's descriptor, nil when there is none (never connected, or the connection ended): for
+    /// diagnostics and tests.
+    package var descriptor: Int32? {
+        current.withLock { $0 }.flatMap { $0.isClosed ? nil : $0.fd }
+    }
+
     /// Closes the connection, as if this process went away: the daemon cancels this connection's prompts and
     /// requests and forgets its contexts. The next request connects again.
     package func disconnect() {
@@ -247,7 +253,7 @@ final class SocketConnection: Sendable {
         var closed = false
     }
 
-    private let fd: Int32
+    let fd: Int32
     private let path: String
     private let state = Mutex(State())
     private let writeLock = Mutex(())

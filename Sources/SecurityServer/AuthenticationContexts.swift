@@ -67,6 +67,10 @@ package final class AuthenticationContexts: Sendable {
 
     // MARK: Contexts
 
+    /// How many contexts the engine holds, invalidated ones included until their connection ends (diagnostics,
+    /// tests).
+    package var count: Int { state.withLock { $0.records.count } }
+
     /// A new context with no credential, belonging to client connection `owner` (0: the engine's own).
     package func createContext(owner: UInt64 = 0) throws -> AuthenticationContextID {
         let id = AuthenticationContextID(bytes: [UInt8](try SecureRandom.bytes(32)))

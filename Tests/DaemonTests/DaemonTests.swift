@@ -191,6 +191,77 @@ struct DaemonTests {
         #expect(print.finger == .rightIndex)
     }
 
+    /// A client dropped after its connection ended must not touch the descriptor number it had: the process may
+    /// have opened another socket on it since (it shut down a live connection of another test before).
+    @Test func aClientWhoseConnectionEndedNeverTouchesItsOldDescriptorNumber() async throws {
+        let world = try DaemonWorld()
+        defer { world.close() }
+        let client = try world.daemon.client()
+        let number = try #require(client.descriptor)
+        world.daemon.stop(SIGTERM)
+        for _ in 0..<500 where client.descriptor != nil { usleep(10_000) }
+        #expect(client.descriptor == nil, "the reader thread saw the daemon go")
+        // New sockets of this process, until one lands on the freed number (the lowest free one is taken first).
+        var pairs: [[Int32]] = []
+        defer { for pair in pairs { close(pair[0]); close(pair[1]) } }
+        var landed: [Int32]?
+        for _ in 0..<64 where landed == nil {
+            var pair: [Int32] = [-1, -1]
+            guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0 else { break }
+            pairs.append(pair)
+            if pair.contains(number) { landed = pair }
+        }
+        let pair = try #require(landed, "no new socket took descriptor \(number)")
+        let (mine, peer) = pair[0] == number ? (pair[0], pair[1]) : (pair[1], pair[0])
+        client.disconnect()
+        await #expect(throws: (any Error).self) { _ = try await client.send(.lockState) }
+        // The socket on that number is whole: nothing was written into it, and a byte still crosses both ways.
+        var unexpected = [UInt8](repeating: 0, count: 64)
+        #expect(recv(mine, &unexpected, 64, Int32(MSG_DONTWAIT)) == -1 && errno == EAGAIN)
+        var byte: UInt8 = 7
+        #expect(send(peer, &byte, 1, Int32(MSG_NOSIGNAL)) == 1)
+        var received: UInt8 = 0
+        #expect(recv(mine, &received, 1, 0) == 1 && received == 7)
+        #expect(send(mine, &byte, 1, Int32(MSG_NOSIGNAL)) == 1)
+    }
+
+    /// Two users of one daemon: the kernel's peer credentials pick the store (`state/<uid>`). A program of
+    /// another user (nobody, through setpriv, with `lactl`) reaches the same socket, finds nothing of this user's,
+    /// and what it adds stays in its own store.
+    @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")))
+    func anotherUsersProgramGetsAStoreOfItsOwnAndNothingOfThisUsers() async throws {
+        let world = try DaemonWorld()
+        defer { world.close() }
+        let client = try world.daemon.client()
+        _ = try await client.send(.add(genericPassword("root-only", data: "root-secret")))
+        // The world's directory is private; open it (the socket itself is 0666) and give nobody a lactl to run.
+        chmod(world.directory, 0o755)
+        let lactl = world.directory + "/lactl"
+        try FileManager.default.copyItem(atPath: try lactlExecutable().path, toPath: lactl)
+        chmod(lactl, 0o755)
+        func asNobody(_ arguments: [String]) throws -> (status: Int32, output: String) {
+            let log = world.directory + "/nobody-\(UUID().uuidString).log"
+            let process = try SpawnedProcess(
+                "/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", lactl] + arguments,
+                environment: ["LA_DAEMON_SOCKET": world.daemon.socket, "LA_PRESENTER": "none", "HOME": "/nonexistent"],
+                log: log)
+            let exit = process.wait(timeout: 30) ?? process.stop(SIGKILL)
+            return (exit.status, (try? String(contentsOfFile: log, encoding: .utf8)) ?? "")
+        }
+        let stolen = try asNobody(["keychain", "find-generic-password", "-s", "daemon", "-a", "root-only", "-w"])
+        #expect(stolen.status != 0)
+        #expect(!stolen.output.contains("root-secret"))
+        let added = try asNobody(["keychain", "add-generic-password", "-s", "daemon", "-a", "nobody-item", "-w", "n-pw"])
+        #expect(added.status == 0, "\(added.output)")
+        let found = try asNobody(["keychain", "find-generic-password", "-s", "daemon", "-a", "nobody-item", "-w"])
+        #expect(found.status == 0 && found.output.contains("n-pw"), "\(found.output)")
+        // Each user's store is the daemon's own directory for that uid, unreadable to the other.
+        var info = stat()
+        #expect(stat(world.daemon.stateDirectory + "/65534", &info) == 0 && info.st_uid == 0 && info.st_mode & 0o077 == 0)
+        #expect(try await foundPassword(client, "nobody-item") == nil)
+        #expect(try await foundPassword(client, "root-only") == "root-secret")
+    }
+
     @Test func keychainEventsStreamToEverySubscribedConnectionOfTheUser() async throws {
         let world = try DaemonWorld()
         defer { world.close() }

@@ -45,6 +45,31 @@ struct ContextOwnershipTests {
         await world.close()
     }
 
+    /// An id naming no context (guessed, or of a context already gone) is refused like another client's, so a
+    /// stranger's `invalidate` does nothing; an invalidated context stays its owner's and is refused to others.
+    @Test func aStrangerCanEndNeitherAGoneNorAGuessedNorAnInvalidatedContext() async throws {
+        let world = try LocalAuthenticationWorld(reader: false)
+        let other = try world.engine.client(accessGroups: ["test.group"])
+        guard case .context(let gone) = try await world.client.send(.createContext),
+            case .context(let invalidated) = try await world.client.send(.createContext)
+        else {
+            Issue.record("no context")
+            return
+        }
+        _ = try await world.client.send(.discard(gone))
+        let guessed = AuthenticationContextID(bytes: [UInt8](repeating: 0x5A, count: 32))
+        for id in [gone, guessed] {
+            await #expect(throws: AuthenticationError.self) { _ = try await other.send(.invalidate(id)) }
+            await #expect(throws: AuthenticationError.self) { _ = try await other.send(.discard(id)) }
+        }
+        _ = try await world.client.send(.invalidate(invalidated))
+        await #expect(throws: AuthenticationError.self) { _ = try await other.send(.discard(invalidated)) }
+        await #expect(throws: AuthenticationError.self) {
+            _ = try await world.client.send(.evaluatedDomainState(invalidated))
+        }
+        await world.close()
+    }
+
     @Test(.embeddedOnly("reads the engine's context table, which only an embedded engine shows"))
     func aContextEndsWithItsClient() async throws {
         let world = try LocalAuthenticationWorld(reader: false)
@@ -55,8 +80,16 @@ struct ContextOwnershipTests {
             return
         }
         #expect(try world.contexts.credentials(for: id).isEmpty)
+        // An invalidated context goes with its client too (it stayed behind, one record per invalidate, before).
+        guard case .context(let invalidated) = try await transient!.send(.createContext) else {
+            Issue.record("no context")
+            return
+        }
+        _ = try await transient!.send(.invalidate(invalidated))
+        let held = world.contexts.count
         transient = nil
         #expect(throws: AuthenticationError.self) { _ = try world.contexts.credentials(for: id) }
+        #expect(world.contexts.count == held - 2)
         await world.close()
     }
 }
