@@ -137,7 +137,7 @@ struct ExampleWorld {
         process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         if let daemon = try daemon.engine() {
-            environment.merge(daemon.subprocessEnvironment(pamService: nil, pamDirectory: nil)) { _, new in new }
+            environment = daemon.subprocessEnvironment()
         } else {
             environment["LA_DATA_DIR"] = directory + "/store"
             environment["LA_PAM_SERVICE"] = "la-examples"

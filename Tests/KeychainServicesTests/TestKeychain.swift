@@ -35,17 +35,14 @@ final class TestStore: Sendable {
 
     /// Where `keychain-stress` finds the store: its directory (embedded), `socket:PATH` of its daemon.
     var stressTarget: String {
-        if let daemon = (try? daemonEngine())?.daemon { return "socket:" + daemon.socket }
+        if let daemon = (try? daemon.engine())?.daemon { return "socket:" + daemon.socket }
         return directory.path
     }
 
     /// The directory holding the store's files: `directory` embedded, the daemon's directory for this uid.
     var storeDirectory: URL {
-        (try? daemonEngine())?.storeDirectory ?? directory
+        (try? daemon.engine())?.storeDirectory ?? directory
     }
-
-    /// The daemon serving this store (daemon mode, started on first use); nil embedded.
-    private func daemonEngine() throws -> TestEngine? { try daemon.engine() }
 
     /// The current user's passcode `secret` through pam_matrix, and no reader, for the store in `directory`.
     private static func passcodeAuthentication(_ directory: URL) throws -> AuthenticationConfiguration {
@@ -61,7 +58,7 @@ final class TestStore: Sendable {
 
     /// A new client for a caller holding `groups`: its own engine (embedded), a new connection (daemon mode).
     func client(groups: [String] = ["test.app"], allGroups: Bool = false) throws -> any SecurityClient {
-        if let daemon = try daemonEngine() { return try daemon.client(accessGroups: groups, allGroups: allGroups) }
+        if let engine = try daemon.engine() { return try engine.client(accessGroups: groups, allGroups: allGroups) }
         return try EmbeddedClient(
             configuration: EmbeddedConfiguration(
                 dataDirectory: directory, accessGroups: groups, mayAccessAllGroups: allGroups))
@@ -72,7 +69,7 @@ final class TestStore: Sendable {
     func passcodeClient(
         groups: [String] = ["test.app"], presenter: any EvaluationPresenter = PasscodeAnswers("secret")
     ) throws -> any SecurityClient {
-        if let daemon = try daemonEngine() { return try daemon.client(accessGroups: groups, presenter: presenter) }
+        if let engine = try daemon.engine() { return try engine.client(accessGroups: groups, presenter: presenter) }
         return try EmbeddedClient(
             configuration: EmbeddedConfiguration(dataDirectory: directory, accessGroups: groups),
             authentication: try Self.passcodeAuthentication(directory), defaultPresenter: presenter)
@@ -81,7 +78,7 @@ final class TestStore: Sendable {
     /// Another caller (holding `groups`) of the engine `client` talks to: a client of the same embedded engine, or
     /// another connection to the daemon.
     func sibling(of client: any SecurityClient, groups: [String]) throws -> any SecurityClient {
-        if let daemon = try daemonEngine() { return try daemon.client(accessGroups: groups) }
+        if let engine = try daemon.engine() { return try engine.client(accessGroups: groups) }
         let embedded = try #require(client as? EmbeddedClient)
         return EmbeddedClient(engine: embedded.engine, caller: CallerIdentity(accessGroups: groups))
     }

@@ -11,10 +11,7 @@ import TestSupport
 func runLactlOnTerminal(
     _ command: String, world: LocalAuthenticationWorld, typing keys: String?, readerDrivers: String = "no_such_driver"
 ) throws -> (Int32, String) {
-    var environment = ProcessInfo.processInfo.environment
-    environment.merge(
-        world.engine.subprocessEnvironment(pamService: LocalAuthenticationWorld.service, pamDirectory: world.directory.path)
-    ) { _, new in new }
+    var environment = world.engine.subprocessEnvironment()
     if world.engine.mode == .embedded { environment["LA_READER_DRIVERS"] = readerDrivers }
     environment["LA_PRESENTER"] = keys == nil ? "none" : nil
     return try runOnTerminal(

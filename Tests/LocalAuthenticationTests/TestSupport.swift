@@ -51,8 +51,6 @@ struct LocalAuthenticationWorld {
     let client: any SecurityClient
     /// The clock of an embedded engine; daemon mode runs on the real clock (tests that move it are embedded-only).
     let clock: ManualClock
-    /// The user whose passcode is `secret`: `user` embedded, this process's user in daemon mode.
-    let user: String
 
     /// The embedded engine's contexts, for the tests that read its internal state (they are `.embeddedOnly`).
     var contexts: AuthenticationContexts { engine.embeddedEngine!.authentication! }
@@ -73,7 +71,6 @@ struct LocalAuthenticationWorld {
         unsetenv("FP_VIRTUAL_DEVICE_STORAGE")
         setenv("FP_VIRTUAL_DEVICE", socket.path, 1)
         let user = TestEngine.username(preferring: user)
-        self.user = user
         try MatrixPAM.writeService(Self.service, in: directory.path, users: [(user, "secret")])
         clock = ManualClock()
         let authentication = AuthenticationConfiguration(

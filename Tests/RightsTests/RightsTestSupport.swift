@@ -53,8 +53,7 @@ struct RightsWorld {
 
     /// What `lactl` needs to reach this world's store, PAM service and reader, with no terminal prompts.
     func subprocessEnvironment() -> [String: String] {
-        var environment = ProcessInfo.processInfo.environment
-        environment.merge(engine.subprocessEnvironment(pamService: Self.service, pamDirectory: directory)) { _, new in new }
+        var environment = engine.subprocessEnvironment()
         if engine.mode == .embedded {
             environment["LA_READER_DRIVERS"] = "virtual_device"
             environment["FP_DRIVERS_WHITELIST"] = "virtual_device"

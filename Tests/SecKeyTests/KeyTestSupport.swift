@@ -39,11 +39,11 @@ final class KeyTestStore: Sendable {
     /// A client over a new engine on this store, deciding access control with `evaluator`. Embedded only: a test
     /// that injects an evaluator is `.embeddedOnly`.
     func client(evaluator: any AccessControlEvaluator) throws -> any SecurityClient {
-        if let daemon = try daemon.engine() {
+        if let running = try daemon.engine() {
             guard evaluator is NoCredentialEvaluator else {
                 throw KeychainStatus(.unimplemented, "an injected evaluator needs an embedded engine")
             }
-            return try daemon.client(accessGroups: ["test.keys"])
+            return try running.client(accessGroups: ["test.keys"])
         }
         let engine = try KeychainEngine(directory: directory, evaluator: evaluator)
         return EmbeddedClient(engine: engine, caller: CallerIdentity(accessGroups: ["test.keys"]))
@@ -61,7 +61,7 @@ final class KeyTestStore: Sendable {
     /// reader, no passcode service: only lists that need no authentication are satisfied); in daemon mode a
     /// connection to the store's daemon, configured the same way.
     func contextClient() throws -> any SecurityClient {
-        if let daemon = try daemon.engine() { return try daemon.client(accessGroups: ["test.keys"]) }
+        if let engine = try daemon.engine() { return try engine.client(accessGroups: ["test.keys"]) }
         let engine = try KeychainEngine(directory: directory, authentication: Self.contextAuthentication(directory))
         return EmbeddedClient(engine: engine, caller: CallerIdentity(accessGroups: ["test.keys"]))
     }

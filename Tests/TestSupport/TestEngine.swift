@@ -32,14 +32,12 @@ extension Trait where Self == ConditionTrait {
 /// The engine one test world talks to: embedded in the test process, or inside a `localauthd` started for the world
 /// on a socket of its own, as the mode says. Clients of either kind are `any SecurityClient`.
 package final class TestEngine: Sendable {
-    package let mode: TestMode
     /// Where the keychain store lives: the directory given (embedded) or the daemon's directory for this uid.
     package let storeDirectory: URL
-    /// The user whose passcode the engine checks: the name given (embedded) or this process's user, the only one
-    /// the daemon serves this process as.
-    package let username: String
-    private let engine: KeychainEngine?
-    private let authentication: AuthenticationConfiguration?
+    /// The embedded engine, for the tests that read its internal state (nil in daemon mode; such tests are
+    /// `.embeddedOnly`).
+    package let embeddedEngine: KeychainEngine?
+    private let authentication: AuthenticationConfiguration
     private let defaultPresenter: (any EvaluationPresenter)?
     private let running: Mutex<DaemonProcess?>
     private let scratch: String
@@ -51,51 +49,44 @@ package final class TestEngine: Sendable {
         TestMode.current == .daemon ? AuthenticationConfiguration.currentUsername() : preferred
     }
 
-    /// An engine on `storeDirectory` configured by `authentication` (embedded), or a daemon in `scratch` whose
-    /// environment names the same PAM service and readers (daemon mode; its state lives in `scratch`, the clock
-    /// is the real one). Requests that bring no presenter prompt through `defaultPresenter`.
+    /// An engine on `storeDirectory` configured by `authentication` (embedded mode), or a daemon in `scratch`
+    /// whose environment names the same PAM service and readers (daemon mode; its state lives in `scratch`, the
+    /// clock is the real one). Requests that bring no presenter prompt through `defaultPresenter`.
     ///
     /// - Throws: when the store cannot be opened or the daemon does not start.
     package init(
-        storeDirectory directory: URL, scratch: String, authentication: AuthenticationConfiguration?,
-        defaultPresenter: (any EvaluationPresenter)? = nil, mode: TestMode = .current
+        storeDirectory directory: URL, scratch: String, authentication: AuthenticationConfiguration,
+        defaultPresenter: (any EvaluationPresenter)? = nil
     ) throws {
-        self.mode = mode
+        self.authentication = authentication
         self.defaultPresenter = defaultPresenter
         self.scratch = scratch
-        switch mode {
+        switch TestMode.current {
         case .embedded:
-            let authentication = authentication ?? .fromEnvironment(dataDirectory: directory)
-            engine = try KeychainEngine(directory: directory, authentication: authentication)
-            self.authentication = authentication
+            embeddedEngine = try KeychainEngine(directory: directory, authentication: authentication)
             running = Mutex(nil)
             environment = [:]
             storeDirectory = directory
-            username = authentication.username
         case .daemon:
             var environment = [String: String]()
             let inherited = ProcessInfo.processInfo.environment
             for name in ["FP_DRIVERS_WHITELIST", "FP_VIRTUAL_DEVICE", "FP_VIRTUAL_DEVICE_STORAGE", "LD_LIBRARY_PATH"] {
                 if let value = inherited[name] { environment[name] = value }
             }
-            if let authentication {
-                environment["LA_PAM_SERVICE"] = authentication.passcode.service
-                environment["LA_PAM_CONFDIR"] = authentication.passcode.configurationDirectory
-                environment["LA_READER_DRIVERS"] = authentication.readerDrivers?.joined(separator: ",")
-            } else {
-                environment["LA_PAM_SERVICE"] = "absent-service"
-                environment["LA_READER_DRIVERS"] = "no_such_driver"
-            }
+            environment["LA_PAM_SERVICE"] = authentication.passcode.service
+            environment["LA_PAM_CONFDIR"] = authentication.passcode.configurationDirectory
+            environment["LA_READER_DRIVERS"] = authentication.readerDrivers?.joined(separator: ",")
             try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
             let daemon = try DaemonProcess(directory: scratch, environment: environment)
             self.environment = environment
             running = Mutex(daemon)
-            engine = nil
-            self.authentication = nil
+            embeddedEngine = nil
             storeDirectory = URL(fileURLWithPath: daemon.stateDirectory + "/\(getuid())", isDirectory: true)
-            username = AuthenticationConfiguration.currentUsername()
         }
     }
+
+    /// Embedded or daemon.
+    package var mode: TestMode { embeddedEngine == nil ? .daemon : .embedded }
 
     /// A client for a caller claiming `accessGroups`: another caller of the same embedded engine, or a new
     /// connection to the daemon.
@@ -105,9 +96,9 @@ package final class TestEngine: Sendable {
         accessGroups: [String], allGroups: Bool = false, presenter: (any EvaluationPresenter)? = nil
     ) throws -> any SecurityClient {
         let presenter = presenter ?? defaultPresenter
-        if let engine {
+        if let embeddedEngine {
             return EmbeddedClient(
-                engine: engine, caller: CallerIdentity(accessGroups: accessGroups, mayAccessAllGroups: allGroups),
+                engine: embeddedEngine, caller: CallerIdentity(accessGroups: accessGroups, mayAccessAllGroups: allGroups),
                 defaultPresenter: presenter)
         }
         return try daemon!.client(accessGroups: accessGroups, allGroups: allGroups, presenter: presenter)
@@ -138,20 +129,16 @@ package final class TestEngine: Sendable {
         return try restarted.client(accessGroups: accessGroups, presenter: presenter)
     }
 
-    /// The embedded engine, for the tests that read its internal state (nil in daemon mode; such tests are
-    /// `.embeddedOnly`).
-    package var embeddedEngine: KeychainEngine? { engine }
-
-    /// What a subprocess (`lactl`, an example, the SSH agent) needs in its environment to reach this engine's
-    /// store: `LA_DAEMON_SOCKET` in daemon mode, `LA_DATA_DIR` and the PAM and reader settings embedded.
-    package func subprocessEnvironment(pamService: String?, pamDirectory: String?) -> [String: String] {
-        var environment = [String: String]()
+    /// The environment for a subprocess (`lactl`, an example, the SSH agent) that must reach this engine's store:
+    /// this process's, plus `LA_DAEMON_SOCKET` in daemon mode or `LA_DATA_DIR` and the PAM service embedded.
+    package func subprocessEnvironment() -> [String: String] {
+        var environment = ProcessInfo.processInfo.environment
         if let daemon {
             environment["LA_DAEMON_SOCKET"] = daemon.socket
         } else {
             environment["LA_DATA_DIR"] = storeDirectory.path
-            environment["LA_PAM_SERVICE"] = pamService
-            environment["LA_PAM_CONFDIR"] = pamDirectory
+            environment["LA_PAM_SERVICE"] = authentication.passcode.service
+            environment["LA_PAM_CONFDIR"] = authentication.passcode.configurationDirectory
         }
         return environment
     }
