@@ -43,10 +43,10 @@ package final class SocketClient: SecurityClient {
         disconnect()
     }
 
-    /// The open connection's descriptor, nil when there is none (never connected, or the connection ended): for
-    /// diagnostics and tests.
+    /// The open connection's descriptor, nil when there is none (never connected, or the connection ended, which
+    /// an idle connection notices here): for diagnostics and tests.
     package var descriptor: Int32? {
-        current.withLock { $0 }.flatMap { $0.isClosed ? nil : $0.fd }
+        current.withLock { $0 }.flatMap { $0.isOpen ? $0.fd : nil }
     }
 
     /// Closes the connection, as if this process went away: the daemon cancels this connection's prompts and
@@ -58,7 +58,7 @@ package final class SocketClient: SecurityClient {
     /// The open connection, or a new one when there is none or it dropped.
     private func connection() throws -> SocketConnection {
         try current.withLock { current in
-            if let open = current, !open.isClosed { return open }
+            if let open = current, open.isOpen { return open }
             let made = try SocketConnection(path: path, accessGroups: accessGroups, allGroups: allGroups)
             current = made
             return made
@@ -201,8 +201,14 @@ package final class SocketClient: SecurityClient {
     }
 }
 
-/// One connection to the daemon: the socket, the requests in flight and the subscriptions, and the thread that
-/// reads the daemon's frames.
+/// One connection to the daemon: the socket, the requests in flight and the subscriptions.
+///
+/// Reading follows a leader/follower scheme, so that a synchronous edge's round trip wakes no thread but the
+/// caller's: at most one thread reads the socket at a time (the reader), and it hands every frame it reads to
+/// whom it belongs. A thread blocked on a request reads itself when nobody else does, until its own answer came;
+/// then it hands the reading on to another blocked thread, or to the connection's background thread while tasks
+/// or subscriptions wait. Nobody reads while nothing is in flight; the end of an idle connection is noticed when
+/// the next request asks for the connection (``isOpen``).
 final class SocketConnection: Sendable {
     /// The longest frame the daemon may send (the protocol's limit).
     static let frameLimit = MessageLimits.default.maximumFrameByteCount
@@ -220,19 +226,14 @@ final class SocketConnection: Sendable {
         }
     }
 
-    /// A thread waiting for its answer on a semaphore (no task, no hop through an executor).
+    /// A thread waiting for its answer: woken when the answer came, or when it may take over the reading.
     final class BlockedWaiter: Sendable {
-        private let done = DispatchSemaphore(value: 0)
-        private let result = Mutex<Result<ServerMessage, any Error>?>(nil)
+        fileprivate let wake = DispatchSemaphore(value: 0)
+        fileprivate let result = Mutex<Result<ServerMessage, any Error>?>(nil)
 
         func resume(with result: Result<ServerMessage, any Error>) {
             self.result.withLock { $0 = result }
-            done.signal()
-        }
-
-        func wait() throws -> ServerMessage {
-            done.wait()
-            return try result.withLock { $0! }.get()
+            wake.signal()
         }
     }
 
@@ -251,14 +252,31 @@ final class SocketConnection: Sendable {
         var pending: [UInt64: Pending] = [:]
         var subscriptions: [UInt64: Subscription] = [:]
         var closed = false
+        /// A thread is reading the socket.
+        var reading = false
+
+        /// Whether someone must read although no blocked thread does: a task or a subscription waits.
+        var needsBackground: Bool {
+            !subscriptions.isEmpty || pending.values.contains { if case .task = $0.waiter { true } else { false } }
+        }
+
+        /// A blocked thread whose answer has not come, to take over the reading.
+        var blockedFollower: BlockedWaiter? {
+            for request in pending.values {
+                if case .thread(let waiter) = request.waiter { return waiter }
+            }
+            return nil
+        }
     }
 
     let fd: Int32
     private let path: String
     private let state = Mutex(State())
     private let writeLock = Mutex(())
+    /// Wakes the background thread: a task or a subscription now needs a reader, or the connection closed.
+    private let backgroundWake = DispatchSemaphore(value: 0)
 
-    /// Connects to `path`, says hello and waits for the welcome, then starts reading.
+    /// Connects to `path`, says hello and waits for the welcome.
     ///
     /// - Throws: `KeychainStatus(.notAvailable)` when nothing listens there or the daemon refuses.
     init(path: String, accessGroups: [String], allGroups: Bool) throws {
@@ -275,19 +293,33 @@ final class SocketConnection: Sendable {
             Glibc.close(fd)
             throw error
         }
-        let thread = Thread { [self] in readLoop() }
+        let thread = Thread { [self] in backgroundLoop() }
         thread.name = "local-authentication.socket"
         thread.start()
     }
 
     var isClosed: Bool { state.withLock { $0.closed } }
 
-    /// Shuts the socket down; the reader thread then fails what is in flight and closes it. Once the reader
-    /// thread closed the descriptor this does nothing: the number may already name another file of the process.
+    /// Whether the connection can carry a request: not closed, and, when nobody reads it, the daemon has not
+    /// hung up meanwhile (a restarted daemon's old connection is noticed here, and the next one is made).
+    var isOpen: Bool {
+        guard !isClosed else { return false }
+        var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        // Something to read while idle is the daemon's end of the connection (or its refusal).
+        if poll(&descriptor, 1, 0) > 0, takeReading() {
+            read(until: { _ in true })
+        }
+        return !isClosed
+    }
+
+    /// Shuts the socket down: what is in flight fails, the descriptor closes. Once the descriptor closed this does
+    /// nothing: the number may already name another file of the process.
     func close() {
         writeLock.withLock { _ in
             if !isClosed { shutdown(fd, Int32(SHUT_RDWR)) }
         }
+        // Whoever reads now sees the end; when nobody does, this thread finishes the connection.
+        if takeReading() { read(until: { _ in true }) }
     }
 
     /// Sends `message` (request number `id`) and waits for its final answer.
@@ -300,11 +332,19 @@ final class SocketConnection: Sendable {
         }
     }
 
-    /// Sends `message` and blocks the calling thread until its final answer: a synchronous edge's round trip.
+    /// Sends `message` and blocks the calling thread until its final answer: a synchronous edge's round trip. The
+    /// thread reads the answer itself when no other thread is reading.
     func requestBlocking(_ message: ClientMessage, id: UInt64, responder: PromptResponder?) throws -> ServerMessage {
         let waiter = BlockedWaiter()
         start(message, id: id, Pending(waiter: .thread(waiter), responder: responder, progress: nil))
-        return try waiter.wait()
+        while true {
+            if let result = waiter.result.withLock({ $0 }) { return try result.get() }
+            if takeReading() {
+                read(spinning: true, until: { _ in waiter.result.withLock { $0 != nil } })
+            } else {
+                waiter.wake.wait()
+            }
+        }
     }
 
     private func start(_ message: ClientMessage, id: UInt64, _ pending: Pending) {
@@ -319,6 +359,7 @@ final class SocketConnection: Sendable {
         } catch {
             state.withLock { $0.pending.removeValue(forKey: id) }?.waiter.resume(with: .failure(error))
         }
+        if case .task = pending.waiter { wakeBackgroundIfUnread() }
     }
 
     func subscribe(
@@ -328,7 +369,8 @@ final class SocketConnection: Sendable {
             if !state.closed { state.subscriptions[id] = Subscription(deliver: deliver, end: end) }
             return state.closed
         }
-        if closed { end() }
+        if closed { return end() }
+        wakeBackgroundIfUnread()
     }
 
     func unsubscribe(_ id: UInt64) {
@@ -356,16 +398,63 @@ final class SocketConnection: Sendable {
 
     // MARK: Reading
 
-    private func readLoop() {
-        while let message = try? readMessage() {
-            dispatch(message)
+    /// Makes the calling thread the reader, if nobody reads and the connection is open.
+    private func takeReading() -> Bool {
+        state.withLock { state in
+            guard !state.reading, !state.closed else { return false }
+            state.reading = true
+            return true
         }
-        // Closed under the write lock, after `closed` is set: no write or shutdown can reach the descriptor's
-        // number afterwards, when it may name another file.
+    }
+
+    /// As the reader: reads and hands out frames until `done` says so after a frame (or the connection ends), then
+    /// hands the reading on. A thread that waits for its own answer (`spinning`) first polls for it a short while.
+    private func read(spinning: Bool = false, until done: (State) -> Bool) {
+        while true {
+            if spinning { awaitReadable() }
+            guard let message = try? readMessage() else { return finish() }
+            dispatch(message)
+            let successor = state.withLock { state -> BlockedWaiter?? in
+                guard done(state) else { return nil }
+                state.reading = false
+                return .some(state.blockedFollower)
+            }
+            guard case .some(let follower) = successor else { continue }
+            if let follower {
+                follower.wake.signal()
+            } else {
+                wakeBackgroundIfUnread()
+            }
+            return
+        }
+    }
+
+    /// Wakes the background thread when a task or a subscription waits and nobody reads.
+    private func wakeBackgroundIfUnread() {
+        if state.withLock({ !$0.reading && $0.needsBackground }) { backgroundWake.signal() }
+    }
+
+    /// The background thread: reads while tasks or subscriptions wait and no blocked thread reads; ends with the
+    /// connection.
+    private func backgroundLoop() {
+        while !isClosed {
+            if state.withLock({ $0.needsBackground }), takeReading() {
+                read(until: { !$0.needsBackground || $0.blockedFollower != nil })
+            } else {
+                backgroundWake.wait()
+            }
+        }
+    }
+
+    /// The connection ended (as the reader): it is closed under the write lock, after `closed` is set, so no write
+    /// or shutdown can reach the descriptor's number afterwards, when it may name another file; then everything in
+    /// flight fails and the subscriptions end.
+    private func finish() {
         let (pending, subscriptions) = writeLock.withLock { _ in
             defer { Glibc.close(fd) }
             return state.withLock { state in
                 state.closed = true
+                state.reading = false
                 defer {
                     state.pending = [:]
                     state.subscriptions = [:]
@@ -375,6 +464,7 @@ final class SocketConnection: Sendable {
         }
         for request in pending { request.waiter.resume(with: .failure(unreachable())) }
         for subscription in subscriptions { subscription.end() }
+        backgroundWake.signal()
     }
 
     private func dispatch(_ message: ServerMessage) {
@@ -390,7 +480,30 @@ final class SocketConnection: Sendable {
             .keychainFailure(let id, _), .authenticationFailure(let id, _):
             state.withLock { $0.pending.removeValue(forKey: id) }?.waiter.resume(with: .success(message))
         case .welcome, .refused:
-            close()
+            writeLock.withLock { _ in
+                if !isClosed { shutdown(fd, Int32(SHUT_RDWR)) }
+            }
+        }
+    }
+
+    /// How long a thread waiting for its answer polls the socket before it sleeps in `recv`, when the machine has
+    /// more than one processor (on one, polling would only delay the daemon).
+    ///
+    /// An answer that comes while the thread still runs costs no wake-up; on virtual machines a sleeping thread's
+    /// wake-up takes 40–50 µs, more than the daemon takes to answer a lookup. An answer that takes longer (a prompt,
+    /// a large result) costs this much processor time once, then the thread sleeps.
+    static let spinBudget: Duration = sysconf(Int32(_SC_NPROCESSORS_ONLN)) > 1 ? .microseconds(250) : .zero
+
+    /// Returns when the socket has something to read or ``spinBudget`` passed.
+    private func awaitReadable() {
+        guard Self.spinBudget > .zero else { return }
+        let clock = ContinuousClock()
+        let deadline = clock.now + Self.spinBudget
+        var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        while poll(&descriptor, 1, 0) == 0, clock.now < deadline {
+            // A few microseconds between polls: each takes the socket's lock, which the daemon's write needs too.
+            let next = clock.now + .microseconds(4)
+            while clock.now < next {}
         }
     }
 

@@ -100,7 +100,9 @@ package final class DaemonServer: Sendable {
     /// - Throws: when the socket cannot be bound.
     package static func start(_ configuration: DaemonConfiguration) async throws -> DaemonServer {
         try PrivateFiles.ensureDirectory(configuration.stateDirectory.path)
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        // Brief store requests run on the loops (DaemonSession.runStore): one loop per core, at least two, so one
+        // connection's request never waits behind another's.
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: max(2, System.coreCount))
         let storeThreads = NIOThreadPool(numberOfThreads: 8)
         storeThreads.start()
         let engines = UserEngines(configuration: configuration)

@@ -8,8 +8,9 @@ import Synchronization
 /// One client connection after its hello: the engine of the user the kernel says it runs as, the caller identity
 /// its requests carry, the prompt channels of its requests in flight and its subscriptions.
 ///
-/// Requests run concurrently, each in a task of its own (keychain and key requests on blocking threads, as their
-/// store code blocks); answers go out as they finish, tagged with the client's number. When the connection closes,
+/// Requests run concurrently, each in a task of its own (keychain and key requests that may prompt on store
+/// threads, brief ones that cannot on the connection's event loop); answers go out as they finish, tagged with the
+/// client's number. When the connection closes,
 /// every prompt in progress is cancelled (`systemCancel`: the reader is released at once) and the connection's
 /// contexts are discarded.
 final class DaemonSession: Sendable {
@@ -49,11 +50,11 @@ final class DaemonSession: Sendable {
         case .hello:
             send(.refused("hello was already said"))
         case .keychain(let id, let request, let options, let interactive):
-            runStore(id, options, interactive: interactive) { [engine, caller] in
+            runStore(id, options, interactive: interactive, inline: request.isBrief) { [engine, caller] in
                 .keychain(id, try engine.handle(request, caller: caller, prompting: $0))
             }
         case .key(let id, let request, let options, let interactive):
-            runStore(id, options, interactive: interactive) { [engine, caller] in
+            runStore(id, options, interactive: interactive, inline: true) { [engine, caller] in
                 .key(id, try engine.handle(request, caller: caller, prompting: $0))
             }
         case .authentication(let id, let request, let interactive):
@@ -131,24 +132,32 @@ final class DaemonSession: Sendable {
         }
     }
 
-    /// Runs store request `id` (keychain or key), whose code blocks, straight on a store thread (no task in
-    /// between: the keychain's round trip is the hot path), and sends what `body` answers or the status it throws.
-    /// Store requests are not cancelled when the connection closes (each is one short transaction); their prompts
-    /// are.
+    /// Runs store request `id` (keychain or key) and sends what `body` answers or the status it throws.
+    ///
+    /// A request that cannot prompt (no presenter on the client's side) and is `inline` (brief: no key derivation,
+    /// no whole-store work) runs at once on the connection's event loop, and its answer is written from there: the
+    /// keychain's round trip is the hot path, and each hop to another thread costs a wake-up. It never waits on the
+    /// client, only on a short store transaction. Every other store request runs on a store thread, as its prompts
+    /// wait on the client's answers. Store requests are not cancelled when the connection closes (each is one short
+    /// transaction); their prompts are.
     private func runStore(
-        _ id: UInt64, _ options: EvaluationOptions, interactive: Bool,
+        _ id: UInt64, _ options: EvaluationOptions, interactive: Bool, inline: Bool,
         _ body: @escaping @Sendable (Prompting) throws -> ServerMessage
     ) {
         guard case .some(let channel) = admit(id, interactive: interactive) else { return }
-        storeThreads.submit { poolState in
-            guard case .active = poolState else {
-                return self.finish(id, channel, .keychainFailure(id, KeychainStatus(.notAvailable, "localauthd is stopping")))
-            }
+        let serve = { @Sendable in
             do {
                 self.finish(id, channel, try body(Prompting(options: options, channel: channel)))
             } catch {
                 self.finish(id, channel, .keychainFailure(id, KeychainStatus(error)))
             }
+        }
+        if inline && channel == nil { return serve() }
+        storeThreads.submit { poolState in
+            guard case .active = poolState else {
+                return self.finish(id, channel, .keychainFailure(id, KeychainStatus(.notAvailable, "localauthd is stopping")))
+            }
+            serve()
         }
     }
 
@@ -186,6 +195,20 @@ final class DaemonSession: Sendable {
 
     /// Whether a request of this connection is in flight.
     var isBusy: Bool { state.withLock { !$0.inFlight.isEmpty } }
+}
+
+extension KeychainRequest {
+    /// Whether the request is brief enough to run on an event loop when it cannot prompt: an add, a lookup of one
+    /// item (Apple's default match limit), the lock and its state. A lookup of every match, an update or delete
+    /// (which may touch many items) and a backup (password derivation, the whole store) run on a store thread, so
+    /// they never hold up the other connections of their loop.
+    var isBrief: Bool {
+        switch self {
+        case .add, .lock, .lockState: true
+        case .copyMatching(let query): query["m_Limit"] == nil || query["m_Limit"] == .integer(1)
+        case .update, .delete, .exportBackup, .importBackup: false
+        }
+    }
 }
 
 extension KeychainStatus {

@@ -79,6 +79,96 @@ struct DaemonLoadTests {
         #expect(try await foundPassword(checker, "c5-10") == nil)
     }
 
+    /// One connection shared at once by threads blocked at a synchronous edge (which read the socket themselves,
+    /// taking turns), tasks and a subscription: every request gets its own answer (each finds the value it wrote),
+    /// and the subscription sees every add. Then an idle connection notices a restarted daemon.
+    @Test func oneConnectionSharedByThreadsTasksAndASubscriptionAnswersEachItsOwn() async throws {
+        var world = try DaemonWorld()
+        defer { world.close() }
+        let client = try world.daemon.client()
+        let rounds = 100
+        let (subscribed, inPlace) = AsyncStream.makeStream(of: Void.self)
+        let events = Task {
+            var added = 0
+            for await event in client.keychainEvents() where event.kind == .added {
+                // Probes are internet passwords; the rounds' items generic ones.
+                if event.itemClass == .internetPassword { inPlace.yield() }
+                if event.itemClass == .genericPassword { added += 1 }
+                if added == 12 * rounds { break }
+            }
+            return added
+        }
+        // The subscription is in place once one of the probes comes back as an event.
+        let probing = Task {
+            for index in 0..<400 where !Task.isCancelled {
+                _ = try? await client.send(.add(["class": .string("inet"), "srvr": .string("probe\(index)")]))
+                try? await Task.sleep(for: .milliseconds(25))
+            }
+        }
+        for await _ in subscribed { break }
+        probing.cancel()
+        _ = await probing.value
+
+        let errors = Counter()
+        let threads = (0..<6).map { index in
+            let done = DispatchSemaphore(value: 0)
+            Thread {
+                for step in 0..<rounds {
+                    let account = "thread\(index)-\(step)"
+                    var query = genericPassword(account)
+                    query["r_Data"] = .bool(true)
+                    do {
+                        _ = try client.sendBlocking(.add(genericPassword(account, data: account)))
+                        guard case .items(let found) = try client.sendBlocking(.copyMatching(query)),
+                            let data = found.items.first?.data,
+                            String(decoding: data.unprotectedData(), as: UTF8.self) == account
+                        else {
+                            errors.add()
+                            continue
+                        }
+                    } catch {
+                        errors.add()
+                    }
+                }
+                done.signal()
+            }.start()
+            return done
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for index in 0..<6 {
+                group.addTask {
+                    for step in 0..<rounds {
+                        let account = "task\(index)-\(step)"
+                        do {
+                            _ = try await client.send(.add(genericPassword(account, data: account)))
+                            if try await foundPassword(client, account) != account { errors.add() }
+                        } catch {
+                            errors.add()
+                        }
+                    }
+                }
+            }
+        }
+        for done in threads { done.wait() }
+        #expect(errors.value == 0)
+        let seen = await withTaskGroup(of: Int?.self) { group in
+            group.addTask { await events.value }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(20))
+                return nil
+            }
+            defer { group.cancelAll() }
+            return await group.next() ?? nil
+        }
+        #expect(seen == 12 * rounds, "the subscription saw every add")
+        events.cancel()
+
+        // An idle connection notices that the daemon went away; its next request connects to the new one.
+        #expect(world.daemon.stop(SIGTERM).status == 0)
+        try world.restart()
+        #expect(try await foundPassword(client, "task0-0") == "task0-0")
+    }
+
     /// Eight connections add items as fast as they can; the daemon is stopped (SIGTERM: gracefully, exit status 0)
     /// or killed (SIGKILL) in the middle. Every request either succeeds or fails cleanly (`errSecNotAvailable`);
     /// after a restart the store opens and every add the daemon acknowledged is there.

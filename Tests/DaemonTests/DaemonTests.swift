@@ -200,7 +200,7 @@ struct DaemonTests {
         let number = try #require(client.descriptor)
         world.daemon.stop(SIGTERM)
         for _ in 0..<500 where client.descriptor != nil { usleep(10_000) }
-        #expect(client.descriptor == nil, "the reader thread saw the daemon go")
+        #expect(client.descriptor == nil, "the client saw the daemon go")
         // New sockets of this process, until one lands on the freed number (the lowest free one is taken first).
         var pairs: [[Int32]] = []
         defer { for pair in pairs { close(pair[0]); close(pair[1]) } }
