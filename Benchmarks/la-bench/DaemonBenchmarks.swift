@@ -12,7 +12,7 @@ import Glibc
 /// access control is satisfied, each a round trip through the daemon's socket (`SocketClient`) and through the
 /// embedded engine in this process, both as a synchronous edge (`SecItemCopyMatching`, `SecKeyCreateSignature`)
 /// calls them; then the daemon's find against `secret-tool lookup` on gnome-keyring. Medians and p99 of single
-/// requests. Targets: the daemon's find at most 2× the embedded time, at least 20× faster than secret-tool.
+/// requests, the two sides timed alternately. Targets: the daemon's find at most 2× the embedded time, at least 20× faster than secret-tool.
 enum DaemonBenchmarks {
     static func run() async throws {
         print("== localauthd: round trips through the daemon vs the embedded engine (same run)")
@@ -32,11 +32,14 @@ enum DaemonBenchmarks {
         posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        guard
-            Measure.spawn(
-                &pid, executable, ["--socket", socket, "--state-directory", directory.path + "/state"],
-                actions: &actions) == 0
-        else {
+        // LA_BENCH_DAEMON_WRAPPER runs the daemon under a profiler, e.g.
+        // "/usr/bin/perf record -F 4000 -o /tmp/localauthd.perf" (BENCHMARKS.md; valgrind 3.19 cannot read Swift 6.3's
+        // debug information).
+        let wrapper = ProcessInfo.processInfo.environment["LA_BENCH_DAEMON_WRAPPER"].map {
+            $0.split(separator: " ").map(String.init)
+        } ?? []
+        let command = wrapper + [executable, "--socket", socket, "--state-directory", directory.path + "/state"]
+        guard Measure.spawn(&pid, command[0], Array(command.dropFirst()), actions: &actions) == 0 else {
             print("daemon: skipped, localauthd did not start")
             return
         }
@@ -46,7 +49,7 @@ enum DaemonBenchmarks {
             waitpid(pid, &status, 0)
         }
         var daemon: SocketClient?
-        for _ in 0..<200 where daemon == nil {
+        for _ in 0..<(wrapper.isEmpty ? 200 : 1_200) where daemon == nil {
             daemon = try? SocketClient(path: socket, accessGroups: ["la-bench"])
             if daemon == nil { usleep(50_000) }
         }
@@ -81,12 +84,11 @@ enum DaemonBenchmarks {
             else { throw KeychainStatus(.itemNotFound, "la-bench: an item is missing") }
         }
         // The transport alone: a request the engine answers from memory.
-        report(
-            "lock-state round trip (transport only)", daemon: try latencies { _ in _ = try daemon.sendBlocking(.lockState) },
-            embedded: try latencies { _ in _ = try embedded.sendBlocking(.lockState) }, target: nil)
-        let daemonFind = try latencies { try find(daemon, $0) }
-        let embeddedFind = try latencies { try find(embedded, $0) }
-        report("find generic password", daemon: daemonFind, embedded: embeddedFind, target: "<= 2x embedded")
+        let transport = try interleaved(
+            daemon: { _ in _ = try daemon.sendBlocking(.lockState) }, embedded: { _ in _ = try embedded.sendBlocking(.lockState) })
+        report("lock-state round trip (transport only)", transport, target: nil)
+        let finds = try interleaved(daemon: { try find(daemon, $0) }, embedded: { try find(embedded, $0) })
+        report("find generic password", finds, target: "<= 2x embedded")
 
         let policy = AccessControlPolicy(protection: "ak", flags: 1 << 30)
         let digest = Data(repeating: 7, count: 32)
@@ -98,11 +100,11 @@ enum DaemonBenchmarks {
         let daemonSign = try signer(daemon)
         let embeddedSign = try signer(embedded)
         report(
-            "sign with an authorized enclave key", daemon: try latencies { _ in try daemonSign() },
-            embedded: try latencies { _ in try embeddedSign() }, target: nil)
+            "sign with an authorized enclave key",
+            try interleaved(daemon: { _ in try daemonSign() }, embedded: { _ in try embeddedSign() }), target: nil)
 
         try KeychainBenchmarks.compareWithSecretTool(
-            findAt1k: 1 / daemonFind.median, directory: directory, label: "daemon find vs secret-tool lookup")
+            findAt1k: 1 / finds.daemon.median, directory: directory, label: "daemon find vs secret-tool lookup")
     }
 
     /// Single-request times in seconds, after a warm-up, sorted.
@@ -112,20 +114,34 @@ enum DaemonBenchmarks {
         var p99: Double { sorted[Int(Double(sorted.count) * 0.99)] }
     }
 
-    static func latencies(count: Int = 5_000, _ body: (Int) throws -> Void) rethrows -> Latencies {
-        for index in 0..<200 { try body(index) }
-        var times: [Double] = []
-        times.reserveCapacity(count)
-        for index in 0..<count {
-            let start = ContinuousClock.now
-            try body(index)
-            let elapsed = ContinuousClock.now - start
-            times.append(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+    /// Times `daemon` and `embedded` alternately, one request each in turn after a warm-up, so that both sides
+    /// meet the same moments of this shared machine.
+    static func interleaved(
+        count: Int = 5_000, daemon: (Int) throws -> Void, embedded: (Int) throws -> Void
+    ) rethrows -> (daemon: Latencies, embedded: Latencies) {
+        for index in 0..<200 {
+            try daemon(index)
+            try embedded(index)
         }
-        return Latencies(sorted: times.sorted())
+        var times: ([Double], [Double]) = ([], [])
+        times.0.reserveCapacity(count)
+        times.1.reserveCapacity(count)
+        for index in 0..<count {
+            times.0.append(try seconds { try daemon(index) })
+            times.1.append(try seconds { try embedded(index) })
+        }
+        return (Latencies(sorted: times.0.sorted()), Latencies(sorted: times.1.sorted()))
     }
 
-    static func report(_ name: String, daemon: Latencies, embedded: Latencies, target: String?) {
+    private static func seconds(_ body: () throws -> Void) rethrows -> Double {
+        let start = ContinuousClock.now
+        try body()
+        let elapsed = ContinuousClock.now - start
+        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    }
+
+    static func report(_ name: String, _ times: (daemon: Latencies, embedded: Latencies), target: String?) {
+        let (daemon, embedded) = times
         func us(_ seconds: Double) -> String { String(format: "%.1f µs", seconds * 1e6) }
         print(
             "daemon \(name): median \(us(daemon.median)), p99 \(us(daemon.p99)); embedded median "
