@@ -97,7 +97,7 @@ let package = Package(
             ]),
 
         // A Unix-socket connection's peer as the kernel reports it (SO_PEERCRED): the agent's and the daemon's.
-        .target(name: "SocketPeer", dependencies: [.product(name: "NIOCore", package: "swift-nio")]),
+        .target(name: "SocketPeer", dependencies: ["SecureCrypto", .product(name: "NIOCore", package: "swift-nio")]),
         // The daemon's server: per-user engines, frames on a Unix socket, one session per connection.
         .target(
             name: "SecurityDaemon",

@@ -190,7 +190,8 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     private let engines: UserEngines
     private let sessions: SessionRegistry
     private let storeThreads: NIOThreadPool
-    private var peer: PeerCredentials?
+    /// The connected process, or why it could not be identified (refused at the hello).
+    private var peer: Result<PeerProcess, PeerProcess.Unidentified>?
     private var session: DaemonSession?
 
     init(engines: UserEngines, sessions: SessionRegistry, storeThreads: NIOThreadPool) {
@@ -201,8 +202,12 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
 
     func channelActive(context: ChannelHandlerContext) {
         sessions.add(context.channel)
-        // On the event loop the socket option is read at once.
-        context.channel.peerCredentials().whenSuccess { [weak self] in self?.peer = $0 }
+        // On the event loop the socket options are read at once.
+        let channel = context.channel
+        channel.peerCredentials().and(channel.peerPidfd()).whenSuccess { [weak self] credentials, pidfd in
+            self?.peer = Result { try PeerProcess(credentials: credentials, pidfd: pidfd) }
+                .mapError { $0 as? PeerProcess.Unidentified ?? PeerProcess.Unidentified(description: "\($0)") }
+        }
         context.fireChannelActive()
     }
 
@@ -222,6 +227,11 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
             return refuse(context, "the frame does not decode: \(error)")
         }
         if let session {
+            // Every request is the connected program's: once it exited or executed another file, the connection
+            // (which an exec hands on) serves nothing more.
+            guard session.peer.isCurrent else {
+                return refuse(context, "process \(session.peer.credentials.pid) no longer runs \(session.peer.executable)")
+            }
             session.handle(message)
             return
         }
@@ -229,13 +239,18 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
             return refuse(context, "the first message must be hello")
         }
         guard versions.contains(1) else { return refuse(context, "no common protocol version (this daemon speaks 1)") }
-        guard let peer else { return refuse(context, "the kernel gave no peer credentials") }
+        let peer: PeerProcess
+        switch self.peer {
+        case .success(let process)?: peer = process
+        case .failure(let reason)?: return refuse(context, "the connected process cannot be identified: \(reason)")
+        case nil: return refuse(context, "the kernel gave no peer credentials")
+        }
         let engine: KeychainEngine
         do {
-            engine = try engines.engine(for: peer.uid)
+            engine = try engines.engine(for: peer.credentials.uid)
         } catch {
-            DaemonServer.logger.error("cannot open a store", metadata: ["uid": "\(peer.uid)", "error": "\(error)"])
-            return refuse(context, "the store of uid \(peer.uid) cannot be opened")
+            DaemonServer.logger.error("cannot open a store", metadata: ["uid": "\(peer.credentials.uid)", "error": "\(error)"])
+            return refuse(context, "the store of uid \(peer.credentials.uid) cannot be opened")
         }
         let channel = context.channel
         let session = DaemonSession(
@@ -246,7 +261,9 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
         }
         self.session = session
         sessions.attach(session, to: channel)
-        DaemonServer.logger.debug("connected", metadata: ["uid": "\(peer.uid)", "pid": "\(peer.pid)"])
+        DaemonServer.logger.debug(
+            "connected",
+            metadata: ["uid": "\(peer.credentials.uid)", "pid": "\(peer.credentials.pid)", "executable": "\(peer.executable)"])
         context.writeAndFlush(wrapOutbound(ServerMessage.welcome(version: 1)), promise: nil)
     }
 

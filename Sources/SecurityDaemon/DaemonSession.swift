@@ -16,7 +16,8 @@ import Synchronization
 final class DaemonSession: Sendable {
     let engine: KeychainEngine
     let caller: CallerIdentity
-    let peer: PeerCredentials
+    /// The connected process, held for the connection.
+    let peer: PeerProcess
     private let send: @Sendable (ServerMessage) -> Void
     /// The daemon's threads for store work: a fixed pool of its own, so blocked store requests never take threads
     /// from Dispatch (signal handling) or Swift's cooperative pool.
@@ -34,7 +35,7 @@ final class DaemonSession: Sendable {
     private let state = Mutex(State())
 
     init(
-        engine: KeychainEngine, caller: CallerIdentity, peer: PeerCredentials, storeThreads: NIOThreadPool,
+        engine: KeychainEngine, caller: CallerIdentity, peer: PeerProcess, storeThreads: NIOThreadPool,
         send: @escaping @Sendable (ServerMessage) -> Void
     ) {
         self.engine = engine

@@ -30,4 +30,12 @@ extension Channel {
         }
         return provider.unsafeGetSocketOption(level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(SO_PEERCRED))
     }
+
+    /// A pidfd for the connected process (`SO_PEERPIDFD`, Linux 6.5 and later); -1 where the kernel has none.
+    package func peerPidfd() -> EventLoopFuture<Int32> {
+        guard let provider = self as? any SocketOptionProvider else { return eventLoop.makeSucceededFuture(-1) }
+        let future: EventLoopFuture<Int32> = provider.unsafeGetSocketOption(
+            level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(77))  // SO_PEERPIDFD
+        return future.recover { _ in -1 }
+    }
 }

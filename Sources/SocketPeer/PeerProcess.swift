@@ -1,0 +1,135 @@
+import Foundation
+import SecureCrypto
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The process on the other end of a connection, held for as long as the connection lasts: its credentials
+/// (`SO_PEERCRED`), a pidfd for it (`SO_PEERPIDFD`, else `pidfd_open`), and the executable it ran when it connected
+/// (canonical path and file identity from `/proc/<pid>/exe`; SHA-256 on demand).
+///
+/// The pidfd names this one process, never a later one with the same pid: a check of `/proc/<pid>` followed by a
+/// check that the pidfd's process still runs proves the `/proc` entry was this process's. ``isCurrent`` fails once
+/// the process exited or executed another file, so a connection handed to another program by `exec` (or a pid
+/// reused after an exit) is never served as the program that connected.
+package final class PeerProcess: Sendable {
+    package let credentials: PeerCredentials
+    /// The executable's canonical path, as the kernel reports it (`/proc/<pid>/exe`); `(deleted)` is kept when the
+    /// file was removed or replaced while the process ran.
+    package let executable: String
+    private let file: FileIdentity
+    private let pidfd: Int32
+
+    /// Which file an executable is: device, inode, size and change times (a file rewritten in place changes them).
+    struct FileIdentity: Hashable {
+        var device: UInt64
+        var inode: UInt64
+        var size: Int64
+        var modified: Int64
+        var changed: Int64
+
+        init?(_ path: String) {
+            var info = stat()
+            guard stat(path, &info) == 0 else { return nil }
+            device = UInt64(info.st_dev)
+            inode = UInt64(info.st_ino)
+            size = Int64(info.st_size)
+            modified = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+            changed = Int64(info.st_ctim.tv_sec) * 1_000_000_000 + Int64(info.st_ctim.tv_nsec)
+        }
+    }
+
+    /// Why a peer cannot be identified.
+    package struct Unidentified: Error, CustomStringConvertible {
+        package var description: String
+
+        package init(description: String) {
+            self.description = description
+        }
+    }
+
+    /// The peer with `credentials` whose pidfd the kernel gave (`pidfd` < 0: none, then one is opened by pid).
+    ///
+    /// - Throws: ``Unidentified`` when the process is gone or its executable cannot be read.
+    package init(credentials: PeerCredentials, pidfd given: Int32) throws {
+        self.credentials = credentials
+        let pidfd = given >= 0 ? given : Self.openPidfd(credentials.pid)
+        guard pidfd >= 0 else { throw Unidentified(description: "process \(credentials.pid) has no pidfd (it is gone)") }
+        let exe = "/proc/\(credentials.pid)/exe"
+        guard let path = Self.readLink(exe), let file = FileIdentity(exe) else {
+            close(pidfd)
+            throw Unidentified(description: "the executable of process \(credentials.pid) cannot be read")
+        }
+        self.pidfd = pidfd
+        executable = path
+        self.file = file
+        // Read before this check, the /proc entry was this process's: a reused pid needs the process gone first.
+        guard Self.isRunning(pidfd) else {
+            close(pidfd)
+            throw Unidentified(description: "process \(credentials.pid) exited while it connected")
+        }
+    }
+
+    deinit {
+        close(pidfd)
+    }
+
+    /// Whether the process still runs the executable it connected with: not exited, and `/proc/<pid>/exe` is still
+    /// the same file (an `exec` of anything else, even a copy of the same program, changes it).
+    package var isCurrent: Bool {
+        let now = FileIdentity("/proc/\(credentials.pid)/exe")
+        return Self.isRunning(pidfd) && now == file
+    }
+
+    /// The SHA-256 of the executable the process runs, read through `/proc/<pid>/exe` (the very file, even when
+    /// its path was replaced) and remembered per file version, so each program is hashed once; nil when it cannot
+    /// be read or the process no longer runs it.
+    package func executableDigest() -> Data? {
+        if let known = Self.digests.withLock({ $0[file] }) { return known }
+        let descriptor = open("/proc/\(credentials.pid)/exe", O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var hash = SHA256()
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count >= 0 else { return nil }
+            if count == 0 { break }
+            buffer.withUnsafeBytes { hash.update(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+        }
+        // The file read was this process's executable only if it still runs it now.
+        guard isCurrent else { return nil }
+        let digest = hash.finalize()
+        Self.digests.withLock { digests in
+            if digests.count >= 4_096 { digests.removeAll() }
+            digests[file] = digest
+        }
+        return digest
+    }
+
+    private static let digests = Mutex<[FileIdentity: Data]>([:])
+
+    /// `pidfd_open(pid, 0)` through glibc (2.36 and later), for kernels that give no `SO_PEERPIDFD`; -1 when
+    /// neither has it.
+    private static func openPidfd(_ pid: pid_t) -> Int32 {
+        typealias PidfdOpen = @convention(c) (pid_t, UInt32) -> Int32
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "pidfd_open") else { return -1 }
+        return unsafeBitCast(symbol, to: PidfdOpen.self)(pid, 0)
+    }
+
+    /// Whether the pidfd's process has not exited (a pidfd becomes readable when it does).
+    private static func isRunning(_ pidfd: Int32) -> Bool {
+        var descriptor = pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0)
+        return poll(&descriptor, 1, 0) == 0
+    }
+
+    private static func readLink(_ path: String) -> String? {
+        var buffer = [UInt8](repeating: 0, count: Int(PATH_MAX) + 1)
+        let count = buffer.withUnsafeMutableBytes { readlink(path, $0.baseAddress!.assumingMemoryBound(to: CChar.self), $0.count - 1) }
+        guard count > 0 else { return nil }
+        return String(decoding: buffer[0..<count], as: UTF8.self)
+    }
+}

@@ -1,0 +1,96 @@
+import Foundation
+import SecurityProtocol
+import Testing
+import TestSupport
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Issue "Caller identity": the daemon holds the connecting process (a pidfd) and the executable it ran, and serves
+/// a connection only while that process still runs that executable.
+@Suite("localauthd: who is calling", .serialized, .virtualReaderLock, .timeLimit(.minutes(2)))
+struct PeerIdentityTests {
+    /// Two programs built for the purpose: `probe-connect` connects and says hello, then either sends a request
+    /// itself or executes `probe-send` (another executable) with the open connection, which sends it. The first is
+    /// served; the second is refused, and its add never reaches the store.
+    @Test func aConnectionHandedToAnotherProgramByExecIsRefused() async throws {
+        let world = try DaemonWorld()
+        defer { world.close() }
+        let probes = try PeerProbes(in: world.directory)
+        let hello = ClientMessage.hello(versions: [1], accessGroups: ["probe"], allGroups: false)
+        func add(_ account: String) -> ClientMessage {
+            var item = genericPassword(account, data: "x")
+            item["agrp"] = .string("probe")
+            return .keychain(1, .add(item), .nonInteractive, interactive: false)
+        }
+
+        let served = try probes.run(world.daemon.socket, hello, then: nil, add("served"))
+        #expect(served.welcome == .welcome(version: 1))
+        #expect(served.answer == .keychain(1, .success), "the connecting program itself is served")
+
+        let handed = try probes.run(world.daemon.socket, hello, then: probes.send, add("handed"))
+        #expect(handed.welcome == .welcome(version: 1))
+        guard case .refused(let reason)? = handed.answer else {
+            Issue.record("the exec'd program was answered: \(String(describing: handed.answer))")
+            return
+        }
+        #expect(reason.contains("no longer runs"))
+
+        let client = try world.daemon.client(accessGroups: ["probe"])
+        #expect(try await foundPassword(client, "served") == "x")
+        #expect(try await foundPassword(client, "handed") == nil)
+    }
+}
+
+/// The two probe programs (Tests/Fixtures/PeerProbes), compiled with the toolchain's clang into `directory`.
+struct PeerProbes {
+    let connect: String
+    let send: String
+
+    init(in directory: String) throws {
+        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../Fixtures/PeerProbes").standardized.path
+        connect = directory + "/probe-connect"
+        send = directory + "/probe-send"
+        for (source, output) in [("probe-connect.c", connect), ("probe-send.c", send)] {
+            let built = try runCapturingOutput(
+                URL(fileURLWithPath: "/usr/bin/env"), ["clang", "-O1", "-o", output, sources + "/" + source])
+            guard built.status == 0 else { throw ProbeFailure(description: "clang: \(built.output)") }
+        }
+    }
+
+    struct ProbeFailure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// Runs `probe-connect` against `socket`: hello, then `request` sent by itself or by `then` after an exec; the
+    /// two answers it printed, decoded (nil where the connection closed instead).
+    func run(
+        _ socket: String, _ hello: ClientMessage, then next: String?, _ request: ClientMessage
+    ) throws -> (welcome: ServerMessage?, answer: ServerMessage?) {
+        let result = try runCapturingOutput(
+            URL(fileURLWithPath: connect), [socket, Self.hex(hello), next ?? "-", Self.hex(request)])
+        guard result.status == 0 else { throw ProbeFailure(description: "probe-connect: \(result.output)") }
+        let lines = result.output.split(separator: "\n").map(String.init)
+        func decoded(_ index: Int) throws -> ServerMessage? {
+            guard index < lines.count, lines[index] != "closed" else { return nil }
+            return try ServerMessage(decoding: Self.bytes(lines[index]))
+        }
+        return (try decoded(0), try decoded(1))
+    }
+
+    static func hex(_ message: ClientMessage) -> String {
+        message.encoded().withUnsafeBytes { $0.map { String(format: "%02x", $0) }.joined() }
+    }
+
+    static func bytes(_ hex: String) -> [UInt8] {
+        var bytes: [UInt8] = []
+        var index = hex.startIndex
+        while index < hex.endIndex, let next = hex.index(index, offsetBy: 2, limitedBy: hex.endIndex) {
+            bytes.append(UInt8(hex[index..<next], radix: 16) ?? 0)
+            index = next
+        }
+        return bytes
+    }
+}
