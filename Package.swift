@@ -222,7 +222,7 @@ let package = Package(
             name: "DaemonTests",
             dependencies: [
                 "SecurityClient", "SecurityProtocol", "SecureCrypto", "StoreFiles", "Authenticators", "TestSupport",
-                "localauthd", "lactl",
+                "SocketPeer", "localauthd", "lactl",
             ]),
         // The protocol's codec: every message round-trips (property-based), hostile frames fail cleanly.
         .testTarget(

@@ -1,5 +1,6 @@
 import Foundation
 import SecurityProtocol
+import SocketPeer
 import Testing
 import TestSupport
 
@@ -40,6 +41,23 @@ struct PeerIdentityTests {
         let client = try world.daemon.client(accessGroups: ["probe"])
         #expect(try await foundPassword(client, "served") == "x")
         #expect(try await foundPassword(client, "handed") == nil)
+    }
+
+    /// The identity read for a process (here this test process, with a pidfd opened by pid, the fallback for
+    /// kernels without `SO_PEERPIDFD`): its executable's path, and a SHA-256 equal to `sha256sum`'s of that file.
+    @Test func aPeersExecutableIsItsPathAndDigest() throws {
+        let peer = try PeerProcess(credentials: PeerCredentials(pid: getpid(), uid: getuid(), gid: getgid()), pidfd: -1)
+        let path = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        #expect(peer.executable == path)
+        #expect(peer.isCurrent)
+        let summed = try runCapturingOutput(URL(fileURLWithPath: "/usr/bin/sha256sum"), [path])
+        let expected = String(summed.output.prefix(64))
+        let digest = try #require(peer.executableDigest())
+        #expect(digest.map { String(format: "%02x", $0) }.joined() == expected)
+        // A process that is gone cannot be identified.
+        #expect(throws: PeerProcess.Unidentified.self) {
+            try PeerProcess(credentials: PeerCredentials(pid: Int32.max - 1, uid: 0, gid: 0), pidfd: -1)
+        }
     }
 }
 
