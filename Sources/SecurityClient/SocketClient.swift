@@ -305,9 +305,15 @@ final class SocketConnection: Sendable {
     var isOpen: Bool {
         guard !isClosed else { return false }
         var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        // Something to read while idle is the daemon's end of the connection (or its refusal).
+        // Something to read while idle is the daemon's end of the connection (or its refusal). Asked again once
+        // this thread is the reader: another reader may have taken what the first poll saw, and a read with
+        // nothing coming would wait for ever.
         if poll(&descriptor, 1, 0) > 0, takeReading() {
-            read(until: { _ in true })
+            if poll(&descriptor, 1, 0) > 0 {
+                read(until: { _ in true })
+            } else {
+                handOnReading()
+            }
         }
         return !isClosed
     }
@@ -414,19 +420,26 @@ final class SocketConnection: Sendable {
             if spinning { awaitReadable() }
             guard let message = try? readMessage() else { return finish() }
             dispatch(message)
-            let successor = state.withLock { state -> BlockedWaiter?? in
-                guard done(state) else { return nil }
-                state.reading = false
-                return .some(state.blockedFollower)
-            }
-            guard case .some(let follower) = successor else { continue }
-            if let follower {
-                follower.wake.signal()
-            } else {
-                wakeBackgroundIfUnread()
-            }
-            return
+            if handOnReading(when: done) { return }
         }
+    }
+
+    /// As the reader, when `done` says so: stops reading and wakes who reads next, a blocked thread whose answer
+    /// has not come or the background thread while tasks or subscriptions wait. Whether it stopped.
+    @discardableResult
+    private func handOnReading(when done: (State) -> Bool = { _ in true }) -> Bool {
+        let successor = state.withLock { state -> BlockedWaiter?? in
+            guard done(state) else { return nil }
+            state.reading = false
+            return .some(state.blockedFollower)
+        }
+        guard case .some(let follower) = successor else { return false }
+        if let follower {
+            follower.wake.signal()
+        } else {
+            wakeBackgroundIfUnread()
+        }
+        return true
     }
 
     /// Wakes the background thread when a task or a subscription waits and nobody reads.

@@ -21,6 +21,8 @@ package final class PeerProcess: Sendable {
     package let executable: String
     private let file: FileIdentity
     private let pidfd: Int32
+    /// `/proc/<pid>`, opened once: it stays this process's entry (a later process with the pid gets another one).
+    private let procEntry: Int32
 
     /// Which file an executable is: device, inode, size and change times (a file rewritten in place changes them).
     struct FileIdentity: Hashable {
@@ -30,9 +32,10 @@ package final class PeerProcess: Sendable {
         var modified: Int64
         var changed: Int64
 
-        init?(_ path: String) {
+        /// The identity of `name` under directory `directory` (following links).
+        init?(_ name: String, in directory: Int32) {
             var info = stat()
-            guard stat(path, &info) == 0 else { return nil }
+            guard fstatat(directory, name, &info, 0) == 0 else { return nil }
             device = UInt64(info.st_dev)
             inode = UInt64(info.st_ino)
             size = Int64(info.st_size)
@@ -57,29 +60,32 @@ package final class PeerProcess: Sendable {
         self.credentials = credentials
         let pidfd = given >= 0 ? given : Self.openPidfd(credentials.pid)
         guard pidfd >= 0 else { throw Unidentified(description: "process \(credentials.pid) has no pidfd (it is gone)") }
-        let exe = "/proc/\(credentials.pid)/exe"
-        guard let path = Self.readLink(exe), let file = FileIdentity(exe) else {
+        let procEntry = open("/proc/\(credentials.pid)", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard procEntry >= 0, let path = Self.readLink("exe", in: procEntry), let file = FileIdentity("exe", in: procEntry)
+        else {
             close(pidfd)
+            if procEntry >= 0 { close(procEntry) }
             throw Unidentified(description: "the executable of process \(credentials.pid) cannot be read")
         }
         self.pidfd = pidfd
+        self.procEntry = procEntry
         executable = path
         self.file = file
         // Read before this check, the /proc entry was this process's: a reused pid needs the process gone first.
         guard Self.isRunning(pidfd) else {
-            close(pidfd)
             throw Unidentified(description: "process \(credentials.pid) exited while it connected")
         }
     }
 
     deinit {
         close(pidfd)
+        close(procEntry)
     }
 
     /// Whether the process still runs the executable it connected with: not exited, and `/proc/<pid>/exe` is still
     /// the same file (an `exec` of anything else, even a copy of the same program, changes it).
     package var isCurrent: Bool {
-        let now = FileIdentity("/proc/\(credentials.pid)/exe")
+        let now = FileIdentity("exe", in: procEntry)
         return Self.isRunning(pidfd) && now == file
     }
 
@@ -88,7 +94,7 @@ package final class PeerProcess: Sendable {
     /// be read or the process no longer runs it.
     package func executableDigest() -> Data? {
         if let known = Self.digests.withLock({ $0[file] }) { return known }
-        let descriptor = open("/proc/\(credentials.pid)/exe", O_RDONLY | O_CLOEXEC)
+        let descriptor = openat(procEntry, "exe", O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
         var hash = SHA256()
@@ -126,9 +132,11 @@ package final class PeerProcess: Sendable {
         return poll(&descriptor, 1, 0) == 0
     }
 
-    private static func readLink(_ path: String) -> String? {
+    private static func readLink(_ name: String, in directory: Int32) -> String? {
         var buffer = [UInt8](repeating: 0, count: Int(PATH_MAX) + 1)
-        let count = buffer.withUnsafeMutableBytes { readlink(path, $0.baseAddress!.assumingMemoryBound(to: CChar.self), $0.count - 1) }
+        let count = buffer.withUnsafeMutableBytes {
+            readlinkat(directory, name, $0.baseAddress!.assumingMemoryBound(to: CChar.self), $0.count - 1)
+        }
         guard count > 0 else { return nil }
         return String(decoding: buffer[0..<count], as: UTF8.self)
     }
