@@ -12,7 +12,8 @@ import Glibc
 /// access control is satisfied, each a round trip through the daemon's socket (`SocketClient`) and through the
 /// embedded engine in this process, both as a synchronous edge (`SecItemCopyMatching`, `SecKeyCreateSignature`)
 /// calls them; then the daemon's find against `secret-tool lookup` on gnome-keyring. Medians and p99 of single
-/// requests, the two sides timed alternately. Targets: the daemon's find at most 2× the embedded time, at least 20× faster than secret-tool.
+/// requests, the two sides timed alternately. Targets: the daemon's find at most 2× the embedded time, at least 20×
+/// faster than secret-tool.
 enum DaemonBenchmarks {
     static func run() async throws {
         print("== localauthd: round trips through the daemon vs the embedded engine (same run)")

@@ -321,9 +321,7 @@ final class SocketConnection: Sendable {
     /// Shuts the socket down: what is in flight fails, the descriptor closes. Once the descriptor closed this does
     /// nothing: the number may already name another file of the process.
     func close() {
-        writeLock.withLock { _ in
-            if !isClosed { shutdown(fd, Int32(SHUT_RDWR)) }
-        }
+        shutDown()
         // Whoever reads now sees the end; when nobody does, this thread finishes the connection.
         if takeReading() { read(until: { _ in true }) }
     }
@@ -493,9 +491,15 @@ final class SocketConnection: Sendable {
             .keychainFailure(let id, _), .authenticationFailure(let id, _):
             state.withLock { $0.pending.removeValue(forKey: id) }?.waiter.resume(with: .success(message))
         case .welcome, .refused:
-            writeLock.withLock { _ in
-                if !isClosed { shutdown(fd, Int32(SHUT_RDWR)) }
-            }
+            shutDown()
+        }
+    }
+
+    /// Shuts the socket down, unless the descriptor closed already (its number may name another file by then): the
+    /// reader then sees the end.
+    private func shutDown() {
+        writeLock.withLock { _ in
+            if !isClosed { shutdown(fd, Int32(SHUT_RDWR)) }
         }
     }
 

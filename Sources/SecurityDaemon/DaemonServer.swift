@@ -205,8 +205,9 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
         // On the event loop the socket options are read at once.
         let channel = context.channel
         channel.peerCredentials().and(channel.peerPidfd()).whenSuccess { [weak self] credentials, pidfd in
-            self?.peer = Result { try PeerProcess(credentials: credentials, pidfd: pidfd) }
-                .mapError { $0 as? PeerProcess.Unidentified ?? PeerProcess.Unidentified(description: "\($0)") }
+            self?.peer = Result { () throws(PeerProcess.Unidentified) in
+                try PeerProcess(credentials: credentials, pidfd: pidfd)
+            }
         }
         context.fireChannelActive()
     }
@@ -229,8 +230,9 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
         if let session {
             // Every request is the connected program's: once it exited or executed another file, the connection
             // (which an exec hands on) serves nothing more.
-            guard session.peer.isCurrent else {
-                return refuse(context, "process \(session.peer.credentials.pid) no longer runs \(session.peer.executable)")
+            let peer = session.peer
+            guard peer.isCurrent else {
+                return refuse(context, "process \(peer.credentials.pid) no longer runs \(peer.executable)")
             }
             session.handle(message)
             return
@@ -249,7 +251,8 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
         do {
             engine = try engines.engine(for: peer.credentials.uid)
         } catch {
-            DaemonServer.logger.error("cannot open a store", metadata: ["uid": "\(peer.credentials.uid)", "error": "\(error)"])
+            DaemonServer.logger.error(
+                "cannot open a store", metadata: ["uid": "\(peer.credentials.uid)", "error": "\(error)"])
             return refuse(context, "the store of uid \(peer.credentials.uid) cannot be opened")
         }
         let channel = context.channel
@@ -263,7 +266,9 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
         sessions.attach(session, to: channel)
         DaemonServer.logger.debug(
             "connected",
-            metadata: ["uid": "\(peer.credentials.uid)", "pid": "\(peer.credentials.pid)", "executable": "\(peer.executable)"])
+            metadata: [
+                "uid": "\(peer.credentials.uid)", "pid": "\(peer.credentials.pid)", "executable": "\(peer.executable)",
+            ])
         context.writeAndFlush(wrapOutbound(ServerMessage.welcome(version: 1)), promise: nil)
     }
 

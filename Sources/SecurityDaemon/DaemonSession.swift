@@ -10,9 +10,8 @@ import Synchronization
 ///
 /// Requests run concurrently, each in a task of its own (keychain and key requests that may prompt on store
 /// threads, brief ones that cannot on the connection's event loop); answers go out as they finish, tagged with the
-/// client's number. When the connection closes,
-/// every prompt in progress is cancelled (`systemCancel`: the reader is released at once) and the connection's
-/// contexts are discarded.
+/// client's number. When the connection closes, every prompt in progress is cancelled (`systemCancel`: the reader
+/// is released at once) and the connection's contexts are discarded.
 final class DaemonSession: Sendable {
     let engine: KeychainEngine
     let caller: CallerIdentity

@@ -56,12 +56,15 @@ package final class PeerProcess: Sendable {
     /// The peer with `credentials` whose pidfd the kernel gave (`pidfd` < 0: none, then one is opened by pid).
     ///
     /// - Throws: ``Unidentified`` when the process is gone or its executable cannot be read.
-    package init(credentials: PeerCredentials, pidfd given: Int32) throws {
+    package init(credentials: PeerCredentials, pidfd given: Int32) throws(Unidentified) {
         self.credentials = credentials
         let pidfd = given >= 0 ? given : Self.openPidfd(credentials.pid)
-        guard pidfd >= 0 else { throw Unidentified(description: "process \(credentials.pid) has no pidfd (it is gone)") }
+        guard pidfd >= 0 else {
+            throw Unidentified(description: "process \(credentials.pid) has no pidfd (it is gone)")
+        }
         let procEntry = open("/proc/\(credentials.pid)", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard procEntry >= 0, let path = Self.readLink("exe", in: procEntry), let file = FileIdentity("exe", in: procEntry)
+        guard procEntry >= 0, let path = Self.readLink("exe", in: procEntry),
+            let file = FileIdentity("exe", in: procEntry)
         else {
             close(pidfd)
             if procEntry >= 0 { close(procEntry) }
