@@ -31,17 +31,19 @@ bench: bootstrap
 	$(SWIFT) build -c release $(SWIFT_BUILD_FLAGS) --product localauthd
 	$(SWIFT) run -c release --skip-build $(SWIFT_BUILD_FLAGS) la-bench
 
-# libFuzzer for FUZZ_SECONDS each (default 60): the SSH agent's message parser, then localauthd's frames and
-# messages, seeded from Fuzz/*/Corpus.
+# libFuzzer for FUZZ_SECONDS each (default 60): the SSH agent's message parser, localauthd's frames and
+# messages, then the app registry's file parser, seeded from Fuzz/*/Corpus.
 FUZZ_SECONDS ?= 60
 fuzz: bootstrap
 	$(SWIFT) build --scratch-path .build-fuzz --product message-fuzz -Xswiftc -sanitize=fuzzer -Xswiftc -DFUZZING
-	rm -rf .build-fuzz/corpus-agent .build-fuzz/corpus-protocol
-	mkdir -p .build-fuzz/corpus-agent .build-fuzz/corpus-protocol
+	rm -rf .build-fuzz/corpus-agent .build-fuzz/corpus-protocol .build-fuzz/corpus-registry
+	mkdir -p .build-fuzz/corpus-agent .build-fuzz/corpus-protocol .build-fuzz/corpus-registry
 	cp Fuzz/AgentMessage/Corpus/* .build-fuzz/corpus-agent/
 	cp Fuzz/ProtocolFrame/Corpus/* .build-fuzz/corpus-protocol/
+	cp Fuzz/AppRegistration/Corpus/* .build-fuzz/corpus-registry/
 	FUZZ_TARGET=agent .build-fuzz/debug/message-fuzz -max_total_time=$(FUZZ_SECONDS) .build-fuzz/corpus-agent
 	FUZZ_TARGET=protocol .build-fuzz/debug/message-fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=4096 .build-fuzz/corpus-protocol
+	FUZZ_TARGET=registry .build-fuzz/debug/message-fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=8192 .build-fuzz/corpus-registry
 
 clean:
 	rm -rf .build

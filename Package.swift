@@ -98,11 +98,13 @@ let package = Package(
 
         // A Unix-socket connection's peer as the kernel reports it (SO_PEERCRED): the agent's and the daemon's.
         .target(name: "SocketPeer", dependencies: ["SecureCrypto", .product(name: "NIOCore", package: "swift-nio")]),
+        // The app registry (`<config-directory>/apps.d`): which program is which application, with which groups.
+        .target(name: "AppRegistry"),
         // The daemon's server: per-user engines, frames on a Unix socket, one session per connection.
         .target(
             name: "SecurityDaemon",
             dependencies: [
-                "SecurityServer", "SecurityProtocol", "SocketPeer", "StoreFiles",
+                "SecurityServer", "SecurityProtocol", "SocketPeer", "StoreFiles", "AppRegistry",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -132,7 +134,7 @@ let package = Package(
             name: "lactl",
             dependencies: [
                 "LocalAuthentication", "KeychainServices", "SwiftKeychain", "SSHAgent", "SecurityClient",
-                "SecurityProtocol", "SecurityServer", "Authenticators", "SecureCrypto", "StoreFiles",
+                "SecurityProtocol", "SecurityServer", "Authenticators", "SecureCrypto", "StoreFiles", "AppRegistry",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
@@ -140,8 +142,8 @@ let package = Package(
         // libFuzzer over the agent's message parser and localauthd's frames (`make fuzz`, FUZZ_TARGET picks one);
         // without -DFUZZING it replays the seed corpora.
         .executableTarget(
-            name: "message-fuzz", dependencies: ["SSHAgentProtocol", "SecurityProtocol"], path: "Fuzz",
-            exclude: ["AgentMessage/Corpus", "ProtocolFrame/Corpus"]),
+            name: "message-fuzz", dependencies: ["SSHAgentProtocol", "SecurityProtocol", "AppRegistry"], path: "Fuzz",
+            exclude: ["AgentMessage/Corpus", "ProtocolFrame/Corpus", "AppRegistration/Corpus"]),
 
         // Benchmarks: ratios against baselines measured in the same run (`make bench`).
         .executableTarget(
@@ -156,7 +158,9 @@ let package = Package(
         // enrollment through the engine's requests.
         .target(
             name: "TestSupport",
-            dependencies: ["Authenticators", "SecureCrypto", "SecurityClient", "SecurityProtocol", "SecurityServer"],
+            dependencies: [
+                "Authenticators", "SecureCrypto", "SecurityClient", "SecurityProtocol", "SecurityServer", "AppRegistry",
+            ],
             path: "Tests/TestSupport"),
         .testTarget(
             name: "AuthenticatorsTests", dependencies: ["Authenticators", "SecureCrypto", "SecurityProtocol", "TestSupport"]),
@@ -216,13 +220,22 @@ let package = Package(
         .testTarget(
             name: "ExamplesTests",
             dependencies: ["GuardedOperation", "ChallengeSigning", "RightObserver", "SecurityServer", "TestSupport"]),
+        // Two programs built for the isolation tests (distinct executables, one shared command set): what one
+        // app's items, keys and references are to another program of the same user.
+        .target(
+            name: "IsolationProbe", dependencies: ["KeychainServices", "SecurityClient", "SecurityProtocol"],
+            path: "Tests/Fixtures/IsolationProbes/Shared"),
+        .executableTarget(
+            name: "isolation-probe-a", dependencies: ["IsolationProbe"], path: "Tests/Fixtures/IsolationProbes/ProbeA"),
+        .executableTarget(
+            name: "isolation-probe-b", dependencies: ["IsolationProbe"], path: "Tests/Fixtures/IsolationProbes/ProbeB"),
         // localauthd as a real process: requests over its socket, contexts per connection, clients going away,
         // hostile frames, restarts.
         .testTarget(
             name: "DaemonTests",
             dependencies: [
                 "SecurityClient", "SecurityProtocol", "SecureCrypto", "StoreFiles", "Authenticators", "TestSupport",
-                "SocketPeer", "localauthd", "lactl",
+                "SocketPeer", "AppRegistry", "localauthd", "lactl", "isolation-probe-a", "isolation-probe-b",
             ]),
         // The protocol's codec: every message round-trips (property-based), hostile frames fail cleanly.
         .testTarget(

@@ -21,17 +21,26 @@ package struct DaemonConfiguration: Sendable {
     package var frameLimit: Int
     /// A listening socket systemd passed (socket activation), used instead of binding `socketPath`.
     package var inheritedSocket: Int32?
+    /// The configuration directory (`/etc/localauthd`): the app registry is its `apps.d`. Nil = no registry,
+    /// every program unregistered.
+    package var configurationDirectory: URL?
 
     package init(
         socketPath: String, stateDirectory: URL,
         environment: [String: String] = ProcessInfo.processInfo.environment, frameLimit: Int = MessageLimits.default.maximumFrameByteCount,
-        inheritedSocket: Int32? = nil
+        inheritedSocket: Int32? = nil, configurationDirectory: URL? = nil
     ) {
         self.socketPath = socketPath
         self.stateDirectory = stateDirectory
         self.environment = environment
         self.frameLimit = frameLimit
         self.inheritedSocket = inheritedSocket
+        self.configurationDirectory = configurationDirectory
+    }
+
+    /// The app registry's directory: `<configuration directory>/apps.d`.
+    package var registryDirectory: String? {
+        configurationDirectory?.appendingPathComponent("apps.d", isDirectory: true).path
     }
 
     /// The socket systemd passed this process (`LISTEN_PID` is this process, `LISTEN_FDS` is 1: descriptor 3).
@@ -82,16 +91,23 @@ package final class DaemonServer: Sendable {
     private let storeThreads: NIOThreadPool
     private let sessions: SessionRegistry
     private let engines: UserEngines
+    private let registry: RegistryWatcher
 
     private init(
         channel: any Channel, group: MultiThreadedEventLoopGroup, storeThreads: NIOThreadPool,
-        sessions: SessionRegistry, engines: UserEngines
+        sessions: SessionRegistry, engines: UserEngines, registry: RegistryWatcher
     ) {
         self.channel = channel
         self.group = group
         self.storeThreads = storeThreads
         self.sessions = sessions
         self.engines = engines
+        self.registry = registry
+    }
+
+    /// Reads the app registry again (SIGHUP); connections made from now on are identified by it.
+    package func reloadRegistry() {
+        registry.reload()
     }
 
     /// Starts listening on `configuration.socketPath` (replacing a stale socket file), mode 0666: who connects is
@@ -107,6 +123,7 @@ package final class DaemonServer: Sendable {
         storeThreads.start()
         let engines = UserEngines(configuration: configuration)
         let sessions = SessionRegistry()
+        let registry = RegistryWatcher(directory: configuration.registryDirectory)
         let limit = configuration.frameLimit
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
@@ -114,7 +131,8 @@ package final class DaemonServer: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder(limit: limit)))
                     try channel.pipeline.syncOperations.addHandler(
-                        ConnectionHandler(engines: engines, sessions: sessions, storeThreads: storeThreads))
+                        ConnectionHandler(
+                            engines: engines, sessions: sessions, registry: registry, storeThreads: storeThreads))
                 }
             }
         let channel: any Channel
@@ -128,7 +146,8 @@ package final class DaemonServer: Sendable {
             logger.info("listening", metadata: ["socket": "\(configuration.socketPath)"])
         }
         return DaemonServer(
-            channel: channel, group: group, storeThreads: storeThreads, sessions: sessions, engines: engines)
+            channel: channel, group: group, storeThreads: storeThreads, sessions: sessions, engines: engines,
+            registry: registry)
     }
 
     /// Runs until the listening socket closes.
@@ -181,7 +200,8 @@ final class SessionRegistry: Sendable {
 }
 
 /// One connection's handler: the hello (version and the claimed access groups) against the kernel's peer
-/// credentials, then every frame to the session. A frame that does not decode, a second hello or garbage gets a
+/// credentials and the app registry (``RegistryWatcher/identity(of:claimed:allGroups:)``), then every frame to the
+/// session. A frame that does not decode, a second hello or garbage gets a
 /// `refused` message and the connection closes; other connections are not affected.
 final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     // Not shared: NIO calls a handler on its channel's event loop only.
@@ -190,13 +210,17 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     private let engines: UserEngines
     private let sessions: SessionRegistry
     private let storeThreads: NIOThreadPool
+    private let registry: RegistryWatcher
     /// The connected process, or why it could not be identified (refused at the hello).
     private var peer: Result<PeerProcess, PeerProcess.Unidentified>?
     private var session: DaemonSession?
+    /// The hello arrived and the caller is being identified (off the loop: its executable may be hashed).
+    private var identifying = false
 
-    init(engines: UserEngines, sessions: SessionRegistry, storeThreads: NIOThreadPool) {
+    init(engines: UserEngines, sessions: SessionRegistry, registry: RegistryWatcher, storeThreads: NIOThreadPool) {
         self.engines = engines
         self.sessions = sessions
+        self.registry = registry
         self.storeThreads = storeThreads
     }
 
@@ -237,6 +261,7 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
             session.handle(message)
             return
         }
+        guard !identifying else { return refuse(context, "a request came before the welcome") }
         guard case .hello(let versions, let groups, let allGroups) = message else {
             return refuse(context, "the first message must be hello")
         }
@@ -247,27 +272,61 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
         case .failure(let reason)?: return refuse(context, "the connected process cannot be identified: \(reason)")
         case nil: return refuse(context, "the kernel gave no peer credentials")
         }
-        let engine: KeychainEngine
-        do {
-            engine = try engines.engine(for: peer.credentials.uid)
-        } catch {
-            DaemonServer.logger.error(
-                "cannot open a store", metadata: ["uid": "\(peer.credentials.uid)", "error": "\(error)"])
-            return refuse(context, "the store of uid \(peer.credentials.uid) cannot be opened")
+        identifying = true
+        // Off the loop: the registry may be read again, the executable hashed, the user's store opened.
+        let (engines, registry) = (engines, registry)
+        let identified = storeThreads.runIfActive(eventLoop: context.eventLoop) {
+            () throws -> (KeychainEngine, CallerIdentity) in
+            let caller: CallerIdentity
+            do {
+                caller = try registry.identity(of: peer, claimed: groups, allGroups: allGroups)
+            } catch {
+                throw Refusal("the connected process cannot be identified: \(error)")
+            }
+            do {
+                return (try engines.engine(for: peer.credentials.uid), caller)
+            } catch {
+                DaemonServer.logger.error(
+                    "cannot open a store", metadata: ["uid": "\(peer.credentials.uid)", "error": "\(error)"])
+                throw Refusal("the store of uid \(peer.credentials.uid) cannot be opened")
+            }
         }
+        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        identified.whenComplete { [self] result in
+            let context = bound.value
+            guard context.channel.isActive else { return }
+            switch result {
+            case .success(let (engine, caller)): welcome(context, engine: engine, caller: caller, peer: peer)
+            case .failure(let refusal as Refusal): refuse(context, refusal.reason)
+            case .failure(let error): refuse(context, "\(error)")
+            }
+        }
+    }
+
+    /// Why a hello is refused.
+    private struct Refusal: Error {
+        var reason: String
+
+        init(_ reason: String) {
+            self.reason = reason
+        }
+    }
+
+    /// Starts the session of an identified caller and answers its hello.
+    private func welcome(_ context: ChannelHandlerContext, engine: KeychainEngine, caller: CallerIdentity, peer: PeerProcess) {
         let channel = context.channel
-        let session = DaemonSession(
-            engine: engine, caller: CallerIdentity(accessGroups: groups, mayAccessAllGroups: allGroups), peer: peer,
-            storeThreads: storeThreads
-        ) { message in
+        let session = DaemonSession(engine: engine, caller: caller, peer: peer, storeThreads: storeThreads) { message in
             channel.writeAndFlush(message.frame(channel.allocator), promise: nil)
         }
         self.session = session
+        identifying = false
         sessions.attach(session, to: channel)
         DaemonServer.logger.debug(
             "connected",
             metadata: [
                 "uid": "\(peer.credentials.uid)", "pid": "\(peer.credentials.pid)", "executable": "\(peer.executable)",
+                "application": "\(caller.identified?.applicationIdentifier ?? "unregistered")",
+                "groups": "\(caller.accessGroups.joined(separator: ","))",
             ])
         context.writeAndFlush(wrapOutbound(ServerMessage.welcome(version: 1)), promise: nil)
     }
@@ -278,7 +337,8 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
 
     private func refuse(_ context: ChannelHandlerContext, _ reason: String) {
         DaemonServer.logger.notice("refused a connection", metadata: ["reason": "\(reason)"])
-        context.writeAndFlush(wrapOutbound(ServerMessage.refused(reason))).whenComplete { _ in context.close(promise: nil) }
+        let channel = context.channel
+        context.writeAndFlush(wrapOutbound(ServerMessage.refused(reason))).whenComplete { _ in channel.close(promise: nil) }
     }
 
     private func wrapOutbound(_ message: ServerMessage) -> NIOAny {

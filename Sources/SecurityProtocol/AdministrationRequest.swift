@@ -22,6 +22,8 @@ package enum AdministrationRequest: Sendable, Equatable {
     case passcodeRemoved(context: AuthenticationContextID)
     /// Releases the reader (another program may use it).
     case closeReader
+    /// Who the engine takes the caller for (`lactl whoami`); the answer is ``AdministrationEvent/caller(_:)``.
+    case callerIdentity
 }
 
 /// What an administrative request reports: progress while it runs, then one answer.
@@ -33,6 +35,7 @@ package enum AdministrationEvent: Sendable, Equatable {
     case reader(ReaderInfo)
     case matched(EnrolledPrintInfo)
     case success
+    case caller(CallerInfo)
 }
 
 extension AdministrationRequest {
@@ -40,14 +43,14 @@ extension AdministrationRequest {
     package var contextID: AuthenticationContextID? {
         switch self {
         case .enroll(_, let id), .removePrint(_, let id), .passcodeRemoved(let id): id
-        case .enrolledPrints, .reader, .verifyFinger, .closeReader: nil
+        case .enrolledPrints, .reader, .verifyFinger, .closeReader, .callerIdentity: nil
         }
     }
 }
 
 extension AdministrationRequest: ProtocolCodable {
     /// A variant: 1 enroll (fields 1 finger, 2 context), 2 removePrint (1 identifier, 2 context), 3 enrolledPrints,
-    /// 4 reader, 5 verifyFinger, 6 passcodeRemoved (1 context), 7 closeReader.
+    /// 4 reader, 5 verifyFinger, 6 passcodeRemoved (1 context), 7 closeReader, 8 callerIdentity.
     package func encode(into writer: inout MessageWriter) {
         switch self {
         case .enroll(let finger, let context):
@@ -65,6 +68,7 @@ extension AdministrationRequest: ProtocolCodable {
         case .verifyFinger: writer.variant(5)
         case .passcodeRemoved(let context): writer.variant(6) { $0.field(1, context) }
         case .closeReader: writer.variant(7)
+        case .callerIdentity: writer.variant(8)
         }
     }
 
@@ -79,6 +83,7 @@ extension AdministrationRequest: ProtocolCodable {
             case 5: .verifyFinger
             case 6: .passcodeRemoved(context: try payload.field(1))
             case 7: .closeReader
+            case 8: .callerIdentity
             default: nil
             }
         }
@@ -87,7 +92,7 @@ extension AdministrationRequest: ProtocolCodable {
 
 extension AdministrationEvent: ProtocolCodable {
     /// A variant: 1 enrollment, 2 verification, 3 enrolled, 4 prints (fields 1 prints, 2 stateHash when there is
-    /// one), 5 reader, 6 matched, 7 success.
+    /// one), 5 reader, 6 matched, 7 success, 8 caller.
     package func encode(into writer: inout MessageWriter) {
         switch self {
         case .enrollment(let event): writer.variant(1) { $0.field(1, event) }
@@ -101,6 +106,7 @@ extension AdministrationEvent: ProtocolCodable {
         case .reader(let info): writer.variant(5) { $0.field(1, info) }
         case .matched(let print): writer.variant(6) { $0.field(1, print) }
         case .success: writer.variant(7)
+        case .caller(let info): writer.variant(8) { $0.field(1, info) }
         }
     }
 
@@ -115,6 +121,7 @@ extension AdministrationEvent: ProtocolCodable {
             case 5: .reader(try payload.field(1))
             case 6: .matched(try payload.field(1))
             case 7: .success
+            case 8: .caller(try payload.field(1))
             default: nil
             }
         }

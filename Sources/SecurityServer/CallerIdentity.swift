@@ -1,3 +1,5 @@
+import Foundation
+import SecurityProtocol
 import Synchronization
 
 /// Who is asking: the keychain access groups the caller holds (its `keychain-access-groups` entitlement, in order),
@@ -14,12 +16,29 @@ package struct CallerIdentity: Sendable, Hashable {
     /// The client connection: authentication contexts belong to the connection that created them, are refused to
     /// every other, and end with it. Never 0 (the engine's own contexts).
     package var connection: UInt64
+    /// Who the daemon found the caller to be (process, executable, registration), for `lactl whoami`; nil in
+    /// embedded mode, where the calling process describes itself.
+    package var identified: CallerInfo?
 
     /// A caller holding `accessGroups` on a new connection (unless `connection` names one).
-    package init(accessGroups: [String], mayAccessAllGroups: Bool = false, connection: UInt64? = nil) {
+    package init(
+        accessGroups: [String], mayAccessAllGroups: Bool = false, connection: UInt64? = nil, identified: CallerInfo? = nil
+    ) {
         self.accessGroups = accessGroups
         self.mayAccessAllGroups = mayAccessAllGroups
         self.connection = connection ?? Self.newConnection()
+        self.identified = identified
+    }
+
+    /// What `lactl whoami` shows: the daemon's finding, or (embedded) this process and the groups its
+    /// configuration names, which nothing checks.
+    var info: CallerInfo {
+        if let identified { return identified }
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        return CallerInfo(
+            mode: "embedded", uid: getuid(), userName: AuthenticationConfiguration.currentUsername(),
+            pid: getpid(), executable: executable, executableDigest: nil, applicationIdentifier: nil,
+            registrationFile: nil, accessGroups: accessGroups, mayAccessAllGroups: mayAccessAllGroups)
     }
 
     private static let lastConnection = Atomic<UInt64>(0)

@@ -13,6 +13,7 @@ extension KeychainEngine {
         _ request: AdministrationRequest, caller: CallerIdentity,
         progress: @escaping @Sendable (AdministrationEvent) -> Void = { _ in }
     ) async throws -> AdministrationEvent {
+        if case .callerIdentity = request { return .caller(caller.info) }  // needs no authenticators
         guard let contexts = authentication else {
             throw AuthenticationError(.invalidContext, "this keychain engine was opened without authenticators")
         }
@@ -38,6 +39,8 @@ extension KeychainEngine {
         case .closeReader:
             await contexts.closeReader()
             return .success
+        case .callerIdentity:
+            return .caller(caller.info)
         }
     }
 }

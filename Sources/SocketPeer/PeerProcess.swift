@@ -119,6 +119,11 @@ package final class PeerProcess: Sendable {
         return digest
     }
 
+    /// The executable's SHA-256 if it was read already (by this connection or another of the same file version).
+    package var knownDigest: Data? {
+        Self.digests.withLock { $0[file] }
+    }
+
     private static let digests = Mutex<[FileIdentity: Data]>([:])
 
     /// `pidfd_open(pid, 0)` through glibc (2.36 and later), for kernels that give no `SO_PEERPIDFD`; -1 when

@@ -10,8 +10,8 @@ struct LACtl: AsyncParsableCommand {
         abstract: "Manage the local-authentication keychain, fingerprints, passcodes and rights.",
         version: "0.1.0",
         subcommands: [
-            Demo.self, Status.self, Biometry.self, Passcode.self, KeychainCommand.self, Rights.self, SSHKeys.self,
-            SSHAgentCommand.self,
+            Demo.self, Status.self, WhoAmI.self, Biometry.self, Passcode.self, KeychainCommand.self, Rights.self,
+            SSHKeys.self, SSHAgentCommand.self, Apps.self,
         ])
 
     /// Logs go to standard error at `warning` and above; `LACTL_LOG_LEVEL=info` (or `debug`, `trace`) shows more.

@@ -32,6 +32,9 @@ struct Status: AsyncParsableCommand {
             print("state: unavailable: \(status.message)")
             throw ExitCode(1)
         }
+        if case .caller(let caller)? = try? await client.send(.callerIdentity) {
+            for line in WhoAmI.lines(caller) { print(line) }
+        }
         if case .locked(let locked) = try? await client.send(.lockState) {
             print("keychain: \(locked ? "locked" : "unlocked")")
         }
@@ -61,5 +64,42 @@ struct Status: AsyncParsableCommand {
         } else {
             print("PAM service: \(file) is missing; fix with: sudo make install (from the source tree)")
         }
+    }
+}
+
+/// `lactl whoami`: who the engine takes this program for.
+struct WhoAmI: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "whoami",
+        abstract: "Show who the engine takes lactl for: user, process, executable, application and access groups.",
+        discussion: """
+            In daemon mode this is what localauthd found from the kernel (SO_PEERCRED, the process's executable) and
+            its app registry; in embedded mode nothing checks it, and the groups are what the configuration names.
+            """)
+
+    func run() async throws {
+        let client = try ClientSelection.fromEnvironment()
+        guard case .caller(let caller) = try await client.send(.callerIdentity) else { throw ExitCode(1) }
+        for line in Self.lines(caller) { print(line) }
+    }
+
+    static func lines(_ caller: CallerInfo) -> [String] {
+        var lines = [
+            "user: \(caller.userName) (uid \(caller.uid))",
+            "process: \(caller.pid), \(caller.executable)",
+        ]
+        if let digest = caller.executableDigest {
+            lines.append("executable sha256: \(digest.map { String(format: "%02x", $0) }.joined())")
+        }
+        if let application = caller.applicationIdentifier {
+            lines.append("application: \(application) (registered in \(caller.registrationFile ?? "?"))")
+        } else if caller.mode == "daemon" {
+            lines.append("application: not registered (a private access group of its own)")
+        } else {
+            lines.append("application: unchecked (embedded mode: the groups are what the configuration names)")
+        }
+        lines.append("access groups: \(caller.accessGroups.joined(separator: ", "))")
+        if caller.mayAccessAllGroups { lines.append("may act in: every access group of this user (administrative)") }
+        return lines
     }
 }

@@ -17,13 +17,14 @@ struct LocalAuthDaemon: AsyncParsableCommand {
         discussion: """
             One store per user under the state directory (<dir>/<uid>), opened on first use. PAM, readers and
             timeouts come from the environment as for the embedded client (LA_PAM_SERVICE, LA_PAM_CONFDIR,
-            LA_READER_DRIVERS). SIGTERM stops it gracefully: requests in flight finish first.
+            LA_READER_DRIVERS). The app registry is <config-directory>/apps.d (one file per app; see
+            docs/APP-REGISTRY.md), read again when it changes and on SIGHUP. SIGTERM stops it gracefully: requests
+            in flight finish first.
             """)
 
     @Option(help: "The listening socket.") var socket = "/run/localauthd/socket"
     @Option(help: "Where each user's store lives (<dir>/<uid>).") var stateDirectory = "/var/lib/localauthd"
-    @Option(help: "Configuration directory (reserved for trusted-application lists).") var configDirectory =
-        "/etc/localauthd"
+    @Option(help: "Configuration directory; the app registry is its apps.d.") var configDirectory = "/etc/localauthd"
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel = "info"
 
     func run() async throws {
@@ -36,31 +37,38 @@ struct LocalAuthDaemon: AsyncParsableCommand {
         let server = try await DaemonServer.start(
             DaemonConfiguration(
                 socketPath: socket, stateDirectory: URL(fileURLWithPath: stateDirectory, isDirectory: true),
-                inheritedSocket: DaemonConfiguration.systemdSocket()))
+                inheritedSocket: DaemonConfiguration.systemdSocket(),
+                configurationDirectory: URL(fileURLWithPath: configDirectory, isDirectory: true)))
         let group = ServiceGroup(
             configuration: .init(
                 services: [.init(service: DaemonService(server: server))], gracefulShutdownSignals: [],
                 logger: DaemonServer.logger))
-        StopSignals.install { Task { await group.triggerGracefulShutdown() } }
+        StopSignals.install(reload: { server.reloadRegistry() }) { Task { await group.triggerGracefulShutdown() } }
         try await group.run()
     }
 }
 
-/// SIGTERM and SIGINT start the graceful stop, through a handler of our own: it writes a byte to a pipe that a
-/// thread of our own reads. (Dispatch's signal sources on Linux deliver a signal only while every thread blocks it,
+/// SIGTERM and SIGINT start the graceful stop, and SIGHUP reads the app registry again, through a handler of our
+/// own: it writes a byte (the signal's number) to a pipe that a thread of our own reads. (Dispatch's signal sources on Linux deliver a signal only while every thread blocks it,
 /// which a daemon started from an arbitrary thread cannot promise; a handler works on whichever thread the kernel
 /// picks.) If the stop has not ended the process 15 s later, it exits: systemd would kill it anyway.
 enum StopSignals {
     nonisolated(unsafe) static var pipeWrite: Int32 = -1
 
-    static func install(_ stop: @escaping @Sendable () -> Void) {
+    static func install(reload: @escaping @Sendable () -> Void, stop: @escaping @Sendable () -> Void) {
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else { fatalError("localauthd: no pipe for signals") }
         pipeWrite = fds[1]
         let read = fds[0]
         let thread = Thread {
             var byte: UInt8 = 0
-            while Glibc.read(read, &byte, 1) < 0 && errno == EINTR {}
+            while true {
+                let count = Glibc.read(read, &byte, 1)
+                if count < 0 && errno == EINTR { continue }
+                guard count == 1, byte == UInt8(SIGHUP) else { break }
+                DaemonServer.logger.info("SIGHUP: reading the app registry again")
+                reload()
+            }
             DaemonServer.logger.info("stopping: requests in flight finish first")
             stop()
             Thread.sleep(forTimeInterval: 15)
@@ -70,15 +78,15 @@ enum StopSignals {
         thread.name = "localauthd.signals"
         thread.start()
         var action = sigaction()
-        action.__sigaction_handler.sa_handler = { _ in
-            var byte: UInt8 = 1
+        action.__sigaction_handler.sa_handler = { signal in
+            var byte = UInt8(truncatingIfNeeded: signal)
             _ = Glibc.write(StopSignals.pipeWrite, &byte, 1)
         }
         sigemptyset(&action.sa_mask)
         action.sa_flags = SA_RESTART
         var unblock = sigset_t()
         sigemptyset(&unblock)
-        for signal in [SIGTERM, SIGINT] {
+        for signal in [SIGTERM, SIGINT, SIGHUP] {
             sigaction(signal, &action, nil)
             sigaddset(&unblock, signal)
         }

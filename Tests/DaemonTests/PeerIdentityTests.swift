@@ -20,10 +20,9 @@ struct PeerIdentityTests {
         defer { world.close() }
         let probes = try PeerProbes(in: world.directory)
         let hello = ClientMessage.hello(versions: [1], accessGroups: ["probe"], allGroups: false)
+        // Unregistered, the probes add to their private groups; the check below sees every group.
         func add(_ account: String) -> ClientMessage {
-            var item = genericPassword(account, data: "x")
-            item["agrp"] = .string("probe")
-            return .keychain(1, .add(item), .nonInteractive, interactive: false)
+            .keychain(1, .add(genericPassword(account, data: "x")), .nonInteractive, interactive: false)
         }
 
         let served = try probes.run(world.daemon.socket, hello, then: nil, add("served"))
@@ -38,7 +37,7 @@ struct PeerIdentityTests {
         }
         #expect(reason.contains("no longer runs"))
 
-        let client = try world.daemon.client(accessGroups: ["probe"])
+        let client = try world.daemon.client(accessGroups: [], allGroups: true)
         #expect(try await foundPassword(client, "served") == "x")
         #expect(try await foundPassword(client, "handed") == nil)
     }

@@ -491,6 +491,18 @@ extension ReaderInfo: Arbitrary {
     }
 }
 
+extension CallerInfo: Arbitrary {
+    static func arbitrary(using rng: inout any SeededRandomNumberGenerator) -> CallerInfo {
+        CallerInfo(
+            mode: Draw.string(&rng), uid: UInt32.random(in: 0...UInt32.max, using: &rng), userName: Draw.string(&rng),
+            pid: Int32.random(in: Int32.min...Int32.max, using: &rng), executable: Draw.string(&rng),
+            executableDigest: Draw.optional(&rng) { Draw.data(&$0) },
+            applicationIdentifier: Draw.optional(&rng) { Draw.string(&$0) },
+            registrationFile: Draw.optional(&rng) { Draw.string(&$0) },
+            accessGroups: (0..<Draw.count(0...3, &rng)).map { _ in Draw.string(&rng) }, mayAccessAllGroups: Draw.bool(&rng))
+    }
+}
+
 extension VerificationEvent: Arbitrary {
     static func arbitrary(using rng: inout any SeededRandomNumberGenerator) -> VerificationEvent {
         Draw.bool(&rng) ? .waitingForFinger : .retry(reason: ScanRetryReason.arbitrary(using: &rng), detail: Draw.string(&rng))
@@ -500,13 +512,14 @@ extension VerificationEvent: Arbitrary {
 extension AdministrationRequest: Arbitrary {
     static func arbitrary(using rng: inout any SeededRandomNumberGenerator) -> AdministrationRequest {
         let id = AuthenticationContextID.arbitrary(using: &rng)
-        switch Int.random(in: 0..<7, using: &rng) {
+        switch Int.random(in: 0..<8, using: &rng) {
         case 0: return .enroll(Finger.arbitrary(using: &rng), context: id)
         case 1: return .removePrint(PrintIdentifier.arbitrary(using: &rng), context: id)
         case 2: return .enrolledPrints
         case 3: return .reader
         case 4: return .verifyFinger
         case 5: return .passcodeRemoved(context: id)
+        case 6: return .callerIdentity
         default: return .closeReader
         }
     }
@@ -514,7 +527,7 @@ extension AdministrationRequest: Arbitrary {
 
 extension AdministrationEvent: Arbitrary {
     static func arbitrary(using rng: inout any SeededRandomNumberGenerator) -> AdministrationEvent {
-        switch Int.random(in: 0..<7, using: &rng) {
+        switch Int.random(in: 0..<8, using: &rng) {
         case 0: return .enrollment(EnrollmentEvent.arbitrary(using: &rng))
         case 1: return .verification(VerificationEvent.arbitrary(using: &rng))
         case 2: return .enrolled(EnrolledPrintInfo.arbitrary(using: &rng))
@@ -525,6 +538,7 @@ extension AdministrationEvent: Arbitrary {
                 stateHash: Draw.optional(&rng) { Draw.data(&$0) })
         case 4: return .reader(ReaderInfo.arbitrary(using: &rng))
         case 5: return .matched(EnrolledPrintInfo.arbitrary(using: &rng))
+        case 6: return .caller(CallerInfo.arbitrary(using: &rng))
         default: return .success
         }
     }

@@ -1,0 +1,106 @@
+import AppRegistry
+import Foundation
+import Logging
+import SecurityProtocol
+import SecurityServer
+import SocketPeer
+import StoreFiles
+import Synchronization
+
+/// The app registry as the daemon uses it: read from `<config-directory>/apps.d` at start, read again when a
+/// connection arrives after the directory changed (a file added, edited, replaced or removed), and on SIGHUP.
+/// Each read logs the files it leaves out, naming file and line.
+final class RegistryWatcher: Sendable {
+    let directory: String?
+    private let registry: Mutex<AppRegistry>
+
+    /// Watches `directory`; nil = no registry (every program unregistered).
+    init(directory: String?) {
+        self.directory = directory
+        let registry = directory.map { AppRegistry(directory: $0) } ?? AppRegistry()
+        self.registry = Mutex(registry)
+        Self.log(registry, directory: directory)
+    }
+
+    /// The registry, read again first if the directory changed since.
+    var current: AppRegistry {
+        guard let directory else { return AppRegistry() }
+        let fingerprint = AppRegistry.Fingerprint(directory: directory)
+        if let unchanged = registry.withLock({ $0.fingerprint == fingerprint ? $0 : nil }) { return unchanged }
+        return reload()
+    }
+
+    /// Reads the directory again (SIGHUP).
+    @discardableResult
+    func reload() -> AppRegistry {
+        guard let directory else { return AppRegistry() }
+        let fresh = AppRegistry(directory: directory)
+        registry.withLock { $0 = fresh }
+        Self.log(fresh, directory: directory)
+        return fresh
+    }
+
+    private static func log(_ registry: AppRegistry, directory: String?) {
+        guard let directory else { return }
+        for problem in registry.problems {
+            DaemonServer.logger.error(
+                "app registration refused", metadata: ["directory": "\(directory)", "problem": "\(problem)"])
+        }
+        DaemonServer.logger.info(
+            "app registry read",
+            metadata: [
+                "directory": "\(directory)", "registered": "\(registry.registrations.count)",
+                "refused": "\(registry.problems.count)",
+            ])
+    }
+
+    /// Who `peer` is and which groups it holds on this connection.
+    ///
+    /// A registered program holds its registration's groups (its `keychain-access-groups`, then its application
+    /// identifier); an unregistered one holds one private group, `unregistered.<SHA-256 of its executable>`. The
+    /// groups the hello claims only narrow and order what the program holds (claims of groups it does not hold are
+    /// ignored and logged). An administrative tool acts for whichever app it says: it holds exactly the groups it
+    /// claims, and every group when it claims `allGroups`.
+    ///
+    /// - Throws: ``PeerProcess/Unidentified`` when an unregistered program's executable cannot be read.
+    func identity(of peer: PeerProcess, claimed: [String], allGroups: Bool) throws(PeerProcess.Unidentified)
+        -> CallerIdentity
+    {
+        let found = current.registration(path: peer.executable) { peer.executableDigest() }
+        let held: [String]
+        let administrative = found?.registration.isAdministrative ?? false
+        if let found {
+            held = found.registration.accessGroups
+        } else {
+            guard let digest = peer.executableDigest() else {
+                throw PeerProcess.Unidentified(description: "the executable \(peer.executable) cannot be read")
+            }
+            held = [AppRegistration.reservedTeam + "." + AppRegistration.hex(digest)]
+        }
+        let groups: [String]
+        if administrative {
+            groups = claimed
+        } else {
+            let kept = claimed.filter(held.contains)
+            let ignored = claimed.filter { !held.contains($0) }
+            if !ignored.isEmpty || allGroups {
+                DaemonServer.logger.notice(
+                    "claims ignored: the program does not hold them",
+                    metadata: [
+                        "executable": "\(peer.executable)", "groups": "\(ignored.joined(separator: ","))",
+                        "allGroups": "\(allGroups)", "registration": "\(found?.file ?? "none")",
+                    ])
+            }
+            groups = kept.isEmpty ? held : kept
+        }
+        let mayAccessAllGroups = administrative && allGroups
+        let uid = peer.credentials.uid
+        return CallerIdentity(
+            accessGroups: groups, mayAccessAllGroups: mayAccessAllGroups,
+            identified: CallerInfo(
+                mode: "daemon", uid: uid, userName: DataLocations.userName(of: uid) ?? String(uid),
+                pid: peer.credentials.pid, executable: peer.executable, executableDigest: peer.knownDigest,
+                applicationIdentifier: found?.registration.applicationIdentifier, registrationFile: found?.file,
+                accessGroups: groups, mayAccessAllGroups: mayAccessAllGroups))
+    }
+}

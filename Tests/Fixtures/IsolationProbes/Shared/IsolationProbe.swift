@@ -1,0 +1,152 @@
+import Foundation
+import KeychainServices
+import SecurityClient
+import SecurityProtocol
+
+/// What the two isolation probes (`isolation-probe-a`, `isolation-probe-b`: two programs built for the purpose, so
+/// their executables differ) do with Apple's keychain API on the client the environment selects, one command per
+/// run, printing `key=value` lines for the test to read:
+///
+///     add SERVICE ACCOUNT SECRET [GROUP]    status=
+///     read SERVICE ACCOUNT [GROUP]          status= value=
+///     update SERVICE ACCOUNT SECRET [GROUP] status=
+///     delete SERVICE ACCOUNT [GROUP]        status=
+///     list [GROUP]                          status= accounts=a,b
+///     ref SERVICE ACCOUNT                   status= ref=<hex persistent reference>
+///     read-ref HEX                          status= value=
+///     make-key TAG                          status=   (a permanent enclave P-256 key)
+///     sign TAG [GROUP]                      status=   (finds the key by tag, signs)
+///     whoami                                group= application= executable= sha256=
+package enum IsolationProbe {
+    /// Runs the command in `arguments` and exits with 0, or 2 for a command it does not know.
+    package static func main(_ arguments: [String]) async -> Never {
+        switch arguments.first {
+        case "add"?, "update"?:
+            guard arguments.count >= 4 else { usage() }
+            var item = identity(arguments[1], arguments[2], group: arguments.count > 4 ? arguments[4] : nil)
+            let secret = Data(arguments[3].utf8)
+            let status: OSStatus
+            if arguments[0] == "add" {
+                item[kSecValueData as String] = secret
+                status = SecItemAdd(item as CFDictionary, nil)
+            } else {
+                status = SecItemUpdate(item as CFDictionary, [kSecValueData as String: secret] as CFDictionary)
+            }
+            print("status=\(status)")
+        case "read"?:
+            guard arguments.count >= 3 else { usage() }
+            var query = identity(arguments[1], arguments[2], group: arguments.count > 3 ? arguments[3] : nil)
+            query[kSecReturnData as String] = true
+            printValue(query)
+        case "delete"?:
+            guard arguments.count >= 3 else { usage() }
+            let query = identity(arguments[1], arguments[2], group: arguments.count > 3 ? arguments[3] : nil)
+            print("status=\(SecItemDelete(query as CFDictionary))")
+        case "list"?:
+            var query: [String: Any] = [
+                kSecClass as String: kSecClassGenericPassword, kSecMatchLimit as String: kSecMatchLimitAll,
+                kSecReturnAttributes as String: true,
+            ]
+            if arguments.count > 1 { query[kSecAttrAccessGroup as String] = arguments[1] }
+            var result: CFTypeRef?
+            let status = SecItemCopyMatching(query as CFDictionary, &result)
+            let accounts = (result as? [[String: Any]] ?? []).compactMap { $0[kSecAttrAccount as String] as? String }
+            print("status=\(status)")
+            print("accounts=\(accounts.sorted().joined(separator: ","))")
+        case "ref"?:
+            guard arguments.count >= 3 else { usage() }
+            var query = identity(arguments[1], arguments[2], group: nil)
+            query[kSecReturnPersistentRef as String] = true
+            var result: CFTypeRef?
+            let status = SecItemCopyMatching(query as CFDictionary, &result)
+            print("status=\(status)")
+            print("ref=\((result as? Data)?.map { String(format: "%02x", $0) }.joined() ?? "")")
+        case "read-ref"?:
+            guard arguments.count >= 2, let reference = hexData(arguments[1]) else { usage() }
+            printValue([kSecValuePersistentRef as String: reference, kSecReturnData as String: true])
+        case "make-key"?:
+            guard arguments.count >= 2 else { usage() }
+            let access = SecAccessControlCreateWithFlags(
+                kCFAllocatorDefault, kSecAttrAccessibleWhenUnlockedThisDeviceOnly, .privateKeyUsage, nil)!
+            let attributes: [String: Any] = [
+                kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom,
+                kSecAttrKeySizeInBits as String: 256,
+                kSecAttrTokenID as String: kSecAttrTokenIDSecureEnclave,
+                kSecPrivateKeyAttrs as String: [
+                    kSecAttrIsPermanent as String: true,
+                    kSecAttrApplicationTag as String: Data(arguments[1].utf8),
+                    kSecAttrAccessControl as String: access,
+                ],
+            ]
+            var error: Unmanaged<CFError>?
+            let key = SecKeyCreateRandomKey(attributes as CFDictionary, &error)
+            print("status=\(key == nil ? Int(CFErrorGetCode(error!.takeRetainedValue())) : 0)")
+        case "sign"?:
+            guard arguments.count >= 2 else { usage() }
+            var query: [String: Any] = [
+                kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: Data(arguments[1].utf8),
+                kSecAttrKeyType as String: kSecAttrKeyTypeEC, kSecReturnRef as String: true,
+            ]
+            if arguments.count > 2 { query[kSecAttrAccessGroup as String] = arguments[2] }
+            var item: CFTypeRef?
+            let status = SecItemCopyMatching(query as CFDictionary, &item)
+            guard status == errSecSuccess, let item else {
+                print("status=\(status)")
+                break
+            }
+            var error: Unmanaged<CFError>?
+            let signature = SecKeyCreateSignature(
+                item as! SecKey, .ecdsaSignatureMessageX962SHA256, Data("challenge".utf8) as CFData, &error)
+            print("status=\(signature == nil ? Int(CFErrorGetCode(error!.takeRetainedValue())) : 0)")
+        case "whoami"?:
+            do {
+                let client = try ClientSelection.fromEnvironment()
+                guard case .caller(let info) = try await client.send(.callerIdentity) else { usage() }
+                print("group=\(info.accessGroups.first ?? "")")
+                print("groups=\(info.accessGroups.joined(separator: ","))")
+                print("application=\(info.applicationIdentifier ?? "")")
+                print("executable=\(info.executable)")
+            } catch {
+                print("error=\(error)")
+                exit(1)
+            }
+        default:
+            usage()
+        }
+        exit(0)
+    }
+
+    private static func identity(_ service: String, _ account: String, group: String?) -> [String: Any] {
+        var query: [String: Any] = [
+            kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: service,
+            kSecAttrAccount as String: account,
+        ]
+        if let group { query[kSecAttrAccessGroup as String] = group }
+        return query
+    }
+
+    private static func printValue(_ query: [String: Any]) {
+        var result: CFTypeRef?
+        let status = SecItemCopyMatching(query as CFDictionary, &result)
+        print("status=\(status)")
+        print("value=\((result as? Data).map { String(decoding: $0, as: UTF8.self) } ?? "")")
+    }
+
+    private static func hexData(_ hex: String) -> Data? {
+        let digits = Array(hex.utf8)
+        guard digits.count % 2 == 0 else { return nil }
+        var bytes = Data()
+        for index in stride(from: 0, to: digits.count, by: 2) {
+            guard let byte = UInt8(String(decoding: digits[index...index + 1], as: UTF8.self), radix: 16) else {
+                return nil
+            }
+            bytes.append(byte)
+        }
+        return bytes
+    }
+
+    private static func usage() -> Never {
+        FileHandle.standardError.write(Data("isolation-probe: unknown command \(CommandLine.arguments.dropFirst())\n".utf8))
+        exit(2)
+    }
+}
