@@ -48,7 +48,8 @@ fuzz: bootstrap
 clean:
 	rm -rf .build
 
-# localauthd, lactl, the PAM service file and the systemd units (socket activation). As root; DESTDIR for staging.
+# localauthd, lactl, the PAM service file, the systemd units (socket activation) and lactl's registration as an
+# administrative tool (/etc/localauthd/apps.d/lactl.conf). As root; DESTDIR for staging.
 PREFIX ?= /usr/local
 SBINDIR = $(PREFIX)/sbin
 BINDIR = $(PREFIX)/bin
@@ -63,9 +64,15 @@ install: bootstrap
 	sed 's|@SBINDIR@|$(SBINDIR)|' Resources/systemd/localauthd.service > localauthd.service.tmp
 	install -D -m 0644 localauthd.service.tmp $(DESTDIR)$(SYSTEMD_UNIT_DIR)/localauthd.service
 	rm -f localauthd.service.tmp
+	install -d -m 0755 $(DESTDIR)/etc/localauthd/apps.d
+	printf 'application-identifier = localauthentication.lactl\nexecutable = %s\nadministrative = yes\n' \
+		"$(BINDIR)/lactl" > lactl.conf.tmp
+	install -m 0644 lactl.conf.tmp $(DESTDIR)/etc/localauthd/apps.d/lactl.conf
+	rm -f lactl.conf.tmp
 	@echo "Installed. Enable with: systemctl daemon-reload && systemctl enable --now localauthd.socket"
 	@echo "Point programs at it with LA_DAEMON_SOCKET=/run/localauthd/socket or /etc/local-authentication/client.conf"
 
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/localauthd $(DESTDIR)$(BINDIR)/lactl $(DESTDIR)/etc/pam.d/local-authentication
+	rm -f $(DESTDIR)/etc/localauthd/apps.d/lactl.conf
 	rm -f $(DESTDIR)$(SYSTEMD_UNIT_DIR)/localauthd.socket $(DESTDIR)$(SYSTEMD_UNIT_DIR)/localauthd.service

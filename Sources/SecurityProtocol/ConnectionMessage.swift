@@ -3,7 +3,8 @@
 /// requests may be in flight at once; answers come back tagged with their number.
 package enum ClientMessage: Sendable, Equatable {
     /// The first message: the protocol versions the client speaks, and the keychain access groups the program
-    /// claims (as `LA_ACCESS_GROUPS` does in embedded mode; per-application identity replaces the claim later).
+    /// asks for (`LA_ACCESS_GROUPS`). Embedded, the claim is the caller's groups; the daemon grants only what the
+    /// program's registration gives (docs/APP-REGISTRY.md), narrowed to the claim.
     case hello(versions: [UInt64], accessGroups: [String], allGroups: Bool)
     /// A keychain request; `interactive` false when the client has nobody to draw prompts.
     case keychain(UInt64, KeychainRequest, EvaluationOptions, interactive: Bool)
