@@ -39,7 +39,12 @@ enum DaemonBenchmarks {
         let wrapper = ProcessInfo.processInfo.environment["LA_BENCH_DAEMON_WRAPPER"].map {
             $0.split(separator: " ").map(String.init)
         } ?? []
-        let command = wrapper + [executable, "--socket", socket, "--state-directory", directory.path + "/state"]
+        // An empty registry of its own (not the machine's /etc/localauthd): la-bench holds its private group.
+        let command =
+            wrapper + [
+                executable, "--socket", socket, "--state-directory", directory.path + "/state",
+                "--config-directory", directory.path + "/config",
+            ]
         guard Measure.spawn(&pid, command[0], Array(command.dropFirst()), actions: &actions) == 0 else {
             print("daemon: skipped, localauthd did not start")
             return

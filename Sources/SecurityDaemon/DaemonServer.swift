@@ -201,8 +201,8 @@ final class SessionRegistry: Sendable {
 
 /// One connection's handler: the hello (version and the claimed access groups) against the kernel's peer
 /// credentials and the app registry (``RegistryWatcher/identity(of:claimed:allGroups:)``), then every frame to the
-/// session. A frame that does not decode, a second hello or garbage gets a
-/// `refused` message and the connection closes; other connections are not affected.
+/// session. A frame that does not decode, a second hello or garbage gets a `refused` message and the connection
+/// closes; other connections are not affected.
 final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     // Not shared: NIO calls a handler on its channel's event loop only.
     typealias InboundIn = ByteBuffer

@@ -24,15 +24,19 @@ struct AppIsolationTests {
             environment["LA_DAEMON_SOCKET"] = socket
             environment["LA_PRESENTER"] = "none"
             environment["LA_ACCESS_GROUPS"] = claimed
-            let (status, output) = try runCapturingOutput(
-                URL(fileURLWithPath: executable), arguments, environment: environment)
-            var values: [String: String] = ["exit": String(status)]
-            for line in output.split(separator: "\n") {
-                guard let equals = line.firstIndex(of: "=") else { continue }
-                values[String(line[..<equals])] = String(line[line.index(after: equals)...])
-            }
-            return values
+            return AppIsolationTests.values(
+                try runCapturingOutput(URL(fileURLWithPath: executable), arguments, environment: environment))
         }
+    }
+
+    /// A probe run's `key=value` lines, with its exit status as `exit` and everything it printed as `output`.
+    static func values(_ run: (status: Int32, output: String)) -> [String: String] {
+        var values: [String: String] = ["exit": String(run.status), "output": run.output]
+        for line in run.output.split(separator: "\n") {
+            guard let equals = line.firstIndex(of: "=") else { continue }
+            values[String(line[..<equals])] = String(line[line.index(after: equals)...])
+        }
+        return values
     }
 
     static let notFound: Int32 = -25300  // errSecItemNotFound
@@ -228,16 +232,11 @@ struct AppIsolationTests {
             for user in users { _ = try? runCapturingOutput(URL(fileURLWithPath: "/usr/sbin/userdel"), [user]) }
         }
         func run(as user: String, _ arguments: [String]) throws -> [String: String] {
-            let (status, output) = try runCapturingOutput(
-                URL(fileURLWithPath: "/usr/bin/setpriv"),
-                ["--reuid=\(user)", "--regid=\(user)", "--clear-groups", probe] + arguments,
-                environment: ["LA_DAEMON_SOCKET": world.daemon.socket, "LA_PRESENTER": "none", "HOME": "/nonexistent"])
-            var values: [String: String] = ["exit": String(status), "output": output]
-            for line in output.split(separator: "\n") {
-                guard let equals = line.firstIndex(of: "=") else { continue }
-                values[String(line[..<equals])] = String(line[line.index(after: equals)...])
-            }
-            return values
+            Self.values(
+                try runCapturingOutput(
+                    URL(fileURLWithPath: "/usr/bin/setpriv"),
+                    ["--reuid=\(user)", "--regid=\(user)", "--clear-groups", probe] + arguments,
+                    environment: ["LA_DAEMON_SOCKET": world.daemon.socket, "LA_PRESENTER": "none", "HOME": "/nonexistent"]))
         }
         let first = try run(as: users[0], ["whoami"])
         let group = try #require(first["group"], "\(first)")
