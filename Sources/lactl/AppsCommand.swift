@@ -95,7 +95,7 @@ struct ListApps: ParsableCommand {
         for (file, app) in apps.registrations {
             print("\(app.applicationIdentifier)\(app.isAdministrative ? " (administrative)" : "")  [\(file)]")
             if let executable = app.executable { print("  executable: \(executable)") }
-            for digest in app.digests { print("  sha256: \(AppRegistration.hex(digest))") }
+            for digest in app.digests { print("  sha256: \(digest.hexString)") }
             print("  access groups: \(app.accessGroups.joined(separator: ", "))")
         }
         for problem in apps.problems { print("refused: \(problem)") }

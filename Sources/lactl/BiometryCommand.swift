@@ -137,7 +137,7 @@ struct BiometryList: AsyncParsableCommand {
                     + "\(print.driver)/\(print.deviceID)  \(formatter.string(from: print.enrolledAt))")
         }
         if let hash = stateHash {
-            Swift.print("state hash: \(hash.map { String(format: "%02x", $0) }.joined())")
+            Swift.print("state hash: \(hash.hexString)")
         }
     }
 }

@@ -234,7 +234,3 @@ private struct ScriptedPasscode: EvaluationPresenter {
 private func say(_ text: String) {
     FileHandle.standardOutput.write(Data((text + "\n").utf8))
 }
-
-extension Data {
-    fileprivate var hexString: String { map { String(format: "%02x", $0) }.joined() }
-}

@@ -25,3 +25,8 @@ struct LACtl: AsyncParsableCommand {
         await main(nil)
     }
 }
+
+extension Data {
+    /// The bytes in lower-case hexadecimal, as lactl prints hashes and digests.
+    var hexString: String { map { String(format: "%02x", $0) }.joined() }
+}

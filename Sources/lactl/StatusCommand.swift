@@ -89,7 +89,7 @@ struct WhoAmI: AsyncParsableCommand {
             "process: \(caller.pid), \(caller.executable)",
         ]
         if let digest = caller.executableDigest {
-            lines.append("executable sha256: \(digest.map { String(format: "%02x", $0) }.joined())")
+            lines.append("executable sha256: \(digest.hexString)")
         }
         if let application = caller.applicationIdentifier {
             lines.append("application: \(application) (registered in \(caller.registrationFile ?? "?"))")
