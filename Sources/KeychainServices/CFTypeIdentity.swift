@@ -19,6 +19,12 @@ public func SecKeyGetTypeID() -> CFTypeID { CFTypeIdentity.secKey }
 /// The type identifier of `SecAccessControl` objects.
 public func SecAccessControlGetTypeID() -> CFTypeID { CFTypeIdentity.secAccessControl }
 
+/// The type identifier of `SecAccess` objects (macOS).
+public func SecAccessGetTypeID() -> CFTypeID { CFTypeIdentity.secAccess }
+
+/// The type identifier of `SecTrustedApplication` objects (macOS).
+public func SecTrustedApplicationGetTypeID() -> CFTypeID { CFTypeIdentity.secTrustedApplication }
+
 /// The type identifier of `SecCertificate` objects.
 public func SecCertificateGetTypeID() -> CFTypeID { CFTypeIdentity.secCertificate }
 
@@ -48,6 +54,8 @@ public func CFGetTypeID(_ cf: CFTypeRef?) -> CFTypeID {
     switch cf {
     case is SecKey: CFTypeIdentity.secKey
     case is SecAccessControl: CFTypeIdentity.secAccessControl
+    case is SecAccess: CFTypeIdentity.secAccess
+    case is SecTrustedApplication: CFTypeIdentity.secTrustedApplication
     case is SecCertificate: CFTypeIdentity.secCertificate
     case is SecIdentity: CFTypeIdentity.secIdentity
     case is NSString: CFTypeIdentity.string
@@ -84,4 +92,6 @@ enum CFTypeIdentity {
     static let secIdentity: CFTypeID = 302
     static let secKey: CFTypeID = 303
     static let secAccessControl: CFTypeID = 304
+    static let secAccess: CFTypeID = 305
+    static let secTrustedApplication: CFTypeID = 306
 }

@@ -138,6 +138,7 @@ enum SecItemConversion {
         case let data as Data: return .data(data)
         case let date as Date: return .date(date)
         case let access as SecAccessControl: return .accessControl(access.policy)
+        case let access as SecAccess: return .access(access.access)
         case let context as any AuthenticationContextHandle:
             do {
                 return .data(Data(try context.authenticationContextID().bytes))
@@ -164,6 +165,7 @@ enum SecItemConversion {
         case .bool(let flag): flag
         case .date(let date): date
         case .accessControl(let policy): SecAccessControl(policy: policy)
+        case .access(let access): SecAccess(access)
         case .secret(let bytes): bytes.unprotectedData()
         }
     }

@@ -22,6 +22,8 @@ nonisolated(unsafe) public let kSecClassIdentity: CFString = "idnt"
 nonisolated(unsafe) public let kSecAttrAccessible: CFString = "pdmn"
 /// The item's `SecAccessControl`.
 nonisolated(unsafe) public let kSecAttrAccessControl: CFString = "accc"
+/// The item's trusted-application list, a `SecAccess` (macOS; exclusive with `kSecAttrAccessControl`).
+nonisolated(unsafe) public let kSecAttrAccess: CFString = "acls"
 /// The item's keychain access group.
 nonisolated(unsafe) public let kSecAttrAccessGroup: CFString = "agrp"
 /// Whether the item is synchronizable (`true`, `false`, or `kSecAttrSynchronizableAny` in queries).

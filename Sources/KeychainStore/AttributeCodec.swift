@@ -15,6 +15,9 @@ package enum AttributeCodec {
         /// An access-control list with a bound enrolled-set hash; lists without one keep tag 6, so older rows and
         /// unbound lists encode exactly as before.
         case boundAccessControl = 7
+        /// A trusted-application list: its descriptor, then per program its application identifier, path and
+        /// code digest, after a 32-bit count.
+        case access = 8
     }
 
     /// Encodes `attributes` canonically.
@@ -56,6 +59,15 @@ package enum AttributeCodec {
             out.string(policy.protection)
             out.uint64(policy.flags)
             if let hash = policy.boundStateHash { out.bytes(hash) }
+        case .access(let access):
+            out.byte(Tag.access.rawValue)
+            out.string(access.descriptor)
+            out.uint32(UInt32(access.applications.count))
+            for application in access.applications {
+                out.string(application.applicationIdentifier)
+                out.string(application.executable)
+                out.bytes(application.codeDigest)
+            }
         }
     }
 
@@ -106,6 +118,18 @@ package enum AttributeCodec {
             let flags = try reader.uint64()
             return .accessControl(
                 AccessControlPolicy(protection: protection, flags: flags, boundStateHash: Data(try reader.bytes())))
+        case .access:
+            let descriptor = try reader.string()
+            let count = try reader.uint32()
+            guard count <= ItemAccess.maximumApplications else { throw StoreError(.corrupt, "too many trusted applications") }
+            var applications: [TrustedApplication] = []
+            for _ in 0..<count {
+                applications.append(
+                    TrustedApplication(
+                        applicationIdentifier: try reader.string(), executable: try reader.string(),
+                        codeDigest: Data(try reader.bytes())))
+            }
+            return .access(ItemAccess(descriptor: descriptor, applications: applications))
         }
     }
 }

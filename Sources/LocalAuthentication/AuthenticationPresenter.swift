@@ -30,6 +30,11 @@ public protocol AuthenticationPresenter: Sendable {
     func passcode(for prompt: AuthenticationPrompt, question: PasscodeQuestion) -> AuthenticationSecret?
     /// A message from the passcode back end (e.g. "Authentication failed").
     func show(_ message: String, isError: Bool)
+    /// A program that is not on a keychain item's trusted-application list (`kSecAttrAccess`) wants to use it:
+    /// Deny, Allow once or Always allow; nil cancels. Either allow is followed by an authentication that the engine
+    /// checks itself (a finger on the reader or the passcode through PAM): a presenter's answer alone grants
+    /// nothing, so a program cannot let itself in by answering its own question.
+    func confirmItemAccess(_ request: ItemAccessRequest) -> ItemAccessChoice?
 }
 
 extension AuthenticationPresenter {
@@ -39,6 +44,47 @@ extension AuthenticationPresenter {
     public func fingerprintPromptDidEnd() {}
     /// Shows nothing.
     public func show(_ message: String, isError: Bool) {}
+    /// Declines (nil): a presenter that cannot ask leaves items to the programs their lists trust.
+    public func confirmItemAccess(_ request: ItemAccessRequest) -> ItemAccessChoice? { nil }
+}
+
+/// A program asks to use a keychain item whose trusted-application list does not name it (macOS's "<app> wants to
+/// use your confidential information stored in <item> in your keychain").
+public struct ItemAccessRequest: Sendable, Equatable {
+    /// The asking program: its registered application identifier, or its executable's path.
+    public var application: String
+    /// The item: its label, service or account.
+    public var item: String
+    /// Whether the program is on the list with other code: it changed since it was trusted.
+    public var isChangedApplication: Bool
+    /// The question, ready to show: "<app> wants to use the item <item>." or "<app> has changed…".
+    public var message: String
+}
+
+/// The answer to an ``ItemAccessRequest``.
+public enum ItemAccessChoice: Sendable, Equatable, CaseIterable {
+    /// Refuse: the request fails with `errSecAuthFailed`.
+    case deny
+    /// Allow this request only (after the user authenticates).
+    case allowOnce
+    /// Allow, and add the program to the item's list (after the user authenticates).
+    case alwaysAllow
+
+    init(_ choice: TrustChoice) {
+        self = switch choice {
+        case .deny: .deny
+        case .allowOnce: .allowOnce
+        case .alwaysAllow: .alwaysAllow
+        }
+    }
+
+    var trustChoice: TrustChoice {
+        switch self {
+        case .deny: .deny
+        case .allowOnce: .allowOnce
+        case .alwaysAllow: .alwaysAllow
+        }
+    }
 }
 
 /// The texts of one prompt, from the ``LAContext``.
@@ -142,6 +188,13 @@ struct PresenterAdapter: EvaluationPresenter {
 
     func show(_ message: PasscodeMessage) { presenter.show(message.text, isError: message.isError) }
 
+    func confirm(_ prompt: TrustPrompt) -> TrustChoice? {
+        let request = ItemAccessRequest(
+            application: prompt.application, item: prompt.item, isChangedApplication: prompt.changed,
+            message: prompt.text)
+        return presenter.confirmItemAccess(request).map(\.trustChoice)
+    }
+
     static func prompt(_ prompt: EvaluationPrompt) -> AuthenticationPrompt {
         AuthenticationPrompt(reason: prompt.reason, fallbackTitle: prompt.fallbackTitle, cancelTitle: prompt.cancelTitle)
     }
@@ -203,12 +256,20 @@ public struct TerminalAuthenticationPresenter: AuthenticationPresenter {
 
     /// Writes the message to the terminal.
     public func show(_ message: String, isError: Bool) { terminal.writeLine(message) }
+
+    /// Shows the question and reads d (deny), o (allow once) or a (always allow); Ctrl-C cancels.
+    public func confirmItemAccess(_ request: ItemAccessRequest) -> ItemAccessChoice? {
+        let prompt = TrustPrompt(
+            application: request.application, item: request.item, changed: request.isChangedApplication)
+        return terminal.confirm(prompt).map(ItemAccessChoice.init)
+    }
 }
 
 /// A presenter that follows a script: for programs that collect answers their own way, and for tests.
 ///
 /// Each fingerprint prompt takes the next ``FingerprintStep`` (default: wait for the reader), each passcode question
-/// the next answer (nil = cancel; none left = cancel). It records what it was shown.
+/// the next answer (nil = cancel; none left = cancel), each item-access request the next choice (none left =
+/// cancel). It records what it was shown.
 public final class ScriptedAuthenticationPresenter: AuthenticationPresenter {
     /// What to do when a fingerprint prompt begins.
     public enum FingerprintStep: Sendable, Equatable {
@@ -223,6 +284,8 @@ public final class ScriptedAuthenticationPresenter: AuthenticationPresenter {
     private struct Script {
         var fingerprintSteps: [FingerprintStep]
         var answers: [AuthenticationSecret?]
+        var accessChoices: [ItemAccessChoice?]
+        var accessRequests: [ItemAccessRequest] = []
         var prompts: [AuthenticationPrompt] = []
         var questions: [PasscodeQuestion] = []
         var statuses: [FingerprintPromptStatus] = []
@@ -231,12 +294,16 @@ public final class ScriptedAuthenticationPresenter: AuthenticationPresenter {
 
     private let script: Mutex<Script>
 
-    /// A presenter with these fingerprint steps and passcode answers (UTF-8 strings; nil = cancel).
-    public init(fingerprintSteps: [FingerprintStep] = [], passcodes: [String?] = []) {
+    /// A presenter with these fingerprint steps, passcode answers (UTF-8 strings; nil = cancel) and answers to
+    /// item-access requests.
+    public init(
+        fingerprintSteps: [FingerprintStep] = [], passcodes: [String?] = [], accessChoices: [ItemAccessChoice?] = []
+    ) {
         script = Mutex(
             Script(
                 fingerprintSteps: fingerprintSteps,
-                answers: passcodes.map { $0.map { AuthenticationSecret(copying: Array($0.utf8)) } }))
+                answers: passcodes.map { $0.map { AuthenticationSecret(copying: Array($0.utf8)) } },
+                accessChoices: accessChoices))
     }
 
     /// Follows the next fingerprint step.
@@ -273,12 +340,22 @@ public final class ScriptedAuthenticationPresenter: AuthenticationPresenter {
         script.withLock { $0.messages.append(message) }
     }
 
+    /// Gives the next scripted choice.
+    public func confirmItemAccess(_ request: ItemAccessRequest) -> ItemAccessChoice? {
+        script.withLock { script in
+            script.accessRequests.append(request)
+            return script.accessChoices.isEmpty ? nil : script.accessChoices.removeFirst()
+        }
+    }
+
     /// Every prompt shown so far (fingerprint prompts and passcode questions), in order.
     public var shownPrompts: [AuthenticationPrompt] { script.withLock { $0.prompts } }
     /// Every passcode question asked so far.
     public var askedQuestions: [PasscodeQuestion] { script.withLock { $0.questions } }
     /// Every fingerprint status shown so far.
     public var fingerprintStatuses: [FingerprintPromptStatus] { script.withLock { $0.statuses } }
+    /// Every item-access request shown so far.
+    public var shownAccessRequests: [ItemAccessRequest] { script.withLock { $0.accessRequests } }
     /// Every back-end message shown so far.
     public var shownMessages: [String] { script.withLock { $0.messages } }
 }

@@ -28,4 +28,13 @@ package protocol EvaluationPresenter: Sendable {
     func passcode(_ prompt: EvaluationPrompt, question: PasscodePrompt) -> SecureBytes?
     /// A message from the passcode back end ("Authentication failed").
     func show(_ message: PasscodeMessage)
+    /// A program not on an item's trusted-application list asks to use it: Deny, Allow once or Always allow; nil
+    /// cancels. Either allow is followed by an authentication the engine checks (a finger on the reader, or the
+    /// passcode through PAM), so the answer alone grants nothing. May block while the user decides.
+    func confirm(_ prompt: TrustPrompt) -> TrustChoice?
+}
+
+extension EvaluationPresenter {
+    /// Declines: a presenter that cannot ask leaves the item to the programs its list trusts.
+    package func confirm(_ prompt: TrustPrompt) -> TrustChoice? { nil }
 }

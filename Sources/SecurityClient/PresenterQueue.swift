@@ -70,6 +70,8 @@ package struct PromptResponder: Sendable {
                 reply(PromptAnswer(request: request, .answer(question: number, secret)))
             case .message(let message):
                 presenter.show(message)
+            case .confirmation(let number, let prompt):
+                reply(PromptAnswer(request: request, .choice(question: number, presenter.confirm(prompt))))
             }
         }
     }

@@ -137,6 +137,23 @@ package final class TerminalPresenter: EvaluationPresenter {
         writeLine(message.text)
     }
 
+    /// Shows the question and reads one key: d (or Enter) denies, o allows once, a always allows; Ctrl-C cancels.
+    package func confirm(_ prompt: TrustPrompt) -> TrustChoice? {
+        guard acceptsInput else { return nil }
+        writeLine(prompt.text)
+        while true {
+            guard let line = answer(PasscodePrompt(text: "[d]eny, allow [o]nce, [a]lways allow: ", echo: true)) else {
+                return nil
+            }
+            switch line.withUnsafeBytes({ $0.first }) {
+            case nil, UInt8(ascii: "d"), UInt8(ascii: "D"): return .deny
+            case UInt8(ascii: "o"), UInt8(ascii: "O"): return .allowOnce
+            case UInt8(ascii: "a"), UInt8(ascii: "A"): return .alwaysAllow
+            default: continue
+            }
+        }
+    }
+
     /// Writes `text` and a newline to the terminal, or to standard error when the terminal cannot be opened.
     package func writeLine(_ text: String) {
         let fd = open(device, O_WRONLY | O_NOCTTY | O_CLOEXEC)

@@ -75,7 +75,7 @@ final class RegistryWatcher: Sendable {
             guard let digest = peer.executableDigest() else {
                 throw PeerProcess.Unidentified(description: "the executable \(peer.executable) cannot be read")
             }
-            held = [AppRegistration.reservedTeam + "." + AppRegistration.hex(digest)]
+            held = [TrustedApplication.unregisteredIdentifier(digest)]
         }
         let groups: [String]
         if administrative {
@@ -101,6 +101,10 @@ final class RegistryWatcher: Sendable {
                 mode: "daemon", uid: uid, userName: DataLocations.userName(of: uid) ?? String(uid),
                 pid: peer.credentials.pid, executable: peer.executable, executableDigest: peer.knownDigest,
                 applicationIdentifier: found?.registration.applicationIdentifier, registrationFile: found?.file,
-                accessGroups: groups, mayAccessAllGroups: mayAccessAllGroups))
+                accessGroups: groups, mayAccessAllGroups: mayAccessAllGroups),
+            registeredApplication: { [self] executable, digest in
+                current.registration(path: executable) { digest }?.registration.applicationIdentifier
+            },
+            codeDigest: { peer.executableDigest() })
     }
 }

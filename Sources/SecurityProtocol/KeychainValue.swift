@@ -12,6 +12,8 @@ package enum KeychainValue: Sendable, Hashable {
     case bool(Bool)
     case date(Date)
     case accessControl(AccessControlPolicy)
+    /// A trusted-application list (`kSecAttrAccess`).
+    case access(ItemAccess)
     /// An item's secret data (`kSecValueData` in an add or update), in zeroizing memory: decoded from a frame
     /// straight into it and never copied into ordinary `Data` on the way to the sealer. Not an attribute type.
     case secret(SecureBytes)
@@ -72,7 +74,7 @@ package struct AccessControlPolicy: Sendable, Hashable {
 
 extension KeychainValue: ProtocolCodable {
     /// A variant: 1 string, 2 data, 3 integer, 4 bool, 5 date, 6 access control (the numbers the store's attribute
-    /// codec uses for its tags), 7 secret, each with its value as field 1.
+    /// codec uses for its tags), 7 secret, 8 access, each with its value as field 1.
     package func encode(into writer: inout MessageWriter) {
         switch self {
         case .string(let value): writer.variant(1) { $0.field(1, value) }
@@ -82,6 +84,7 @@ extension KeychainValue: ProtocolCodable {
         case .date(let value): writer.variant(5) { $0.field(1, value) }
         case .accessControl(let value): writer.variant(6) { $0.field(1, value) }
         case .secret(let value): writer.variant(7) { $0.field(1, value) }
+        case .access(let value): writer.variant(8) { $0.field(1, value) }
         }
     }
 
@@ -96,6 +99,7 @@ extension KeychainValue: ProtocolCodable {
             case 5: .date(try payload.field(1))
             case 6: .accessControl(try payload.field(1))
             case 7: .secret(try payload.field(1))
+            case 8: .access(try payload.field(1))
             default: nil
             }
         }

@@ -24,6 +24,9 @@ package struct PromptEvent: Sendable, Equatable {
         case question(UInt64, EvaluationPrompt, PasscodePrompt, isApplicationPassword: Bool)
         /// A message from the passcode back end ("Authentication failed").
         case message(PasscodeMessage)
+        /// A program not on an item's trusted-application list asks to use it: the client answers
+        /// `.choice(question:…)` with the same number (nil cancels, as Deny does).
+        case confirmation(UInt64, TrustPrompt)
     }
 
     /// An event of request `request`.
@@ -46,6 +49,8 @@ package struct PromptAnswer: Sendable, Equatable {
         case action(PromptAction)
         /// The answer to question `question`, in zeroizing memory; nil cancels.
         case answer(question: UInt64, SecureBytes?)
+        /// The answer to confirmation `question`; nil cancels.
+        case choice(question: UInt64, TrustChoice?)
     }
 
     /// An answer for request `request`.
@@ -58,7 +63,7 @@ package struct PromptAnswer: Sendable, Equatable {
 extension PromptEvent: ProtocolCodable {
     /// A record: 1 request, 2 kind, a variant: 1 fingerprintBegan (field 1 prompt), 2 fingerprint (field 1 event),
     /// 3 fingerprintEnded, 4 question (fields 1 number, 2 prompt, 3 question, 4 isApplicationPassword), 5 message
-    /// (field 1).
+    /// (field 1), 6 confirmation (fields 1 number, 2 prompt).
     package func encode(into writer: inout MessageWriter) {
         writer.field(1, request)
         writer.field(2, kind)
@@ -84,6 +89,11 @@ extension PromptEvent.Kind: ProtocolCodable {
                 $0.field(4, isApplicationPassword)
             }
         case .message(let message): writer.variant(5) { $0.field(1, message) }
+        case .confirmation(let number, let prompt):
+            writer.variant(6) {
+                $0.field(1, number)
+                $0.field(2, prompt)
+            }
         }
     }
 
@@ -99,6 +109,7 @@ extension PromptEvent.Kind: ProtocolCodable {
                     try payload.field(1), try payload.field(2), try payload.field(3),
                     isApplicationPassword: try payload.field(4))
             case 5: .message(try payload.field(1))
+            case 6: .confirmation(try payload.field(1), try payload.field(2))
             default: nil
             }
         }
@@ -107,7 +118,7 @@ extension PromptEvent.Kind: ProtocolCodable {
 
 extension PromptAnswer: ProtocolCodable {
     /// A record: 1 request, 2 kind, a variant: 1 action (field 1), 2 answer (field 1 question number, field 2 the
-    /// secret, left out when nil).
+    /// secret, left out when nil), 3 choice (field 1 question number, field 2 the choice, left out when nil).
     package func encode(into writer: inout MessageWriter) {
         writer.field(1, request)
         writer.field(2, kind)
@@ -128,6 +139,11 @@ extension PromptAnswer.Kind: ProtocolCodable {
                 $0.field(1, question)
                 $0.optionalField(2, secret)
             }
+        case .choice(let question, let choice):
+            writer.variant(3) {
+                $0.field(1, question)
+                $0.optionalField(2, choice)
+            }
         }
     }
 
@@ -137,6 +153,7 @@ extension PromptAnswer.Kind: ProtocolCodable {
             switch tag {
             case 1: .action(try payload.field(1))
             case 2: .answer(question: try payload.field(1), try payload.optionalField(2))
+            case 3: .choice(question: try payload.field(1), try payload.optionalField(2))
             default: nil
             }
         }

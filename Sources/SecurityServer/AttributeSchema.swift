@@ -17,6 +17,8 @@ package enum AttributeSchema {
         case date
         /// A `SecAccessControl`.
         case accessControl
+        /// A trusted-application list (`SecAccess`).
+        case access
         /// A `kSecAttrAccessible…` value.
         case protection
         /// A number Apple spells as a decimal string constant (`kSecAttrKeyClassPrivate` = `"1"`); stored as the
@@ -32,7 +34,7 @@ package enum AttributeSchema {
     }
 
     private static let common: [String: Kind] = [
-        "accc": .accessControl, "agrp": .string, "pdmn": .protection, "sync": .bool, "cdat": .date, "mdat": .date,
+        "accc": .accessControl, "acls": .access, "agrp": .string, "pdmn": .protection, "sync": .bool, "cdat": .date, "mdat": .date,
         "labl": .stringOrData,
     ]
     private static let password: [String: Kind] = [
@@ -88,6 +90,7 @@ package enum AttributeSchema {
         case .stringOrData: .string("")
         case .numberOrString: .integer(0)
         case .accessControl: .accessControl(AccessControlPolicy(protection: "", flags: 0))
+        case .access: .access(ItemAccess(descriptor: "", applications: []))
         }
     }
 
@@ -95,7 +98,7 @@ package enum AttributeSchema {
     package static func normalize(_ value: KeychainValue, as kind: Kind) -> KeychainValue? {
         switch (kind, value) {
         case (.string, .string), (.protection, .string), (.blob, .data), (.date, .date),
-            (.accessControl, .accessControl):
+            (.accessControl, .accessControl), (.access, .access):
             return value
         case (.blob, .string(let s)): return .data(Data(s.utf8))
         case (.number, .integer): return value

@@ -7,7 +7,7 @@ import Synchronization
 ///
 /// In embedded mode the groups come from the client's configuration and each client is a connection of its own;
 /// the daemon derives the groups from the peer's executable and numbers its socket connections.
-package struct CallerIdentity: Sendable, Hashable {
+package struct CallerIdentity: Sendable {
     /// The caller's groups; the first is where items go when a request names none.
     package var accessGroups: [String]
     /// Whether the caller may read and write every group (an administrative tool such as `lactl`, which in
@@ -19,15 +19,43 @@ package struct CallerIdentity: Sendable, Hashable {
     /// Who the daemon found the caller to be (process, executable, registration), for `lactl whoami`; nil in
     /// embedded mode, where the calling process describes itself.
     package var identified: CallerInfo?
+    /// Names the program at a path with a code digest, for a trusted-application list: its registered application
+    /// identifier (the daemon's registry), or nil for `unregistered.<sha256>`.
+    package var registeredApplication: (@Sendable (_ executable: String, _ digest: Data) -> String?)?
+    /// The SHA-256 of the identified caller's executable, read (once per executable) when an item's trusted-application
+    /// list first needs it; `identified.executableDigest` when that is known already.
+    package var codeDigest: (@Sendable () -> Data?)?
 
     /// A caller holding `accessGroups` on a new connection (unless `connection` names one).
     package init(
-        accessGroups: [String], mayAccessAllGroups: Bool = false, connection: UInt64? = nil, identified: CallerInfo? = nil
+        accessGroups: [String], mayAccessAllGroups: Bool = false, connection: UInt64? = nil, identified: CallerInfo? = nil,
+        registeredApplication: (@Sendable (String, Data) -> String?)? = nil, codeDigest: (@Sendable () -> Data?)? = nil
     ) {
         self.accessGroups = accessGroups
         self.mayAccessAllGroups = mayAccessAllGroups
         self.connection = connection ?? Self.newConnection()
         self.identified = identified
+        self.registeredApplication = registeredApplication
+        self.codeDigest = codeDigest
+    }
+
+    /// The calling program as a trusted-application list names it: what the daemon found, or (embedded) this
+    /// process's own executable. Nil when its code cannot be read.
+    var application: TrustedApplication? {
+        guard let identified else { return TrustedApplication.thisProcess }
+        guard let digest = identified.executableDigest ?? codeDigest?() else { return nil }
+        return TrustedApplication(
+            applicationIdentifier: identified.applicationIdentifier ?? TrustedApplication.unregisteredIdentifier(digest),
+            executable: identified.executable, codeDigest: digest)
+    }
+
+    /// The list entry for the program at `executable` whose code has `digest`, named as this caller's registry
+    /// names it.
+    func application(at executable: String, digest: Data) -> TrustedApplication {
+        TrustedApplication(
+            applicationIdentifier: registeredApplication?(executable, digest)
+                ?? TrustedApplication.unregisteredIdentifier(digest),
+            executable: executable, codeDigest: digest)
     }
 
     /// What `lactl whoami` shows: the daemon's finding, or (embedded) this process and the groups its

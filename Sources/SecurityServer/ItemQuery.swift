@@ -162,6 +162,9 @@ package struct ItemQuery: Sendable {
             if kind == .date && operation == .add {
                 throw KeychainStatus(.param, "\(key) is read-only")
             }
+            if kind == .access && operation != .add {
+                throw KeychainStatus(.param, "kSecAttrAccess is set by SecItemAdd or SecItemUpdate, not matched")
+            }
             if kind == .protection, let name = normalized.stringValue, ProtectionClass(rawValue: name) == nil {
                 throw KeychainStatus(.param, "kSecAttrAccessible has an unknown value")
             }

@@ -20,7 +20,8 @@ struct ItemSealer: Sendable {
         var row: StoredItem
         var itemClass: ItemClass
         var protectionClass: ProtectionClass
-        /// Everything stored: user attributes, primary-key defaults, `agrp`, `pdmn`, `sync`, `cdat`, `mdat`, `accc`.
+        /// Everything stored: user attributes, primary-key defaults, `agrp`, `pdmn`, `sync`, `cdat`, `mdat`, `accc`,
+        /// `acls`.
         var attributes: [String: KeychainValue]
 
         /// False when the attributes were left sealed (a lookup that needs none of them); `attributes` is empty then.
@@ -93,7 +94,8 @@ struct ItemSealer: Sendable {
         _ row: StoredItem, attributes: [String: KeychainValue], data: SecureBytes, protectionClass: ProtectionClass
     ) throws -> StoredItem {
         var sealed = row
-        sealed.hasAccessControl = attributes["accc"] != nil
+        // The column says whether any guard is due: an access-control list or a trusted-application list.
+        sealed.hasAccessControl = attributes["accc"] != nil || attributes["acls"] != nil
         // The column is the file's: a writer of it could set the largest value, so no trapping arithmetic.
         let (generation, overflow) = (row.generation ?? 0).addingReportingOverflow(1)
         guard !overflow, generation > 0 else { throw KeychainStatus(.decode, "a row's generation is out of range") }
@@ -132,7 +134,7 @@ struct ItemSealer: Sendable {
     }
 
     /// A row whose attributes stay sealed: for lookups by full primary key that return only data or a persistent
-    /// reference, of rows known to have no access-control list. Its data still opens only for this row.
+    /// reference, of rows known to have neither an access-control nor a trusted-application list. Its data still opens only for this row.
     func unopened(_ row: StoredItem) throws -> OpenedItem {
         guard let itemClass = ItemClass(rawValue: row.itemClass),
             let protectionClass = ProtectionClass(rawValue: row.protectionClass)

@@ -16,6 +16,10 @@ extension KeychainEngine {
             throw KeychainStatus(.missingEntitlement, "the caller does not hold access group \(group)")
         }
         var attributes = query.attributes
+        try Self.requireOneAccessKind(attributes)
+        if case .access(let access)? = attributes["acls"] {
+            attributes["acls"] = .access(try namedAccess(access, caller: caller))
+        }
         let protectionClass = try Self.protectionClass(of: attributes)
         let synchronizable = query.synchronizable == .yes
         if protectionClass.isThisDeviceOnly && synchronizable {

@@ -5,8 +5,8 @@ import KeychainStore
 /// Access-control decisions for one request, each taken with no database transaction open and kept for the row as
 /// it was when it was matched (its id, generation and sealed attributes).
 ///
-/// A transaction that meets a protected row it has no decision for throws ``NeedsAuthorization``, which rolls it
-/// back; ``KeychainEngine/withAuthorizations(_:)`` then asks the evaluator — prompting the user if it must, while
+/// A transaction that meets a protected row it has no decision for throws ``NeedsAuthorization`` (or, for a
+/// program the row's trusted-application list does not name, ``NeedsTrust``), which rolls it back; ``KeychainEngine/withAuthorizations(_:)`` then asks the evaluator — prompting the user if it must, while
 /// no SQLite lock or snapshot is held — and runs the transaction again. A row changed by someone else meanwhile
 /// has a new generation, so it is authorized again rather than taking the old decision.
 final class AuthorizationDecisions {
@@ -25,6 +25,8 @@ final class AuthorizationDecisions {
     }
 
     private(set) var decided: [Version: AccessDecision] = [:]
+    /// The user's answers for programs an item's trusted-application list does not name (`KeychainEngine+Trust`).
+    private(set) var trusted: [Version: AccessDecision] = [:]
 
     /// The decision taken for `item` as it is now; throws ``NeedsAuthorization`` when there is none yet.
     func decision(
@@ -40,6 +42,21 @@ final class AuthorizationDecisions {
 
     func record(_ decision: AccessDecision, for version: Version) {
         decided[version] = decision
+    }
+
+    /// What `caller` may do with `item` for `operation`: its trusted-application list first (Always allow rewrites
+    /// the row, whose access control is then decided for the version met next), then its access control.
+    /// Throws ``NeedsTrust`` or ``NeedsAuthorization`` for a decision not taken yet.
+    func verdict(
+        for item: ItemSealer.OpenedItem, caller: CallerIdentity, operation: AccessControlOperation, query: ItemQuery
+    ) throws -> AccessDecision {
+        let trust = try trust(for: item, caller: caller, operation: operation, query: query)
+        guard trust == .allowed, let policy = item.accessControl else { return trust }
+        return try decision(for: item, policy: policy, operation: operation, query: query)
+    }
+
+    func recordTrust(_ decision: AccessDecision, for version: Version) {
+        trusted[version] = decision
     }
 }
 
@@ -71,6 +88,8 @@ extension KeychainEngine {
                     needed.policy, operation: needed.version.operation, authenticationUI: needed.authenticationUI,
                     context: needed.context, prompting: needed.prompting)
                 decisions.record(decision, for: needed.version)
+            } catch let needed as NeedsTrust {
+                decisions.recordTrust(confirmTrust(needed), for: needed.version)
             }
         }
         throw KeychainStatus(.interactionNotAllowed, "the items kept changing while they were being authorized")

@@ -40,12 +40,9 @@ extension KeychainEngine {
     ) throws -> ItemResult? {
         var result = ItemResult(itemClass: query.itemClass ?? item.itemClass)
         let needsData = Self.needsData(query.returns, item.itemClass)
-        if needsData, let policy = item.accessControl {
-            switch try decisions.decision(for: item, policy: policy, operation: .readData, query: query) {
-            case .allowed: break
-            case .skip: return nil
-            case .denied(let code): throw KeychainStatus(code, "the item's access control is not satisfied")
-            }
+        if needsData {
+            guard try Self.proceeds(decisions.verdict(for: item, caller: caller, operation: .readData, query: query))
+            else { return nil }
         }
         var attributes: [String: KeychainValue] = [:]
         if query.returns.contains(.attributes) || query.returns.contains(.reference) {
@@ -82,13 +79,8 @@ extension KeychainEngine {
             }
             if query.returns.contains(.reference), case .certificate(let certificate) = result.reference {
                 try requireAvailable(key)
-                if let policy = key.accessControl {
-                    switch try decisions.decision(for: key, policy: policy, operation: .readData, query: query) {
-                    case .allowed: break
-                    case .skip: return nil
-                    case .denied(let code): throw KeychainStatus(code, "the key's access control is not satisfied")
-                    }
-                }
+                guard try Self.proceeds(decisions.verdict(for: key, caller: caller, operation: .readData, query: query))
+                else { return nil }
                 let keyData = try openData(key, transaction: transaction)
                 var keyAttributes = key.attributes
                 keyAttributes["class"] = .string(ItemClass.key.rawValue)
@@ -100,6 +92,17 @@ extension KeychainEngine {
             }
         }
         return result
+    }
+
+    /// Whether a read goes on past an item after `decision`: true when allowed, false when the item is skipped.
+    ///
+    /// - Throws: `KeychainStatus` with the denial's code.
+    static func proceeds(_ decision: AccessDecision) throws -> Bool {
+        switch decision {
+        case .allowed: true
+        case .skip: false
+        case .denied(let code): throw KeychainStatus(code, "the item's access control is not satisfied")
+        }
     }
 
     func openData(_ item: ItemSealer.OpenedItem, transaction: StoreTransaction) throws -> SecureBytes {

@@ -12,7 +12,10 @@ extension KeychainEngine {
         guard itemClass != .identity else {
             throw KeychainStatus(.param, "update the identity's certificate or key item instead")
         }
-        let (changedAttributes, newData) = try ItemQuery.parseChanges(changes, for: itemClass)
+        var (changedAttributes, newData) = try ItemQuery.parseChanges(changes, for: itemClass)
+        if case .access(let access)? = changedAttributes["acls"] {
+            changedAttributes["acls"] = .access(try namedAccess(access, caller: caller))
+        }
         if case .string(let group) = changedAttributes["agrp"], !caller.mayAccess(group) {
             throw KeychainStatus(.missingEntitlement, "the caller does not hold access group \(group)")
         }
@@ -25,9 +28,7 @@ extension KeychainEngine {
             try database.read { transaction in
                 for item in try matchingItems(query, caller: caller, transaction: transaction) {
                     try requireAvailable(item)
-                    if let policy = item.accessControl {
-                        try Self.requireAllowed(decisions.decision(for: item, policy: policy, operation: .update, query: query))
-                    }
+                    try Self.requireAllowed(decisions.verdict(for: item, caller: caller, operation: .update, query: query))
                 }
             }
             return try database.write { transaction in
@@ -37,14 +38,13 @@ extension KeychainEngine {
                 let now = Date()
                 for item in matches {
                     try requireAvailable(item)
-                    if let policy = item.accessControl {
-                        try Self.requireAllowed(decisions.decision(for: item, policy: policy, operation: .update, query: query))
-                    }
+                    try Self.requireAllowed(decisions.verdict(for: item, caller: caller, operation: .update, query: query))
                     var attributes = item.attributes.merging(changedAttributes) { _, new in new }
                     if changedAttributes["pdmn"] != nil && changedAttributes["accc"] == nil && item.accessControl != nil {
                         throw KeychainStatus(.param, "change kSecAttrAccessControl to change the protection class")
                     }
                     if changedAttributes["accc"] != nil { attributes["pdmn"] = nil }
+                    try Self.requireOneAccessKind(attributes)
                     let protectionClass = try Self.protectionClass(of: attributes)
                     attributes["pdmn"] = .string(protectionClass.rawValue)
                     attributes["mdat"] = .date(max(now, Self.date(attributes["cdat"]) ?? now))

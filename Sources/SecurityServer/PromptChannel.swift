@@ -15,9 +15,15 @@ package final class PromptChannel: Sendable {
     package let request: UInt64
     private let sink: @Sendable (PromptEvent) -> Void
 
+    /// What answers a question: a secret (nil: cancelled) or a confirmation's choice (nil: cancelled).
+    private enum Reply {
+        case secret(SecureBytes?)
+        case choice(TrustChoice?)
+    }
+
     private struct Waiting {
         let done = DispatchSemaphore(value: 0)
-        var answer: SecureBytes??
+        var reply: Reply?
     }
 
     private struct State {
@@ -48,14 +54,18 @@ package final class PromptChannel: Sendable {
                 return state.respond
             }
             respond?(action)
-        case .answer(let number, let secret):
-            let waiting = state.withLock { state -> DispatchSemaphore? in
-                guard state.questions[number] != nil, state.questions[number]?.answer == nil else { return nil }
-                state.questions[number]?.answer = .some(secret)
-                return state.questions[number]?.done
-            }
-            waiting?.signal()
+        case .answer(let number, let secret): reply(.secret(secret), to: number)
+        case .choice(let number, let choice): reply(.choice(choice), to: number)
         }
+    }
+
+    private func reply(_ reply: Reply, to number: UInt64) {
+        let waiting = state.withLock { state -> DispatchSemaphore? in
+            guard state.questions[number] != nil, state.questions[number]?.reply == nil else { return nil }
+            state.questions[number]?.reply = reply
+            return state.questions[number]?.done
+        }
+        waiting?.signal()
     }
 
     /// The client is gone: a fingerprint prompt in progress is cancelled and every waiting question is answered
@@ -103,6 +113,26 @@ package final class PromptChannel: Sendable {
         _ prompt: EvaluationPrompt, question: PasscodePrompt, isApplicationPassword: Bool = false,
         isCancelled: @Sendable () -> Bool
     ) -> SecureBytes? {
+        let reply = waitForReply(isCancelled: isCancelled) { number in
+            .question(number, prompt, question, isApplicationPassword: isApplicationPassword)
+        }
+        guard case .secret(let secret)? = reply else { return nil }
+        return secret
+    }
+
+    /// Asks the client's presenter whether the program may use an item its list does not trust, and blocks the
+    /// calling thread until it answers (nil: cancelled or gone). Call it from a thread that may block.
+    func confirm(_ prompt: TrustPrompt) -> TrustChoice? {
+        guard case .choice(let choice)? = waitForReply(isCancelled: { false }, { .confirmation($0, prompt) }) else {
+            return nil
+        }
+        return choice
+    }
+
+    /// Sends the question `event` makes of a new number and waits for its reply.
+    private func waitForReply(
+        isCancelled: @Sendable () -> Bool, _ event: (UInt64) -> PromptEvent.Kind
+    ) -> Reply? {
         let asked = state.withLock { state -> (UInt64, DispatchSemaphore)? in
             guard !state.closed else { return nil }
             let number = state.nextQuestion
@@ -113,15 +143,13 @@ package final class PromptChannel: Sendable {
         }
         guard let (number, done) = asked else { return nil }
         defer { state.withLock { _ = $0.questions.removeValue(forKey: number) } }
-        sink(
-            PromptEvent(
-                request: request, .question(number, prompt, question, isApplicationPassword: isApplicationPassword)))
+        sink(PromptEvent(request: request, event(number)))
         // Wake up now and then to notice an invalidation: nothing else interrupts a client that does not answer.
         while done.wait(timeout: .now() + .milliseconds(100)) == .timedOut {
             if isCancelled() || isClosed { return nil }
         }
-        let answer = state.withLock { $0.questions[number]?.answer ?? nil }
-        return isCancelled() ? nil : answer
+        let reply = state.withLock { $0.questions[number]?.reply }
+        return isCancelled() ? nil : reply
     }
 
     /// A message from the passcode back end.

@@ -16,16 +16,54 @@ package protocol KeychainItemCoding: KeychainItem {
     init?(keychainAttributes: [String: KeychainValue], data: Data?)
 }
 
+/// A program a password trusts: it uses the password without being asked (macOS's trusted applications,
+/// `kSecAttrAccess`). Any other program that holds the item's access group is asked through its presenter ("<app>
+/// wants to use the item …": Deny, Allow once, Always allow), and an allow then needs the user's finger or passcode,
+/// checked by the keychain. A listed program whose executable changed is asked again ("<app> has changed").
+public struct KeychainTrustedApplication: Sendable, Hashable {
+    let application: TrustedApplication
+
+    init(_ application: TrustedApplication) {
+        self.application = application
+    }
+
+    /// The program making the request, as the keychain identifies it.
+    public static let thisProgram = KeychainTrustedApplication(.caller)
+
+    /// The executable at `path`, trusted by the SHA-256 of its contents now; nil when it cannot be read.
+    public init?(executableAt path: String) {
+        guard let application = TrustedApplication.reading(path) else { return nil }
+        self.application = application
+    }
+
+    /// The executable's canonical path (empty for ``thisProgram`` before the item is stored).
+    public var path: String { application.executable }
+    /// The registered application identifier, or `unregistered.<sha256>`; empty before the item is stored.
+    public var applicationIdentifier: String { application.applicationIdentifier }
+    /// The SHA-256 of the executable it trusts.
+    public var codeDigest: Data { application.codeDigest }
+}
+
 /// Attributes every typed item has.
 private func commonAttributes(
-    label: String?, accessGroup: String?, accessibility: KeychainAccessibility, isSynchronizable: Bool, data: Data
+    label: String?, accessGroup: String?, accessibility: KeychainAccessibility, isSynchronizable: Bool, data: Data,
+    trustedApplications: [KeychainTrustedApplication]? = nil, name: String = ""
 ) -> [String: KeychainValue] {
     var attributes: [String: KeychainValue] = [
         "pdmn": .string(accessibility.rawValue), "sync": .bool(isSynchronizable), "v_Data": .secret(SecureBytes(data)),
     ]
     if let label { attributes["labl"] = .string(label) }
     if let accessGroup { attributes["agrp"] = .string(accessGroup) }
+    if let trustedApplications {
+        attributes["acls"] = .access(
+            ItemAccess(descriptor: label ?? name, applications: trustedApplications.map(\.application)))
+    }
     return attributes
+}
+
+private func trustedApplicationList(_ value: KeychainValue?) -> [KeychainTrustedApplication]? {
+    guard case .access(let access)? = value else { return nil }
+    return access.applications.map(KeychainTrustedApplication.init)
 }
 
 private func date(_ value: KeychainValue?) -> Date? {
@@ -58,6 +96,9 @@ public struct GenericPassword: KeychainItem, KeychainItemCoding, Hashable {
     public var accessibility: KeychainAccessibility
     /// Whether the item is synchronizable (`kSecAttrSynchronizable`).
     public var isSynchronizable: Bool
+    /// The programs that use the password without being asked; nil = no list (every program holding the access
+    /// group uses it), empty = every program is asked.
+    public var trustedApplications: [KeychainTrustedApplication]?
     /// Set by the keychain.
     public private(set) var creationDate: Date?
     /// Set by the keychain.
@@ -67,7 +108,7 @@ public struct GenericPassword: KeychainItem, KeychainItemCoding, Hashable {
     public init(
         service: String, account: String, password: Data, label: String? = nil, comment: String? = nil,
         accessGroup: String? = nil, accessibility: KeychainAccessibility = .whenUnlocked,
-        isSynchronizable: Bool = false
+        isSynchronizable: Bool = false, trustedApplications: [KeychainTrustedApplication]? = nil
     ) {
         self.service = service
         self.account = account
@@ -77,12 +118,13 @@ public struct GenericPassword: KeychainItem, KeychainItemCoding, Hashable {
         self.accessGroup = accessGroup
         self.accessibility = accessibility
         self.isSynchronizable = isSynchronizable
+        self.trustedApplications = trustedApplications
     }
 
     package var keychainAttributes: [String: KeychainValue] {
         var attributes = commonAttributes(
             label: label, accessGroup: accessGroup, accessibility: accessibility, isSynchronizable: isSynchronizable,
-            data: password)
+            data: password, trustedApplications: trustedApplications, name: service)
         attributes["svce"] = .string(service)
         attributes["acct"] = .string(account)
         if let comment { attributes["icmt"] = .string(comment) }
@@ -96,7 +138,8 @@ public struct GenericPassword: KeychainItem, KeychainItemCoding, Hashable {
         self.init(
             service: service, account: account, password: data ?? Data(), label: attributes["labl"]?.stringValue,
             comment: attributes["icmt"]?.stringValue, accessGroup: attributes["agrp"]?.stringValue,
-            accessibility: accessibility, isSynchronizable: attributes["sync"]?.boolValue ?? false)
+            accessibility: accessibility, isSynchronizable: attributes["sync"]?.boolValue ?? false,
+            trustedApplications: trustedApplicationList(attributes["acls"]))
         creationDate = date(attributes["cdat"])
         modificationDate = date(attributes["mdat"])
     }
@@ -131,13 +174,15 @@ public struct InternetPassword: KeychainItem, KeychainItemCoding, Hashable {
     public var accessibility: KeychainAccessibility
     /// Whether the item is synchronizable (`kSecAttrSynchronizable`).
     public var isSynchronizable: Bool
+    /// The programs that use the password without being asked; nil = no list, empty = every program is asked.
+    public var trustedApplications: [KeychainTrustedApplication]?
 
     /// An internet password to add.
     public init(
         server: String, account: String, password: Data, protocol: String = "", port: Int = 0, path: String = "",
         securityDomain: String = "", authenticationType: String = "", label: String? = nil,
         accessGroup: String? = nil, accessibility: KeychainAccessibility = .whenUnlocked,
-        isSynchronizable: Bool = false
+        isSynchronizable: Bool = false, trustedApplications: [KeychainTrustedApplication]? = nil
     ) {
         self.server = server
         self.account = account
@@ -151,12 +196,13 @@ public struct InternetPassword: KeychainItem, KeychainItemCoding, Hashable {
         self.accessGroup = accessGroup
         self.accessibility = accessibility
         self.isSynchronizable = isSynchronizable
+        self.trustedApplications = trustedApplications
     }
 
     package var keychainAttributes: [String: KeychainValue] {
         var attributes = commonAttributes(
             label: label, accessGroup: accessGroup, accessibility: accessibility, isSynchronizable: isSynchronizable,
-            data: password)
+            data: password, trustedApplications: trustedApplications, name: server)
         attributes["srvr"] = .string(server)
         attributes["acct"] = .string(account)
         attributes["ptcl"] = .string(`protocol`)
@@ -177,7 +223,8 @@ public struct InternetPassword: KeychainItem, KeychainItemCoding, Hashable {
             path: attributes["path"]?.stringValue ?? "", securityDomain: attributes["sdmn"]?.stringValue ?? "",
             authenticationType: attributes["atyp"]?.stringValue ?? "", label: attributes["labl"]?.stringValue,
             accessGroup: attributes["agrp"]?.stringValue, accessibility: accessibility,
-            isSynchronizable: attributes["sync"]?.boolValue ?? false)
+            isSynchronizable: attributes["sync"]?.boolValue ?? false,
+            trustedApplications: trustedApplicationList(attributes["acls"]))
     }
 }
 

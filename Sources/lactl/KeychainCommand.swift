@@ -20,6 +20,7 @@ struct KeychainCommand: ParsableCommand {
             AddGenericPassword.self, FindGenericPassword.self, DeleteGenericPassword.self,
             AddInternetPassword.self, FindInternetPassword.self, DeleteInternetPassword.self,
             DumpKeychain.self, LockKeychain.self, UnlockKeychain.self, ExportKeychain.self, ImportKeychain.self,
+            TrustApplications.self, UntrustApplications.self,
         ])
 }
 
@@ -150,6 +151,9 @@ private func describe(_ value: Any) -> String {
         return "0x" + data.map { String(format: "%02X", $0) }.joined()
     case let date as Date: return "\"\(ISO8601DateFormatter().string(from: date))\""
     case let access as SecAccessControl: return "<access control \(access.protection) 0x\(String(access.flags.rawValue, radix: 16))>"
+    case let access as SecAccess:
+        let names = access.trustedApplications.map { "\($0.applicationIdentifier) (\($0.path))" }
+        return "<trusted applications: \(names.isEmpty ? "none" : names.joined(separator: ", "))>"
     default: return "\(value)"
     }
 }
@@ -168,6 +172,10 @@ struct AddGenericPassword: ParsableCommand {
     @Option(name: .customShort("l"), help: "Label.") var label: String?
     @Option(name: .customShort("j"), help: "Comment.") var comment: String?
     @Option(name: .customShort("G"), help: "Access group.") var accessGroup: String?
+    @Option(
+        name: .customShort("T"),
+        help: "A program that may use the item without being asked (repeatable; \"\" for none: every program is asked).")
+    var trustedApplications: [String] = []
     @Flag(name: .customShort("U"), help: "Update the item if it exists.") var update = false
 
     func run() throws {
@@ -181,6 +189,11 @@ struct AddGenericPassword: ParsableCommand {
             var attributes: [String: Any] = [kSecValueData as String: secret.unprotectedData()]
             if let label { attributes[kSecAttrLabel as String] = label }
             if let comment { attributes[kSecAttrComment as String] = comment }
+            if !trustedApplications.isEmpty {
+                attributes[kSecAttrAccess as String] = try access(
+                    ItemAccess(descriptor: label ?? service, applications: []),
+                    trusting: trustedApplications.filter { !$0.isEmpty })
+            }
             try addOrUpdate(item, attributes: attributes, update: update, options: options)
         }
     }
@@ -260,6 +273,109 @@ private func find(_ query: [String: Any], options: KeychainOptions, showPassword
             } else {
                 printItem(item, showData: showPassword)
             }
+        }
+    }
+}
+
+// MARK: Trusted applications
+
+/// Which item `trust` and `untrust` change: a generic password by service and account, or an internet password by
+/// server and account.
+struct TrustedItemOptions: ParsableArguments {
+    @Option(name: .customShort("s"), help: "Service name (a generic password).") var service: String?
+    @Option(name: .customShort("r"), help: "Server name (an internet password).") var server: String?
+    @Option(name: .customShort("a"), help: "Account name.") var account: String?
+    @Option(name: .customShort("G"), help: "Access group.") var accessGroup: String?
+
+    func validate() throws {
+        guard (service == nil) != (server == nil) else { throw ValidationError("name the item with -s or -r") }
+    }
+
+    var query: [String: Any] {
+        var query: [String: Any] = [
+            kSecClass as String: server == nil ? kSecClassGenericPassword : kSecClassInternetPassword
+        ]
+        if let service { query[kSecAttrService as String] = service }
+        if let server { query[kSecAttrServer as String] = server }
+        if let account { query[kSecAttrAccount as String] = account }
+        if let accessGroup { query[kSecAttrAccessGroup as String] = accessGroup }
+        return query
+    }
+
+    /// Replaces the item's trusted-application list with what `change` makes of it (no list: an empty one named
+    /// after the item). Unless `lactl` is on the list, the keychain asks first whether it may change the item, and
+    /// then for the user's finger or passcode.
+    func changeList(options: KeychainOptions, _ change: (ItemAccess) throws -> ItemAccess) throws {
+        try reporting {
+            try options.run {
+                var found: CFTypeRef?
+                var lookup = query
+                lookup[kSecReturnAttributes as String] = true
+                try check(SecItemCopyMatching(lookup as CFDictionary, &found), "find the item")
+                let attributes = found as? [String: Any] ?? [:]
+                let current =
+                    (attributes[kSecAttrAccess as String] as? SecAccess)?.access
+                    ?? ItemAccess(descriptor: service ?? server ?? "", applications: [])
+                let update = [kSecAttrAccess as String: SecAccess(try change(current))]
+                try check(SecItemUpdate(query as CFDictionary, update as CFDictionary), "change the item's list")
+                // Read back: the keychain names each program (its registration, or unregistered.<sha256>).
+                try check(SecItemCopyMatching(lookup as CFDictionary, &found), "find the item")
+                let changed = ((found as? [String: Any])?[kSecAttrAccess as String] as? SecAccess)?.access ?? current
+                for application in changed.applications {
+                    print("trusted: \(application.applicationIdentifier) \(application.executable)")
+                }
+                if changed.applications.isEmpty { print("trusted: none (every program is asked)") }
+            }
+        }
+    }
+}
+
+/// `list` with the programs at `paths` trusted (replacing their earlier versions).
+private func access(_ list: ItemAccess, trusting paths: [String]) throws -> SecAccess {
+    var list = list
+    for path in paths {
+        guard let program = TrustedApplication.reading(path) else {
+            throw KeychainCommandFailure(status: errSecParam, operation: "read the program \(path)")
+        }
+        list = list.trusting(program)
+    }
+    return SecAccess(list)
+}
+
+struct TrustApplications: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "trust",
+        abstract: "Let programs use an item without being asked (its list of trusted applications, kSecAttrAccess).",
+        discussion: """
+            Each PROGRAM is an executable; it is trusted by the SHA-256 of its contents now, so a rebuilt or replaced \
+            program is asked again ("has changed"). Unless lactl is on the item's list, the keychain asks first and \
+            then wants your finger or passcode.
+            """)
+
+    @OptionGroup var options: KeychainOptions
+    @OptionGroup var item: TrustedItemOptions
+    @Argument(help: "The programs to trust.") var programs: [String]
+
+    func run() throws {
+        try item.changeList(options: options) { try access($0, trusting: programs).access }
+    }
+}
+
+struct UntrustApplications: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "untrust",
+        abstract: "Take programs off an item's list of trusted applications: they are asked again before using it.")
+
+    @OptionGroup var options: KeychainOptions
+    @OptionGroup var item: TrustedItemOptions
+    @Argument(help: "The programs to take off: executable paths or application identifiers.") var programs: [String]
+
+    func run() throws {
+        let paths = Set(programs.map { URL(fileURLWithPath: $0).resolvingSymlinksInPath().path })
+        try item.changeList(options: options) { list in
+            var list = list
+            list.applications.removeAll { paths.contains($0.executable) || programs.contains($0.applicationIdentifier) }
+            return list
         }
     }
 }

@@ -18,9 +18,12 @@ struct AppIsolationTests {
         let executable: String
         let socket: String
 
-        /// Runs one command, the program claiming `claimed` (`LA_ACCESS_GROUPS`); its `key=value` lines.
-        func run(_ arguments: [String], claiming claimed: String? = nil) throws -> [String: String] {
-            var environment = ProcessInfo.processInfo.environment
+        /// Runs one command, the program claiming `claimed` (`LA_ACCESS_GROUPS`), with `extra` in its environment;
+        /// its `key=value` lines.
+        func run(
+            _ arguments: [String], claiming claimed: String? = nil, environment extra: [String: String] = [:]
+        ) throws -> [String: String] {
+            var environment = ProcessInfo.processInfo.environment.merging(extra) { _, new in new }
             environment["LA_DAEMON_SOCKET"] = socket
             environment["LA_PRESENTER"] = "none"
             environment["LA_ACCESS_GROUPS"] = claimed

@@ -12,8 +12,29 @@ struct AttributeCodecTests {
             "invi": .bool(true), "cdat": .date(Date(timeIntervalSinceReferenceDate: 12345.678)),
             "accc": .accessControl(AccessControlPolicy(protection: "ak", flags: 0x4000_0001)),
             "labl": .string(""), "atag": .data(Data()),
+            "acls": .access(
+                ItemAccess(
+                    descriptor: "mail ✓",
+                    applications: [
+                        TrustedApplication(
+                            applicationIdentifier: "TEAM.mail", executable: "/usr/bin/mail",
+                            codeDigest: Data(repeating: 0xA5, count: 32)),
+                        TrustedApplication(applicationIdentifier: "", executable: "", codeDigest: Data()),
+                    ])),
         ]
         #expect(try AttributeCodec.decode(AttributeCodec.encode(attributes)) == attributes)
+    }
+
+    /// A trusted-application list has tag 8: its descriptor, a count, then identifier, path and digest per program.
+    @Test func aTrustedApplicationListEncodesToThePinnedBytes() throws {
+        let access = ItemAccess(
+            descriptor: "d",
+            applications: [TrustedApplication(applicationIdentifier: "T.a", executable: "/x", codeDigest: Data([1, 2]))])
+        let hex = AttributeCodec.encode(["acls": .access(access)]).map { String(format: "%02x", $0) }.joined()
+        #expect(
+            hex == "01" + "00000001" + "0000000461636c73" + "08" + "0000000164" + "00000001" + "00000003542e61"
+                + "000000022f78" + "000000020102")
+        #expect(try AttributeCodec.decode(Data(hexString: hex)) == ["acls": .access(access)])
     }
 
     @Test func equalDictionariesEncodeToEqualBytes() {

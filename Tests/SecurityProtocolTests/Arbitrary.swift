@@ -114,15 +114,35 @@ enum Draw {
 
 extension KeychainValue: Arbitrary {
     static func arbitrary(using rng: inout any SeededRandomNumberGenerator) -> KeychainValue {
-        switch Int.random(in: 0..<7, using: &rng) {
+        switch Int.random(in: 0..<8, using: &rng) {
         case 0: .string(Draw.string(&rng))
         case 1: .data(Draw.data(&rng))
         case 2: .integer(Draw.int64(&rng))
         case 3: .bool(Draw.bool(&rng))
         case 4: .date(Draw.date(&rng))
         case 5: .secret(Draw.secureBytes(&rng))
+        case 6: .access(ItemAccess.arbitrary(using: &rng))
         default: .accessControl(AccessControlPolicy.arbitrary(using: &rng))
         }
+    }
+}
+
+extension ItemAccess: Arbitrary {
+    static func arbitrary(using rng: inout any SeededRandomNumberGenerator) -> ItemAccess {
+        let applications = (0..<Int.random(in: 0...3, using: &rng)).map { _ in
+            Draw.bool(&rng)
+                ? TrustedApplication.caller
+                : TrustedApplication(
+                    applicationIdentifier: Draw.string(&rng), executable: Draw.string(&rng),
+                    codeDigest: Data((0..<32).map { _ in UInt8.random(in: 0...255, using: &rng) }))
+        }
+        return ItemAccess(descriptor: Draw.string(&rng), applications: applications)
+    }
+}
+
+extension TrustPrompt: Arbitrary {
+    static func arbitrary(using rng: inout any SeededRandomNumberGenerator) -> TrustPrompt {
+        TrustPrompt(application: Draw.string(&rng), item: Draw.string(&rng), changed: Draw.bool(&rng))
     }
 }
 
@@ -459,8 +479,9 @@ extension AuthenticationResponse: Arbitrary {
 extension PromptEvent: Arbitrary {
     static func arbitrary(using rng: inout any SeededRandomNumberGenerator) -> PromptEvent {
         let kind: PromptEvent.Kind =
-            switch Int.random(in: 0..<5, using: &rng) {
+            switch Int.random(in: 0..<6, using: &rng) {
             case 0: .fingerprintBegan(EvaluationPrompt.arbitrary(using: &rng))
+            case 5: .confirmation(Draw.uint64(&rng), TrustPrompt.arbitrary(using: &rng))
             case 1: .fingerprint(FingerprintPromptEvent.arbitrary(using: &rng))
             case 2: .fingerprintEnded
             case 3:
@@ -476,9 +497,11 @@ extension PromptEvent: Arbitrary {
 extension PromptAnswer: Arbitrary {
     static func arbitrary(using rng: inout any SeededRandomNumberGenerator) -> PromptAnswer {
         let kind: PromptAnswer.Kind =
-            Draw.bool(&rng)
-            ? .action(PromptAction.arbitrary(using: &rng))
-            : .answer(question: Draw.uint64(&rng), Draw.optional(&rng) { Draw.secureBytes(&$0) })
+            switch Int.random(in: 0..<3, using: &rng) {
+            case 0: .action(PromptAction.arbitrary(using: &rng))
+            case 1: .answer(question: Draw.uint64(&rng), Draw.optional(&rng) { Draw.secureBytes(&$0) })
+            default: .choice(question: Draw.uint64(&rng), TrustChoice.allCases.randomElement(using: &rng))
+            }
         return PromptAnswer(request: Draw.uint64(&rng), kind)
     }
 }

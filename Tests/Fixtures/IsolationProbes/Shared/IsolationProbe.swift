@@ -1,6 +1,7 @@
 import Foundation
 import KeychainServices
 import SecurityClient
+import SecureCrypto
 import SecurityProtocol
 
 /// What the two isolation probes (`isolation-probe-a`, `isolation-probe-b`: two programs built for the purpose, so
@@ -17,9 +18,35 @@ import SecurityProtocol
 ///     make-key TAG                          status=   (a permanent enclave P-256 key)
 ///     sign TAG [GROUP]                      status=   (finds the key by tag, signs)
 ///     whoami                                group= application= executable= sha256=
+///     add-trusted SERVICE ACCOUNT SECRET GROUP [PROGRAM…]
+///                                           status=   (kSecAttrAccess: this program and the PROGRAMs)
+///     trusted SERVICE ACCOUNT GROUP         status= trusted=<application identifier> <path> (one line each)
+///
+/// With `PROBE_CHOICE` (deny, once, always) set, the program's presenter answers "<app> wants to use the item"
+/// with it, printing `asked=<question>` and `changed=<bool>`, and gives `PROBE_PASSCODE` when the daemon then asks
+/// for the passcode.
 package enum IsolationProbe {
     /// Runs the command in `arguments` and exits with 0, or 2 for a command it does not know.
     package static func main(_ arguments: [String]) async -> Never {
+        let environment = ProcessInfo.processInfo.environment
+        guard let choice = environment["PROBE_CHOICE"], let socket = environment["LA_DAEMON_SOCKET"] else {
+            await run(arguments)
+            exit(0)
+        }
+        let presenter = ScriptedPresenter(choice: choice, passcode: environment["PROBE_PASSCODE"])
+        do {
+            let client = try SocketClient(
+                path: socket, accessGroups: EmbeddedConfiguration.fromEnvironment().accessGroups,
+                defaultPresenter: presenter)
+            await KeychainClientSelection.$current.withValue(client) { await run(arguments) }
+            exit(0)
+        } catch {
+            print("error=\(error)")
+            exit(1)
+        }
+    }
+
+    private static func run(_ arguments: [String]) async {
         switch arguments.first {
         case "add"?, "update"?:
             guard arguments.count >= 4 else { usage() }
@@ -98,6 +125,34 @@ package enum IsolationProbe {
             let signature = SecKeyCreateSignature(
                 item as! SecKey, .ecdsaSignatureMessageX962SHA256, Data("challenge".utf8) as CFData, &error)
             print("status=\(signature == nil ? Int(CFErrorGetCode(error!.takeRetainedValue())) : 0)")
+        case "add-trusted"?:
+            guard arguments.count >= 5 else { usage() }
+            var applications: [SecTrustedApplication] = []
+            for path in [nil] + arguments.dropFirst(5).map(Optional.some) {
+                var application: SecTrustedApplication?
+                let status = path.map { SecTrustedApplicationCreateFromPath($0, &application) }
+                    ?? SecTrustedApplicationCreateFromPath(nil, &application)
+                guard status == errSecSuccess, let application else { usage() }
+                applications.append(application)
+            }
+            var access: SecAccess?
+            guard SecAccessCreate(arguments[1] as CFString, applications as CFArray, &access) == errSecSuccess else {
+                usage()
+            }
+            var item = identity(arguments[1], arguments[2], group: arguments[4])
+            item[kSecValueData as String] = Data(arguments[3].utf8)
+            item[kSecAttrAccess as String] = access
+            print("status=\(SecItemAdd(item as CFDictionary, nil))")
+        case "trusted"?:
+            guard arguments.count >= 4 else { usage() }
+            var query = identity(arguments[1], arguments[2], group: arguments[3])
+            query[kSecReturnAttributes as String] = true
+            var result: CFTypeRef?
+            print("status=\(SecItemCopyMatching(query as CFDictionary, &result))")
+            let access = (result as? [String: Any])?[kSecAttrAccess as String] as? SecAccess
+            for application in access?.trustedApplications ?? [] {
+                print("trusted=\(application.applicationIdentifier) \(application.path)")
+            }
         case "whoami"?:
             do {
                 let client = try ClientSelection.fromEnvironment()
@@ -113,7 +168,6 @@ package enum IsolationProbe {
         default:
             usage()
         }
-        exit(0)
     }
 
     private static func identity(_ service: String, _ account: String, group: String?) -> [String: Any] {
@@ -148,5 +202,36 @@ package enum IsolationProbe {
     private static func usage() -> Never {
         FileHandle.standardError.write(Data("isolation-probe: unknown command \(CommandLine.arguments.dropFirst())\n".utf8))
         exit(2)
+    }
+}
+
+/// Answers every "wants to use" question with one choice and every passcode question with one passcode, printing
+/// what it was asked.
+private struct ScriptedPresenter: EvaluationPresenter {
+    let choice: String
+    let passcode: String?
+
+    func fingerprintPromptDidBegin(_ prompt: EvaluationPrompt, respond: @escaping @Sendable (PromptAction) -> Void) {
+        respond(.fallback)
+    }
+
+    func fingerprintPrompt(_ event: FingerprintPromptEvent) {}
+    func fingerprintPromptDidEnd() {}
+
+    func passcode(_ prompt: EvaluationPrompt, question: PasscodePrompt) -> SecureBytes? {
+        passcode.map { SecureBytes(Array($0.utf8)) }
+    }
+
+    func show(_ message: PasscodeMessage) {}
+
+    func confirm(_ prompt: TrustPrompt) -> TrustChoice? {
+        print("asked=\(prompt.text)")
+        print("changed=\(prompt.changed)")
+        return switch choice {
+        case "deny": .deny
+        case "once": .allowOnce
+        case "always": .alwaysAllow
+        default: nil
+        }
     }
 }
