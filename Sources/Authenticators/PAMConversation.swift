@@ -1,5 +1,6 @@
 internal import CPAM
 import Foundation
+import Synchronization
 import SecureCrypto
 import SecurityProtocol
 
@@ -108,6 +109,12 @@ let pamConversation: @convention(c) (
 
 /// The fail-delay hook installed as `PAM_FAIL_DELAY`: libpam calls it instead of sleeping after a failure.
 ///
-/// It does nothing on purpose: our attempt policy decides delays (escalating, persisted), so a module's fixed
-/// 2-second `pam_fail_delay` would only slow down the user without adding protection.
-let pamNoFailDelay: @convention(c) (Int32, UInt32, UnsafeMutableRawPointer?) -> Void = { _, _, _ in }
+/// It does not sleep, on purpose: our attempt policy decides delays (escalating, persisted), so a module's fixed
+/// 2-second `pam_fail_delay` would only slow down the user without adding protection. It only notes the delay it
+/// was asked for (``pamSkippedFailDelay``), so a test can see libpam asked it rather than sleeping itself.
+let pamNoFailDelay: @convention(c) (Int32, UInt32, UnsafeMutableRawPointer?) -> Void = { status, delay, _ in
+    if status != PAM_SUCCESS { pamSkippedFailDelay.store(UInt64(delay), ordering: .relaxed) }
+}
+
+/// The last fail delay (in microseconds) libpam handed to ``pamNoFailDelay`` instead of sleeping it.
+let pamSkippedFailDelay = Atomic<UInt64>(0)
