@@ -3,6 +3,7 @@ import KeychainServices
 import SecureCrypto
 import SecurityClient
 import SecurityProtocol
+import SwiftKeychain
 import Synchronization
 import Testing
 
@@ -168,5 +169,26 @@ struct TrustedApplicationListTests {
             var access2: SecAccess?
             #expect(SecAccessCreate("d" as CFString, ["not an app"] as CFArray, &access2) == errSecParam)
         }
+    }
+
+    /// The typed API: `trustedApplications` on a password, `.thisProgram` or an executable by path.
+    @Test func theTypedAPIListsTrustedApplications() throws {
+        let store = TestStore()
+        let presenter = Confirmations([.deny])
+        let keychain = Keychain(client: try store.passcodeClient(presenter: presenter))
+        try keychain.add(
+            GenericPassword(
+                service: "typed", account: "mine", password: Data("m".utf8), trustedApplications: [.thisProgram]))
+        let mine = try #require(try keychain.genericPassword(service: "typed", account: "mine"))
+        #expect(mine.password == Data("m".utf8))
+        let own = try #require(TrustedApplication.reading("/proc/self/exe"))
+        #expect(mine.trustedApplications?.map(\.codeDigest) == [own.codeDigest])
+
+        let other = try #require(KeychainTrustedApplication(executableAt: "/bin/true"))
+        try keychain.add(
+            GenericPassword(service: "typed", account: "theirs", password: Data("t".utf8), trustedApplications: [other]))
+        #expect(throws: KeychainError.self) { try keychain.genericPassword(service: "typed", account: "theirs") }
+        #expect(presenter.prompts.map(\.item) == ["typed"])
+        #expect(KeychainTrustedApplication(executableAt: "/no/such/program") == nil)
     }
 }
