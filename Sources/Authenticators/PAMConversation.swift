@@ -112,9 +112,10 @@ let pamConversation: @convention(c) (
 /// It does not sleep, on purpose: our attempt policy decides delays (escalating, persisted), so a module's fixed
 /// 2-second `pam_fail_delay` would only slow down the user without adding protection. It only notes the delay it
 /// was asked for (``pamSkippedFailDelay``), so a test can see libpam asked it rather than sleeping itself.
-let pamNoFailDelay: @convention(c) (Int32, UInt32, UnsafeMutableRawPointer?) -> Void = { status, delay, _ in
-    if status != PAM_SUCCESS { pamSkippedFailDelay.store(UInt64(delay), ordering: .relaxed) }
+let pamNoFailDelay: @convention(c) (Int32, UInt32, UnsafeMutableRawPointer?) -> Void = { _, delay, _ in
+    pamSkippedFailDelay.max(UInt64(delay), ordering: .relaxed)
 }
 
-/// The last fail delay (in microseconds) libpam handed to ``pamNoFailDelay`` instead of sleeping it.
+/// The longest fail delay (in microseconds) libpam handed to ``pamNoFailDelay`` instead of sleeping it, since it
+/// was last set to 0.
 let pamSkippedFailDelay = Atomic<UInt64>(0)

@@ -96,11 +96,19 @@ package final class EmbeddedClient: SecurityClient {
     package func send(
         _ request: AuthenticationRequest, presenter: (any EvaluationPresenter)?
     ) async throws -> AuthenticationResponse {
-        let channel = promptChannel(presenter)
+        let responding = Self.respondingChannel(to: presenter, roundTrips: roundTripsMessages)
+        let channel = responding?.channel
         defer { channel?.close() }
-        guard roundTripsMessages else { return try await engine.handle(request, caller: caller, prompts: channel) }
-        return try await MessageRoundTrip.result {
-            try await engine.handle(MessageRoundTrip.value(request), caller: caller, prompts: channel)
+        do {
+            let response = try await roundTripsMessages
+                ? MessageRoundTrip.result {
+                    try await engine.handle(MessageRoundTrip.value(request), caller: caller, prompts: channel)
+                } : engine.handle(request, caller: caller, prompts: channel)
+            await responding?.responder.shown()
+            return response
+        } catch {
+            await responding?.responder.shown()
+            throw error
         }
     }
 
@@ -136,18 +144,15 @@ package final class EmbeddedClient: SecurityClient {
         _ request: Request, _ options: EvaluationOptions, _ presenter: (any EvaluationPresenter)?,
         _ handle: (Request, Prompting) throws -> Response
     ) throws -> Response {
-        let channel = promptChannel(presenter)
-        defer { channel?.close() }
+        let responding = Self.respondingChannel(to: presenter, roundTrips: roundTripsMessages)
+        let channel = responding?.channel
+        defer {
+            channel?.close()
+            responding?.responder.waitUntilShown()
+        }
         guard roundTripsMessages else { return try handle(request, Prompting(options: options, channel: channel)) }
         let prompting = Prompting(options: MessageRoundTrip.value(options), channel: channel)
         return try MessageRoundTrip.result { try handle(MessageRoundTrip.value(request), prompting) }
-    }
-
-    /// A channel whose events reach `presenter` on the presenter queue and whose answers come back from it, both
-    /// through the codec when round-tripping; nil when nobody can be asked (no presenter, or a request made from a
-    /// presenter callback, which must not wait for a second prompt).
-    private func promptChannel(_ presenter: (any EvaluationPresenter)?) -> PromptChannel? {
-        Self.promptChannel(to: presenter, roundTrips: roundTripsMessages)
     }
 
     /// A channel for one request to `presenter`, as this client makes them (for engine-level tests too).
@@ -155,6 +160,16 @@ package final class EmbeddedClient: SecurityClient {
         to presenter: (any EvaluationPresenter)?,
         roundTrips: Bool = EmbeddedConfiguration.roundTripsMessagesByDefault
     ) -> PromptChannel? {
+        respondingChannel(to: presenter, roundTrips: roundTrips)?.channel
+    }
+
+    /// A channel whose events reach `presenter` on the presenter queue and whose answers come back from it, both
+    /// through the codec when round-tripping, with the responder that shows them (whose ``PromptResponder/shown()``
+    /// the request's answer waits for); nil when nobody can be asked (no presenter, or a request made from a
+    /// presenter callback, which must not wait for a second prompt).
+    private static func respondingChannel(
+        to presenter: (any EvaluationPresenter)?, roundTrips: Bool
+    ) -> (channel: PromptChannel, responder: PromptResponder)? {
         guard let responder = PromptResponder.forNewRequest(presenter: presenter) else { return nil }
         let answers = AnswerRelay()
         let channel = PromptChannel(request: responder.request) { event in
@@ -163,7 +178,7 @@ package final class EmbeddedClient: SecurityClient {
             }
         }
         answers.connect(channel)
-        return channel
+        return (channel, responder)
     }
 }
 

@@ -31,6 +31,8 @@ package struct PromptResponder: Sendable {
     package let request: UInt64
     /// Who draws the prompts.
     package let presenter: any EvaluationPresenter
+    /// This request's events handed to the presenter queue and not shown yet.
+    private let unshown = Unshown()
 
     private static let lastRequest = Atomic<UInt64>(0)
 
@@ -57,7 +59,14 @@ package struct PromptResponder: Sendable {
         guard event.request == request else { return }
         let presenter = self.presenter
         let request = self.request
+        let unshown = self.unshown
+        // A question may wait for the user as long as it takes (and the request may end meanwhile, invalidated):
+        // it counts as shown once it is asked. The other events count once the presenter returns.
+        let waitsForUser = event.kind.waitsForUser
+        unshown.add()
         PresenterQueue.async {
+            if waitsForUser { unshown.remove() }
+            defer { if !waitsForUser { unshown.remove() } }
             switch event.kind {
             case .fingerprintBegan(let prompt):
                 presenter.fingerprintPromptDidBegin(prompt) { reply(PromptAnswer(request: request, .action($0))) }
@@ -74,5 +83,70 @@ package struct PromptResponder: Sendable {
                 reply(PromptAnswer(request: request, .choice(question: number, presenter.confirm(prompt))))
             }
         }
+    }
+}
+
+extension PromptEvent.Kind {
+    /// Whether the presenter's callback for this event may block until the user answers.
+    var waitsForUser: Bool {
+        switch self {
+        case .question, .confirmation: true
+        case .fingerprintBegan, .fingerprint, .fingerprintEnded, .message: false
+        }
+    }
+}
+
+extension PromptResponder {
+    /// Runs `body` once every event of this request handed to ``handle(_:reply:)`` so far has been shown (a question:
+    /// asked): at once when none waits, else on the presenter queue right after the last. The request's answer goes through here, so
+    /// a caller never sees the answer before its presenter saw the prompts that led to it ("not recognised" before
+    /// `authenticationFailed`). Only this request's events are waited for, never another request's prompt.
+    package func afterShown(_ body: @escaping @Sendable () -> Void) {
+        unshown.whenEmpty(body)
+    }
+
+    /// ``afterShown(_:)`` for a task: returns once this request's events have been shown.
+    package func shown() async {
+        await withCheckedContinuation { continuation in afterShown { continuation.resume() } }
+    }
+
+    /// ``afterShown(_:)`` for a thread that may block: returns once this request's events have been shown.
+    package func waitUntilShown() {
+        let shown = DispatchSemaphore(value: 0)
+        afterShown { shown.signal() }
+        shown.wait()
+    }
+}
+
+/// A count of one request's events waiting on the presenter queue, and what is to run once there are none.
+private final class Unshown: Sendable {
+    private struct State {
+        var count = 0
+        var waiting: [@Sendable () -> Void] = []
+    }
+
+    private let state = Mutex(State())
+
+    func add() {
+        state.withLock { $0.count += 1 }
+    }
+
+    func remove() {
+        let ready = state.withLock { state -> [@Sendable () -> Void] in
+            state.count -= 1
+            guard state.count == 0 else { return [] }
+            defer { state.waiting = [] }
+            return state.waiting
+        }
+        for body in ready { body() }
+    }
+
+    func whenEmpty(_ body: @escaping @Sendable () -> Void) {
+        let now = state.withLock { state -> Bool in
+            if state.count == 0 { return true }
+            state.waiting.append(body)
+            return false
+        }
+        if now { body() }
     }
 }

@@ -326,13 +326,21 @@ final class SocketConnection: Sendable {
         if takeReading() { read(until: { _ in true }) }
     }
 
-    /// Sends `message` (request number `id`) and waits for its final answer.
+    /// Sends `message` (request number `id`) and waits for its final answer, and for its presenter to have shown
+    /// the prompts that came before it (``PromptResponder/afterShown(_:)``).
     func request(
         _ message: ClientMessage, id: UInt64, responder: PromptResponder?,
         progress: (@Sendable (AdministrationEvent) -> Void)?
     ) async throws -> ServerMessage {
-        try await withCheckedThrowingContinuation { continuation in
-            start(message, id: id, Pending(waiter: .task(continuation), responder: responder, progress: progress))
+        do {
+            let answer = try await withCheckedThrowingContinuation { continuation in
+                start(message, id: id, Pending(waiter: .task(continuation), responder: responder, progress: progress))
+            }
+            await responder?.shown()
+            return answer
+        } catch {
+            await responder?.shown()
+            throw error
         }
     }
 
@@ -341,6 +349,7 @@ final class SocketConnection: Sendable {
     func requestBlocking(_ message: ClientMessage, id: UInt64, responder: PromptResponder?) throws -> ServerMessage {
         let waiter = BlockedWaiter()
         start(message, id: id, Pending(waiter: .thread(waiter), responder: responder, progress: nil))
+        defer { responder?.waitUntilShown() }
         while true {
             if let result = waiter.result.withLock({ $0 }) { return try result.get() }
             if takeReading() {
