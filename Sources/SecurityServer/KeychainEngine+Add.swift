@@ -17,9 +17,7 @@ extension KeychainEngine {
         }
         var attributes = query.attributes
         try Self.requireOneAccessKind(attributes)
-        if case .access(let access)? = attributes["acls"] {
-            attributes["acls"] = .access(try namedAccess(access, caller: caller))
-        }
+        try nameTrustedApplications(in: &attributes, caller: caller)
         let protectionClass = try Self.protectionClass(of: attributes)
         let synchronizable = query.synchronizable == .yes
         if protectionClass.isThisDeviceOnly && synchronizable {

@@ -12,13 +12,18 @@ import SecurityProtocol
 ///
 /// Reading attributes is not guarded (as on macOS); reading the data, using a key, updating and deleting are.
 extension KeychainEngine {
-    /// The list `requested` (an add's or update's `kSecAttrAccess`) with every entry named by the engine: "the
+    /// Names every entry of the list an add or update gives (`kSecAttrAccess`, `acls`), if it gives one: "the
     /// calling program" becomes the caller as identified, others take the application identifier the caller's
     /// registry gives their path and digest.
     ///
     /// - Throws: `errSecParam` for a digest that is not 32 bytes or too many programs; `errSecAuthFailed` when
     ///   the caller's own executable cannot be read.
-    func namedAccess(_ requested: ItemAccess, caller: CallerIdentity) throws -> ItemAccess {
+    func nameTrustedApplications(in attributes: inout [String: KeychainValue], caller: CallerIdentity) throws {
+        guard case .access(let requested)? = attributes["acls"] else { return }
+        attributes["acls"] = .access(try namedAccess(requested, caller: caller))
+    }
+
+    private func namedAccess(_ requested: ItemAccess, caller: CallerIdentity) throws -> ItemAccess {
         guard requested.applications.count <= ItemAccess.maximumApplications else {
             throw KeychainStatus(.param, "a trusted-application list holds at most \(ItemAccess.maximumApplications)")
         }

@@ -13,9 +13,7 @@ extension KeychainEngine {
             throw KeychainStatus(.param, "update the identity's certificate or key item instead")
         }
         var (changedAttributes, newData) = try ItemQuery.parseChanges(changes, for: itemClass)
-        if case .access(let access)? = changedAttributes["acls"] {
-            changedAttributes["acls"] = .access(try namedAccess(access, caller: caller))
-        }
+        try nameTrustedApplications(in: &changedAttributes, caller: caller)
         if case .string(let group) = changedAttributes["agrp"], !caller.mayAccess(group) {
             throw KeychainStatus(.missingEntitlement, "the caller does not hold access group \(group)")
         }
