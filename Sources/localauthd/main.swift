@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import SecurityDaemon
 import ServiceLifecycle
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -100,10 +101,19 @@ struct DaemonService: Service {
     let server: DaemonServer
 
     func run() async throws {
+        let stop = StopInProgress()
         try await withGracefulShutdownHandler {
             try await server.run()
         } onGracefulShutdown: {
-            Task { await server.stop() }
+            stop.task.withLock { $0 = Task { await server.stop() } }
         }
+        // The stop closes the listener first, which ends `run()`; it then lets requests in flight finish and shuts
+        // the threads down. The process must not exit (and run its libraries' exit handlers) under it.
+        await stop.task.withLock { $0 }?.value
     }
+}
+
+/// The graceful stop, once it began.
+private final class StopInProgress: Sendable {
+    let task = Mutex<Task<Void, Never>?>(nil)
 }
