@@ -99,16 +99,11 @@ package final class EmbeddedClient: SecurityClient {
         let responding = Self.respondingChannel(to: presenter, roundTrips: roundTripsMessages)
         let channel = responding?.channel
         defer { channel?.close() }
-        do {
-            let response = try await roundTripsMessages
-                ? MessageRoundTrip.result {
-                    try await engine.handle(MessageRoundTrip.value(request), caller: caller, prompts: channel)
-                } : engine.handle(request, caller: caller, prompts: channel)
-            await responding?.responder.shown()
-            return response
-        } catch {
-            await responding?.responder.shown()
-            throw error
+        return try await PromptResponder.answer(after: responding?.responder) {
+            guard roundTripsMessages else { return try await engine.handle(request, caller: caller, prompts: channel) }
+            return try await MessageRoundTrip.result {
+                try await engine.handle(MessageRoundTrip.value(request), caller: caller, prompts: channel)
+            }
         }
     }
 

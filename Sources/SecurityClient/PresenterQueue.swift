@@ -97,10 +97,11 @@ extension PromptEvent.Kind {
 }
 
 extension PromptResponder {
-    /// Runs `body` once every event of this request handed to ``handle(_:reply:)`` so far has been shown (a question:
-    /// asked): at once when none waits, else on the presenter queue right after the last. The request's answer goes through here, so
-    /// a caller never sees the answer before its presenter saw the prompts that led to it ("not recognised" before
-    /// `authenticationFailed`). Only this request's events are waited for, never another request's prompt.
+    /// Runs `body` once every event of this request handed to ``handle(_:reply:)`` so far has been shown (a
+    /// question: asked): at once when none waits, else on the presenter queue right after the last. The request's
+    /// answer goes through here, so a caller never sees the answer before its presenter saw the prompts that led to
+    /// it ("not recognised" before `authenticationFailed`). Only this request's events are waited for, never
+    /// another request's prompt.
     package func afterShown(_ body: @escaping @Sendable () -> Void) {
         unshown.whenEmpty(body)
     }
@@ -108,6 +109,16 @@ extension PromptResponder {
     /// ``afterShown(_:)`` for a task: returns once this request's events have been shown.
     package func shown() async {
         await withCheckedContinuation { continuation in afterShown { continuation.resume() } }
+    }
+
+    /// What `request` answers or throws, once the prompts of `responder`'s request have been shown.
+    package static func answer<T>(
+        after responder: PromptResponder?, _ request: () async throws -> T
+    ) async throws -> T {
+        let result: Result<T, any Error>
+        do { result = .success(try await request()) } catch { result = .failure(error) }
+        await responder?.shown()
+        return try result.get()
     }
 
     /// ``afterShown(_:)`` for a thread that may block: returns once this request's events have been shown.

@@ -332,15 +332,10 @@ final class SocketConnection: Sendable {
         _ message: ClientMessage, id: UInt64, responder: PromptResponder?,
         progress: (@Sendable (AdministrationEvent) -> Void)?
     ) async throws -> ServerMessage {
-        do {
-            let answer = try await withCheckedThrowingContinuation { continuation in
+        try await PromptResponder.answer(after: responder) {
+            try await withCheckedThrowingContinuation { continuation in
                 start(message, id: id, Pending(waiter: .task(continuation), responder: responder, progress: progress))
             }
-            await responder?.shown()
-            return answer
-        } catch {
-            await responder?.shown()
-            throw error
         }
     }
 
