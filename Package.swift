@@ -45,6 +45,10 @@ let package = Package(
         .systemLibrary(
             name: "CFPrint", pkgConfig: "libfprint-2",
             providers: [.apt(["libfprint-2-dev", "libglib2.0-dev"])]),
+        // tpm2-tss: ESAPI, the TCTI loader (device, swtpm), marshalling, error texts.
+        .systemLibrary(
+            name: "CTSS2", pkgConfig: "tss2-esys",
+            providers: [.apt(["libtss2-dev"])]),
 
         // Primitives: P-256, ECDSA, ECDH, Apple ECIES, AES-GCM, HKDF, X9.63 KDF, SecureBytes over OpenSSL 3.
         .target(name: "SecureCrypto", dependencies: ["COpenSSL"]),
@@ -57,7 +61,9 @@ let package = Package(
             name: "KeychainStore",
             dependencies: ["SecureCrypto", "SecurityProtocol", .product(name: "GRDB", package: "GRDB.swift")]),
         // Secrets: device root key, protection-class keys, enclave-held P-256 keys.
-        .target(name: "Enclave", dependencies: ["SecureCrypto", "StoreFiles"]),
+        // A TPM 2.0 through tpm2-tss: sealed data, P-256 keys made and used inside it, its properties.
+        .target(name: "TrustedPlatform", dependencies: ["CTSS2", "SecureCrypto", "StoreFiles"]),
+        .target(name: "Enclave", dependencies: ["SecureCrypto", "StoreFiles", "TrustedPlatform"]),
         // Authenticators: passcodes through PAM, fingerprints through libfprint-2, attempt policy.
         .target(
             name: "Authenticators",
@@ -237,6 +243,9 @@ let package = Package(
                 "SecurityClient", "SecurityProtocol", "SecureCrypto", "StoreFiles", "Authenticators", "TestSupport",
                 "SocketPeer", "AppRegistry", "localauthd", "lactl", "isolation-probe-a", "isolation-probe-b",
             ]),
+        // tpm2-tss against swtpm: sealing, TPM-held P-256 keys, another TPM, changed bytes, left-over objects.
+        .testTarget(
+            name: "TrustedPlatformTests", dependencies: ["TrustedPlatform", "SecureCrypto", "TestSupport"]),
         // The protocol's codec: every message round-trips (property-based), hostile frames fail cleanly.
         .testTarget(
             name: "SecurityProtocolTests",

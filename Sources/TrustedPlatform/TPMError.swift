@@ -1,0 +1,48 @@
+import CTSS2
+
+/// A failure talking to the TPM: the tpm2-tss response code and what was being done. Never holds key material.
+package struct TPMError: Error, CustomStringConvertible, Sendable {
+    /// The TSS2 response code (layer in the top byte, the TPM's own code below).
+    package var code: UInt32
+    /// What was asked of the TPM ("unseal the device key").
+    package var operation: String
+
+    package init(code: UInt32, operation: String) {
+        self.code = code
+        self.operation = operation
+    }
+
+    /// The TPM's response code with the handle, session and parameter numbers taken out, or nil when the failure
+    /// came from a software layer (the TCTI, ESAPI) rather than the TPM.
+    package var responseCode: UInt32? {
+        guard code >> 16 == 0 else { return nil }
+        return code & 0x80 != 0 ? code & 0xBF : code & 0x97F
+    }
+
+    /// The object does not belong under this parent: it was made by another TPM (or for another storage key), or
+    /// its bytes were changed.
+    package var isForeignObject: Bool {
+        [Self.integrity, Self.binding, Self.keySize, Self.size, Self.value].contains(responseCode)
+    }
+
+    /// The authorization value was wrong.
+    package var isAuthorizationFailure: Bool {
+        responseCode == Self.authorizationFailed || responseCode == Self.badAuthorization
+    }
+
+    /// The lock that shares a TPM without resource manager could not be taken (not a TSS2 code).
+    static let lockFailed: UInt32 = 0xFFFF_0001
+
+    static let integrity: UInt32 = 0x9F
+    static let binding: UInt32 = 0xA5
+    static let keySize: UInt32 = 0x87
+    static let size: UInt32 = 0x95
+    static let value: UInt32 = 0x84
+    static let authorizationFailed: UInt32 = 0x8E
+    static let badAuthorization: UInt32 = 0xA2
+
+    package var description: String {
+        let decoded = Tss2_RC_Decode(code).map { String(cString: $0) } ?? "unknown"
+        return "cannot \(operation): TPM error 0x\(String(code, radix: 16)) (\(decoded))"
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A real TPM 2.0 for tests: Debian's `swtpm` on a state directory of its own, reached through the TCTI
+/// `swtpm:path=<dir>/sock`. Each instance is a different TPM (its own seeds), so an object sealed by one does not
+/// load into another. Stopped (and its state removed) when dropped.
+package final class SoftwareTPM: @unchecked Sendable {
+    /// The TCTI string tpm2-tss, tpm2-tools and `LA_TPM_TCTI` take.
+    package let tcti: String
+    /// The state directory (the TPM's seeds and NV memory).
+    package let stateDirectory: URL
+    private let process: SpawnedProcess
+
+    /// Whether `swtpm` is installed (`scripts/bootstrap` installs it).
+    package static var isInstalled: Bool { FileManager.default.isExecutableFile(atPath: executable) }
+
+    private static let executable = "/usr/bin/swtpm"
+
+    /// Starts a fresh TPM, manufactured on first start, and waits until it answers.
+    package init() throws {
+        stateDirectory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "swtpm-\(UUID().uuidString.prefix(8))", isDirectory: true)
+        try FileManager.default.createDirectory(
+            at: stateDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let socket = stateDirectory.appendingPathComponent("sock").path
+        tcti = "swtpm:path=\(socket)"
+        process = try SpawnedProcess(
+            Self.executable,
+            [
+                "socket", "--tpm2", "--tpmstate", "dir=\(stateDirectory.path)",
+                "--server", "type=unixio,path=\(socket)", "--ctrl", "type=unixio,path=\(socket).ctrl",
+                "--flags", "not-need-init,startup-clear",
+            ],
+            log: stateDirectory.appendingPathComponent("swtpm.log").path)
+        let deadline = Date().addingTimeInterval(20)
+        while !Self.accepts(socket) {
+            guard process.isRunning, Date() < deadline else {
+                throw CocoaError(.executableLoad, userInfo: [NSLocalizedDescriptionKey: "swtpm did not start"])
+            }
+            usleep(20_000)
+        }
+    }
+
+    deinit {
+        _ = process.stop()
+        try? FileManager.default.removeItem(at: stateDirectory)
+    }
+
+    /// The environment that puts an engine on this TPM.
+    package var environment: [String: String] { ["LA_ENCLAVE": "tpm", "LA_TPM_TCTI": tcti] }
+
+    private static func accepts(_ path: String) -> Bool {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            let bytes = Array(path.utf8.prefix(raw.count - 1))
+            raw.copyBytes(from: bytes)
+        }
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0
+            }
+        }
+    }
+}
