@@ -110,7 +110,7 @@ let package = Package(
         .target(
             name: "SecurityDaemon",
             dependencies: [
-                "SecurityServer", "SecurityProtocol", "SocketPeer", "StoreFiles", "AppRegistry",
+                "SecurityServer", "SecurityProtocol", "SocketPeer", "StoreFiles", "AppRegistry", "Enclave",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -243,9 +243,14 @@ let package = Package(
                 "SecurityClient", "SecurityProtocol", "SecureCrypto", "StoreFiles", "Authenticators", "TestSupport",
                 "SocketPeer", "AppRegistry", "localauthd", "lactl", "isolation-probe-a", "isolation-probe-b",
             ]),
-        // tpm2-tss against swtpm: sealing, TPM-held P-256 keys, another TPM, changed bytes, left-over objects.
+        // tpm2-tss against swtpm: sealing, TPM-held P-256 keys, another TPM, changed bytes, left-over objects; the
+        // TPM enclave against a copied store directory.
         .testTarget(
-            name: "TrustedPlatformTests", dependencies: ["TrustedPlatform", "SecureCrypto", "TestSupport"]),
+            name: "TrustedPlatformTests",
+            dependencies: [
+                "TrustedPlatform", "Enclave", "SecureCrypto", "SecurityClient", "SecurityProtocol", "SecurityServer",
+                "TestSupport", "lactl",
+            ]),
         // The protocol's codec: every message round-trips (property-based), hostile frames fail cleanly.
         .testTarget(
             name: "SecurityProtocolTests",

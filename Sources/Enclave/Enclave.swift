@@ -8,7 +8,8 @@ import Synchronization
 ///
 /// Files (all 0600, in the 0700 store directory): `device.key` (the 256-bit root key, created with the keybag and
 /// never again: a missing root key beside an existing keybag is an error, not a reason to make a new one; a key file
-/// that others can read, that belongs to another user or that is all zeros is refused), `keybag` (every other key,
+/// that others can read, that belongs to another user or that is all zeros is refused) or, on the TPM backend,
+/// `device.tpm` (the same key sealed to the TPM, see `RootKeyStore`), `keybag` (every other key,
 /// each AES-256-GCM-sealed under the root key with its name and the keybag's version as associated data) and
 /// `keybag.state` (locked or not, the boot in which the last unlock happened, whether a passcode is set; a state
 /// file that is missing beside an existing keybag, or does not decode, reads as locked).
@@ -30,7 +31,14 @@ package final class Enclave: Sendable {
     /// may a missing attempt-counter file mean "no failures yet".
     package let attemptKeyIsNew: Bool
 
+    /// Where the root key lives and enclave P-256 keys are used.
+    package var backend: EnclaveBackend { rootKeys.backend }
+    /// The key that derives TPM-held keys' authorization values from their access-control lists (HKDF of the
+    /// metadata key): a changed list gives a value the TPM refuses.
+    let keyAuthorizationKey: SecureBytes
+
     let directory: URL
+    let rootKeys: RootKeyStore
     /// Enclave keys opened recently (see `EnclaveKey.swift`).
     let keyCache = EnclaveKeyCache()
     private let statePath: String
@@ -68,8 +76,11 @@ package final class Enclave: Sendable {
     /// Opening while the keybag is not locked counts as an unlock in this boot: the embedded store has no passcode
     /// yet, so the first open after boot is what makes `ck` items available.
     ///
-    /// - Throws: `EnclaveError.io` when the files cannot be created or read, `.corrupt` when they do not open.
-    package init(directory: URL) throws {
+    /// - Parameter configuration: the backend for a new store, and the TPM a sealed store needs (see
+    ///   `EnclaveConfiguration`); by default the embedded client's configuration.
+    /// - Throws: `EnclaveError.io` when the files cannot be created or read, `.corrupt` when they do not open,
+    ///   `.configuration` when the store's TPM is not configured or does not answer.
+    package init(directory: URL, configuration: EnclaveConfiguration? = nil) throws {
         self.directory = directory
         statePath = directory.appendingPathComponent("keybag.state").path
         try Self.createPrivateDirectory(directory)
@@ -79,7 +90,9 @@ package final class Enclave: Sendable {
 
         let keybagPath = directory.appendingPathComponent("keybag").path
         let keybagExists = PrivateFiles.exists(keybagPath)
-        let rootKey = try Self.loadRootKey(in: directory, mayCreate: !keybagExists)
+        let (rootKeys, rootKey) = try RootKeyStore.open(
+            in: directory, configuration: try configuration ?? .embedded(), mayCreate: !keybagExists)
+        self.rootKeys = rootKeys
         var wrapped: [String: Data]
         var attemptKeyIsNew = false
         if keybagExists {
@@ -113,6 +126,8 @@ package final class Enclave: Sendable {
             throw EnclaveError(.corrupt, "the keybag does not hold every key")
         }
         metadataKey = try Self.unwrap(wrapped["metadata"]!, name: "metadata", rootKey: rootKey)
+        keyAuthorizationKey = try HKDFSHA256.deriveKey(
+            inputKeyMaterial: metadataKey, info: Data("la.enclave-key.tpm-authorization.v1".utf8), outputByteCount: 32)
         indexKey = try Self.unwrap(wrapped["index"]!, name: "index", rootKey: rootKey)
         indexMAC = HMACSHA256.Key(indexKey)
         attemptKey = try Self.unwrap(wrapped["attempts"]!, name: "attempts", rootKey: rootKey)
@@ -260,7 +275,7 @@ package final class Enclave: Sendable {
         }
         let missing = wanted.filter { state.classKeys[$0] == nil }
         if missing.isEmpty { return }
-        let rootKey = try Self.loadRootKey(in: directory, mayCreate: false)
+        let rootKey = try rootKeys.load()
         for protectionClass in missing {
             state.classKeys[protectionClass] = try Self.unwrap(
                 wrappedClassKeys[protectionClass]!, name: protectionClass.rawValue, rootKey: rootKey)
@@ -324,17 +339,6 @@ package final class Enclave: Sendable {
             }
         }
         return (version, result)
-    }
-
-    /// The device root key; made only when `mayCreate` (a new store): a store whose root key went missing stays
-    /// closed rather than being given a key that opens nothing.
-    static func loadRootKey(in directory: URL, mayCreate: Bool) throws -> SecureBytes {
-        let path = directory.appendingPathComponent("device.key").path
-        do {
-            return try PrivateFiles.loadOrCreateKey(at: path, byteCount: keyByteCount, mayCreate: mayCreate)
-        } catch let failure as PrivateFileError {
-            throw EnclaveError(.corrupt, "the device key cannot be used: \(failure.message)")
-        }
     }
 
     /// Runs a store-file operation, reporting its failure as `EnclaveError.io`.

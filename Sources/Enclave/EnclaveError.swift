@@ -15,6 +15,8 @@ package struct EnclaveError: Error, CustomStringConvertible, Sendable {
         package static let io = Code(rawValue: 4)
         /// The key is bound to an application password and the one given does not open it (or none was given).
         package static let wrongPassword = Code(rawValue: 5)
+        /// The configuration names no usable backend, or the store needs one that is not configured or answers.
+        package static let configuration = Code(rawValue: 6)
 
         package static func ~= (code: Code, error: any Error) -> Bool {
             (error as? EnclaveError)?.code == code

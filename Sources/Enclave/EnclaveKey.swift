@@ -1,6 +1,7 @@
 import Foundation
 import SecureCrypto
 import Synchronization
+import TrustedPlatform
 
 /// A P-256 private key that lives in the enclave, in the only form that ever leaves it: its scalar sealed with
 /// AES-256-GCM under the device root key, the associated data binding the key's access-control list and its public
@@ -9,6 +10,12 @@ import Synchronization
 /// A key whose list has `.applicationPassword` is sealed under a key derived from the root key *and* the
 /// application password (scrypt of the password, with its parameters kept in ``passwordKDF`` and bound too): the
 /// right password is part of the key itself, not a check beside it, so a wrong one opens nothing.
+///
+/// On the TPM backend the key is made inside the TPM and its private part never leaves it: the value holds the TPM's
+/// key object (public area and TPM-encrypted private area) instead of a sealed scalar. The object's authorization
+/// value is derived from the store's keys, the access-control list and the password parameters (and, for a
+/// password-bound key, the password): a changed list, a key from another store or a wrong password gives a value
+/// the TPM refuses.
 ///
 /// Whoever holds this value can ask the enclave to use the key but cannot read it; the engine checks the
 /// access-control list before it asks the enclave to open the key.
@@ -21,20 +28,35 @@ package struct EnclaveKey: Sendable, Hashable {
     package var sealedScalar: Data
     /// For a key bound to an application password: the scrypt parameters (JSON of `PasswordKDF`); else empty.
     package var passwordKDF: Data
+    /// For a TPM-held key: the TPM's key object (`TPMObject.serialized`); empty for a software key.
+    package var tpmObject: Data
 
     private static let magic = Data("LAEK1".utf8)
     private static let passwordMagic = Data("LAEK2".utf8)
+    private static let tpmMagic = Data("LAEK3".utf8)
 
-    package init(accessControl: Data, publicKey: Data, sealedScalar: Data, passwordKDF: Data = Data()) {
+    package init(
+        accessControl: Data, publicKey: Data, sealedScalar: Data, passwordKDF: Data = Data(), tpmObject: Data = Data()
+    ) {
         self.accessControl = accessControl
         self.publicKey = publicKey
         self.sealedScalar = sealedScalar
         self.passwordKDF = passwordKDF
+        self.tpmObject = tpmObject
     }
 
+    /// Whether the private key is inside a TPM.
+    package var isTPMHeld: Bool { !tpmObject.isEmpty }
+
     /// The bytes stored as the key item's data and held by a client's `SecKey` as its handle (keys without an
-    /// application password keep the first format byte for byte).
+    /// application password keep the first format byte for byte). A TPM-held key: `LAEK3`, the list, the public
+    /// key, the password parameters (empty for none), the TPM object.
     package var serialized: Data {
+        if isTPMHeld {
+            var out = Self.tpmMagic
+            for field in [accessControl, publicKey, passwordKDF, tpmObject] { Self.appendField(field, to: &out) }
+            return out
+        }
         var out = passwordKDF.isEmpty ? Self.magic : Self.passwordMagic
         Self.appendField(accessControl, to: &out)
         Self.appendField(publicKey, to: &out)
@@ -48,7 +70,7 @@ package struct EnclaveKey: Sendable, Hashable {
         let bytes = [UInt8](data)
         guard bytes.count >= Self.magic.count else { throw EnclaveError(.corrupt, "not an enclave key") }
         let magic = Data(bytes[0..<Self.magic.count])
-        guard magic == Self.magic || magic == Self.passwordMagic else {
+        guard magic == Self.magic || magic == Self.passwordMagic || magic == Self.tpmMagic else {
             throw EnclaveError(.corrupt, "not an enclave key")
         }
         var offset = Self.magic.count
@@ -61,10 +83,16 @@ package struct EnclaveKey: Sendable, Hashable {
         }
         accessControl = try field()
         publicKey = try field()
-        passwordKDF = magic == Self.passwordMagic ? try field() : Data()
-        sealedScalar = try field()
+        passwordKDF = magic != Self.magic ? try field() : Data()
+        if magic == Self.tpmMagic {
+            tpmObject = try field()
+            sealedScalar = Data()
+        } else {
+            sealedScalar = try field()
+            tpmObject = Data()
+        }
         guard offset == bytes.count, publicKey.count == P256.publicKeyByteCount,
-            magic == Self.magic || !passwordKDF.isEmpty
+            magic != Self.passwordMagic || !passwordKDF.isEmpty, magic != Self.tpmMagic || !tpmObject.isEmpty
         else {
             throw EnclaveError(.corrupt, "an enclave key has trailing or missing bytes")
         }
@@ -73,10 +101,20 @@ package struct EnclaveKey: Sendable, Hashable {
     /// The associated data of the sealed scalar: a label, the access-control list, the public key and, for a
     /// password-bound key, its KDF parameters.
     var binding: Data {
+        if isTPMHeld { return Self.tpmBinding(accessControl: accessControl, passwordKDF: passwordKDF) }
         var out = Data((passwordKDF.isEmpty ? "la.enclave-key.v1" : "la.enclave-key.v2").utf8)
         Self.appendField(accessControl, to: &out)
         Self.appendField(publicKey, to: &out)
         if !passwordKDF.isEmpty { Self.appendField(passwordKDF, to: &out) }
+        return out
+    }
+
+    /// What a TPM-held key's authorization value is derived from. The public key is not in it (the TPM chooses it
+    /// after the value is set); it is checked against the TPM object's own public area instead.
+    static func tpmBinding(accessControl: Data, passwordKDF: Data) -> Data {
+        var out = Data("la.enclave-key.v3".utf8)
+        appendField(accessControl, to: &out)
+        appendField(passwordKDF, to: &out)
         return out
     }
 
@@ -112,8 +150,21 @@ extension Enclave {
     /// none) and, when `password` is given, to that application password. The private scalar exists in clear only
     /// in this process's secure memory, never in the result.
     ///
-    /// - Throws: `EnclaveError.corrupt` / `.io` when the root key cannot be read.
+    /// On the TPM backend the key is made inside the TPM, and its scalar never exists outside it.
+    ///
+    /// - Throws: `EnclaveError.corrupt` / `.io` when the root key cannot be read or the TPM fails.
     package func generateKey(accessControl: Data, password: SecureBytes? = nil) throws -> EnclaveKey {
+        if case .tpm(let tpm) = backend {
+            let kdf = password == nil ? Data() : try JSONEncoder().encode(Self.passwordKDF())
+            let authorization = try tpmAuthorization(
+                EnclaveKey.tpmBinding(accessControl: accessControl, passwordKDF: kdf), password: password, kdf: kdf)
+            let (object, publicKey) = try TPMHeldKey.call(tpm, passwordBound: password != nil) {
+                try $0.createP256Key(authorization: authorization)
+            }
+            return EnclaveKey(
+                accessControl: accessControl, publicKey: publicKey, sealedScalar: Data(), passwordKDF: kdf,
+                tpmObject: object.serialized)
+        }
         let key = try P256.PrivateKey()
         let scalar = key.x963Representation.slice(P256.publicKeyByteCount..<P256.privateKeyByteCount)
         var sealed = EnclaveKey(
@@ -133,13 +184,40 @@ extension Enclave {
     /// access-control list first; a password-bound key opens only with its `password`, every time (it is never
     /// cached, so a later call with another password cannot reuse it).
     ///
+    /// A TPM-held key is handed to `body` as a reference to the TPM object: each operation loads it into the TPM
+    /// with its authorization value and runs there.
+    ///
     /// - Throws: `EnclaveError.wrongPassword` for a password-bound key without its password; `.corrupt` when the
     ///   key does not open under this device's root key (a changed byte in the scalar, the list or the public key,
-    ///   or a key from another device); whatever `body` throws.
+    ///   or a key from another device or TPM); whatever `body` throws.
     package func withPrivateKey<Result>(
-        _ sealed: EnclaveKey, password: SecureBytes? = nil, _ body: (P256.PrivateKey) throws -> Result
+        _ sealed: EnclaveKey, password: SecureBytes? = nil, _ body: (any P256PrivateKeyOperations) throws -> Result
     ) throws -> Result {
         let bound = !sealed.passwordKDF.isEmpty
+        if sealed.isTPMHeld {
+            guard case .tpm(let tpm) = backend else {
+                throw EnclaveError(.corrupt, "the key is held by a TPM this store does not use")
+            }
+            guard let object = try? TPMObject(serialized: sealed.tpmObject), object.p256PublicKey == sealed.publicKey
+            else {
+                throw EnclaveError(.corrupt, "an enclave key's TPM object does not match its public key")
+            }
+            var password = password
+            if bound {
+                guard let kdf = try? JSONDecoder().decode(PasswordKDF.self, from: sealed.passwordKDF),
+                    kdf == (try? Self.passwordKDF(salt: kdf.salt))
+                else {
+                    throw EnclaveError(.corrupt, "an enclave key's password parameters are not ours")
+                }
+                guard password != nil else {
+                    throw EnclaveError(.wrongPassword, "the key needs its application password")
+                }
+            } else {
+                password = nil
+            }
+            let authorization = try tpmAuthorization(sealed.binding, password: password, kdf: sealed.passwordKDF)
+            return try TPMHeldKey.use(object, tpm: tpm, authorization: authorization, passwordBound: bound, body)
+        }
         if !bound, let key = keyCache.key(for: sealed) { return try body(key) }
         var sealingKey = try rootKey()
         if bound {
@@ -185,6 +263,17 @@ extension Enclave {
     }
 
     private func rootKey() throws -> SecureBytes {
-        try Self.loadRootKey(in: directory, mayCreate: false)
+        try rootKeys.load()
+    }
+
+    /// A TPM-held key's authorization value: HKDF-SHA256 over the store's key-authorization key (and, for a
+    /// password-bound key, the scrypt of the password), with the key's binding as info.
+    private func tpmAuthorization(_ binding: Data, password: SecureBytes?, kdf: Data) throws -> SecureBytes {
+        var material = keyAuthorizationKey
+        if let password {
+            let parameters = try JSONDecoder().decode(PasswordKDF.self, from: kdf)
+            material = material.appending(try parameters.deriveKey(from: password))
+        }
+        return try HKDFSHA256.deriveKey(inputKeyMaterial: material, info: binding, outputByteCount: 32)
     }
 }

@@ -27,6 +27,21 @@ extension P256.PrivateKey {
         }
     }
 
+}
+
+/// A P-256 private key wherever it lives: in this process's memory (`P256.PrivateKey`) or inside a TPM. Apple's
+/// formats built on ECDH (ECIES, X9.63 key exchange) take any of them: only the point multiplication happens where
+/// the key is.
+package protocol P256PrivateKeyOperations {
+    /// ECDSA over a precomputed digest (1…64 bytes; longer than 32 is cut to its first 32, as ECDSA specifies).
+    func signature(forDigest digest: some ContiguousBytes) throws -> ECDSASignature
+    /// Raw ECDH: the x-coordinate of `d · Q`, 32 bytes.
+    func sharedSecret(with peer: P256.PublicKey) throws -> SecureBytes
+}
+
+extension P256.PrivateKey: P256PrivateKeyOperations {}
+
+extension P256PrivateKeyOperations {
     /// ECDH followed by the ANSI X9.63 KDF with SHA-256 (Apple's `ecdhKeyExchangeStandardX963SHA256`).
     package func sharedSecret(
         with peer: P256.PublicKey, x963SharedInfo sharedInfo: Data, outputByteCount: Int

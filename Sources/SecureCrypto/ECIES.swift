@@ -45,7 +45,7 @@ package enum ECIES {
     /// - Throws: `invalidCiphertext` when the input is shorter than 81 bytes or its ephemeral key is not a P-256
     ///   point, `authenticationFailure` when the tag does not verify.
     package static func open(
-        _ ciphertext: some ContiguousBytes, with key: P256.PrivateKey, variant: Variant = .variableIV
+        _ ciphertext: some ContiguousBytes, with key: some P256PrivateKeyOperations, variant: Variant = .variableIV
     ) throws -> SecureBytes {
         let data = ciphertext.withUnsafeBytes { Data($0) }
         guard data.count >= P256.publicKeyByteCount else {

@@ -1,3 +1,4 @@
+import Enclave
 import Foundation
 import Logging
 import NIOCore
@@ -38,6 +39,16 @@ package struct DaemonConfiguration: Sendable {
         self.configurationDirectory = configurationDirectory
     }
 
+    /// The enclave backend for new stores and the TPM sealed ones need: `LA_ENCLAVE`, `LA_TPM_TCTI`, then
+    /// `<configuration directory>/localauthd.conf` (`enclave = software|tpm|auto`, `tpm-tcti = …`); `auto` when
+    /// none names one.
+    ///
+    /// - Throws: `EnclaveError(.configuration)` for an unknown backend name.
+    package func enclaveConfiguration() throws -> EnclaveConfiguration {
+        let file = configurationDirectory?.appendingPathComponent("localauthd.conf").path
+        return try EnclaveConfiguration.from(environment: environment, files: file.map { [$0] } ?? [])
+    }
+
     /// The app registry's directory: `<configuration directory>/apps.d`.
     package var registryDirectory: String? {
         configurationDirectory?.appendingPathComponent("apps.d", isDirectory: true).path
@@ -54,10 +65,12 @@ package struct DaemonConfiguration: Sendable {
 /// that user's passcode. A user's engine is shared by all of that user's connections.
 final class UserEngines: Sendable {
     let configuration: DaemonConfiguration
+    let enclave: EnclaveConfiguration
     private let engines = Mutex<[UInt32: KeychainEngine]>([:])
 
-    init(configuration: DaemonConfiguration) {
+    init(configuration: DaemonConfiguration, enclave: EnclaveConfiguration) {
         self.configuration = configuration
+        self.enclave = enclave
     }
 
     /// The engine of user `uid`.
@@ -72,7 +85,7 @@ final class UserEngines: Sendable {
             let directory = configuration.stateDirectory.appendingPathComponent(String(uid), isDirectory: true)
             let authentication = AuthenticationConfiguration.fromEnvironment(
                 dataDirectory: directory, username: name, environment: configuration.environment)
-            let engine = try KeychainEngine(directory: directory, authentication: authentication)
+            let engine = try KeychainEngine(directory: directory, authentication: authentication, enclave: enclave)
             engines[uid] = engine
             return engine
         }
@@ -121,7 +134,9 @@ package final class DaemonServer: Sendable {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: max(2, System.coreCount))
         let storeThreads = NIOThreadPool(numberOfThreads: 8)
         storeThreads.start()
-        let engines = UserEngines(configuration: configuration)
+        let enclave = try configuration.enclaveConfiguration()
+        logger.info("enclave", metadata: ["enclave": "\(enclave.choice.rawValue)", "tcti": "\(enclave.tcti)"])
+        let engines = UserEngines(configuration: configuration, enclave: enclave)
         let sessions = SessionRegistry()
         let registry = RegistryWatcher(directory: configuration.registryDirectory)
         let limit = configuration.frameLimit

@@ -86,7 +86,7 @@ extension KeychainEngine {
     /// ciphertext, KDF size) are the caller's input: `errSecParam`.
     private func useEnclaveKey<Result>(
         _ handle: Data, for operation: AccessControlOperation, context: AuthenticationContextID?,
-        prompting: Prompting, _ body: (P256.PrivateKey) throws -> Result
+        prompting: Prompting, _ body: (any P256PrivateKeyOperations) throws -> Result
     ) throws -> Result {
         let key: EnclaveKey
         do {

@@ -31,14 +31,18 @@ package final class KeychainEngine: Sendable {
     ///   - authentication: how the authenticators behind `LAContext` are set up; their attempt counters are
     ///     authenticated under this store's keybag. A passcode success through them also unlocks the keychain's
     ///     classes and records that a passcode is set.
-    /// - Throws: `KeychainStatus` (`errSecIO`, `errSecDecode`) when the files cannot be created or opened.
+    ///   - enclave: the backend for a new store and the TPM a sealed store needs; by default the embedded
+    ///     client's configuration (`LA_ENCLAVE`, `LA_TPM_TCTI`, `client.conf`).
+    /// - Throws: `KeychainStatus` (`errSecIO`, `errSecDecode`; `errSecNotAvailable` when the store's TPM is not
+    ///   configured or does not answer) when the files cannot be created or opened.
     package init(
         directory: URL, evaluator: (any AccessControlEvaluator)? = nil,
-        authentication configuration: AuthenticationConfiguration? = nil
+        authentication configuration: AuthenticationConfiguration? = nil,
+        enclave enclaveConfiguration: EnclaveConfiguration? = nil
     ) throws {
         self.directory = directory
         do {
-            enclave = try Enclave(directory: directory)
+            enclave = try Enclave(directory: directory, configuration: enclaveConfiguration)
             database = try KeychainDatabase(directory: directory)
         } catch {
             throw Self.status(error)
@@ -202,7 +206,10 @@ package final class KeychainEngine: Sendable {
         case EnclaveError.Code.locked: return KeychainStatus(.interactionNotAllowed, "the keychain is locked")
         case EnclaveError.Code.passcodeNotSet:
             return KeychainStatus(.authFailed, "this protection class needs a passcode and none is set")
-        case EnclaveError.Code.corrupt: return KeychainStatus(.decode, "a key does not authenticate")
+        case EnclaveError.Code.corrupt:
+            return KeychainStatus(.decode, "a key does not authenticate: \((error as! EnclaveError).message)")
+        case EnclaveError.Code.configuration:
+            return KeychainStatus(.notAvailable, (error as! EnclaveError).message)
         case EnclaveError.Code.wrongPassword:
             return KeychainStatus(.authFailed, "the application password does not open the key")
         case EnclaveError.Code.io: return KeychainStatus(.io, "the key files cannot be read or written")

@@ -107,7 +107,7 @@ package final class TPMConnection {
     }
 
     /// Loads `object` for use with `authorization`; the handle is flushed by `flush` or when the connection closes.
-    package func load(_ object: TPMObject, authorization: SecureBytes) throws -> ESYS_TR {
+    package func load(_ object: TPMObject, authorization: SecureBytes) throws -> TPMHandle {
         var (publicValue, privateValue) = try object.unmarshalled()
         var handle: ESYS_TR = ESYS_TR_NONE
         let rc = Esys_Load(
@@ -123,7 +123,7 @@ package final class TPMConnection {
     }
 
     /// Flushes a loaded object now.
-    package func flush(_ handle: ESYS_TR) {
+    package func flush(_ handle: TPMHandle) {
         guard let index = loaded.lastIndex(of: handle) else { return }
         loaded.remove(at: index)
         _ = Esys_FlushContext(context, handle)
@@ -136,7 +136,7 @@ package final class TPMConnection {
     /// SHA-1, SHA-224, SHA-384 and SHA-512 digests that way.
     ///
     /// - Returns: `r` and `s`, 32 bytes each.
-    package func sign(_ value: Data, with key: ESYS_TR) throws -> (r: Data, s: Data) {
+    package func sign(_ value: Data, with key: TPMHandle) throws -> (r: Data, s: Data) {
         precondition(value.count == 32, "TPMConnection.sign takes a 32-byte value")
         var digest = TPM2B_DIGEST()
         try value.withUnsafeBytes { try setTPM2B(&digest, $0) }
@@ -152,7 +152,7 @@ package final class TPMConnection {
 
     /// The X coordinate of `d · point` for a loaded P-256 key's scalar `d` (`TPM2_ECDH_ZGen`): the ECDH shared
     /// secret. `point` is `04 || X || Y`.
-    package func sharedSecret(with key: ESYS_TR, point: Data) throws -> SecureBytes {
+    package func sharedSecret(with key: TPMHandle, point: Data) throws -> SecureBytes {
         guard point.count == 65, point.first == 4 else {
             throw TPMError(code: 0x0009_0000 | 6, operation: "use a public key that is not an uncompressed point")
         }
@@ -221,7 +221,7 @@ package final class TPMConnection {
 
     /// The storage root key: the primary key the TCG's ECC P-256 storage template makes in the owner hierarchy
     /// (the same key every time, so nothing needs to be kept in the TPM's NV memory).
-    private func primary() throws -> ESYS_TR {
+    private func primary() throws -> TPMHandle {
         if let storageKey { return storageKey }
         var sensitive = TPM2B_SENSITIVE_CREATE()
         var template = TPM2B_PUBLIC()
@@ -247,7 +247,7 @@ package final class TPMConnection {
     }
 
     /// The HMAC session salted with the storage root key, encrypting the first parameter both ways.
-    private func salted() throws -> ESYS_TR {
+    private func salted() throws -> TPMHandle {
         if let session { return session }
         var symmetric = la_tpm_session_symmetric()
         var handle: ESYS_TR = ESYS_TR_NONE
@@ -287,7 +287,7 @@ package final class TPMConnection {
         return (try TPMObject(public: outPublic, private: outPrivate), outPublic.pointee)
     }
 
-    private static func x963(_ point: TPMS_ECC_POINT) -> Data {
+    static func x963(_ point: TPMS_ECC_POINT) -> Data {
         var point = point
         return Data([4]) + padded(&point.x) + padded(&point.y)
     }
@@ -332,3 +332,6 @@ package struct TPMInformation: Sendable, Equatable {
 func secureZero<Value>(of value: inout Value) {
     withUnsafeMutableBytes(of: &value) { secureZero($0) }
 }
+
+/// An object loaded into the TPM by a connection (an ESAPI handle), valid until the connection flushes it.
+package typealias TPMHandle = ESYS_TR

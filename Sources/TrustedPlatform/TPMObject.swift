@@ -33,6 +33,17 @@ package struct TPMObject: Sendable, Hashable {
         privateArea = Data(bytes[publicEnd...])
     }
 
+    /// The public key of a P-256 key object (`04 || X || Y`), or nil when the object is not one. Authentic only
+    /// once the TPM has loaded the object (the private area's integrity covers the public area).
+    package var p256PublicKey: Data? {
+        var publicValue = TPM2B_PUBLIC()
+        guard (try? unmarshal(publicArea, into: &publicValue, Tss2_MU_TPM2B_PUBLIC_Unmarshal)) != nil,
+            publicValue.publicArea.type == TPM2_ALG_ECC,
+            publicValue.publicArea.parameters.eccDetail.curveID == TPM2_ECC_NIST_P256
+        else { return nil }
+        return TPMConnection.x963(publicValue.publicArea.unique.ecc)
+    }
+
     /// TSS2_MU_RC_BAD_SIZE: the bytes go on after the object.
     static let trailingBytes: UInt32 = 0x0009_0000 | 6
 

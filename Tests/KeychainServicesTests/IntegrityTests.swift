@@ -18,7 +18,7 @@ struct IntegrityTests {
             return (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int) ?? -1
         }
         #expect(try mode("") == 0o700)
-        for name in ["keychain.db", "device.key", "keybag", "keybag.state"] {
+        for name in ["keychain.db", rootKeyFileName, "keybag", "keybag.state"] {
             #expect(try mode(name) == 0o600, "\(name)")
         }
         let wal = store.storeDirectory.appendingPathComponent("keychain.db-wal").path

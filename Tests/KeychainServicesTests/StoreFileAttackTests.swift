@@ -69,13 +69,16 @@ struct StoreFileAttackTests {
     func keyFilesAreTrustedOnlyWhenPrivateAndPresent() throws {
         let store = TestStore()
         try store.with(try store.client()) { addGenericPassword(account: "a") }
-        let keyPath = store.directory.appendingPathComponent("device.key").path
+        let keyPath = store.directory.appendingPathComponent(rootKeyFileName).path
         let original = try Data(contentsOf: URL(fileURLWithPath: keyPath))
 
-        chmod(keyPath, 0o644)
-        #expect(throws: KeychainStatus.self) { _ = try store.client() }
-        #expect(Self.mode(keyPath) == 0o644, "left as found, for the administrator")
-        chmod(keyPath, 0o600)
+        if !testsRunOnTPM {
+            // The TPM's sealed key is no secret without its TPM; the key itself must be private.
+            chmod(keyPath, 0o644)
+            #expect(throws: KeychainStatus.self) { _ = try store.client() }
+            #expect(Self.mode(keyPath) == 0o644, "left as found, for the administrator")
+            chmod(keyPath, 0o600)
+        }
 
         try Data(count: 32).write(to: URL(fileURLWithPath: keyPath))
         chmod(keyPath, 0o600)

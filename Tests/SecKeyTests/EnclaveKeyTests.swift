@@ -284,7 +284,10 @@ struct EnclaveKeyTests {
                 ])),
             let stored = items.items.first?.data?.unprotectedData()
         else { throw SecKeyFailure(status: 2) }
-        #expect(stored.starts(with: Data("LAEK1".utf8)))
+        // Software: the scalar sealed under the root key (LAEK1); TPM: the TPM's key object (LAEK3).
+        let tpm = ProcessInfo.processInfo.environment["LA_ENCLAVE"] == "tpm"
+        #expect(stored.starts(with: Data((tpm ? "LAEK3" : "LAEK1").utf8)))
+        #expect(try EnclaveKey(serialized: stored).isTPMHeld == tpm)
     }
 
     @Test func duplicatePermanentEnclaveKeyTagStillMakesDistinctKeys() throws {
@@ -319,7 +322,12 @@ struct EnclaveKeyTests {
         let sealed = try EnclaveKey(serialized: handle)
 
         var changedScalar = sealed
-        changedScalar.sealedScalar[changedScalar.sealedScalar.count - 20] ^= 1
+        if sealed.isTPMHeld {
+            // The TPM's private area (its last bytes): encrypted and integrity-protected by the TPM.
+            changedScalar.tpmObject[changedScalar.tpmObject.count - 20] ^= 1
+        } else {
+            changedScalar.sealedScalar[changedScalar.sealedScalar.count - 20] ^= 1
+        }
         var weakerACL = sealed
         weakerACL.accessControl = Data()
         var otherACL = sealed

@@ -69,3 +69,9 @@ package final class SoftwareTPM: @unchecked Sendable {
         }
     }
 }
+
+/// Whether this test run puts engines on the TPM backend (`scripts/run-tests tpm`: `LA_ENCLAVE=tpm`).
+package var testsRunOnTPM: Bool { ProcessInfo.processInfo.environment["LA_ENCLAVE"] == "tpm" }
+
+/// The store file that holds the device root key in this run: `device.tpm` (sealed to the TPM) or `device.key`.
+package var rootKeyFileName: String { testsRunOnTPM ? "device.tpm" : "device.key" }
