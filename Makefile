@@ -10,15 +10,17 @@ bootstrap:
 build: bootstrap
 	$(SWIFT) build $(SWIFT_BUILD_FLAGS)
 
-# Every test suite, against the real OpenSSL, SQLite, PAM (pam_matrix) and libfprint (virtual reader), in two
-# passes over one build (scripts/run-tests): embedded, then the client-facing suites again through a localauthd
-# each world starts (LA_TEST_MODE=daemon). The passes run one after the other: both would share the two cores, and
-# timing-bounded tests (prompts cancelled within 5 s) need them.
+# Every test suite, against the real OpenSSL, SQLite, PAM (pam_matrix), libfprint (virtual reader) and a TPM
+# (swtpm), in three passes over one build (scripts/run-tests): embedded, then the client-facing suites again through
+# a localauthd each world starts (LA_TEST_MODE=daemon), then the keychain, SecKey, rights and examples suites on the
+# TPM enclave backend. The passes run one after the other: they would share the two cores, and timing-bounded tests
+# (prompts cancelled within 5 s) need them.
 test: bootstrap
 	scripts/check-imports
 	$(SWIFT) build --build-tests $(SWIFT_BUILD_FLAGS)
 	SWIFT="$(SWIFT)" SWIFT_BUILD_FLAGS="$(SWIFT_BUILD_FLAGS)" scripts/run-tests embedded
 	SWIFT="$(SWIFT)" SWIFT_BUILD_FLAGS="$(SWIFT_BUILD_FLAGS)" scripts/run-tests daemon
+	SWIFT="$(SWIFT)" SWIFT_BUILD_FLAGS="$(SWIFT_BUILD_FLAGS)" scripts/run-tests tpm
 
 # The ChallengeSigning example end to end: libfprint's virtual reader, a throwaway store, HTTP on loopback.
 # `lactl demo` (the building blocks one by one) stays available: `swift run lactl demo`.

@@ -24,8 +24,8 @@ package enum EnclaveBackend: Sendable, Hashable {
 /// - else `auto`: the TPM when one answers at the TCTI, else software.
 ///
 /// A store keeps the backend it was made with: one whose root key is sealed to a TPM needs that TPM (`software` is
-/// then an error, not a fresh key), and a software store opened with a TPM available has its root key sealed to the
-/// TPM (the key file is then overwritten and removed).
+/// then an error, not a fresh key), and a software store stays software under `auto`; `tpm` seals its root key to
+/// the TPM (the key file is then overwritten and removed).
 package struct EnclaveConfiguration: Sendable, Equatable {
     package enum Choice: String, Sendable {
         case software, tpm, auto

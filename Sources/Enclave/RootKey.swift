@@ -20,7 +20,7 @@ struct RootKeyStore: Sendable {
     private static func sealedPath(in directory: URL) -> String { directory.appendingPathComponent("device.tpm").path }
 
     /// Finds the store's root key (making it when `mayCreate`: a new store), moving a software key into the TPM
-    /// when the configuration has one. Runs under the enclave's lock.
+    /// when the configuration names the TPM explicitly (`tpm`, not `auto`). Runs under the enclave's lock.
     ///
     /// - Throws: `EnclaveError`: `.configuration` when the key is sealed to a TPM that is not configured or does not
     ///   answer, `.corrupt` when it is sealed to another TPM or the key file is damaged or missing.
@@ -43,9 +43,10 @@ struct RootKeyStore: Sendable {
         if fileExists || !mayCreate {
             let software = RootKeyStore(directory: directory, backend: .software)
             let key = try software.load()
-            guard configuration.choice != .software, case .tpm(let tpm) = configuration.backendForNewStore() else {
-                return (software, key)
-            }
+            // Only an explicit `tpm` moves a software store into the TPM: `auto` never ties an existing store to a
+            // TPM nobody named (a cleared or replaced TPM would take the store with it).
+            guard configuration.choice == .tpm else { return (software, key) }
+            let tpm = configuration.tpm
             let sealed = RootKeyStore(directory: directory, backend: .tpm(tpm))
             try sealed.seal(key, tpm: tpm)
             try sealed.destroyKeyFile(matching: key)

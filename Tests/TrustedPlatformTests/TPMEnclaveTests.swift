@@ -109,8 +109,12 @@ struct TPMEnclaveTests {
         let enclave = try Enclave(directory: directory, configuration: absent)
         #expect(enclave.backend == .software)
         #expect(enclave.backend.summary.hasPrefix("software — keys are files"))
-        let present = try Enclave(directory: try Self.copy(directory, fresh: true), configuration: .init(choice: .auto, tcti: machine.tcti))
-        #expect(present.backend == .tpm(TPM(tcti: machine.tcti)))
+        // A new store on `auto` goes into a TPM that answers; an existing software store stays software (only an
+        // explicit `tpm` moves it in).
+        let autoTPM = EnclaveConfiguration(choice: .auto, tcti: machine.tcti)
+        #expect(try Enclave(directory: try Self.copy(directory, fresh: true), configuration: autoTPM).backend == .tpm(TPM(tcti: machine.tcti)))
+        #expect(try Enclave(directory: directory, configuration: autoTPM).backend == .software)
+        #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("device.key").path))
     }
 
     @Test func configurationComesFromTheEnvironmentThenTheFile() throws {
