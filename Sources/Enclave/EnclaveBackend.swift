@@ -8,7 +8,19 @@ package enum EnclaveBackend: Sendable, Hashable {
     case software
     case tpm(TPM)
 
-    /// What `lactl status` says about it.
+    /// A line for people: the backend, and for a TPM its maker and firmware as it reports them now.
+    package var description: String {
+        guard case .tpm(let tpm) = self else { return summary }
+        do {
+            let information = try tpm.withConnection { try $0.information() }
+            let vendor = information.vendor.isEmpty ? "" : " \(information.vendor)"
+            return "TPM 2.0 (\(information.manufacturer)\(vendor), firmware \(information.firmware)) through \(tpm.tcti)"
+        } catch {
+            return "TPM 2.0 through \(tpm.tcti), not answering: \(error)"
+        }
+    }
+
+    /// The backend in a few words.
     package var summary: String {
         switch self {
         case .software: return "software — keys are files (a copy of the store directory opens anywhere)"

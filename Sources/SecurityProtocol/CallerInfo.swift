@@ -21,10 +21,14 @@ package struct CallerInfo: Sendable, Hashable {
     package var accessGroups: [String]
     /// Whether the caller may act in every group of its user (an administrative tool).
     package var mayAccessAllGroups: Bool
+    /// Where the engine keeps this user's keys ("software — keys are files", or the TPM, its maker and firmware);
+    /// filled in by the engine that answers.
+    package var enclave: String?
 
     package init(
         mode: String, uid: UInt32, userName: String, pid: Int32, executable: String, executableDigest: Data?,
-        applicationIdentifier: String?, registrationFile: String?, accessGroups: [String], mayAccessAllGroups: Bool
+        applicationIdentifier: String?, registrationFile: String?, accessGroups: [String], mayAccessAllGroups: Bool,
+        enclave: String? = nil
     ) {
         self.mode = mode
         self.uid = uid
@@ -36,13 +40,14 @@ package struct CallerInfo: Sendable, Hashable {
         self.registrationFile = registrationFile
         self.accessGroups = accessGroups
         self.mayAccessAllGroups = mayAccessAllGroups
+        self.enclave = enclave
     }
 }
 
 extension CallerInfo: ProtocolCodable {
     /// A record: 1 mode, 2 uid, 3 userName, 4 pid, 5 executable, 6 executableDigest (when known),
     /// 7 applicationIdentifier (when registered), 8 registrationFile (when registered), 9 accessGroups,
-    /// 10 mayAccessAllGroups.
+    /// 10 mayAccessAllGroups, 11 enclave (when told).
     package func encode(into writer: inout MessageWriter) {
         writer.field(1, mode)
         writer.field(2, Int32(bitPattern: uid))
@@ -54,6 +59,7 @@ extension CallerInfo: ProtocolCodable {
         writer.optionalField(8, registrationFile)
         writer.field(9, accessGroups)
         writer.field(10, mayAccessAllGroups)
+        writer.optionalField(11, enclave)
     }
 
     /// - Throws: `MessageDecodingError`.
@@ -62,6 +68,7 @@ extension CallerInfo: ProtocolCodable {
             mode: try reader.field(1), uid: UInt32(bitPattern: try reader.field(2) as Int32), userName: try reader.field(3), pid: try reader.field(4),
             executable: try reader.field(5), executableDigest: try reader.optionalField(6),
             applicationIdentifier: try reader.optionalField(7), registrationFile: try reader.optionalField(8),
-            accessGroups: try reader.field(9), mayAccessAllGroups: try reader.field(10))
+            accessGroups: try reader.field(9), mayAccessAllGroups: try reader.field(10),
+            enclave: try reader.optionalField(11))
     }
 }

@@ -13,7 +13,11 @@ extension KeychainEngine {
         _ request: AdministrationRequest, caller: CallerIdentity,
         progress: @escaping @Sendable (AdministrationEvent) -> Void = { _ in }
     ) async throws -> AdministrationEvent {
-        if case .callerIdentity = request { return .caller(caller.info) }  // needs no authenticators
+        if case .callerIdentity = request {  // needs no authenticators
+            var info = caller.info
+            info.enclave = enclave.backendDescription()
+            return .caller(info)
+        }
         guard let contexts = authentication else {
             throw AuthenticationError(.invalidContext, "this keychain engine was opened without authenticators")
         }

@@ -318,7 +318,7 @@ package struct TPMInformation: Sendable, Equatable {
                 bytes += [24, 16, 8, 0].map { UInt8(truncatingIfNeeded: value >> $0) }
             }
             return String(decoding: bytes.filter { $0 >= 0x20 && $0 < 0x7F }, as: UTF8.self)
-                .trimmingCharacters(in: .whitespaces)
+                .split(separator: " ").joined(separator: " ")
         }
         manufacturer = text([properties[Self.manufacturerProperty]])
         vendor = text((1...4).map { properties[Self.manufacturerProperty + $0] })

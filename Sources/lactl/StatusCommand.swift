@@ -100,6 +100,7 @@ struct WhoAmI: AsyncParsableCommand {
         }
         lines.append("access groups: \(caller.accessGroups.joined(separator: ", "))")
         if caller.mayAccessAllGroups { lines.append("may act in: every access group of this user (administrative)") }
+        if let enclave = caller.enclave { lines.append("keys: \(enclave)") }
         return lines
     }
 }

@@ -522,7 +522,8 @@ extension CallerInfo: Arbitrary {
             executableDigest: Draw.optional(&rng) { Draw.data(&$0) },
             applicationIdentifier: Draw.optional(&rng) { Draw.string(&$0) },
             registrationFile: Draw.optional(&rng) { Draw.string(&$0) },
-            accessGroups: (0..<Draw.count(0...3, &rng)).map { _ in Draw.string(&rng) }, mayAccessAllGroups: Draw.bool(&rng))
+            accessGroups: (0..<Draw.count(0...3, &rng)).map { _ in Draw.string(&rng) }, mayAccessAllGroups: Draw.bool(&rng),
+            enclave: Draw.optional(&rng) { Draw.string(&$0) })
     }
 }
 

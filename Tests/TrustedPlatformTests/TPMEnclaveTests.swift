@@ -11,13 +11,20 @@ import TrustedPlatform
 /// The TPM backend as an attacker meets it: a copy of the whole store directory, taken to another TPM, to the
 /// software backend, or handed a key from another store, opens nothing; a software store moves into the TPM.
 @Suite(.enabled(if: SoftwareTPM.isInstalled, "swtpm is not installed (scripts/bootstrap installs it)"))
-struct TPMEnclaveTests {
+final class TPMEnclaveTests {
     let machine: SoftwareTPM
+    /// The store, in a scratch directory that also holds its copies.
     let directory: URL
 
     init() throws {
         machine = try SoftwareTPM()
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("tpm-store-\(UUID().uuidString)")
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("tpm-store-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        directory = scratch.appendingPathComponent("store")
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(at: directory.deletingLastPathComponent())
     }
 
     var onThisTPM: EnclaveConfiguration { EnclaveConfiguration(choice: .tpm, tcti: machine.tcti) }
@@ -73,6 +80,18 @@ struct TPMEnclaveTests {
         #expect(stolen.status != 0)
         #expect(!stolen.output.contains("lactl-secret-marker"))
         #expect(stolen.output.contains("sealed to another TPM"), "\(stolen.output)")
+    }
+
+    @Test func lactlStatusNamesTheBackend() throws {
+        var environment = ProcessInfo.processInfo.environment.merging(machine.environment) { _, new in new }
+        environment["LA_DAEMON_SOCKET"] = ""
+        environment["LA_DATA_DIR"] = directory.path
+        let onTPM = try runCapturingOutput(try lactlExecutable(), ["status"], environment: environment)
+        #expect(onTPM.output.contains("keys: TPM 2.0 (IBM SW TPM, firmware "), "\(onTPM.output)")
+        environment["LA_ENCLAVE"] = "software"
+        environment["LA_DATA_DIR"] = directory.path + "-software"
+        let inSoftware = try runCapturingOutput(try lactlExecutable(), ["status"], environment: environment)
+        #expect(inSoftware.output.contains("keys: software — keys are files"), "\(inSoftware.output)")
     }
 
     @Test func aSoftwareStoreMovesIntoTheTPM() throws {
