@@ -179,7 +179,7 @@ let package = Package(
             ]),
         // Keychain tests: semantics, tampering, scale, and two processes / SIGKILL through keychain-stress.
         .executableTarget(
-            name: "keychain-stress", dependencies: ["SecurityClient", "SecurityServer"]),
+            name: "keychain-stress", dependencies: ["SecurityClient", "SecurityProtocol", "SecurityServer"]),
         .testTarget(
             name: "KeychainStoreTests",
             dependencies: ["KeychainStore", "Enclave", "SecurityProtocol", "SecurityServer", "SecureCrypto"]),
@@ -249,7 +249,7 @@ let package = Package(
             name: "TrustedPlatformTests",
             dependencies: [
                 "TrustedPlatform", "Enclave", "SecureCrypto", "SecurityClient", "SecurityProtocol", "SecurityServer",
-                "TestSupport", "lactl",
+                "TestSupport", "lactl", "keychain-stress", "COpenSSL",
             ]),
         // The protocol's codec: every message round-trips (property-based), hostile frames fail cleanly.
         .testTarget(

@@ -1,15 +1,42 @@
 // keychain-stress: a helper the keychain tests start as a separate process, to test what one process cannot:
-// two writers on one store, and a writer killed with SIGKILL.
+// two writers on one store, a writer killed with SIGKILL, and what a process using an enclave key holds in memory.
 //
 //   keychain-stress add <store-dir | socket:PATH> <prefix> <count>
 //       adds generic passwords <prefix>-0 … <prefix>-(count-1), printing "added <i>" after each add that returned
 //       success (stdout is flushed per line), and reads every tenth item back, exiting 1 on any failure. The store
 //       is opened embedded, or (socket:PATH) reached through the localauthd listening there.
+//
+//   keychain-stress hold-key <store-dir>
+//       makes an enclave P-256 key in the embedded store (on the backend LA_ENCLAVE names), signs with it once,
+//       prints "public <hex of 04||X||Y>" and then waits, engine and key still open, until it is killed: the tests
+//       read its memory for the private scalar.
 import Foundation
 import SecurityClient
+import SecurityProtocol
 import SecurityServer
 
 let arguments = CommandLine.arguments
+if arguments.count == 3, arguments[1] == "hold-key" {
+    do {
+        let client = try EmbeddedClient(
+            configuration: EmbeddedConfiguration(
+                dataDirectory: URL(fileURLWithPath: arguments[2], isDirectory: true), accessGroups: ["stress"]))
+        guard case .generated(let handle, let publicKey) = try client.sendBlocking(
+            KeyRequest.generate(accessControl: nil, item: nil, context: nil)),
+            case .signature = try client.sendBlocking(KeyRequest.sign(handle: handle, digest: Data(count: 32), context: nil))
+        else {
+            FileHandle.standardError.write(Data("keychain-stress: the key was not made or did not sign\n".utf8))
+            exit(1)
+        }
+        FileHandle.standardOutput.write(Data("public \(publicKey.map { String(format: "%02x", $0) }.joined())\n".utf8))
+        withExtendedLifetime(client) {
+            while true { pause() }
+        }
+    } catch {
+        FileHandle.standardError.write(Data("keychain-stress: \(error)\n".utf8))
+        exit(1)
+    }
+}
 guard arguments.count == 5, arguments[1] == "add", let count = Int(arguments[4]) else {
     FileHandle.standardError.write(Data("usage: keychain-stress add <store-dir | socket:PATH> <prefix> <count>\n".utf8))
     exit(2)
