@@ -21,6 +21,20 @@ enum Measure {
         return Double(iterations) / elapsed
     }
 
+    /// Runs `body` for about `seconds` of wall-clock time (after `warmUp` calls) and returns operations per second.
+    /// For work done by another process or device (a TPM, a tool run per operation), which the calling thread's CPU
+    /// time does not see; noisier on a shared machine, so callers keep the best of several rounds.
+    static func opsPerWallSecond(seconds: Double = 1, warmUp: Int = 3, _ body: () throws -> Void) rethrows -> Double {
+        for _ in 0..<warmUp { try body() }
+        let start = Date()
+        var iterations = 0
+        repeat {
+            try body()
+            iterations += 1
+        } while Date().timeIntervalSince(start) < seconds
+        return Double(iterations) / Date().timeIntervalSince(start)
+    }
+
     /// CPU seconds consumed by the calling thread (user and system; crypto loops make no system calls).
     static func threadUserTime() -> Double {
         var now = timespec()

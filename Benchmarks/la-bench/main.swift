@@ -8,6 +8,7 @@ let sections: [(name: String, run: () async throws -> Void)] = [
     ("keychain", KeychainBenchmarks.run),
     ("authenticators", AuthenticatorBenchmarks.run),
     ("seckey", SecKeyBenchmarks.run),
+    ("tpm", TPMBenchmarks.run),
     ("context", ContextBenchmarks.run),
     ("agent", AgentBenchmarks.run),
     ("daemon", DaemonBenchmarks.run),

@@ -1,23 +1,26 @@
 import CTSS2
 import Foundation
 import SecureCrypto
+import Synchronization
 
 /// One conversation with a TPM 2.0 through tpm2-tss's ESAPI: the storage root key, one salted session, and the
 /// objects loaded for the operations asked of it. Closing it (or dropping it) flushes every object it loaded, so a
 /// TPM without a resource manager (swtpm, `/dev/tpm0`) is left as it was found.
 ///
 /// Every command that carries a secret (a sealed value, an authorization, a shared point) runs in an HMAC session
-/// salted with the storage root key and with parameter encryption both ways (AES-128-CFB), so the secret is not in
-/// clear on the bus to the TPM.
+/// with parameter encryption both ways (AES-128-CFB), so the secret is not in clear on the bus to the TPM: salted
+/// with the storage root key where no authorization value of the object keys it (`salted()`, `keyed()`).
 ///
 /// Not thread-safe; one connection serves one operation at a time (see `TPM.withConnection`).
 package final class TPMConnection {
     private var tcti: OpaquePointer?
     private var context: OpaquePointer?
+    private let configuration: String
     /// Transient objects and sessions this connection loaded, flushed when it closes.
     private var loaded: [ESYS_TR] = []
     private var storageKey: ESYS_TR?
     private var session: ESYS_TR?
+    private var keySession: ESYS_TR?
 
     /// Connects through `configuration`, a TCTI string as tpm2-tools takes it (`device:/dev/tpmrm0`,
     /// `swtpm:path=/run/swtpm/sock`, `swtpm:host=127.0.0.1,port=2321`).
@@ -36,6 +39,7 @@ package final class TPMConnection {
         }
         self.tcti = tcti
         self.context = context
+        self.configuration = configuration
     }
 
     deinit { close() }
@@ -111,7 +115,7 @@ package final class TPMConnection {
         var (publicValue, privateValue) = try object.unmarshalled()
         var handle: ESYS_TR = ESYS_TR_NONE
         let rc = Esys_Load(
-            context, try primary(), try salted(), ESYS_TR_NONE, ESYS_TR_NONE, &privateValue, &publicValue, &handle)
+            context, try primary(), ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &privateValue, &publicValue, &handle)
         guard rc == 0 else { throw TPMError(code: rc, operation: "load a key into the TPM") }
         loaded.append(handle)
         var auth = TPM2B_AUTH()
@@ -143,7 +147,7 @@ package final class TPMConnection {
         var scheme = la_tpm_ecdsa_sha256()
         var ticket = la_tpm_null_ticket()
         var signature: UnsafeMutablePointer<TPMT_SIGNATURE>?
-        let rc = Esys_Sign(context, key, try salted(), ESYS_TR_NONE, ESYS_TR_NONE, &digest, &scheme, &ticket, &signature)
+        let rc = Esys_Sign(context, key, try keyed(), ESYS_TR_NONE, ESYS_TR_NONE, &digest, &scheme, &ticket, &signature)
         guard rc == 0, let signature else { throw TPMError(code: rc, operation: "sign with a TPM key") }
         defer { Esys_Free(signature) }
         var ecdsa = signature.pointee.signature.ecdsa
@@ -161,7 +165,7 @@ package final class TPMConnection {
         try point[point.startIndex + 33..<point.startIndex + 65].withUnsafeBytes { try setTPM2B(&inPoint.point.y, $0) }
         inPoint.size = UInt16(MemoryLayout<TPMS_ECC_POINT>.size)
         var out: UnsafeMutablePointer<TPM2B_ECC_POINT>?
-        let rc = Esys_ECDH_ZGen(context, key, try salted(), ESYS_TR_NONE, ESYS_TR_NONE, &inPoint, &out)
+        let rc = Esys_ECDH_ZGen(context, key, try keyed(), ESYS_TR_NONE, ESYS_TR_NONE, &inPoint, &out)
         guard rc == 0, let out else { throw TPMError(code: rc, operation: "derive a shared secret with a TPM key") }
         defer {
             secureZero(UnsafeMutableRawBufferPointer(start: out, count: MemoryLayout<TPM2B_ECC_POINT>.size))
@@ -221,8 +225,25 @@ package final class TPMConnection {
 
     /// The storage root key: the primary key the TCG's ECC P-256 storage template makes in the owner hierarchy
     /// (the same key every time, so nothing needs to be kept in the TPM's NV memory).
+    ///
+    /// Making it costs the TPM a key derivation (13 ms on swtpm, more on hardware), so the first connection of a
+    /// process saves its context (`TPM2_ContextSave`: encrypted and integrity-protected by the TPM) and later ones
+    /// load that instead; a context the TPM no longer takes (it was reset, or another TPM answers at the TCTI) is
+    /// dropped and the key made again.
     private func primary() throws -> TPMHandle {
         if let storageKey { return storageKey }
+        if let saved = Self.savedStorageKeys.withLock({ $0[configuration] }) {
+            var value = TPMS_CONTEXT()
+            var handle: ESYS_TR = ESYS_TR_NONE
+            if (try? unmarshal(saved, into: &value, Tss2_MU_TPMS_CONTEXT_Unmarshal)) != nil,
+                Esys_ContextLoad(context, &value, &handle) == 0
+            {
+                loaded.append(handle)
+                storageKey = handle
+                return handle
+            }
+            Self.savedStorageKeys.withLock { $0[configuration] = nil }
+        }
         var sensitive = TPM2B_SENSITIVE_CREATE()
         var template = TPM2B_PUBLIC()
         la_tpm_srk_template(&template)
@@ -243,23 +264,51 @@ package final class TPMConnection {
         guard rc == 0 else { throw TPMError(code: rc, operation: "make the TPM's storage root key") }
         loaded.append(handle)
         storageKey = handle
+        // Saving an object's context leaves it loaded.
+        var saved: UnsafeMutablePointer<TPMS_CONTEXT>?
+        if Esys_ContextSave(context, handle, &saved) == 0, let saved {
+            defer { Esys_Free(saved) }
+            if let bytes = try? marshal(saved, Tss2_MU_TPMS_CONTEXT_Marshal) {
+                Self.savedStorageKeys.withLock { $0[configuration] = bytes }
+            }
+        }
         return handle
     }
 
-    /// The HMAC session salted with the storage root key, encrypting the first parameter both ways.
+    /// Saved contexts of the storage root key, by TCTI (see `primary()`).
+    private static let savedStorageKeys = Mutex<[String: Data]>([:])
+
+    /// The HMAC session salted with the storage root key, encrypting the first parameter both ways: for commands
+    /// whose secrets are not protected by an authorization value of their own (a new object's sensitive data and
+    /// authorization, the unsealed device key, whose authorization is empty).
     private func salted() throws -> TPMHandle {
         if let session { return session }
+        let handle = try startSession(salt: try primary())
+        session = handle
+        return handle
+    }
+
+    /// An unsalted HMAC session for using a key: the TPM derives its parameter-encryption key from the key's own
+    /// authorization value (256 bits from the store's keys), so the shared point of `TPM2_ECDH_ZGen` is as hidden
+    /// on the bus as in a salted session, without the salt's ECDH in the TPM on every use.
+    private func keyed() throws -> TPMHandle {
+        if let keySession { return keySession }
+        let handle = try startSession(salt: ESYS_TR_NONE)
+        keySession = handle
+        return handle
+    }
+
+    private func startSession(salt: ESYS_TR) throws -> TPMHandle {
         var symmetric = la_tpm_session_symmetric()
         var handle: ESYS_TR = ESYS_TR_NONE
         let rc = Esys_StartAuthSession(
-            context, try primary(), ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, nil, TPM2_SE_HMAC,
-            &symmetric, TPM2_ALG_SHA256, &handle)
-        guard rc == 0 else { throw TPMError(code: rc, operation: "start a salted TPM session") }
+            context, salt, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, nil, TPM2_SE_HMAC, &symmetric,
+            TPM2_ALG_SHA256, &handle)
+        guard rc == 0 else { throw TPMError(code: rc, operation: "start a TPM session") }
         loaded.append(handle)
         let attributes = TPMA_SESSION(TPMA_SESSION_CONTINUESESSION | TPMA_SESSION_DECRYPT | TPMA_SESSION_ENCRYPT)
         let set = Esys_TRSess_SetAttributes(context, handle, attributes, 0xFF)
         guard set == 0 else { throw TPMError(code: set, operation: "set up the TPM session") }
-        session = handle
         return handle
     }
 
