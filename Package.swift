@@ -156,7 +156,7 @@ let package = Package(
             name: "la-bench",
             dependencies: [
                 "SecureCrypto", "COpenSSL", "Authenticators", "KeychainStore", "SecurityProtocol", "SecurityServer",
-                "SecurityClient", "KeychainServices", "LocalAuthentication", "SSHAgent",
+                "SecurityClient", "KeychainServices", "LocalAuthentication", "SSHAgent", "Enclave",
             ],
             path: "Benchmarks/la-bench"),
 
