@@ -1,4 +1,5 @@
 import Foundation
+import StoreFiles
 import TrustedPlatform
 
 /// Where an enclave keeps its secrets: the software backend (the root key is a 0600 file beside the database, and
@@ -90,11 +91,7 @@ package struct EnclaveConfiguration: Sendable, Equatable {
     package static func embedded(
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws -> EnclaveConfiguration {
-        let home = environment["HOME"] ?? NSHomeDirectory()
-        let user =
-            (environment["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? home + "/.config")
-            + "/local-authentication/client.conf"
-        return try from(environment: environment, files: [user, "/etc/local-authentication/client.conf"])
+        try from(environment: environment, files: DataLocations.clientConfigurationFiles(environment))
     }
 
     /// The TPM this configuration names (whether or not it is chosen).

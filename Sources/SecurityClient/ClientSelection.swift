@@ -1,4 +1,5 @@
 import Foundation
+import StoreFiles
 
 /// Which client a program uses: the daemon when one is configured, else the embedded engine (the default).
 ///
@@ -24,11 +25,7 @@ package enum ClientSelection {
         if let socket = environment["LA_DAEMON_SOCKET"] {
             return socket.isEmpty ? .embedded : .daemon(socket: socket)
         }
-        let home = environment["HOME"] ?? NSHomeDirectory()
-        let userConfiguration =
-            (environment["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? home + "/.config")
-            + "/local-authentication/client.conf"
-        for path in [userConfiguration, systemConfiguration] {
+        for path in DataLocations.clientConfigurationFiles(environment, system: systemConfiguration) {
             if let text = try? String(contentsOfFile: path, encoding: .utf8), let mode = parse(text) { return mode }
         }
         return .embedded

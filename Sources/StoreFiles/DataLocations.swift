@@ -23,6 +23,17 @@ package enum DataLocations {
             .appendingPathComponent(".local/share/local-authentication")
     }
 
+    /// The client configuration files, the user's first: `$XDG_CONFIG_HOME/local-authentication/client.conf` (an
+    /// absolute path only, else `~/.config/…`), then `/etc/local-authentication/client.conf`.
+    package static func clientConfigurationFiles(
+        _ environment: [String: String] = ProcessInfo.processInfo.environment,
+        system: String = "/etc/local-authentication/client.conf"
+    ) -> [String] {
+        let home = environment["HOME"] ?? NSHomeDirectory()
+        let configHome = environment["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? home + "/.config"
+        return [configHome + "/local-authentication/client.conf", system]
+    }
+
     /// The directory for the user's sockets: `$XDG_RUNTIME_DIR/local-authentication` (an absolute path only),
     /// else the system's temporary directory.
     package static func runtimeDirectory(

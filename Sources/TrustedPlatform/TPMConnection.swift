@@ -158,7 +158,7 @@ package final class TPMConnection {
     /// secret. `point` is `04 || X || Y`.
     package func sharedSecret(with key: TPMHandle, point: Data) throws -> SecureBytes {
         guard point.count == 65, point.first == 4 else {
-            throw TPMError(code: 0x0009_0000 | 6, operation: "use a public key that is not an uncompressed point")
+            throw TPMError(code: TPMError.badSize, operation: "use a public key that is not an uncompressed point")
         }
         var inPoint = TPM2B_ECC_POINT()
         try point[point.startIndex + 1..<point.startIndex + 33].withUnsafeBytes { try setTPM2B(&inPoint.point.x, $0) }

@@ -30,6 +30,9 @@ package struct TPMError: Error, CustomStringConvertible, Sendable {
         responseCode == Self.authorizationFailed || responseCode == Self.badAuthorization
     }
 
+    /// TSS2_MU_RC_BAD_SIZE: bytes that do not fit, or go on after, a TPM structure.
+    static let badSize: UInt32 = 0x0009_0006
+
     /// The lock that shares a TPM without resource manager could not be taken (not a TSS2 code).
     static let lockFailed: UInt32 = 0xFFFF_0001
 

@@ -27,7 +27,7 @@ package struct TPMObject: Sendable, Hashable {
         let publicEnd = offset
         if rc == 0 { rc = Tss2_MU_TPM2B_PRIVATE_Unmarshal(bytes, bytes.count, &offset, &privateValue) }
         guard rc == 0, offset == bytes.count else {
-            throw TPMError(code: rc == 0 ? TPMObject.trailingBytes : rc, operation: "read a TPM object")
+            throw TPMError(code: rc == 0 ? TPMError.badSize : rc, operation: "read a TPM object")
         }
         publicArea = Data(bytes[0..<publicEnd])
         privateArea = Data(bytes[publicEnd...])
@@ -43,9 +43,6 @@ package struct TPMObject: Sendable, Hashable {
         else { return nil }
         return TPMConnection.x963(publicValue.publicArea.unique.ecc)
     }
-
-    /// TSS2_MU_RC_BAD_SIZE: the bytes go on after the object.
-    static let trailingBytes: UInt32 = 0x0009_0000 | 6
 
     init(public publicValue: UnsafePointer<TPM2B_PUBLIC>, private privateValue: UnsafePointer<TPM2B_PRIVATE>) throws {
         publicArea = try marshal(publicValue, Tss2_MU_TPM2B_PUBLIC_Marshal)
@@ -81,7 +78,7 @@ func unmarshal<Value>(_ data: Data, into value: inout Value, _ function: Unmarsh
     var offset = 0
     let rc = function(bytes, bytes.count, &offset, &value)
     guard rc == 0, offset == bytes.count else {
-        throw TPMError(code: rc == 0 ? TPMObject.trailingBytes : rc, operation: "read a TPM structure")
+        throw TPMError(code: rc == 0 ? TPMError.badSize : rc, operation: "read a TPM structure")
     }
 }
 
@@ -89,7 +86,7 @@ func unmarshal<Value>(_ data: Data, into value: inout Value, _ function: Unmarsh
 func setTPM2B<Value>(_ value: inout Value, _ bytes: UnsafeRawBufferPointer) throws {
     try withUnsafeMutableBytes(of: &value) { raw in
         guard bytes.count <= raw.count - 2 else {
-            throw TPMError(code: 0x0009_0000 | 6, operation: "fit \(bytes.count) bytes into a TPM buffer")
+            throw TPMError(code: TPMError.badSize, operation: "fit \(bytes.count) bytes into a TPM buffer")
         }
         raw.storeBytes(of: UInt16(bytes.count), as: UInt16.self)
         if let base = bytes.baseAddress { (raw.baseAddress! + 2).copyMemory(from: base, byteCount: bytes.count) }
