@@ -53,6 +53,23 @@ static inline void la_tpm_p256_template(TPM2B_PUBLIC *out) {
     area->parameters.eccDetail.kdf.scheme = TPM2_ALG_NULL;
 }
 
+/* The attestation key: an ECC P-256 restricted signing key (ECDSA-SHA256) made as a primary in the endorsement
+ * hierarchy, so the same TPM makes the same key every time; restricted, it signs only what the TPM produced itself
+ * (TPM2_Certify's attestation structures), never a digest it is handed. */
+static inline void la_tpm_ak_template(TPM2B_PUBLIC *out) {
+    memset(out, 0, sizeof *out);
+    TPMT_PUBLIC *area = &out->publicArea;
+    area->type = TPM2_ALG_ECC;
+    area->nameAlg = TPM2_ALG_SHA256;
+    area->objectAttributes = TPMA_OBJECT_RESTRICTED | TPMA_OBJECT_SIGN_ENCRYPT | TPMA_OBJECT_FIXEDTPM |
+        TPMA_OBJECT_FIXEDPARENT | TPMA_OBJECT_SENSITIVEDATAORIGIN | TPMA_OBJECT_USERWITHAUTH | TPMA_OBJECT_NODA;
+    area->parameters.eccDetail.symmetric.algorithm = TPM2_ALG_NULL;
+    area->parameters.eccDetail.scheme.scheme = TPM2_ALG_ECDSA;
+    area->parameters.eccDetail.scheme.details.ecdsa.hashAlg = TPM2_ALG_SHA256;
+    area->parameters.eccDetail.curveID = TPM2_ECC_NIST_P256;
+    area->parameters.eccDetail.kdf.scheme = TPM2_ALG_NULL;
+}
+
 /* AES-128-CFB parameter encryption for the salted sessions. */
 static inline TPMT_SYM_DEF la_tpm_session_symmetric(void) {
     TPMT_SYM_DEF out;

@@ -44,6 +44,9 @@ package final class TPMConnection {
 
     deinit { close() }
 
+    /// The ESAPI context, for this module's other files.
+    var rawContext: OpaquePointer? { context }
+
     /// Flushes every object this connection loaded and disconnects. Idempotent.
     package func close() {
         guard context != nil else { return }
@@ -244,25 +247,9 @@ package final class TPMConnection {
             }
             Self.savedStorageKeys.withLock { $0[configuration] = nil }
         }
-        var sensitive = TPM2B_SENSITIVE_CREATE()
         var template = TPM2B_PUBLIC()
         la_tpm_srk_template(&template)
-        var outsideInfo = TPM2B_DATA()
-        var pcrs = TPML_PCR_SELECTION()
-        var handle: ESYS_TR = ESYS_TR_NONE
-        var outPublic: UnsafeMutablePointer<TPM2B_PUBLIC>?
-        var creationData: UnsafeMutablePointer<TPM2B_CREATION_DATA>?
-        var creationHash: UnsafeMutablePointer<TPM2B_DIGEST>?
-        var ticket: UnsafeMutablePointer<TPMT_TK_CREATION>?
-        let rc = Esys_CreatePrimary(
-            context, ESYS_TR_RH_OWNER, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &sensitive, &template,
-            &outsideInfo, &pcrs, &handle, &outPublic, &creationData, &creationHash, &ticket)
-        Esys_Free(outPublic)
-        Esys_Free(creationData)
-        Esys_Free(creationHash)
-        Esys_Free(ticket)
-        guard rc == 0 else { throw TPMError(code: rc, operation: "make the TPM's storage root key") }
-        loaded.append(handle)
+        let (handle, _) = try createPrimary(in: ESYS_TR_RH_OWNER, template: &template)
         storageKey = handle
         // Saving an object's context leaves it loaded.
         var saved: UnsafeMutablePointer<TPMS_CONTEXT>?
@@ -273,6 +260,34 @@ package final class TPMConnection {
             }
         }
         return handle
+    }
+
+    /// Makes the primary key `template` describes in `hierarchy` (empty authorization), loaded for this connection.
+    func createPrimary(in hierarchy: ESYS_TR, template: inout TPM2B_PUBLIC) throws -> (TPMHandle, TPM2B_PUBLIC) {
+        var sensitive = TPM2B_SENSITIVE_CREATE()
+        var outsideInfo = TPM2B_DATA()
+        var pcrs = TPML_PCR_SELECTION()
+        var handle: ESYS_TR = ESYS_TR_NONE
+        var outPublic: UnsafeMutablePointer<TPM2B_PUBLIC>?
+        var creationData: UnsafeMutablePointer<TPM2B_CREATION_DATA>?
+        var creationHash: UnsafeMutablePointer<TPM2B_DIGEST>?
+        var ticket: UnsafeMutablePointer<TPMT_TK_CREATION>?
+        let rc = Esys_CreatePrimary(
+            context, hierarchy, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &sensitive, &template, &outsideInfo,
+            &pcrs, &handle, &outPublic, &creationData, &creationHash, &ticket)
+        defer {
+            Esys_Free(outPublic)
+            Esys_Free(creationData)
+            Esys_Free(creationHash)
+            Esys_Free(ticket)
+        }
+        guard rc == 0, let outPublic else {
+            throw TPMError(
+                code: rc,
+                operation: hierarchy == ESYS_TR_RH_OWNER ? "make the TPM's storage root key" : "make the TPM's attestation key")
+        }
+        loaded.append(handle)
+        return (handle, outPublic.pointee)
     }
 
     /// Saved contexts of the storage root key, by TCTI (see `primary()`).
@@ -291,7 +306,7 @@ package final class TPMConnection {
     /// An unsalted HMAC session for using a key: the TPM derives its parameter-encryption key from the key's own
     /// authorization value (256 bits from the store's keys), so the shared point of `TPM2_ECDH_ZGen` is as hidden
     /// on the bus as in a salted session, without the salt's ECDH in the TPM on every use.
-    private func keyed() throws -> TPMHandle {
+    func keyed() throws -> TPMHandle {
         if let keySession { return keySession }
         let handle = try startSession(salt: ESYS_TR_NONE)
         keySession = handle
@@ -342,7 +357,7 @@ package final class TPMConnection {
     }
 
     /// A TPM2B_ECC_PARAMETER as 32 big-endian bytes (the TPM may leave out leading zeros).
-    private static func padded(_ parameter: UnsafePointer<TPM2B_ECC_PARAMETER>) -> Data {
+    static func padded(_ parameter: UnsafePointer<TPM2B_ECC_PARAMETER>) -> Data {
         let bytes = bytesOfTPM2B(parameter)
         return Data(repeating: 0, count: max(0, 32 - bytes.count)) + Data(bytes.suffix(32))
     }
