@@ -47,11 +47,7 @@ enum AgentBenchmarks {
         }
         let theirSocket = directory + "/openssh-agent.sock"
         let sshAgent = try spawn("/usr/bin/ssh-agent", ["-D", "-a", theirSocket])
-        defer {
-            kill(sshAgent, SIGTERM)
-            var status: Int32 = 0
-            waitpid(sshAgent, &status, 0)
-        }
+        defer { Measure.stop(sshAgent) }
         for _ in 0..<200 where !FileManager.default.fileExists(atPath: theirSocket) { usleep(10_000) }
         setenv("SSH_AUTH_SOCK", theirSocket, 1)
         guard Measure.run("/usr/bin/ssh-add", ["-q", keyFile]) != nil else {

@@ -49,11 +49,7 @@ enum DaemonBenchmarks {
             print("daemon: skipped, localauthd did not start")
             return
         }
-        defer {
-            kill(pid, SIGTERM)
-            var status: Int32 = 0
-            waitpid(pid, &status, 0)
-        }
+        defer { Measure.stop(pid) }
         var daemon: SocketClient?
         for _ in 0..<(wrapper.isEmpty ? 200 : 1_200) where daemon == nil {
             daemon = try? SocketClient(path: socket, accessGroups: ["la-bench"])

@@ -98,6 +98,13 @@ enum Measure {
         return posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
     }
 
+    /// Stops a child started with `spawn` (SIGTERM) and reaps it.
+    static func stop(_ pid: pid_t) {
+        kill(pid, SIGTERM)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    }
+
     /// pam_matrix's module as Debian installs it (libpam-wrapper).
     static let pamMatrix = "/usr/lib/x86_64-linux-gnu/pam_wrapper/pam_matrix.so"
 

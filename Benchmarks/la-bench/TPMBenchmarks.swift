@@ -45,11 +45,7 @@ enum TPMBenchmarks {
             print("tpm: swtpm did not start")
             return
         }
-        defer {
-            kill(swtpm, SIGTERM)
-            var status: Int32 = 0
-            waitpid(swtpm, &status, 0)
-        }
+        defer { Measure.stop(swtpm) }
         for _ in 0..<200 where !FileManager.default.fileExists(atPath: socket) { usleep(10_000) }
         let tcti = "swtpm:path=\(socket)"
 

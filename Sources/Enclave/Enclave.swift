@@ -33,9 +33,6 @@ package final class Enclave: Sendable {
 
     /// Where the root key lives and enclave P-256 keys are used.
     package var backend: EnclaveBackend { rootKeys.backend }
-
-    /// The backend for people (`lactl status`): asks the TPM who made it.
-    package func backendDescription() -> String { backend.description }
     /// The key that derives TPM-held keys' authorization values from their access-control lists (HKDF of the
     /// metadata key): a changed list gives a value the TPM refuses.
     let keyAuthorizationKey: SecureBytes

@@ -66,12 +66,9 @@ package struct EnclaveConfiguration: Sendable, Equatable {
         var tcti: String?
         for path in files {
             guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { continue }
-            for line in text.split(whereSeparator: \.isNewline) {
-                let content = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
-                let parts = content.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
-                guard parts.count == 2 else { continue }
-                if parts[0] == "enclave" && choice == nil { choice = parts[1] }
-                if parts[0] == "tpm-tcti" && tcti == nil { tcti = parts[1] }
+            for entry in DataLocations.configurationEntries(text) {
+                if entry.key == "enclave" && choice == nil { choice = entry.value }
+                if entry.key == "tpm-tcti" && tcti == nil { tcti = entry.value }
             }
         }
         if let value = environment["LA_ENCLAVE"], !value.isEmpty { choice = value }

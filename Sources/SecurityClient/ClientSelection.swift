@@ -34,11 +34,8 @@ package enum ClientSelection {
     /// The mode a `client.conf` names, or nil when it names none.
     static func parse(_ text: String) -> Mode? {
         var mode: Mode?
-        for line in text.split(whereSeparator: \.isNewline) {
-            let content = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
-            let parts = content.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
-            guard parts.count == 2 else { continue }
-            switch (parts[0], parts[1]) {
+        for entry in DataLocations.configurationEntries(text) {
+            switch (entry.key, entry.value) {
             case ("socket", let path) where path.hasPrefix("/"): mode = .daemon(socket: path)
             case ("mode", "embedded"): mode = .embedded
             default: continue

@@ -15,7 +15,7 @@ extension KeychainEngine {
     ) async throws -> AdministrationEvent {
         if case .callerIdentity = request {  // needs no authenticators
             var info = caller.info
-            info.enclave = enclave.backendDescription()
+            info.enclave = enclave.backend.description
             return .caller(info)
         }
         guard let contexts = authentication else {

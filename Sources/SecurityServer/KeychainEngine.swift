@@ -206,10 +206,10 @@ package final class KeychainEngine: Sendable {
         case EnclaveError.Code.locked: return KeychainStatus(.interactionNotAllowed, "the keychain is locked")
         case EnclaveError.Code.passcodeNotSet:
             return KeychainStatus(.authFailed, "this protection class needs a passcode and none is set")
-        case EnclaveError.Code.corrupt:
-            return KeychainStatus(.decode, "a key does not authenticate: \((error as! EnclaveError).message)")
-        case EnclaveError.Code.configuration:
-            return KeychainStatus(.notAvailable, (error as! EnclaveError).message)
+        case let error as EnclaveError where error.code == .corrupt:
+            return KeychainStatus(.decode, "a key does not authenticate: \(error.message)")
+        case let error as EnclaveError where error.code == .configuration:
+            return KeychainStatus(.notAvailable, error.message)
         case EnclaveError.Code.wrongPassword:
             return KeychainStatus(.authFailed, "the application password does not open the key")
         case EnclaveError.Code.io: return KeychainStatus(.io, "the key files cannot be read or written")

@@ -34,6 +34,16 @@ package enum DataLocations {
         return [configHome + "/local-authentication/client.conf", system]
     }
 
+    /// The `key = value` lines of a configuration file, in order: `#` starts a comment, blanks around key and value
+    /// are dropped, and a line without `=` is passed over.
+    package static func configurationEntries(_ text: String) -> [(key: String, value: String)] {
+        text.split(whereSeparator: \.isNewline).compactMap { line in
+            let content = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+            let parts = content.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            return parts.count == 2 ? (parts[0], parts[1]) : nil
+        }
+    }
+
     /// The directory for the user's sockets: `$XDG_RUNTIME_DIR/local-authentication` (an absolute path only),
     /// else the system's temporary directory.
     package static func runtimeDirectory(

@@ -53,7 +53,8 @@ extension TPMConnection {
     package func attestationKey() throws -> (handle: TPMHandle, publicKey: Data) {
         var template = TPM2B_PUBLIC()
         la_tpm_ak_template(&template)
-        let (handle, publicArea) = try createPrimary(in: ESYS_TR_RH_ENDORSEMENT, template: &template)
+        let (handle, publicArea) = try createPrimary(
+            in: ESYS_TR_RH_ENDORSEMENT, template: &template, operation: "make the TPM's attestation key")
         return (handle, Self.x963(publicArea.publicArea.unique.ecc))
     }
 
@@ -66,7 +67,7 @@ extension TPMConnection {
         var attest: UnsafeMutablePointer<TPM2B_ATTEST>?
         var signature: UnsafeMutablePointer<TPMT_SIGNATURE>?
         let rc = Esys_Certify(
-            rawContext, key, attestationKey, try keyed(), ESYS_TR_PASSWORD, ESYS_TR_NONE, &qualifying, &scheme, &attest,
+            context, key, attestationKey, try keyed(), ESYS_TR_PASSWORD, ESYS_TR_NONE, &qualifying, &scheme, &attest,
             &signature)
         defer {
             Esys_Free(attest)

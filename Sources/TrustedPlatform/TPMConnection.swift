@@ -14,7 +14,8 @@ import Synchronization
 /// Not thread-safe; one connection serves one operation at a time (see `TPM.withConnection`).
 package final class TPMConnection {
     private var tcti: OpaquePointer?
-    private var context: OpaquePointer?
+    /// The ESAPI context (nil once closed).
+    private(set) var context: OpaquePointer?
     private let configuration: String
     /// Transient objects and sessions this connection loaded, flushed when it closes.
     private var loaded: [ESYS_TR] = []
@@ -43,9 +44,6 @@ package final class TPMConnection {
     }
 
     deinit { close() }
-
-    /// The ESAPI context, for this module's other files.
-    var rawContext: OpaquePointer? { context }
 
     /// Flushes every object this connection loaded and disconnects. Idempotent.
     package func close() {
@@ -249,7 +247,8 @@ package final class TPMConnection {
         }
         var template = TPM2B_PUBLIC()
         la_tpm_srk_template(&template)
-        let (handle, _) = try createPrimary(in: ESYS_TR_RH_OWNER, template: &template)
+        let (handle, _) = try createPrimary(
+            in: ESYS_TR_RH_OWNER, template: &template, operation: "make the TPM's storage root key")
         storageKey = handle
         // Saving an object's context leaves it loaded.
         var saved: UnsafeMutablePointer<TPMS_CONTEXT>?
@@ -263,29 +262,22 @@ package final class TPMConnection {
     }
 
     /// Makes the primary key `template` describes in `hierarchy` (empty authorization), loaded for this connection.
-    func createPrimary(in hierarchy: ESYS_TR, template: inout TPM2B_PUBLIC) throws -> (TPMHandle, TPM2B_PUBLIC) {
+    func createPrimary(
+        in hierarchy: ESYS_TR, template: inout TPM2B_PUBLIC, operation: String
+    ) throws -> (TPMHandle, TPM2B_PUBLIC) {
         var sensitive = TPM2B_SENSITIVE_CREATE()
-        var outsideInfo = TPM2B_DATA()
-        var pcrs = TPML_PCR_SELECTION()
         var handle: ESYS_TR = ESYS_TR_NONE
         var outPublic: UnsafeMutablePointer<TPM2B_PUBLIC>?
-        var creationData: UnsafeMutablePointer<TPM2B_CREATION_DATA>?
-        var creationHash: UnsafeMutablePointer<TPM2B_DIGEST>?
-        var ticket: UnsafeMutablePointer<TPMT_TK_CREATION>?
-        let rc = Esys_CreatePrimary(
-            context, hierarchy, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &sensitive, &template, &outsideInfo,
-            &pcrs, &handle, &outPublic, &creationData, &creationHash, &ticket)
+        var creation = CreationRecord()
         defer {
             Esys_Free(outPublic)
-            Esys_Free(creationData)
-            Esys_Free(creationHash)
-            Esys_Free(ticket)
+            creation.free()
         }
-        guard rc == 0, let outPublic else {
-            throw TPMError(
-                code: rc,
-                operation: hierarchy == ESYS_TR_RH_OWNER ? "make the TPM's storage root key" : "make the TPM's attestation key")
-        }
+        let rc = Esys_CreatePrimary(
+            context, hierarchy, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &sensitive, &template,
+            &creation.outsideInfo, &creation.pcrs, &handle, &outPublic, &creation.data, &creation.hash,
+            &creation.ticket)
+        guard rc == 0, let outPublic else { throw TPMError(code: rc, operation: operation) }
         loaded.append(handle)
         return (handle, outPublic.pointee)
     }
@@ -330,23 +322,18 @@ package final class TPMConnection {
     private func create(
         sensitive: inout TPM2B_SENSITIVE_CREATE, template: inout TPM2B_PUBLIC, operation: String
     ) throws -> (object: TPMObject, publicArea: TPM2B_PUBLIC) {
-        var outsideInfo = TPM2B_DATA()
-        var pcrs = TPML_PCR_SELECTION()
         var outPrivate: UnsafeMutablePointer<TPM2B_PRIVATE>?
         var outPublic: UnsafeMutablePointer<TPM2B_PUBLIC>?
-        var creationData: UnsafeMutablePointer<TPM2B_CREATION_DATA>?
-        var creationHash: UnsafeMutablePointer<TPM2B_DIGEST>?
-        var ticket: UnsafeMutablePointer<TPMT_TK_CREATION>?
-        let rc = Esys_Create(
-            context, try primary(), try salted(), ESYS_TR_NONE, ESYS_TR_NONE, &sensitive, &template, &outsideInfo,
-            &pcrs, &outPrivate, &outPublic, &creationData, &creationHash, &ticket)
+        var creation = CreationRecord()
         defer {
             Esys_Free(outPrivate)
             Esys_Free(outPublic)
-            Esys_Free(creationData)
-            Esys_Free(creationHash)
-            Esys_Free(ticket)
+            creation.free()
         }
+        let rc = Esys_Create(
+            context, try primary(), try salted(), ESYS_TR_NONE, ESYS_TR_NONE, &sensitive, &template,
+            &creation.outsideInfo, &creation.pcrs, &outPrivate, &outPublic, &creation.data, &creation.hash,
+            &creation.ticket)
         guard rc == 0, let outPrivate, let outPublic else { throw TPMError(code: rc, operation: operation) }
         return (try TPMObject(public: outPublic, private: outPrivate), outPublic.pointee)
     }
@@ -360,6 +347,22 @@ package final class TPMConnection {
     static func padded(_ parameter: UnsafePointer<TPM2B_ECC_PARAMETER>) -> Data {
         let bytes = bytesOfTPM2B(parameter)
         return Data(repeating: 0, count: max(0, 32 - bytes.count)) + Data(bytes.suffix(32))
+    }
+}
+
+/// What making an object takes and gives besides the object: no outside information, no PCRs, and the creation
+/// data, hash and ticket, which nothing here uses (freed by `free()`).
+private struct CreationRecord {
+    var outsideInfo = TPM2B_DATA()
+    var pcrs = TPML_PCR_SELECTION()
+    var data: UnsafeMutablePointer<TPM2B_CREATION_DATA>?
+    var hash: UnsafeMutablePointer<TPM2B_DIGEST>?
+    var ticket: UnsafeMutablePointer<TPMT_TK_CREATION>?
+
+    func free() {
+        Esys_Free(data)
+        Esys_Free(hash)
+        Esys_Free(ticket)
     }
 }
 
