@@ -16,6 +16,8 @@ let package = Package(
         // Combine publishers (through OpenCombine) beside the async sequences; its own product, so programs that do
         // not use Combine do not build OpenCombine.
         .library(name: "LocalAuthenticationCombine", targets: ["LocalAuthenticationCombine"]),
+        // Our addition: checking that a key is held by a TPM (the server's side; needs no TPM library).
+        .library(name: "KeyAttestation", targets: ["KeyAttestation"]),
         .executable(name: "lactl", targets: ["lactl"]),
         .executable(name: "localauthd", targets: ["localauthd"]),
     ],
@@ -64,6 +66,9 @@ let package = Package(
         // A TPM 2.0 through tpm2-tss: sealed data, P-256 keys made and used inside it, its properties.
         .target(name: "TrustedPlatform", dependencies: ["CTSS2", "SecureCrypto", "StoreFiles"]),
         .target(name: "Enclave", dependencies: ["SecureCrypto", "StoreFiles", "TrustedPlatform"]),
+        // Key attestation: the messages between a TPM's owner and a verifier, and the verifier (X.509 chains,
+        // credential protection, certification statements) on OpenSSL alone.
+        .target(name: "KeyAttestation", dependencies: ["SecureCrypto", "COpenSSL"]),
         // Authenticators: passcodes through PAM, fingerprints through libfprint-2, attempt policy.
         .target(
             name: "Authenticators",
@@ -249,7 +254,7 @@ let package = Package(
             name: "TrustedPlatformTests",
             dependencies: [
                 "TrustedPlatform", "Enclave", "SecureCrypto", "SecurityClient", "SecurityProtocol", "SecurityServer",
-                "TestSupport", "lactl", "keychain-stress", "COpenSSL",
+                "TestSupport", "lactl", "keychain-stress", "COpenSSL", "KeyAttestation",
             ]),
         // The protocol's codec: every message round-trips (property-based), hostile frames fail cleanly.
         .testTarget(

@@ -70,6 +70,34 @@ static inline void la_tpm_ak_template(TPM2B_PUBLIC *out) {
     area->parameters.eccDetail.kdf.scheme = TPM2_ALG_NULL;
 }
 
+/* The endorsement key as the TCG EK profile's template L-1 makes it: RSA-2048, restricted decryption, AES-128-CFB,
+ * usable only through the endorsement hierarchy's policy (PolicySecret(TPM_RH_ENDORSEMENT)), with a 256-byte zero
+ * unique field. The TPM's manufacturer certifies this key (its certificate at NV index 0x01C00002), and every TPM
+ * makes the same key from this template each time. */
+static inline void la_tpm_ek_rsa_template(TPM2B_PUBLIC *out) {
+    static const BYTE policy_a_sha256[32] = {
+        0x83, 0x71, 0x97, 0x67, 0x44, 0x84, 0xB3, 0xF8, 0x1A, 0x90, 0xCC, 0x8D, 0x46, 0xA5, 0xD7, 0x24,
+        0xFD, 0x52, 0xD7, 0x6E, 0x06, 0x52, 0x0B, 0x64, 0xF2, 0xA1, 0xDA, 0x1B, 0x33, 0x14, 0x69, 0xAA};
+    memset(out, 0, sizeof *out);
+    TPMT_PUBLIC *area = &out->publicArea;
+    area->type = TPM2_ALG_RSA;
+    area->nameAlg = TPM2_ALG_SHA256;
+    area->objectAttributes = TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT | TPMA_OBJECT_SENSITIVEDATAORIGIN |
+        TPMA_OBJECT_ADMINWITHPOLICY | TPMA_OBJECT_RESTRICTED | TPMA_OBJECT_DECRYPT;
+    area->authPolicy.size = sizeof policy_a_sha256;
+    memcpy(area->authPolicy.buffer, policy_a_sha256, sizeof policy_a_sha256);
+    area->parameters.rsaDetail.symmetric.algorithm = TPM2_ALG_AES;
+    area->parameters.rsaDetail.symmetric.keyBits.aes = 128;
+    area->parameters.rsaDetail.symmetric.mode.aes = TPM2_ALG_CFB;
+    area->parameters.rsaDetail.scheme.scheme = TPM2_ALG_NULL;
+    area->parameters.rsaDetail.keyBits = 2048;
+    area->parameters.rsaDetail.exponent = 0;
+    area->unique.rsa.size = 256;
+}
+
+/* The NV index of the RSA-2048 endorsement key's certificate (TCG EK profile, low range). */
+static const TPM2_HANDLE la_tpm_ek_rsa_certificate_index = 0x01C00002;
+
 /* AES-128-CFB parameter encryption for the salted sessions. */
 static inline TPMT_SYM_DEF la_tpm_session_symmetric(void) {
     TPMT_SYM_DEF out;

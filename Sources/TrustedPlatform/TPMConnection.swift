@@ -127,6 +127,11 @@ package final class TPMConnection {
         return handle
     }
 
+    /// Flushes `handle` (an object or session) when the connection closes, unless flushed before.
+    func track(_ handle: TPMHandle) {
+        loaded.append(handle)
+    }
+
     /// Flushes a loaded object now.
     package func flush(_ handle: TPMHandle) {
         guard let index = loaded.lastIndex(of: handle) else { return }

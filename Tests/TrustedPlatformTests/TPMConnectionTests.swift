@@ -83,44 +83,6 @@ struct TPMConnectionTests {
         #expect(inTPM == outside)
     }
 
-    /// The groundwork of key attestation: the TPM's attestation key (the same key on every connection of one TPM,
-    /// another on another TPM) signs, over the caller's nonce, that it holds a key of the key object's name.
-    @Test func certifyNamesTheKeyAndSignsTheNonce() throws {
-        let authorization = try SecureBytes(randomCount: 32)
-        let (object, _) = try tpm.withConnection { try $0.createP256Key(authorization: authorization) }
-        let nonce = try SecureBytes(randomCount: 32).unprotectedData()
-        let (certification, attestationKey) = try tpm.withConnection { connection in
-            let ak = try connection.attestationKey()
-            let key = try connection.load(object, authorization: authorization)
-            return (try connection.certify(key, with: ak.handle, nonce: nonce), ak.publicKey)
-        }
-        #expect(try tpm.withConnection { try $0.attestationKey().publicKey } == attestationKey)
-        let other = try SoftwareTPM()
-        #expect(try TPM(tcti: other.tcti).withConnection { try $0.attestationKey().publicKey } != attestationKey)
-
-        let statement = try TPMAttestationStatement(certification.attestation)
-        #expect(statement.magic == TPMAttestationStatement.generatedValue)
-        #expect(statement.type == TPMAttestationStatement.certifyType)
-        #expect(statement.extraData == nonce)
-        #expect(statement.certifiedName == object.name)
-        let verifier = try P256.PublicKey(x963Representation: attestationKey)
-        let signature = try ECDSASignature(rawRepresentation: certification.signatureR + certification.signatureS)
-        #expect(verifier.isValidSignature(signature, for: certification.attestation))
-        var changed = [UInt8](certification.attestation)
-        changed[changed.count - 1] ^= 1
-        #expect(!verifier.isValidSignature(signature, for: Data(changed)))
-
-        // Certifying needs the key's authorization (the admin role): a wrong one certifies nothing.
-        let error = #expect(throws: TPMError.self) {
-            try tpm.withConnection { connection in
-                let ak = try connection.attestationKey()
-                _ = try connection.certify(
-                    try connection.load(object, authorization: SecureBytes(zeros: 0)), with: ak.handle, nonce: nonce)
-            }
-        }
-        #expect(error?.isAuthorizationFailure == true)
-    }
-
     @Test func objectsLeftByAKilledHolderAreFlushed() throws {
         // swtpm holds three transient objects; a holder that dies keeps its storage key and key loaded, and without
         // the next holder's clean-up the second round could not load anything.
