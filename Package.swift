@@ -92,11 +92,11 @@ let package = Package(
         // Public API, ours: the typed Keychain over the same engine.
         .target(
             name: "SwiftKeychain",
-            dependencies: ["KeychainServices", "SecurityClient", "SecurityProtocol", "SecureCrypto"]),
+            dependencies: ["KeychainServices", "SecurityClient", "SecurityProtocol", "SecureCrypto", "KeyAttestation"]),
         // Public API: LAContext, LAError, LARight, LAPersistedRight, LARightStore.
         .target(
             name: "LocalAuthentication",
-            dependencies: ["KeychainServices", "SecurityClient", "SecurityProtocol", "SecureCrypto"]),
+            dependencies: ["KeychainServices", "SecurityClient", "SecurityProtocol", "SecureCrypto", "KeyAttestation"]),
 
         // Publishers of right states and keychain events, and Foundation's NotificationCenter publisher.
         .target(
@@ -146,6 +146,7 @@ let package = Package(
             dependencies: [
                 "LocalAuthentication", "KeychainServices", "SwiftKeychain", "SSHAgent", "SecurityClient",
                 "SecurityProtocol", "SecurityServer", "Authenticators", "SecureCrypto", "StoreFiles", "AppRegistry",
+                "KeyAttestation",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
@@ -220,7 +221,7 @@ let package = Package(
             name: "ChallengeSigning",
             dependencies: [
                 "LocalAuthentication", "KeychainServices", "Authenticators", "SecurityClient", "SecurityProtocol",
-                "SecurityServer", "SecureCrypto",
+                "SecurityServer", "SecureCrypto", "KeyAttestation",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import KeyAttestation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -11,8 +12,14 @@ import Synchronization
 /// (OpenSSL 3), so a signature that passes here is a standard ECDSA P-256 / SHA-256 signature, not an agreement
 /// between two halves of the same library.
 ///
-/// Routes (bodies are hex strings):
-/// - `POST /register`: the client's 65-byte X9.63 public key → `201`.
+/// With a `TPMAttestationVerifier` (`CHALLENGE_SIGNING_TPM_CA`), the server accepts only keys a TPM attests (our
+/// KeyAttestation library, on OpenSSL): the client first shows its TPM's identity, gets a credential challenge, and
+/// registers with the TPM's certification of its key.
+///
+/// Routes (bodies are hex strings, or JSON for attestation):
+/// - `POST /register`: the client's 65-byte X9.63 public key → `201` (`403` when attestation is required).
+/// - `POST /attestation/challenge`: a `TPMIdentity` → `200` and a `TPMAttestationChallenge`, valid once.
+/// - `POST /register/attested`: the `TPMKeyAttestation` answering it → `201`, or `401` and why not.
 /// - `GET /challenge`: → a fresh 32-byte challenge, valid once.
 /// - `POST /verify`: `<challenge hex> <signature hex>` (DER) → `200 verified` or `401 rejected`.
 ///
@@ -22,15 +29,19 @@ final class ChallengeServer: Sendable {
     private let group: MultiThreadedEventLoopGroup
     private let channel: any Channel
 
+    /// Whether only TPM-attested keys register.
+    let attests: Bool
+
     /// The address clients connect to (127.0.0.1 and the port the system picked).
     var baseURL: String { "http://127.0.0.1:\(channel.localAddress?.port ?? 0)" }
 
-    /// Starts listening on 127.0.0.1 on an ephemeral port.
-    init(requestLimit: Int) async throws {
-        let book = ChallengeBook(requestLimit: requestLimit)
+    /// Starts listening on 127.0.0.1 on an ephemeral port. With `attestation`, only TPM-attested keys register.
+    init(requestLimit: Int, attestation: TPMAttestationVerifier? = nil) async throws {
+        let book = ChallengeBook(requestLimit: requestLimit, attestation: attestation)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         self.book = book
         self.group = group
+        attests = attestation != nil
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 16)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -61,13 +72,17 @@ private final class ChallengeBook: Sendable {
         /// The registered key in X9.63 form (the parsed key is not `Sendable`, so it is rebuilt per check).
         var registeredKey: Data?
         var outstandingChallenges: Set<Data> = []
+        /// What the last attestation challenge expects; used up by the answer (right or wrong).
+        var pendingAttestation: TPMAttestationExpectation?
         var requestsLeft: Int
     }
 
     private let state: Mutex<State>
+    private let attestation: TPMAttestationVerifier?
 
-    init(requestLimit: Int) {
+    init(requestLimit: Int, attestation: TPMAttestationVerifier?) {
         state = Mutex(State(requestsLeft: requestLimit))
+        self.attestation = attestation
     }
 
     /// Answers one request; the last one allowed also closes the server.
@@ -85,6 +100,43 @@ private final class ChallengeBook: Sendable {
 
     private func route(_ request: HTTPRequest) -> HTTPResponse {
         switch (request.method, request.path) {
+        case (.POST, "/register") where attestation != nil:
+            return HTTPResponse(status: .forbidden, body: "rejected: this server registers TPM-attested keys only")
+
+        case (.POST, "/attestation/challenge"):
+            guard let attestation else { return HTTPResponse(status: .notFound, body: "this server does not attest keys") }
+            guard let identity = try? JSONDecoder().decode(TPMIdentity.self, from: Data(request.body.utf8)) else {
+                return HTTPResponse(status: .badRequest, body: "expected a TPMIdentity in JSON")
+            }
+            do {
+                let (challenge, expectation) = try attestation.challenge(for: identity)
+                state.withLock { $0.pendingAttestation = expectation }
+                return HTTPResponse(status: .ok, body: String(decoding: try JSONEncoder().encode(challenge), as: UTF8.self))
+            } catch {
+                return HTTPResponse(status: .forbidden, body: "rejected: \(error)")
+            }
+
+        case (.POST, "/register/attested"):
+            guard let attestation else { return HTTPResponse(status: .notFound, body: "this server does not attest keys") }
+            guard let answer = try? JSONDecoder().decode(TPMKeyAttestation.self, from: Data(request.body.utf8)) else {
+                return HTTPResponse(status: .badRequest, body: "expected a TPMKeyAttestation in JSON")
+            }
+            // Taken out before checking: a challenge is answered once, right or wrong.
+            let pending = state.withLock { state in
+                defer { state.pendingAttestation = nil }
+                return state.pendingAttestation
+            }
+            guard let expectation = pending else {
+                return HTTPResponse(status: .unauthorized, body: "rejected: no attestation challenge is open")
+            }
+            do {
+                let key = try attestation.verify(answer, expecting: expectation)
+                state.withLock { $0.registeredKey = key.publicKey }
+                return HTTPResponse(status: .created, body: "registered a TPM-attested key")
+            } catch {
+                return HTTPResponse(status: .unauthorized, body: "rejected: \(error)")
+            }
+
         case (.POST, "/register"):
             guard let bytes = Data(hex: request.body), (try? P256.Signing.PublicKey(x963Representation: bytes)) != nil
             else { return HTTPResponse(status: .badRequest, body: "not a P-256 public key in X9.63 form") }
@@ -156,7 +208,7 @@ private final class RequestHandler: ChannelInboundHandler, RemovableChannelHandl
             self.head = head
             body.clear()
         case .body(var chunk):
-            guard body.readableBytes + chunk.readableBytes <= 4096 else {
+            guard body.readableBytes + chunk.readableBytes <= 8192 else {
                 context.close(promise: nil)
                 return
             }

@@ -1,4 +1,5 @@
 import Foundation
+import KeyAttestation
 import KeychainServices
 import LocalAuthentication
 
@@ -36,6 +37,46 @@ struct SigningClient {
         let publicKey = try await right.key.publicKey.bytes
         let (status, body) = try await server.send(.POST, "/register", body: publicKey.hexString)
         say("client: registered its \(publicKey.count)-byte public key with the server: \(status.code) \(body).")
+    }
+
+    /// Registers the right's key with a server that accepts TPM-attested keys only: sends the TPM's identity,
+    /// has the TPM answer the server's challenge for the key, sends the answer. Neither step needs the right
+    /// authorized. Returns the answer sent (for the demo's replay).
+    func registerAttested(_ right: LAPersistedRight) async throws -> TPMKeyAttestation {
+        let identity = try await right.key.tpmIdentity()
+        say("client: the key is held by the TPM; sent the TPM's identity (endorsement certificate: "
+            + "\(identity.endorsementCertificate?.count ?? 0) bytes).")
+        let challenge = try await requestAttestationChallenge(for: identity)
+        say("server: the endorsement certificate chains to the TPM maker's CA; sent a credential only that TPM opens.")
+        let attestation = try await right.key.tpmAttestation(answering: challenge)
+        say("client: the TPM opened the credential and certified the key with it.")
+        let (status, body) = try await sendAttestation(attestation)
+        say("server: checked the certification: \(status) \(body).")
+        guard status == 201 else { throw ExampleError("the server did not accept the attestation") }
+        return attestation
+    }
+
+    /// Shows the server a TPM's identity; returns its challenge.
+    func requestAttestationChallenge(for identity: TPMIdentity) async throws -> TPMAttestationChallenge {
+        let (status, body) = try await server.send(
+            .POST, "/attestation/challenge", body: String(decoding: try JSONEncoder().encode(identity), as: UTF8.self))
+        guard status == .ok, let challenge = try? JSONDecoder().decode(TPMAttestationChallenge.self, from: Data(body.utf8))
+        else { throw ExampleError("the server refused the TPM's identity: \(status.code) \(body)") }
+        return challenge
+    }
+
+    /// Sends a TPM's answer as it is. Returns the server's status code and verdict.
+    func sendAttestation(_ attestation: TPMKeyAttestation) async throws -> (UInt, String) {
+        let (status, body) = try await server.send(
+            .POST, "/register/attested", body: String(decoding: try JSONEncoder().encode(attestation), as: UTF8.self))
+        return (status.code, body)
+    }
+
+    /// Sends a bare public key for registration, as a client without attestation would. Returns the server's
+    /// status code and verdict.
+    func registerUnattested(_ publicKey: Data) async throws -> (UInt, String) {
+        let (status, body) = try await server.send(.POST, "/register", body: publicKey.hexString)
+        return (status.code, body)
     }
 
     /// Fetches a challenge, authorizes the right (the fingerprint prompt; `touchReader` puts the finger on the

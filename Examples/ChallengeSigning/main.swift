@@ -6,8 +6,13 @@
 //     ChallengeSigning        the same client and server on your reader, your store and your PAM stack
 //
 // The server stops by itself after a fixed number of requests.
+//
+// With CHALLENGE_SIGNING_TPM_CA (comma-separated PEM files: a TPM maker's root and intermediate CA certificates),
+// the server registers only keys a TPM attests were made inside it (key attestation, our addition), and the client
+// goes through that exchange first; it needs the TPM enclave backend.
 
 import Foundation
+import KeyAttestation
 import LocalAuthentication
 
 /// Prints one line at once (the demo's output is read as it happens).
@@ -21,7 +26,7 @@ func runDemo() async throws {
     say("ChallengeSigning demo: a server, a client and a fingerprint, all on this machine.")
     say("Nothing outside a throwaway directory is touched; the fingerprint reader is libfprint's virtual one.\n")
     let environment = try DemoEnvironment()
-    let server = try await ChallengeServer(requestLimit: 16)
+    let server = try await ChallengeServer(requestLimit: 24, attestation: try attestationVerifier())
     do {
         try await demoStory(environment: environment, server: server)
     } catch {
@@ -47,7 +52,18 @@ private func demoStory(environment: DemoEnvironment, server: ChallengeServer) as
 
     say("\n3. The client saves a right and registers its public key")
     let right = try await client.loadOrSaveRight()
-    try await client.register(right)
+    if server.attests {
+        let attestation = try await client.registerAttested(right)
+        _ = try await client.requestAttestationChallenge(for: try await right.key.tpmIdentity())
+        let (replayStatus, replayVerdict) = try await client.sendAttestation(attestation)
+        say("   Someone replays that attestation for a new challenge: \(replayStatus) \(replayVerdict).")
+        let someKey = try await right.key.publicKey.bytes
+        let (bareStatus, bareVerdict) = try await client.registerUnattested(someKey)
+        say("   Someone registers a key without attestation: \(bareStatus) \(bareVerdict).")
+        guard replayStatus == 401, bareStatus == 403 else { throw ExampleError("the server accepted an unattested key") }
+    } else {
+        try await client.register(right)
+    }
 
     say("\n4. Without a fingerprint the key does not sign")
     do {
@@ -98,13 +114,13 @@ private func demoStory(environment: DemoEnvironment, server: ChallengeServer) as
 /// `ChallengeSigning`: the same client and server on the real reader, store and PAM stack, prompting on the
 /// terminal. The right is kept between runs; enroll another finger and run again to see it refuse.
 func runReal() async throws {
-    let server = try await ChallengeServer(requestLimit: 8)
+    let server = try await ChallengeServer(requestLimit: 8, attestation: try attestationVerifier())
     say("server: listening on \(server.baseURL)")
     guard let http = HTTPClient(url: server.baseURL) else { throw ExampleError("bad server address") }
     let client = SigningClient(server: http, presenter: nil, say: say)
     do {
         let right = try await client.loadOrSaveRight()
-        try await client.register(right)
+        if server.attests { _ = try await client.registerAttested(right) } else { try await client.register(right) }
         let signed = try await client.signChallenge(with: right) {
             say("client: place an enrolled finger on the reader.")
         }
@@ -114,6 +130,13 @@ func runReal() async throws {
         try? await server.shutdown()
         throw error
     }
+}
+
+/// The verifier for `CHALLENGE_SIGNING_TPM_CA`'s certificates (every one trusted), or nil when it is not set.
+func attestationVerifier() throws -> TPMAttestationVerifier? {
+    guard let list = ProcessInfo.processInfo.environment["CHALLENGE_SIGNING_TPM_CA"], !list.isEmpty else { return nil }
+    let certificates = try list.split(separator: ",").map { try Data(contentsOf: URL(fileURLWithPath: String($0))) }
+    return try TPMAttestationVerifier(trustedRoots: certificates)
 }
 
 do {

@@ -17,6 +17,11 @@ package struct EnclaveError: Error, CustomStringConvertible, Sendable {
         package static let wrongPassword = Code(rawValue: 5)
         /// The configuration names no usable backend, or the store needs one that is not configured or answers.
         package static let configuration = Code(rawValue: 6)
+        /// Key attestation is asked of a key or store that no TPM holds.
+        package static let notAttestable = Code(rawValue: 7)
+        /// A key-attestation challenge does not open in this TPM (made for another TPM or attestation key, or
+        /// changed).
+        package static let invalidChallenge = Code(rawValue: 8)
 
         package static func ~= (code: Code, error: any Error) -> Bool {
             (error as? EnclaveError)?.code == code

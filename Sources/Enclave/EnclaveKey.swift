@@ -195,28 +195,9 @@ extension Enclave {
     ) throws -> Result {
         let bound = !sealed.passwordKDF.isEmpty
         if sealed.isTPMHeld {
-            guard case .tpm(let tpm) = backend else {
-                throw EnclaveError(.corrupt, "the key is held by a TPM this store does not use")
-            }
-            guard let object = try? TPMObject(serialized: sealed.tpmObject), object.p256PublicKey == sealed.publicKey
-            else {
-                throw EnclaveError(.corrupt, "an enclave key's TPM object does not match its public key")
-            }
-            var password = password
-            if bound {
-                guard let kdf = try? JSONDecoder().decode(PasswordKDF.self, from: sealed.passwordKDF),
-                    kdf == (try? Self.passwordKDF(salt: kdf.salt))
-                else {
-                    throw EnclaveError(.corrupt, "an enclave key's password parameters are not ours")
-                }
-                guard password != nil else {
-                    throw EnclaveError(.wrongPassword, "the key needs its application password")
-                }
-            } else {
-                password = nil
-            }
-            let authorization = try tpmAuthorization(sealed.binding, password: password, kdf: sealed.passwordKDF)
-            return try TPMHeldKey.use(object, tpm: tpm, authorization: authorization, passwordBound: bound, body)
+            let held = try tpmHeldKey(sealed, password: password)
+            return try TPMHeldKey.use(
+                held.object, tpm: held.tpm, authorization: held.authorization, passwordBound: bound, body)
         }
         if !bound, let key = keyCache.key(for: sealed) { return try body(key) }
         var sealingKey = try rootKey()
@@ -242,6 +223,37 @@ extension Enclave {
         }
         if !bound { keyCache.insert(key, for: sealed) }
         return try body(key)
+    }
+
+    /// A TPM-held key's object and authorization value, after the checks every use makes: the store is on a TPM,
+    /// the object is the key's, and a password-bound key has our parameters and a password.
+    ///
+    /// - Throws: `EnclaveError.corrupt` / `.wrongPassword` as `withPrivateKey`.
+    func tpmHeldKey(
+        _ sealed: EnclaveKey, password: SecureBytes?
+    ) throws -> (tpm: TPM, object: TPMObject, authorization: SecureBytes) {
+        guard case .tpm(let tpm) = backend else {
+            throw EnclaveError(.corrupt, "the key is held by a TPM this store does not use")
+        }
+        guard let object = try? TPMObject(serialized: sealed.tpmObject), object.p256PublicKey == sealed.publicKey
+        else {
+            throw EnclaveError(.corrupt, "an enclave key's TPM object does not match its public key")
+        }
+        var password = password
+        if !sealed.passwordKDF.isEmpty {
+            guard let kdf = try? JSONDecoder().decode(PasswordKDF.self, from: sealed.passwordKDF),
+                kdf == (try? Self.passwordKDF(salt: kdf.salt))
+            else {
+                throw EnclaveError(.corrupt, "an enclave key's password parameters are not ours")
+            }
+            guard password != nil else {
+                throw EnclaveError(.wrongPassword, "the key needs its application password")
+            }
+        } else {
+            password = nil
+        }
+        let authorization = try tpmAuthorization(sealed.binding, password: password, kdf: sealed.passwordKDF)
+        return (tpm, object, authorization)
     }
 
     /// The only password KDF a key is made with, and so the only one accepted from a handle (a client could

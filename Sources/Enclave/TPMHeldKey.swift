@@ -42,11 +42,16 @@ struct TPMHeldKey: P256PrivateKeyOperations {
     }
 
     /// Runs `body` on a TPM connection, reporting the TPM's refusals as the enclave's errors: a wrong authorization
-    /// is a wrong password for a password-bound key and a changed key otherwise.
+    /// is a wrong password for a password-bound key and a changed key otherwise; a refused attestation credential is
+    /// a bad challenge.
     static func call<Result>(_ tpm: TPM, passwordBound: Bool, _ body: (TPMConnection) throws -> Result) throws -> Result {
         do {
             return try tpm.withConnection(body)
         } catch let error as TPMError {
+            if error.isCredentialRefusal {
+                throw EnclaveError(
+                    .invalidChallenge, "the challenge does not open in this TPM (made for another TPM, or changed)")
+            }
             if error.isAuthorizationFailure {
                 if passwordBound { throw EnclaveError(.wrongPassword, "the application password does not open the key") }
                 throw EnclaveError(.corrupt, "an enclave key does not open with its access control")

@@ -1,5 +1,7 @@
 import Foundation
+public import KeyAttestation
 import KeychainServices
+import SecurityProtocol
 
 /// A persisted right's enclave P-256 private key (`LAPrivateKey`).
 ///
@@ -96,6 +98,48 @@ public final class LAPrivateKey: NSObject, Sendable {
 
     /// Whether ``exchangeKeys(publicKey:algorithm:parameters:)`` supports `algorithm`.
     public func canExchangeKeys(using algorithm: SecKeyAlgorithm) -> Bool { supports(.keyExchange, algorithm) }
+
+    // MARK: Key attestation (our addition)
+
+    /// The identity of the TPM that holds this key, for a verifier's challenge (see the `KeyAttestation` module).
+    /// Needs no authorization.
+    ///
+    /// - Throws: an `NSError` in `NSOSStatusErrorDomain`: `errSecUnimplemented` (-4) on the software enclave backend.
+    public func tpmIdentity() async throws -> TPMIdentity {
+        try await keychainWork {
+            let identity = try Self.securityError { try self.lookUpKey(context: nil).attestationIdentity() }
+            return TPMIdentity(
+                endorsementCertificate: identity.certificate.isEmpty ? nil : identity.certificate,
+                endorsementKey: identity.endorsementKey, attestationKey: identity.attestationKey)
+        }
+    }
+
+    /// The TPM's answer to a verifier's challenge for this key. Needs no authorization: the right need not be
+    /// authorized, and nothing is signed with the key.
+    ///
+    /// - Throws: an `NSError` in `NSOSStatusErrorDomain`: `errSecUnimplemented` when no TPM holds the key,
+    ///   `errSecParam` when the TPM does not open the challenge.
+    public func tpmAttestation(answering challenge: TPMAttestationChallenge) async throws -> TPMKeyAttestation {
+        try await keychainWork {
+            let answer = try Self.securityError {
+                try self.lookUpKey(context: nil).attestation(
+                    credentialBlob: challenge.credentialBlob, encryptedSecret: challenge.encryptedSecret)
+            }
+            return TPMKeyAttestation(
+                keyPublicArea: answer.keyPublicArea, statement: answer.statement, signature: answer.signature)
+        }
+    }
+
+    /// Runs `body`, reporting a `KeychainStatus` as `SecKey` functions report theirs.
+    private static func securityError<Value>(_ body: () throws -> Value) throws -> Value {
+        do {
+            return try body()
+        } catch let status as KeychainStatus {
+            throw NSError(
+                domain: NSOSStatusErrorDomain, code: Int(status.code.rawValue),
+                userInfo: [NSLocalizedDescriptionKey: status.message])
+        }
+    }
 
     // MARK: Internals
 

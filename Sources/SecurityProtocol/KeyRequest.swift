@@ -15,6 +15,12 @@ package enum KeyRequest: Sendable, Equatable {
     case decrypt(handle: Data, ciphertext: Data, variant: ECIES.Variant, context: AuthenticationContextID?)
     /// ECDH with `peer` (65-byte public key): Z itself, or with `kdf` the X9.63 SHA-256 KDF of Z.
     case keyExchange(handle: Data, peer: Data, kdf: X963KDFParameters?, context: AuthenticationContextID?)
+    /// What a verifier needs to challenge the TPM that holds the store's keys (key attestation, our addition).
+    case attestationIdentity
+    /// Answers a verifier's challenge for the key: the TPM opens the credential (`credentialBlob`,
+    /// `encryptedSecret`) and certifies the key with it. `context` holds the application password of a key bound to
+    /// one; no other authentication is asked (attesting uses no private-key operation).
+    case attest(handle: Data, credentialBlob: Data, encryptedSecret: Data, context: AuthenticationContextID?)
 }
 
 /// What the X9.63 SHA-256 KDF applied to a key exchange's shared secret takes
@@ -40,11 +46,16 @@ package enum KeyResponse: Sendable, Equatable {
     case signature(Data)
     /// Decrypted bytes or a derived secret.
     case secret(SecureBytes)
+    /// The TPM's endorsement-key certificate (DER, empty when it has none), its endorsement key's and attestation
+    /// key's public areas (marshalled `TPMT_PUBLIC`).
+    case attestationIdentity(certificate: Data, endorsementKey: Data, attestationKey: Data)
+    /// The key's public area, the `TPMS_ATTEST` the attestation key signed, and the signature (`r || s`).
+    case attestation(keyPublicArea: Data, statement: Data, signature: Data)
 }
 
 extension KeyRequest: ProtocolCodable {
-    /// A variant: 1 generate, 2 sign, 3 decrypt, 4 keyExchange; associated values as fields 1, 2, … in order, the
-    /// optional ones left out when nil.
+    /// A variant: 1 generate, 2 sign, 3 decrypt, 4 keyExchange, 5 attestationIdentity, 6 attest; associated values
+    /// as fields 1, 2, … in order, the optional ones left out when nil.
     package func encode(into writer: inout MessageWriter) {
         switch self {
         case .generate(let accessControl, let item, let context):
@@ -73,6 +84,15 @@ extension KeyRequest: ProtocolCodable {
                 $0.optionalField(3, kdf)
                 $0.optionalField(4, context)
             }
+        case .attestationIdentity:
+            writer.variant(5)
+        case .attest(let handle, let credentialBlob, let encryptedSecret, let context):
+            writer.variant(6) {
+                $0.field(1, handle)
+                $0.field(2, credentialBlob)
+                $0.field(3, encryptedSecret)
+                $0.optionalField(4, context)
+            }
         }
     }
 
@@ -94,6 +114,11 @@ extension KeyRequest: ProtocolCodable {
                 .keyExchange(
                     handle: try payload.field(1), peer: try payload.field(2), kdf: try payload.optionalField(3),
                     context: try payload.optionalField(4))
+            case 5: .attestationIdentity
+            case 6:
+                .attest(
+                    handle: try payload.field(1), credentialBlob: try payload.field(2),
+                    encryptedSecret: try payload.field(3), context: try payload.optionalField(4))
             default: nil
             }
         }
@@ -115,7 +140,7 @@ extension X963KDFParameters: ProtocolCodable {
 
 extension KeyResponse: ProtocolCodable {
     /// A variant: 1 generated (fields 1 handle, 2 publicKey), 2 signature, 3 secret (straight into zeroizing
-    /// memory when decoded).
+    /// memory when decoded), 4 attestationIdentity, 5 attestation (associated values as fields 1, 2, 3).
     package func encode(into writer: inout MessageWriter) {
         switch self {
         case .generated(let handle, let publicKey):
@@ -125,6 +150,18 @@ extension KeyResponse: ProtocolCodable {
             }
         case .signature(let signature): writer.variant(2) { $0.field(1, signature) }
         case .secret(let secret): writer.variant(3) { $0.field(1, secret) }
+        case .attestationIdentity(let certificate, let endorsementKey, let attestationKey):
+            writer.variant(4) {
+                $0.field(1, certificate)
+                $0.field(2, endorsementKey)
+                $0.field(3, attestationKey)
+            }
+        case .attestation(let keyPublicArea, let statement, let signature):
+            writer.variant(5) {
+                $0.field(1, keyPublicArea)
+                $0.field(2, statement)
+                $0.field(3, signature)
+            }
         }
     }
 
@@ -135,6 +172,13 @@ extension KeyResponse: ProtocolCodable {
             case 1: .generated(handle: try payload.field(1), publicKey: try payload.field(2))
             case 2: .signature(try payload.field(1))
             case 3: .secret(try payload.field(1))
+            case 4:
+                .attestationIdentity(
+                    certificate: try payload.field(1), endorsementKey: try payload.field(2),
+                    attestationKey: try payload.field(3))
+            case 5:
+                .attestation(
+                    keyPublicArea: try payload.field(1), statement: try payload.field(2), signature: try payload.field(3))
             default: nil
             }
         }

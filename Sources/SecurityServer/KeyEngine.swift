@@ -12,7 +12,9 @@ extension KeychainEngine {
     ///   `errSecInteractionNotAllowed` or `errSecAuthFailed`), `errSecInteractionNotAllowed` when the list's
     ///   protection class is locked, `errSecDecode` when the key does not open (changed bytes, another device),
     ///   `errSecInvalidKeyRef` for a handle that is not an enclave key, `errSecParam` for bad input (a ciphertext
-    ///   that does not open, a peer key that is not on P-256), and what `SecItemAdd` returns for a stored key.
+    ///   that does not open, a peer key that is not on P-256, an attestation challenge the TPM does not open),
+    ///   `errSecUnimplemented` for attestation on the software backend, and what `SecItemAdd` returns for a stored
+    ///   key.
     ///
     /// Blocks the calling thread while the user is asked through `prompting`, as ``handle(_:caller:prompting:)``
     /// for keychain requests does.
@@ -69,6 +71,21 @@ extension KeychainEngine {
                         return try key.sharedSecret(
                             with: peer, x963SharedInfo: kdf.sharedInfo, outputByteCount: kdf.byteCount)
                     })
+            case .attestationIdentity:
+                let identity = try enclave.attestationIdentity()
+                return .attestationIdentity(
+                    certificate: identity.certificate, endorsementKey: identity.endorsementKey,
+                    attestationKey: identity.attestationKey)
+            case .attest(let handle, let credentialBlob, let encryptedSecret, let context):
+                // No list check: attesting runs no private-key operation and tells nothing secret. The key's
+                // authorization value (and its application password) is still needed to certify it.
+                let key = try Self.enclaveKey(handle)
+                let password = key.passwordKDF.isEmpty ? nil : try applicationPassword(context)
+                let (keyPublicArea, certification) = try enclave.attest(
+                    key, password: password, credentialBlob: credentialBlob, encryptedSecret: encryptedSecret)
+                return .attestation(
+                    keyPublicArea: keyPublicArea, statement: certification.attestation,
+                    signature: certification.signatureR + certification.signatureS)
             }
         } catch {
             throw Self.status(error)
@@ -88,12 +105,7 @@ extension KeychainEngine {
         _ handle: Data, for operation: AccessControlOperation, context: AuthenticationContextID?,
         prompting: Prompting, _ body: (any P256PrivateKeyOperations) throws -> Result
     ) throws -> Result {
-        let key: EnclaveKey
-        do {
-            key = try EnclaveKey(serialized: handle)
-        } catch {
-            throw KeychainStatus(KeychainStatus.Code(rawValue: -67712), "the key is not an enclave key")
-        }
+        let key = try Self.enclaveKey(handle)
         if !key.accessControl.isEmpty {
             guard case .accessControl(let policy)? = try? AttributeCodec.decode(key.accessControl)["accc"] else {
                 throw KeychainStatus(.decode, "the key's access control does not decode")
@@ -127,13 +139,26 @@ extension KeychainEngine {
     }
 }
 
+extension KeychainEngine {
+    /// A client's key handle. - Throws: `errSecInvalidKeyRef` when it is not an enclave key.
+    static func enclaveKey(_ handle: Data) throws -> EnclaveKey {
+        do {
+            return try EnclaveKey(serialized: handle)
+        } catch {
+            throw KeychainStatus(KeychainStatus.Code(rawValue: -67712), "the key is not an enclave key")
+        }
+    }
+}
+
 extension KeyRequest {
     /// The authentication context the request names.
     var context: AuthenticationContextID? {
         switch self {
         case .generate(_, _, let context), .sign(_, _, let context), .decrypt(_, _, _, let context),
-            .keyExchange(_, _, _, let context):
+            .keyExchange(_, _, _, let context), .attest(_, _, _, let context):
             return context
+        case .attestationIdentity:
+            return nil
         }
     }
 }

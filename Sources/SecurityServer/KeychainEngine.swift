@@ -213,6 +213,10 @@ package final class KeychainEngine: Sendable {
         case EnclaveError.Code.wrongPassword:
             return KeychainStatus(.authFailed, "the application password does not open the key")
         case EnclaveError.Code.io: return KeychainStatus(.io, "the key files cannot be read or written")
+        case let error as EnclaveError where error.code == .notAttestable:
+            return KeychainStatus(.unimplemented, error.message)
+        case let error as EnclaveError where error.code == .invalidChallenge:
+            return KeychainStatus(.param, error.message)
         case CryptoError.Code.authenticationFailure: return KeychainStatus(.decode, "a ciphertext does not authenticate")
         default: return KeychainStatus(.internalComponent, "internal failure")
         }

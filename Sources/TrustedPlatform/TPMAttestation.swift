@@ -116,7 +116,7 @@ extension TPMConnection {
             &credential)
         defer { Esys_Free(credential) }
         flush(policy)
-        guard rc == 0, let credential else { throw TPMError(code: rc, operation: "activate an attestation credential") }
+        guard rc == 0, let credential else { throw TPMError(code: rc, operation: TPMError.activation) }
         return Data(bytesOfTPM2B(credential))
     }
 

@@ -30,6 +30,12 @@ package struct TPMError: Error, CustomStringConvertible, Sendable {
         responseCode == Self.authorizationFailed || responseCode == Self.badAuthorization
     }
 
+    /// The TPM refused to open a key-attestation credential (it was made for another TPM or attestation key, or
+    /// changed).
+    package var isCredentialRefusal: Bool { operation == Self.activation && responseCode != nil }
+
+    static let activation = "activate an attestation credential"
+
     /// TSS2_MU_RC_BAD_SIZE: bytes that do not fit, or go on after, a TPM structure.
     static let badSize: UInt32 = 0x0009_0006
 

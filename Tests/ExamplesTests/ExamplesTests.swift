@@ -68,6 +68,18 @@ struct ExamplesTests {
         #expect(run.lines.contains { $0.contains("authorizing the right again is refused") }, "\(run)")
         #expect(run.lines.contains { $0.hasSuffix("replays challenge 2 with its signature: 401 rejected: unknown or reused challenge.") }, "\(run)")
         #expect(run.lines.contains { $0.hasSuffix("for a new challenge: 401 rejected: bad signature.") }, "\(run)")
+        if ProcessInfo.processInfo.environment["LA_TEST_TPM_CA"] != nil {
+            // Key attestation against the swtpm's CA: the key registers only through it, once.
+            #expect(run.lines.contains { $0.hasSuffix("checked the certification: 201 registered a TPM-attested key.") }, "\(run)")
+            #expect(
+                run.lines.contains {
+                    $0.hasSuffix("replays that attestation for a new challenge: 401 rejected: the statement answers another challenge.")
+                }, "\(run)")
+            #expect(
+                run.lines.contains {
+                    $0.hasSuffix("without attestation: 403 rejected: this server registers TPM-attested keys only.")
+                }, "\(run)")
+        }
     }
 
     @Test func challengeSigningRejectsAnUnknownMode() throws {
@@ -143,6 +155,8 @@ struct ExampleWorld {
             environment["LA_PAM_SERVICE"] = "la-examples"
             environment["LA_PAM_CONFDIR"] = directory
         }
+        // The TPM pass's swtpm has an endorsement certificate from a throwaway CA: ChallengeSigning's server trusts it.
+        if let ca = environment["LA_TEST_TPM_CA"] { environment["CHALLENGE_SIGNING_TPM_CA"] = ca }
         environment["LA_READER_DRIVERS"] = "no_such_driver"
         environment["FP_DRIVERS_WHITELIST"] = "no_such_driver"
         environment["LA_PRESENTER"] = "none"

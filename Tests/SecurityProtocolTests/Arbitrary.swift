@@ -287,7 +287,7 @@ extension ECIES.Variant: Arbitrary {
 extension KeyRequest: Arbitrary {
     static func arbitrary(using rng: inout any SeededRandomNumberGenerator) -> KeyRequest {
         let context = Draw.optional(&rng) { AuthenticationContextID.arbitrary(using: &$0) }
-        return switch Int.random(in: 0..<4, using: &rng) {
+        return switch Int.random(in: 0..<6, using: &rng) {
         case 0:
             .generate(
                 accessControl: Draw.optional(&rng) { AccessControlPolicy.arbitrary(using: &$0) },
@@ -297,20 +297,30 @@ extension KeyRequest: Arbitrary {
             .decrypt(
                 handle: Draw.data(&rng), ciphertext: Draw.data(&rng), variant: ECIES.Variant.arbitrary(using: &rng),
                 context: context)
-        default:
+        case 3:
             .keyExchange(
                 handle: Draw.data(&rng), peer: Draw.data(&rng),
                 kdf: Draw.optional(&rng) { X963KDFParameters.arbitrary(using: &$0) }, context: context)
+        case 4: .attestationIdentity
+        default:
+            .attest(
+                handle: Draw.data(&rng), credentialBlob: Draw.data(&rng), encryptedSecret: Draw.data(&rng),
+                context: context)
         }
     }
 }
 
 extension KeyResponse: Arbitrary {
     static func arbitrary(using rng: inout any SeededRandomNumberGenerator) -> KeyResponse {
-        switch Int.random(in: 0..<3, using: &rng) {
+        switch Int.random(in: 0..<5, using: &rng) {
         case 0: .generated(handle: Draw.data(&rng), publicKey: Draw.data(&rng))
         case 1: .signature(Draw.data(&rng))
-        default: .secret(Draw.secureBytes(&rng))
+        case 2: .secret(Draw.secureBytes(&rng))
+        case 3:
+            .attestationIdentity(
+                certificate: Draw.data(&rng), endorsementKey: Draw.data(&rng), attestationKey: Draw.data(&rng))
+        default:
+            .attestation(keyPublicArea: Draw.data(&rng), statement: Draw.data(&rng), signature: Draw.data(&rng))
         }
     }
 }

@@ -232,3 +232,53 @@ struct KeyAttestationTests {
             + sized(name) + sized(Data())
     }
 }
+
+/// `lactl keys identity` and `lactl keys attest` as a person runs them: JSON a verifier takes, for an SSH key (a
+/// persisted right) in a store on the TPM; the software backend says it cannot.
+@Suite(.enabled(if: SoftwareTPM.isInstalled, "swtpm is not installed (scripts/bootstrap installs it)"))
+struct LactlKeyAttestationTests {
+    @Test func lactlAttestsAnSSHKey() throws {
+        let machine = try SoftwareTPM(certified: true)
+        let verifier = try KeyAttestationTests.verifier(trusting: machine)
+        let store = machine.stateDirectory.appendingPathComponent("store", isDirectory: true)
+        var environment = ProcessInfo.processInfo.environment.merging(machine.environment) { _, new in new }
+        environment["LA_DAEMON_SOCKET"] = ""
+        environment["LA_DATA_DIR"] = store.path
+        environment["LA_READER_DRIVERS"] = "no_such_driver"
+        let lactl = try lactlExecutable()
+
+        let created = try runCapturingOutput(
+            lactl, ["ssh-key", "create", "deploy", "--requirement", "userPresence"], environment: environment)
+        #expect(created.status == 0, "\(created.output)")
+        // The authorized_keys blob ends with the key's 65-byte point.
+        let blob = try #require(Data(base64Encoded: String(created.output.split(separator: " ")[1])))
+        let sshPublicKey = blob.suffix(65)
+
+        let identityRun = try runCapturingOutput(lactl, ["keys", "identity"], environment: environment)
+        #expect(identityRun.status == 0, "\(identityRun.output)")
+        let identity = try JSONDecoder().decode(TPMIdentity.self, from: Data(identityRun.output.utf8))
+        let (challenge, expectation) = try verifier.challenge(for: identity)
+        let challengeFile = machine.stateDirectory.appendingPathComponent("challenge.json")
+        try JSONEncoder().encode(challenge).write(to: challengeFile)
+
+        let attestRun = try runCapturingOutput(
+            lactl, ["keys", "attest", "--ssh-key", "deploy", "--challenge", challengeFile.path], environment: environment)
+        #expect(attestRun.status == 0, "\(attestRun.output)")
+        let attestation = try JSONDecoder().decode(TPMKeyAttestation.self, from: Data(attestRun.output.utf8))
+        #expect(try verifier.verify(attestation, expecting: expectation).publicKey == sshPublicKey)
+
+        // The same challenge for a key that does not exist, and a file that is not a challenge.
+        let missing = try runCapturingOutput(
+            lactl, ["keys", "attest", "--ssh-key", "nope", "--challenge", challengeFile.path], environment: environment)
+        #expect(missing.status == 44, "\(missing.output)")
+        let notJSON = try runCapturingOutput(
+            lactl, ["keys", "attest", "--ssh-key", "deploy", "--challenge", "/etc/hostname"], environment: environment)
+        #expect(notJSON.status == 65 && notJSON.output.contains("is not a challenge"), "\(notJSON.output)")
+
+        environment["LA_ENCLAVE"] = "software"
+        environment["LA_DATA_DIR"] = store.path + "-software"
+        let software = try runCapturingOutput(lactl, ["keys", "identity"], environment: environment)
+        #expect(software.status != 0)
+        #expect(software.output.contains("no TPM holds this store's keys (software backend)"), "\(software.output)")
+    }
+}
