@@ -23,9 +23,9 @@ package final class SoftwareTPM: @unchecked Sendable {
     /// (PEM), made by `swtpm_localca` for this TPM alone.
     package let certificateAuthority: (root: URL, intermediate: URL)?
 
-    /// Starts a fresh TPM and waits until it answers. `certified`: manufactured first by `swtpm_setup` with an
-    /// RSA-2048 endorsement key whose certificate (in NV index 0x01C00002) a throwaway local CA signs, as a TPM
-    /// maker's CA signs a real TPM's; otherwise manufactured bare on first start (no certificate, faster).
+    /// Starts a fresh TPM and waits until it answers. `certified`: manufactured first (`scripts/manufacture-swtpm`)
+    /// with an RSA-2048 endorsement key whose certificate (in NV index 0x01C00002) a throwaway local CA signs, as a
+    /// TPM maker's CA signs a real TPM's; otherwise manufactured bare on first start (no certificate, faster).
     package init(certified: Bool = false) throws {
         stateDirectory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "swtpm-\(UUID().uuidString.prefix(8))", isDirectory: true)
@@ -56,49 +56,17 @@ package final class SoftwareTPM: @unchecked Sendable {
         try? FileManager.default.removeItem(at: stateDirectory)
     }
 
-    /// Runs `swtpm_setup` with `swtpm_localca` on a CA directory of the TPM's own (never the system's
-    /// `/var/lib/swtpm-localca`).
+    /// Runs `scripts/manufacture-swtpm` (`swtpm_setup` with `swtpm_localca` on a CA directory of the TPM's own,
+    /// never the system's `/var/lib/swtpm-localca`), as `make test`'s TPM pass does.
     private static func manufacture(_ directory: URL) throws -> (root: URL, intermediate: URL) {
-        let ca = directory.appendingPathComponent("ca", isDirectory: true)
-        try FileManager.default.createDirectory(at: ca, withIntermediateDirectories: true)
-        func write(_ name: String, _ text: String) throws -> String {
-            let url = directory.appendingPathComponent(name)
-            try text.write(to: url, atomically: true, encoding: .utf8)
-            return url.path
-        }
-        let localCA = try write(
-            "localca.conf",
-            """
-            statedir = \(ca.path)
-            signingkey = \(ca.path)/signkey.pem
-            issuercert = \(ca.path)/issuercert.pem
-            certserial = \(ca.path)/certserial
-
-            """)
-        let options = try write(
-            "localca.options",
-            "--platform-manufacturer swift-local-authentication\n--platform-version 1\n--platform-model test\n")
-        let setup = try write(
-            "swtpm_setup.conf",
-            """
-            create_certs_tool = /usr/bin/swtpm_localca
-            create_certs_tool_config = \(localCA)
-            create_certs_tool_options = \(options)
-            active_pcr_banks = sha256
-
-            """)
-        let log = directory.appendingPathComponent("swtpm_setup.log").path
-        let process = try SpawnedProcess(
-            "/usr/bin/swtpm_setup",
-            [
-                "--tpm2", "--tpmstate", directory.path, "--create-ek-cert", "--config", setup, "--overwrite",
-                "--logfile", log,
-            ],
-            log: log + ".out")
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("scripts/manufacture-swtpm")
+        let log = directory.appendingPathComponent("setup.log").path
+        let process = try SpawnedProcess(script.path, [directory.path], log: log)
         guard let ended = process.wait(timeout: 60), ended == (0, false) else {
-            throw CocoaError(
-                .executableLoad, userInfo: [NSLocalizedDescriptionKey: "swtpm_setup failed; see \(log)"])
+            throw CocoaError(.executableLoad, userInfo: [NSLocalizedDescriptionKey: "swtpm_setup failed; see \(log)"])
         }
+        let ca = directory.appendingPathComponent("ca", isDirectory: true)
         return (ca.appendingPathComponent("swtpm-localca-rootca-cert.pem"), ca.appendingPathComponent("issuercert.pem"))
     }
 
