@@ -47,6 +47,10 @@ let package = Package(
         .systemLibrary(
             name: "CFPrint", pkgConfig: "libfprint-2",
             providers: [.apt(["libfprint-2-dev", "libglib2.0-dev"])]),
+        // keyutils: the kernel keyring, where the embedded engine keeps unlocked class keys.
+        .systemLibrary(
+            name: "CKeyutils", pkgConfig: "libkeyutils",
+            providers: [.apt(["libkeyutils-dev"])]),
         // tpm2-tss: ESAPI, the TCTI loader (device, swtpm), marshalling, error texts.
         .systemLibrary(
             name: "CTSS2", pkgConfig: "tss2-esys",
@@ -65,7 +69,7 @@ let package = Package(
         // Secrets: device root key, protection-class keys, enclave-held P-256 keys.
         // A TPM 2.0 through tpm2-tss: sealed data, P-256 keys made and used inside it, its properties.
         .target(name: "TrustedPlatform", dependencies: ["CTSS2", "SecureCrypto", "StoreFiles"]),
-        .target(name: "Enclave", dependencies: ["SecureCrypto", "StoreFiles", "TrustedPlatform"]),
+        .target(name: "Enclave", dependencies: ["SecureCrypto", "StoreFiles", "TrustedPlatform", "CKeyutils"]),
         // Key attestation: the messages between a TPM's owner and a verifier, and the verifier (X.509 chains,
         // credential protection, certification statements) on OpenSSL alone.
         .target(name: "KeyAttestation", dependencies: ["SecureCrypto", "COpenSSL"]),

@@ -15,9 +15,14 @@ import Synchronization
 /// file that is missing beside an existing keybag, or does not decode, reads as locked).
 ///
 /// Class keys are in memory only while their class is available: `ak`/`aku`/`akpu` while unlocked, `ck`/`cku` once
-/// an unlock has happened in this boot (`/proc/sys/kernel/random/boot_id`), `dk`/`dku` always. The state file is
-/// shared by every process that opens the directory, and re-read whenever it changes, so `lactl keychain lock` locks
-/// every embedded client at once.
+/// an unlock has happened in this boot (`/proc/sys/kernel/random/boot_id`), `dk`/`dku` always.
+///
+/// From its first unlock by passcode on, a store is **protected** (keybag version 3, `PasscodeProtection`): the
+/// `ak`…`cku` keys are sealed under the root key *and* the passcode, and the keybag holds them no other way.
+/// Unlocking puts them where `EnclaveConfiguration.unlockedKeys` says (the kernel keyring for embedded clients,
+/// localauthd's memory), locking removes the `ak` ones; "locked" is their absence, so no state file can unlock.
+/// Before that first unlock (a new store), the lock state is the state file's flag, shared by every process that
+/// opens the directory and re-read whenever it changes, and it protects nothing against someone who can write it.
 package final class Enclave: Sendable {
     /// The key that seals item attributes (cached in memory as Apple's metadata key is).
     package let metadataKey: SecureBytes
@@ -42,14 +47,23 @@ package final class Enclave: Sendable {
     /// Enclave keys opened recently (see `EnclaveKey.swift`).
     let keyCache = EnclaveKeyCache()
     private let statePath: String
-    private let wrappedClassKeys: [ProtectionClass: Data]
+    private let keybagPath: String
     private let bootID: String
+    /// Where a protected store's unlocked keys are (named by this store's identity).
+    private let unlockedKeys: any UnlockedKeyStore
     private let state: Mutex<State>
 
     private struct State {
         var persisted: PersistedState
         var stamp: FileStamp?
         var classKeys: [ProtectionClass: SecureBytes] = [:]
+        /// The class keys the keybag seals under the root key alone: every class before the store is protected,
+        /// `dk`/`dku` after.
+        var wrappedClassKeys: [ProtectionClass: Data]
+        /// The passcode layer, once the store is protected.
+        var protection: PasscodeProtection?
+        /// The keybag file as last read (a migration by another process rewrites it).
+        var keybagStamp: FileStamp?
     }
 
     private struct PersistedState: Codable, Equatable {
@@ -66,10 +80,11 @@ package final class Enclave: Sendable {
     }
 
     private static let keyByteCount = 32
-    private static let keyNames = ProtectionClass.allCases.map(\.rawValue) + ["metadata", "index", "attempts"]
+    private static let keyNames = ProtectionClass.allCases.map(\.rawValue) + ["metadata", "index", "attempts", "store-id"]
     /// The keybag format: version 2 binds the version into every entry, so an entry can never be read as one of an
-    /// older keybag (which would let the attempt key be dropped and made afresh).
-    private static let keybagVersion = 2
+    /// older keybag (which would let the attempt key be dropped and made afresh); version 3 adds the passcode layer
+    /// (and two-byte entry sizes) and holds the passcode classes' keys only under it.
+    private static let keybagVersion = 3
 
     /// Opens the key store in `directory`, creating the directory (0700), the root key and the keybag on first use.
     ///
@@ -88,10 +103,11 @@ package final class Enclave: Sendable {
         let lock = try Self.files { try FileLock(path: directory.appendingPathComponent("enclave.lock").path) }
         defer { lock.unlock() }
 
-        let keybagPath = directory.appendingPathComponent("keybag").path
+        keybagPath = directory.appendingPathComponent("keybag").path
         let keybagExists = PrivateFiles.exists(keybagPath)
+        let configuration = try configuration ?? .embedded()
         let (rootKeys, rootKey) = try RootKeyStore.open(
-            in: directory, configuration: try configuration ?? .embedded(), mayCreate: !keybagExists)
+            in: directory, configuration: configuration, mayCreate: !keybagExists)
         self.rootKeys = rootKeys
         var wrapped: [String: Data]
         var attemptKeyIsNew = false
@@ -99,20 +115,21 @@ package final class Enclave: Sendable {
             let (version, entries) = try Self.decodeKeybag(try Self.readFile(keybagPath))
             wrapped = entries
             if version < Self.keybagVersion {
-                // A keybag from before the attempt key: re-seal every key under the current version, add it.
-                guard Set(wrapped.keys) == Set(Self.keyNames.filter { $0 != "attempts" }) else {
-                    throw EnclaveError(.corrupt, "the keybag does not hold every key")
-                }
+                // An older keybag: re-seal every key under the current version, adding the attempt key (version 1
+                // had none) and the store's identity.
+                let expected = Set(Self.keyNames.filter { $0 != "store-id" && (version > 1 || $0 != "attempts") })
+                guard Set(wrapped.keys) == expected else { throw EnclaveError(.corrupt, "the keybag does not hold every key") }
                 var upgraded: [String: Data] = [:]
                 for (name, entry) in wrapped {
                     let key = try Self.unwrap(entry, name: name, version: version, rootKey: rootKey)
                     upgraded[name] = try Self.seal(key, name: name, rootKey: rootKey)
                 }
-                upgraded["attempts"] = try Self.seal(
-                    try SecureBytes(randomCount: Self.keyByteCount), name: "attempts", rootKey: rootKey)
+                for name in ["attempts", "store-id"] where upgraded[name] == nil {
+                    upgraded[name] = try Self.seal(try SecureBytes(randomCount: Self.keyByteCount), name: name, rootKey: rootKey)
+                    if name == "attempts" { attemptKeyIsNew = true }
+                }
                 try Self.writeFileAtomically(Self.encodeKeybag(upgraded), to: keybagPath)
                 wrapped = upgraded
-                attemptKeyIsNew = true
             }
         } else {
             wrapped = [:]
@@ -122,9 +139,8 @@ package final class Enclave: Sendable {
             try Self.writeFileAtomically(Self.encodeKeybag(wrapped), to: keybagPath)
             attemptKeyIsNew = true
         }
-        guard Set(wrapped.keys) == Set(Self.keyNames) else {
-            throw EnclaveError(.corrupt, "the keybag does not hold every key")
-        }
+        let protection = try PasscodeProtection(entries: wrapped)
+        try Self.checkEntries(wrapped, protected: protection != nil)
         metadataKey = try Self.unwrap(wrapped["metadata"]!, name: "metadata", rootKey: rootKey)
         keyAuthorizationKey = try HKDFSHA256.deriveKey(
             inputKeyMaterial: metadataKey, info: Data("la.enclave-key.tpm-authorization.v1".utf8), outputByteCount: 32)
@@ -132,9 +148,13 @@ package final class Enclave: Sendable {
         indexMAC = HMACSHA256.Key(indexKey)
         attemptKey = try Self.unwrap(wrapped["attempts"]!, name: "attempts", rootKey: rootKey)
         self.attemptKeyIsNew = attemptKeyIsNew
+        let storeID = try Self.unwrap(wrapped["store-id"]!, name: "store-id", rootKey: rootKey)
+        switch configuration.unlockedKeys {
+        case .processMemory: unlockedKeys = ProcessMemoryKeys()
+        case .kernelKeyring: unlockedKeys = KernelKeyringKeys(storeIdentity: try Self.identity(of: directory, id: storeID))
+        }
         var classKeys: [ProtectionClass: Data] = [:]
         for protectionClass in ProtectionClass.allCases { classKeys[protectionClass] = wrapped[protectionClass.rawValue] }
-        wrappedClassKeys = classKeys
 
         // A new store starts unlocked (the embedded store has no passcode of its own yet); an existing store whose
         // state file is missing or damaged is locked: damage never opens anything.
@@ -151,15 +171,28 @@ package final class Enclave: Sendable {
         if persisted != stored {
             try Self.writeFileAtomically(JSONEncoder().encode(persisted), to: statePath)
         }
-        state = Mutex(State(persisted: persisted, stamp: nil))
+        state = Mutex(
+            State(
+                persisted: persisted, stamp: nil, wrappedClassKeys: classKeys, protection: protection,
+                keybagStamp: Self.stamp(of: keybagPath)))
         try state.withLock { state in try refresh(&state) }
     }
 
     // MARK: Lock state
 
-    /// Whether the keybag is locked (as every process sharing the directory sees it).
+    /// Whether the keybag is locked (as every process sharing the directory sees it): for a protected store,
+    /// whether the unlocked keys are absent.
     package var isLocked: Bool {
-        (try? state.withLock { state in try refresh(&state); return state.persisted.locked }) ?? true
+        (try? state.withLock { state in
+            try refresh(&state)
+            if state.protection != nil { return unlockedKeys.read(.unlocked) == nil }
+            return state.persisted.locked
+        }) ?? true
+    }
+
+    /// Whether the store's passcode classes are sealed under the passcode (it was unlocked by passcode once).
+    package var isPasscodeProtected: Bool {
+        (try? state.withLock { state in try refresh(&state); return state.protection != nil }) ?? false
     }
 
     /// Whether a passcode is set (needed for `akpu` items).
@@ -167,19 +200,82 @@ package final class Enclave: Sendable {
         (try? state.withLock { state in try refresh(&state); return state.persisted.passcodeSet }) ?? false
     }
 
-    /// Locks the keybag: `ak`, `aku` and `akpu` keys leave memory here and in every process that shares the store.
+    /// Locks the keybag: `ak`, `aku` and `akpu` keys leave memory here and in every process that shares the store
+    /// (for a protected store: they leave the kernel keyring or the daemon, and only the passcode brings them back).
     package func lock() throws {
         try updateState { $0.locked = true }
+        unlockedKeys.remove(.unlocked)
+        state.withLock { state in
+            for protectionClass in PasscodeProtection.classes(in: .unlocked) { state.classKeys[protectionClass] = nil }
+        }
     }
 
-    /// Unlocks the keybag and records this boot as one with an unlock (making `ck`/`cku` available until reboot).
+    /// Unlocks a store that is not passcode-protected yet and records this boot as one with an unlock (making
+    /// `ck`/`cku` available until reboot). The caller must have authenticated the user; the engine decides that.
     ///
-    /// The caller must have authenticated the user; the engine decides that.
+    /// - Throws: `EnclaveError.locked` for a protected store: only `unlock(passcode:)` opens it.
     package func unlock() throws {
+        guard !isPasscodeProtected else {
+            throw EnclaveError(.locked, "the keychain is sealed under the passcode; only the passcode unlocks it")
+        }
         try updateState {
             $0.locked = false
             $0.unlockBootID = bootID
         }
+    }
+
+    /// Unlocks with the passcode PAM has just accepted: opens the passcode classes' keys and puts them where
+    /// unlocked keys are kept. A store that is not protected yet becomes protected now: its passcode classes are
+    /// sealed under the passcode and the root key, and the keybag keeps them no other way from now on.
+    ///
+    /// - Throws: `EnclaveError.wrongPassword` when the keychain was sealed under another passcode (the account's
+    ///   passcode changed since), `.io` / `.corrupt` for the files.
+    package func unlock(passcode: SecureBytes) throws {
+        let lock = try Self.files { try FileLock(path: directory.appendingPathComponent("enclave.lock").path) }
+        defer { lock.unlock() }
+        let rootKey = try rootKeys.load()
+        try state.withLock { state in
+            state.stamp = nil
+            try refresh(&state)
+            let keys: [ProtectionClass: SecureBytes]
+            if let protection = state.protection {
+                keys = try protection.open(passcode: passcode, rootKey: rootKey)
+            } else {
+                keys = try protect(&state, passcode: passcode, rootKey: rootKey)
+            }
+            for slot in UnlockedSlot.allCases {
+                var joined = SecureBytes(zeros: 0)
+                for protectionClass in PasscodeProtection.classes(in: slot) { joined = joined.appending(keys[protectionClass]!) }
+                try unlockedKeys.store(joined, in: slot)
+            }
+            state.persisted.locked = false
+            state.persisted.unlockBootID = bootID
+            try Self.writeFileAtomically(JSONEncoder().encode(state.persisted), to: statePath)
+            state.stamp = nil
+            try refresh(&state)
+        }
+    }
+
+    /// Seals the passcode classes under `passcode` and rewrites the keybag without their root-only copies.
+    private func protect(
+        _ state: inout State, passcode: SecureBytes, rootKey: SecureBytes
+    ) throws -> [ProtectionClass: SecureBytes] {
+        var keys: [ProtectionClass: SecureBytes] = [:]
+        for protectionClass in PasscodeProtection.classes {
+            guard let wrapped = state.wrappedClassKeys[protectionClass] else {
+                throw EnclaveError(.corrupt, "the keybag does not hold every key")
+            }
+            keys[protectionClass] = try Self.unwrap(wrapped, name: protectionClass.rawValue, rootKey: rootKey)
+        }
+        let protection = try PasscodeProtection.seal(keys, passcode: passcode, rootKey: rootKey)
+        var entries = try Self.decodeKeybag(try Self.readFile(keybagPath)).1
+        for protectionClass in PasscodeProtection.classes { entries[protectionClass.rawValue] = nil }
+        entries.merge(protection.entries) { _, new in new }
+        try Self.writeFileAtomically(Self.encodeKeybag(entries), to: keybagPath)
+        state.keybagStamp = Self.stamp(of: keybagPath)
+        state.protection = protection
+        for protectionClass in PasscodeProtection.classes { state.wrappedClassKeys[protectionClass] = nil }
+        return keys
     }
 
     /// Records whether a passcode is set; without one, `akpu` keys are unavailable.
@@ -220,12 +316,23 @@ package final class Enclave: Sendable {
             try refresh(&state)
             if let key = state.classKeys[protectionClass] { return key }
             if protectionClass == .whenPasscodeSetThisDeviceOnly && !state.persisted.passcodeSet
-                && !state.persisted.locked
+                && (state.protection != nil || !state.persisted.locked)
             {
                 throw EnclaveError(.passcodeNotSet, "no passcode is set")
             }
+            if state.protection != nil, let key = unlockedKey(protectionClass) { return key }
             throw EnclaveError(.locked, "the keychain is locked")
         }
+    }
+
+    /// A protected store's passcode class key, from where unlocked keys are kept; nil while locked.
+    private func unlockedKey(_ protectionClass: ProtectionClass) -> SecureBytes? {
+        let slot: UnlockedSlot = protectionClass.availability == .unlocked ? .unlocked : .afterFirstUnlock
+        let classes = PasscodeProtection.classes(in: slot)
+        guard let index = classes.firstIndex(of: protectionClass), let keys = unlockedKeys.read(slot),
+            keys.count == classes.count * Self.keyByteCount
+        else { return nil }
+        return keys.slice(index * Self.keyByteCount..<(index + 1) * Self.keyByteCount)
     }
 
     // MARK: State file
@@ -244,8 +351,25 @@ package final class Enclave: Sendable {
         }
     }
 
-    /// Re-reads the state file when it changed and brings the set of class keys in memory in line with it.
+    /// Re-reads the state file (and the keybag, until the store is protected) when it changed, and brings the set
+    /// of class keys in memory in line with it. A protected store keeps only `dk`/`dku` here; its passcode classes
+    /// are read from where unlocked keys are kept, on each use, so a lock by another process counts at once.
     private func refresh(_ state: inout State) throws {
+        if state.protection == nil {
+            let keybagStamp = Self.stamp(of: keybagPath)
+            if keybagStamp != state.keybagStamp {
+                // Another process may have protected the store: from then on its root-only copies are gone.
+                let entries = try Self.decodeKeybag(try Self.readFile(keybagPath)).1
+                if let protection = try PasscodeProtection(entries: entries) {
+                    state.protection = protection
+                    for protectionClass in PasscodeProtection.classes {
+                        state.wrappedClassKeys[protectionClass] = nil
+                        state.classKeys[protectionClass] = nil
+                    }
+                }
+                state.keybagStamp = keybagStamp
+            }
+        }
         let stamp = Self.stamp(of: statePath)
         if stamp == state.stamp && stamp != nil { return }
         // A state file that vanished or does not decode means locked (keeping what else it said).
@@ -263,8 +387,8 @@ package final class Enclave: Sendable {
             let available: Bool
             switch protectionClass.availability {
             case .always: available = true
-            case .afterFirstUnlock: available = afterFirstUnlock
-            case .unlocked: available = !state.persisted.locked
+            case .afterFirstUnlock: available = afterFirstUnlock && state.protection == nil
+            case .unlocked: available = !state.persisted.locked && state.protection == nil
             }
             if available && (protectionClass != .whenPasscodeSetThisDeviceOnly || state.persisted.passcodeSet) {
                 wanted.insert(protectionClass)
@@ -277,8 +401,10 @@ package final class Enclave: Sendable {
         if missing.isEmpty { return }
         let rootKey = try rootKeys.load()
         for protectionClass in missing {
-            state.classKeys[protectionClass] = try Self.unwrap(
-                wrappedClassKeys[protectionClass]!, name: protectionClass.rawValue, rootKey: rootKey)
+            guard let wrapped = state.wrappedClassKeys[protectionClass] else {
+                throw EnclaveError(.corrupt, "the keybag does not hold every key")
+            }
+            state.classKeys[protectionClass] = try Self.unwrap(wrapped, name: protectionClass.rawValue, rootKey: rootKey)
         }
     }
 
@@ -303,42 +429,69 @@ package final class Enclave: Sendable {
         }
     }
 
+    /// Version 3: `LAKB3`, then per entry its name (a one-byte size) and value (a two-byte size, big-endian).
     private static func encodeKeybag(_ wrapped: [String: Data]) -> Data {
         var out = Data("LAKB\(keybagVersion)".utf8)
         for name in wrapped.keys.sorted() {
             let nameBytes = Data(name.utf8)
+            let value = wrapped[name]!
             out.append(UInt8(nameBytes.count))
             out.append(nameBytes)
-            out.append(UInt8(wrapped[name]!.count))
-            out.append(wrapped[name]!)
+            out.append(contentsOf: [UInt8(value.count >> 8), UInt8(value.count & 0xFF)])
+            out.append(value)
         }
         return out
     }
 
-    /// The keybag's version (1 or 2, from its magic) and its sealed entries by name.
+    /// The keybag's version (1, 2 or 3, from its magic) and its entries by name. Versions 1 and 2 size values in
+    /// one byte.
     private static func decodeKeybag(_ data: Data) throws -> (Int, [String: Data]) {
         let bytes = [UInt8](data)
-        guard bytes.count >= 5, Data(bytes[0..<4]) == Data("LAKB".utf8), bytes[4] == UInt8(ascii: "1") || bytes[4] == UInt8(ascii: "2")
+        guard bytes.count >= 5, Data(bytes[0..<4]) == Data("LAKB".utf8),
+            (UInt8(ascii: "1")...UInt8(ascii: "3")).contains(bytes[4])
         else {
             throw EnclaveError(.corrupt, "the keybag file is not a keybag")
         }
         let version = Int(bytes[4] - UInt8(ascii: "0"))
         var result: [String: Data] = [:]
         var offset = 5
-        func field() throws -> Data {
-            guard offset < bytes.count else { throw EnclaveError(.corrupt, "the keybag file is truncated") }
-            let count = Int(bytes[offset])
-            guard offset + 1 + count <= bytes.count else { throw EnclaveError(.corrupt, "the keybag file is truncated") }
-            defer { offset += 1 + count }
-            return Data(bytes[(offset + 1)..<(offset + 1 + count)])
+        func field(sizeBytes: Int) throws -> Data {
+            guard offset + sizeBytes <= bytes.count else { throw EnclaveError(.corrupt, "the keybag file is truncated") }
+            let count = bytes[offset..<offset + sizeBytes].reduce(0) { $0 << 8 | Int($1) }
+            guard offset + sizeBytes + count <= bytes.count else {
+                throw EnclaveError(.corrupt, "the keybag file is truncated")
+            }
+            defer { offset += sizeBytes + count }
+            return Data(bytes[(offset + sizeBytes)..<(offset + sizeBytes + count)])
         }
         while offset < bytes.count {
-            let name = String(decoding: try field(), as: UTF8.self)
-            guard result.updateValue(try field(), forKey: name) == nil else {
+            let name = String(decoding: try field(sizeBytes: 1), as: UTF8.self)
+            guard result.updateValue(try field(sizeBytes: version >= 3 ? 2 : 1), forKey: name) == nil else {
                 throw EnclaveError(.corrupt, "the keybag names a key twice")
             }
         }
         return (version, result)
+    }
+
+    /// Checks that a current keybag holds exactly its keys: every class key under the root key, or (protected)
+    /// `dk`/`dku` under the root key and the rest under the passcode.
+    private static func checkEntries(_ entries: [String: Data], protected: Bool) throws {
+        var expected = Set(keyNames)
+        if protected {
+            expected.subtract(PasscodeProtection.classes.map(\.rawValue))
+            expected.insert("passcode-kdf")
+            expected.formUnion(PasscodeProtection.classes.map { "pc:" + $0.rawValue })
+        }
+        guard Set(entries.keys) == expected else { throw EnclaveError(.corrupt, "the keybag does not hold every key") }
+    }
+
+    /// The name a store's unlocked keys go by: its keybag's random identity and the directory's device and inode,
+    /// so a copy of the directory (or another store) never finds them.
+    private static func identity(of directory: URL, id: SecureBytes) throws -> String {
+        var info = stat()
+        guard stat(directory.path, &info) == 0 else { throw EnclaveError(.io, "cannot read the store directory") }
+        let digest = SHA256.hash(id.unprotectedData() + Data("\(info.st_dev):\(info.st_ino)".utf8))
+        return digest.prefix(16).map { String(format: "%02x", $0) }.joined()
     }
 
     /// Runs a store-file operation, reporting its failure as `EnclaveError.io`.

@@ -46,6 +46,9 @@ package struct EnclaveConfiguration: Sendable, Equatable {
 
     package var choice: Choice
     package var tcti: String
+    /// Where a passcode-protected store's unlocked class keys are kept: the kernel keyring (embedded clients, many
+    /// processes of one user) or the process (localauthd).
+    package var unlockedKeys: UnlockedKeyHolding = .kernelKeyring
 
     package init(choice: Choice = .auto, tcti: String = TPM.defaultTCTI) {
         self.choice = choice

@@ -46,7 +46,10 @@ package struct DaemonConfiguration: Sendable {
     /// - Throws: `EnclaveError(.configuration)` for an unknown backend name.
     package func enclaveConfiguration() throws -> EnclaveConfiguration {
         let file = configurationDirectory?.appendingPathComponent("localauthd.conf").path
-        return try EnclaveConfiguration.from(environment: environment, files: file.map { [$0] } ?? [])
+        var configuration = try EnclaveConfiguration.from(environment: environment, files: file.map { [$0] } ?? [])
+        // The daemon owns each user's store alone: unlocked class keys stay in its memory.
+        configuration.unlockedKeys = .processMemory
+        return configuration
     }
 
     /// The app registry's directory: `<configuration directory>/apps.d`.

@@ -225,7 +225,7 @@ extension AuthenticationContexts {
         let conversation = PasscodeConversation(channel: prompts, prompt: prompt, isCancelled: isCancelled)
         try await passcode.authenticate(user: configuration.username, presenter: conversation, isCancelled: isCancelled)
         let handler = state.withLock { $0.passcodeSuccessHandler }
-        handler?()
+        handler?(conversation.typedPasscode.withLock { $0 })
         return Credential(
             method: .passcode, time: configuration.clock.now(), enrolledSetHash: try? currentStateHash(),
             user: configuration.username)

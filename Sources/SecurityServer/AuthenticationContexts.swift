@@ -38,7 +38,7 @@ package final class AuthenticationContexts: Sendable {
         /// The last fingerprint match, what the reuse window offers, and the context that made it.
         var lastBiometricSuccess: (time: Date, hash: Data?, context: AuthenticationContextID)?
         var nextToken: UInt64 = 0
-        var passcodeSuccessHandler: (@Sendable () -> Void)?
+        var passcodeSuccessHandler: (@Sendable (SecureBytes?) -> Void)?
     }
 
     let state = Mutex(State())
@@ -60,8 +60,9 @@ package final class AuthenticationContexts: Sendable {
         passcode = PasscodeAuthenticator(configuration: configuration.passcode, policy: attemptPolicy)
     }
 
-    /// Sets what runs after every passcode success (the engine unlocks the keychain's classes).
-    package func onPasscodeSuccess(_ handler: @escaping @Sendable () -> Void) {
+    /// Sets what runs after every passcode success, with the passcode the user typed (the last answer PAM asked for
+    /// without echo; nil when it asked none): the engine unlocks the keychain's classes with it.
+    package func onPasscodeSuccess(_ handler: @escaping @Sendable (SecureBytes?) -> Void) {
         state.withLock { $0.passcodeSuccessHandler = handler }
     }
 

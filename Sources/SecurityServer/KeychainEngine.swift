@@ -68,11 +68,14 @@ package final class KeychainEngine: Sendable {
         let hub = self.hub
         let database = self.database
         let sealer = self.sealer
-        authentication?.onPasscodeSuccess {
+        authentication?.onPasscodeSuccess { passcode in
             // A verified passcode is proof that one is set, for kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly.
             if !enclave.isPasscodeSet { try? enclave.setPasscodeSet(true) }
-            guard enclave.isLocked else { return }
-            if (try? enclave.unlock()) != nil {
+            let wasLocked = enclave.isLocked
+            // The first passcode success also seals the passcode classes under the passcode (see Enclave).
+            guard wasLocked || !enclave.isPasscodeProtected else { return }
+            let unlocked: Void? = passcode.map { try? enclave.unlock(passcode: $0) } ?? (try? enclave.unlock())
+            if unlocked != nil && wasLocked {
                 hub.emit([EngineEvent(kind: .unlocked)])
                 Self.resealLegacyRows(database: database, sealer: sealer, enclave: enclave)
             }

@@ -160,14 +160,26 @@ package final class PromptChannel: Sendable {
 
 /// PAM's conversation for one evaluation, over the request's prompt channel; answers nothing once the
 /// evaluation's context is invalidated.
-struct PasscodeConversation: PasscodePresenter {
+final class PasscodeConversation: PasscodePresenter, Sendable {
     let channel: PromptChannel
     let prompt: EvaluationPrompt
     let isCancelled: @Sendable () -> Bool
 
+    init(channel: PromptChannel, prompt: EvaluationPrompt, isCancelled: @escaping @Sendable () -> Bool) {
+        self.channel = channel
+        self.prompt = prompt
+        self.isCancelled = isCancelled
+    }
+
+    /// The last answer to a question asked without echo: the passcode, once PAM accepts the conversation (the
+    /// keychain's passcode classes are sealed under it). Only in zeroizing memory, only until the step ends.
+    let typedPasscode = Mutex<SecureBytes?>(nil)
+
     func answer(_ question: PasscodePrompt) -> SecureBytes? {
         if isCancelled() { return nil }
-        return channel.ask(prompt, question: question, isCancelled: isCancelled)
+        let answer = channel.ask(prompt, question: question, isCancelled: isCancelled)
+        if !question.echo, let answer { typedPasscode.withLock { $0 = answer } }
+        return answer
     }
 
     func show(_ message: PasscodeMessage) {

@@ -1,0 +1,115 @@
+import Foundation
+import KeychainServices
+import SecurityClient
+import SwiftKeychain
+import Testing
+import TestSupport
+
+/// Locked means locked (issue "Locked means locked"): from its first unlock by passcode, a store's
+/// `ak`/`aku`/`akpu`/`ck`/`cku` keys are sealed under the passcode and the device root key, and kept unlocked only
+/// outside the store directory (the kernel keyring, or localauthd's memory). Tried as an attacker holding the
+/// store directory would: rewriting or deleting the state files, opening the store in a fresh process.
+@Suite("Locked means locked: class keys under the passcode")
+struct PasscodeProtectionTests {
+    static let markers = ["ak": "ak-marker-5c1e", "ck": "ck-marker-5c1e", "dk": "dk-marker-5c1e"]
+
+    /// Adds one item per class, unlocks by passcode (which protects the store), locks.
+    func lockedProtectedStore() throws -> TestStore {
+        let store = TestStore()
+        let owner = try store.passcodeClient()
+        try store.with(owner) {
+            for (protection, marker) in Self.markers {
+                #expect(
+                    addGenericPassword(account: protection, password: marker, extra: [kSecAttrAccessible as String: protection])
+                        == errSecSuccess)
+            }
+        }
+        try Keychain(client: owner).unlock()
+        try Keychain(client: owner).lock()
+        return store
+    }
+
+    @Test(.embeddedOnly("copies and rewrites the store directory, and reads it in fresh processes"))
+    func aCopiedLockedStoreWithRewrittenStateGivesNoPasscodeClassItem() throws {
+        let store = try lockedProtectedStore()
+        let keybag = try Data(contentsOf: store.directory.appendingPathComponent("keybag"))
+        #expect(keybag.prefix(5) == Data("LAKB3".utf8))
+        #expect(keybag.range(of: Data("passcode-kdf".utf8)) != nil)
+
+        let lactl = try lactlExecutable()
+        var environment = ProcessInfo.processInfo.environment
+        environment["LA_DAEMON_SOCKET"] = ""
+        func find(_ account: String, in directory: URL) throws -> (status: Int32, output: String) {
+            try runCapturingOutput(
+                lactl, ["keychain", "find-generic-password", "--data-dir", directory.path, "-s", "svc", "-a", account, "-w"],
+                environment: environment)
+        }
+        let bootID = try String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        for attack in ["rewrite", "delete"] {
+            let copy = URL(fileURLWithPath: store.directory.path + "-copy-\(attack)")
+            try? FileManager.default.removeItem(at: copy)
+            try FileManager.default.copyItem(at: store.directory, to: copy)
+            defer { try? FileManager.default.removeItem(at: copy) }
+            let state = copy.appendingPathComponent("keybag.state")
+            if attack == "delete" {
+                try FileManager.default.removeItem(at: state)
+            } else {
+                try Data("{\"locked\":false,\"unlockBootID\":\"\(bootID)\",\"passcodeSet\":true}".utf8).write(to: state)
+            }
+            for account in ["ak", "ck"] {
+                let stolen = try find(account, in: copy)
+                #expect(stolen.status != 0, "\(attack) \(account): \(stolen.output)")
+                #expect(!stolen.output.contains(Self.markers[account]!), "\(attack) \(account)")
+                #expect(stolen.output.contains("User interaction is not allowed"), "\(attack) \(account): \(stolen.output)")
+            }
+            // Items that need no passcode open as before (servers, background jobs).
+            let always = try find("dk", in: copy)
+            #expect(always.status == 0 && always.output.contains(Self.markers["dk"]!), "\(always.output)")
+        }
+
+        // The store itself, its state rewritten to "unlocked": `ak` stays locked in a fresh process; `ck` stays
+        // available until reboot (after the first unlock), as on Apple's devices.
+        let state = store.directory.appendingPathComponent("keybag.state")
+        try Data("{\"locked\":false,\"unlockBootID\":\"\(bootID)\",\"passcodeSet\":true}".utf8).write(to: state)
+        let ak = try find("ak", in: store.directory)
+        #expect(ak.status != 0 && !ak.output.contains(Self.markers["ak"]!) && ak.output.contains("User interaction is not allowed"), "\(ak.output)")
+        let ck = try find("ck", in: store.directory)
+        #expect(ck.status == 0 && ck.output.contains(Self.markers["ck"]!), "\(ck.output)")
+
+        // No file of the store holds an item's plaintext or a passcode class key under the root key alone.
+        for name in try FileManager.default.contentsOfDirectory(atPath: store.directory.path) {
+            guard let bytes = FileManager.default.contents(atPath: store.directory.appendingPathComponent(name).path)
+            else { continue }
+            for marker in Self.markers.values {
+                #expect(bytes.range(of: Data(marker.utf8)) == nil, "\(name) holds \(marker)")
+            }
+        }
+        for protection in ["ak", "aku", "akpu", "ck", "cku"] {
+            // An entry named by the class alone is one sealed under the root key only (see Enclave's keybag).
+            var name = Data([UInt8(protection.utf8.count)]) + Data(protection.utf8)
+            name.append(contentsOf: [0x00])  // the value's two-byte size starts with 0 for a 60-byte sealed key
+            #expect(keybag.range(of: name) == nil, "the keybag holds \(protection) under the root key alone")
+        }
+    }
+
+    @Test func thePasscodeUnlocksAgainAndAWrongOneDoesNot() throws {
+        let store = try lockedProtectedStore()
+        let wrong = try store.passcodeClient(presenter: PasscodeAnswers("wrong"))
+        #expect(throws: KeychainError.self) { try Keychain(client: wrong).unlock() }
+        try store.with(wrong) {
+            #expect(password(account: "ak") == .failure(StatusError(status: errSecInteractionNotAllowed)))
+        }
+        let owner = try store.passcodeClient()
+        try Keychain(client: owner).unlock()
+        // Another engine on the same store (another process, embedded) sees the unlock too.
+        try store.with(try store.client()) {
+            #expect(password(account: "ak") == .success(Self.markers["ak"]!))
+            #expect(password(account: "ck") == .success(Self.markers["ck"]!))
+        }
+        try Keychain(client: owner).lock()
+        try store.with(try store.client()) {
+            #expect(password(account: "ak") == .failure(StatusError(status: errSecInteractionNotAllowed)))
+        }
+    }
+}
