@@ -205,9 +205,6 @@ package final class Enclave: Sendable {
     package func lock() throws {
         try updateState { $0.locked = true }
         unlockedKeys.remove(.unlocked)
-        state.withLock { state in
-            for protectionClass in PasscodeProtection.classes(in: .unlocked) { state.classKeys[protectionClass] = nil }
-        }
     }
 
     /// Unlocks a store that is not passcode-protected yet and records this boot as one with an unlock (making
@@ -351,25 +348,10 @@ package final class Enclave: Sendable {
         }
     }
 
-    /// Re-reads the state file (and the keybag, until the store is protected) when it changed, and brings the set
-    /// of class keys in memory in line with it. A protected store keeps only `dk`/`dku` here; its passcode classes
+    /// Re-reads the state file (and then the keybag, until the store is protected) when it changed, and brings the
+    /// set of class keys in memory in line with it. A protected store keeps only `dk`/`dku` here; its passcode classes
     /// are read from where unlocked keys are kept, on each use, so a lock by another process counts at once.
     private func refresh(_ state: inout State) throws {
-        if state.protection == nil {
-            let keybagStamp = Self.stamp(of: keybagPath)
-            if keybagStamp != state.keybagStamp {
-                // Another process may have protected the store: from then on its root-only copies are gone.
-                let entries = try Self.decodeKeybag(try Self.readFile(keybagPath)).1
-                if let protection = try PasscodeProtection(entries: entries) {
-                    state.protection = protection
-                    for protectionClass in PasscodeProtection.classes {
-                        state.wrappedClassKeys[protectionClass] = nil
-                        state.classKeys[protectionClass] = nil
-                    }
-                }
-                state.keybagStamp = keybagStamp
-            }
-        }
         let stamp = Self.stamp(of: statePath)
         if stamp == state.stamp && stamp != nil { return }
         // A state file that vanished or does not decode means locked (keeping what else it said).
@@ -381,6 +363,18 @@ package final class Enclave: Sendable {
             state.persisted.locked = true
         }
         state.stamp = stamp
+        if state.protection == nil {
+            // Another process may have protected the store (it rewrites the keybag, then the state file): from then
+            // on the root-only copies are gone.
+            let keybagStamp = Self.stamp(of: keybagPath)
+            if keybagStamp != state.keybagStamp,
+                let protection = try PasscodeProtection(entries: try Self.decodeKeybag(try Self.readFile(keybagPath)).1)
+            {
+                state.protection = protection
+                for protectionClass in PasscodeProtection.classes { state.wrappedClassKeys[protectionClass] = nil }
+            }
+            state.keybagStamp = keybagStamp
+        }
         let afterFirstUnlock = !state.persisted.locked || state.persisted.unlockBootID == bootID
         var wanted: Set<ProtectionClass> = []
         for protectionClass in ProtectionClass.allCases {

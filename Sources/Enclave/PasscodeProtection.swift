@@ -6,7 +6,7 @@ import SecureCrypto
 /// passcode with the Secure Enclave's UID. Without the passcode, a copy of the store directory (even with the
 /// root key) holds these keys only sealed; the passcode is stretched by scrypt (parameters stored beside it), so
 /// each guess costs 32 MiB and about 0.1 s.
-struct PasscodeProtection: Equatable {
+struct PasscodeProtection {
     /// scrypt's parameters and salt.
     var kdf: PasswordKDF
     /// Each passcode class key sealed under the wrapping key, bound to its class's name.

@@ -12,14 +12,11 @@ final class CertificateStore: @unchecked Sendable {
     init(roots: [Data], intermediates: [Data]) throws {
         self.roots = try roots.flatMap(Self.certificates)
         self.intermediates = try intermediates.flatMap(Self.certificates)
-        guard !self.roots.isEmpty || roots.isEmpty else { throw TPMAttestationError("no trusted root certificate") }
     }
 
     deinit {
         for certificate in roots + intermediates { X509_free(certificate) }
     }
-
-    var isEmpty: Bool { roots.isEmpty }
 
     /// Verifies that `der` chains to one of the roots (through the intermediates) and returns the modulus of its
     /// RSA public key.

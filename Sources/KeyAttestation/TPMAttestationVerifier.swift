@@ -82,7 +82,7 @@ public struct TPMAttestationVerifier: Sendable {
         guard statement.magic == TPMCertifyStatement.generatedValue else {
             throw TPMAttestationError("the statement was not made by the TPM")
         }
-        guard constantTimeEqual(statement.extraData, expectation.credential) else {
+        guard constantTimeEquals(statement.extraData, expectation.credential) else {
             throw TPMAttestationError("the statement answers another challenge")
         }
         let key = try TPMPublicArea(attestation.keyPublicArea)
@@ -103,11 +103,6 @@ public struct TPMAttestationVerifier: Sendable {
             key.has(TPMPublicArea.fixedTPM | TPMPublicArea.restricted | TPMPublicArea.decrypt),
             key.symmetric == (TPMPublicArea.aes, 128, TPMPublicArea.cfb)
         else { throw TPMAttestationError("the endorsement key is not an RSA-2048 key of the TCG template L-1") }
-    }
-
-    private func constantTimeEqual(_ lhs: Data, _ rhs: Data) -> Bool {
-        guard lhs.count == rhs.count else { return false }
-        return zip(lhs, rhs).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
     }
 }
 

@@ -3,7 +3,7 @@ import SecureCrypto
 
 /// A `TPMT_PUBLIC` as the TPM marshals it: the fields a verifier checks. Parsed here without tpm2-tss, so a server
 /// verifying attestations needs no TPM library.
-struct TPMPublicArea: Equatable {
+struct TPMPublicArea {
     /// `TPM2_ALG_RSA` or `TPM2_ALG_ECC`.
     var type: UInt16
     var nameAlgorithm: UInt16
@@ -95,8 +95,6 @@ struct TPMPublicArea: Equatable {
         func padded(_ coordinate: Data) -> Data { Data(count: 32 - coordinate.count) + coordinate }
         return Data([4]) + padded(unique[0]) + padded(unique[1])
     }
-
-    static func == (lhs: TPMPublicArea, rhs: TPMPublicArea) -> Bool { lhs.bytes == rhs.bytes }
 }
 
 /// A `TPMS_ATTEST` of type certify: what `TPM2_Certify` signs.

@@ -1,4 +1,5 @@
 import Foundation
+import SecurityClient
 import SecurityProtocol
 
 // Key attestation for enclave keys held by a TPM: the requests behind the public calls of SwiftKeychain
@@ -6,17 +7,16 @@ import SecurityProtocol
 // level, so importers of KeychainServices see Apple's names only.
 
 extension SecKey {
-    /// The engine's answer to `.attestationIdentity` for this key's store.
+    /// The engine's answer to `.attestationIdentity` for this key's store; the certificate is nil when the TPM has
+    /// none.
     ///
     /// - Throws: `KeychainStatus`: `errSecUnimplemented` for a key the engine does not hold in a TPM.
-    package func attestationIdentity() throws -> (certificate: Data, endorsementKey: Data, attestationKey: Data) {
-        guard case .enclave(_, _, let client, let context) = material else {
-            throw KeychainStatus(.unimplemented, "only an enclave key can be held by a TPM; this key is in the process")
-        }
+    package func attestationIdentity() throws -> (certificate: Data?, endorsementKey: Data, attestationKey: Data) {
+        let (_, client, context) = try enclaveParts()
         guard case .attestationIdentity(let certificate, let endorsementKey, let attestationKey) =
             try client.sendBlocking(.attestationIdentity, context: context?.handle)
         else { throw KeychainStatus(.internalComponent, "the engine answered another request") }
-        return (certificate, endorsementKey, attestationKey)
+        return (certificate.isEmpty ? nil : certificate, endorsementKey, attestationKey)
     }
 
     /// The engine's answer to `.attest` for this key: the TPM certifies it with the credential it opens from the
@@ -27,9 +27,7 @@ extension SecKey {
     package func attestation(
         credentialBlob: Data, encryptedSecret: Data
     ) throws -> (keyPublicArea: Data, statement: Data, signature: Data) {
-        guard case .enclave(let handle, _, let client, let context) = material else {
-            throw KeychainStatus(.unimplemented, "only an enclave key can be held by a TPM; this key is in the process")
-        }
+        let (handle, client, context) = try enclaveParts()
         guard case .attestation(let keyPublicArea, let statement, let signature) = try client.sendBlocking(
                 .attest(
                     handle: handle, credentialBlob: credentialBlob, encryptedSecret: encryptedSecret,
@@ -37,5 +35,13 @@ extension SecKey {
                 context: context?.handle)
         else { throw KeychainStatus(.internalComponent, "the engine answered another request") }
         return (keyPublicArea, statement, signature)
+    }
+
+    /// An enclave key's handle, engine client and context. - Throws: `errSecUnimplemented` for any other key.
+    private func enclaveParts() throws -> (handle: Data, client: any SecurityClient, context: KeyContext?) {
+        guard case .enclave(let handle, _, let client, let context) = material else {
+            throw KeychainStatus(.unimplemented, "only an enclave key can be held by a TPM; this key is in the process")
+        }
+        return (handle, client, context)
     }
 }

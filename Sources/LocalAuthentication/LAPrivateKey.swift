@@ -109,8 +109,8 @@ public final class LAPrivateKey: NSObject, Sendable {
         try await keychainWork {
             let identity = try Self.securityError { try self.lookUpKey(context: nil).attestationIdentity() }
             return TPMIdentity(
-                endorsementCertificate: identity.certificate.isEmpty ? nil : identity.certificate,
-                endorsementKey: identity.endorsementKey, attestationKey: identity.attestationKey)
+                endorsementCertificate: identity.certificate, endorsementKey: identity.endorsementKey,
+                attestationKey: identity.attestationKey)
         }
     }
 

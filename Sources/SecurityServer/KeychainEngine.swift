@@ -74,8 +74,13 @@ package final class KeychainEngine: Sendable {
             let wasLocked = enclave.isLocked
             // The first passcode success also seals the passcode classes under the passcode (see Enclave).
             guard wasLocked || !enclave.isPasscodeProtected else { return }
-            let unlocked: Void? = passcode.map { try? enclave.unlock(passcode: $0) } ?? (try? enclave.unlock())
-            if unlocked != nil && wasLocked {
+            let unlocked: Bool
+            if let passcode {
+                unlocked = (try? enclave.unlock(passcode: passcode)) != nil
+            } else {
+                unlocked = (try? enclave.unlock()) != nil
+            }
+            if unlocked && wasLocked {
                 hub.emit([EngineEvent(kind: .unlocked)])
                 Self.resealLegacyRows(database: database, sealer: sealer, enclave: enclave)
             }

@@ -15,8 +15,8 @@ extension SecKey {
         do {
             let identity = try attestationIdentity()
             return TPMIdentity(
-                endorsementCertificate: identity.certificate.isEmpty ? nil : identity.certificate,
-                endorsementKey: identity.endorsementKey, attestationKey: identity.attestationKey)
+                endorsementCertificate: identity.certificate, endorsementKey: identity.endorsementKey,
+                attestationKey: identity.attestationKey)
         } catch let status as KeychainStatus {
             throw KeychainError(status)
         }

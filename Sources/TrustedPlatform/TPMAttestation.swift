@@ -12,14 +12,6 @@ package struct TPMCertification: Sendable, Equatable {
     package var signatureS: Data
 }
 
-extension TPMObject {
-    /// The object's name as the TPM computes it: the name algorithm (SHA-256, `00 0B`) and the SHA-256 of its
-    /// public area.
-    package var name: Data {
-        Data([0x00, 0x0B]) + Data(SHA256.hash(publicArea.dropFirst(2)))
-    }
-}
-
 /// What a verifier needs to challenge this TPM (see the `KeyAttestation` module): the endorsement key's
 /// certificate (the manufacturer's, when the TPM has one), the endorsement key's and the attestation key's public
 /// areas (marshalled `TPMT_PUBLIC`).
