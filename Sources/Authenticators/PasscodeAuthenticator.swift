@@ -97,13 +97,34 @@ package struct PasscodeAuthenticator: Sendable {
     /// configuration directory, or in `/etc/pam.d` or `/usr/lib/pam.d`) and `pam_acct_mgmt` accepts the account
     /// without prompting. It does not reveal the passcode or count as an attempt.
     package func isPasscodeSet(user: String) async throws -> Bool {
-        guard serviceFileExists() else { return false }
+        try await accountState(user: user) == .usable
+    }
+
+    /// What PAM's account check (`pam_acct_mgmt`, nothing typed) says of `user`'s passcode.
+    package enum AccountState: Sendable, Equatable {
+        /// The account may authenticate with its passcode.
+        case usable
+        /// The account can no longer authenticate (unknown to PAM, expired, or refused outright): its passcode is
+        /// gone, as when Apple's passcode is removed.
+        case unusable(String)
+        /// PAM could not say (no service file, a broken stack, a password that must be changed first).
+        case unknown(String)
+    }
+
+    /// What PAM's account check says of `user`'s passcode: whether it is usable, definitely unusable, or unknown.
+    package func accountState(user: String) async throws -> AccountState {
+        guard serviceFileExists() else { return .unknown("PAM service '\(configuration.service)' is not installed") }
         let configuration = self.configuration
         let outcome = try await Self.pamThread.run {
             Self.runTransaction(
                 configuration: configuration, user: user, presenter: RefusingPresenter(), authenticate: false)
         }
-        return outcome.status == PAM_SUCCESS
+        switch (outcome.stage, outcome.status) {
+        case (_, PAM_SUCCESS): return .usable
+        case (.account, PAM_USER_UNKNOWN), (.account, PAM_ACCT_EXPIRED), (.account, PAM_PERM_DENIED):
+            return .unusable(outcome.statusText)
+        default: return .unknown(outcome.statusText)
+        }
     }
 
     private func serviceFileExists() -> Bool {

@@ -27,14 +27,16 @@ static inline void la_tpm_srk_template(TPM2B_PUBLIC *out) {
     area->parameters.eccDetail.kdf.scheme = TPM2_ALG_NULL;
 }
 
-/* A sealed data object: the secret is given (no sensitiveDataOrigin), used only through its authorization value. */
-static inline void la_tpm_sealed_template(TPM2B_PUBLIC *out) {
+/* A sealed data object: the secret is given (no sensitiveDataOrigin), used only through its authorization value.
+ * With `dictionary_attack_protected`, noDA is clear: every wrong authorization counts towards the TPM's lockout
+ * (TPM2_DictionaryAttackParameters), so guessing the authorization is rate-limited by the TPM. */
+static inline void la_tpm_sealed_template(TPM2B_PUBLIC *out, int dictionary_attack_protected) {
     memset(out, 0, sizeof *out);
     TPMT_PUBLIC *area = &out->publicArea;
     area->type = TPM2_ALG_KEYEDHASH;
     area->nameAlg = TPM2_ALG_SHA256;
-    area->objectAttributes = TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT | TPMA_OBJECT_USERWITHAUTH |
-        TPMA_OBJECT_NODA;
+    area->objectAttributes = TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT | TPMA_OBJECT_USERWITHAUTH;
+    if (!dictionary_attack_protected) area->objectAttributes |= TPMA_OBJECT_NODA;
     area->parameters.keyedHashDetail.scheme.scheme = TPM2_ALG_NULL;
 }
 

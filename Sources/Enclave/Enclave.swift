@@ -2,6 +2,7 @@ import Foundation
 import SecureCrypto
 import StoreFiles
 import Synchronization
+import TrustedPlatform
 
 /// The software enclave of one store directory: the device root key, the protection-class keys it wraps, the
 /// metadata and index keys, and the keybag's lock state.
@@ -223,40 +224,136 @@ package final class Enclave: Sendable {
 
     /// Unlocks with the passcode PAM has just accepted: opens the passcode classes' keys and puts them where
     /// unlocked keys are kept. A store that is not protected yet becomes protected now: its passcode classes are
-    /// sealed under the passcode and the root key, and the keybag keeps them no other way from now on.
+    /// sealed under the passcode and the root key, and the keybag keeps them no other way from now on. A destroyed
+    /// `akpu` key is made afresh (a passcode is in use again), and a store whose root key moved into a TPM after it
+    /// was protected has its passcode layer sealed to the TPM too.
     ///
     /// - Throws: `EnclaveError.wrongPassword` when the keychain was sealed under another passcode (the account's
-    ///   passcode changed since), `.io` / `.corrupt` for the files.
+    ///   passcode changed since: see `changePasscode`), `.lockedOut` when the TPM refuses passcode guesses for now,
+    ///   `.io` / `.corrupt` for the files.
     package func unlock(passcode: SecureBytes) throws {
+        try changingKeybag { state, rootKey in
+            let keys: [ProtectionClass: SecureBytes]
+            if let protection = state.protection {
+                var (opened, wrappingKey) = try protection.open(passcode: passcode, rootKey: rootKey, tpm: tpm)
+                if opened[.whenPasscodeSetThisDeviceOnly] == nil {
+                    opened[.whenPasscodeSetThisDeviceOnly] = try SecureBytes(randomCount: Self.keyByteCount)
+                }
+                if tpm != nil && protection.tpmSecret == nil {
+                    try seal(&state, opened, passcode: passcode, rootKey: rootKey)
+                } else if protection.sealed[.whenPasscodeSetThisDeviceOnly] == nil {
+                    var updated = protection
+                    try updated.add(opened[.whenPasscodeSetThisDeviceOnly]!, for: .whenPasscodeSetThisDeviceOnly, wrappingKey: wrappingKey)
+                    try write(&state, updated)
+                }
+                keys = opened
+            } else {
+                keys = try seal(&state, try rootSealedPasscodeClassKeys(state, rootKey: rootKey), passcode: passcode, rootKey: rootKey)
+            }
+            try storeUnlocked(keys, &state)
+        }
+    }
+
+    /// Re-seals the passcode classes after the account's passcode changed (outside this project, with `passwd`):
+    /// opens them with `previous` and seals them under `passcode`, then unlocks. A store not protected yet is simply
+    /// protected under `passcode`.
+    ///
+    /// - Throws: `EnclaveError.wrongPassword` when `previous` does not open the keychain either, `.lockedOut` when
+    ///   the TPM refuses passcode guesses for now, `.io` / `.corrupt` for the files.
+    package func changePasscode(from previous: SecureBytes, to passcode: SecureBytes) throws {
+        try changingKeybag { state, rootKey in
+            var keys: [ProtectionClass: SecureBytes]
+            if let protection = state.protection {
+                keys = try protection.open(passcode: previous, rootKey: rootKey, tpm: tpm).keys
+                if keys[.whenPasscodeSetThisDeviceOnly] == nil {
+                    keys[.whenPasscodeSetThisDeviceOnly] = try SecureBytes(randomCount: Self.keyByteCount)
+                }
+            } else {
+                keys = try rootSealedPasscodeClassKeys(state, rootKey: rootKey)
+            }
+            try seal(&state, keys, passcode: passcode, rootKey: rootKey)
+            try storeUnlocked(keys, &state)
+        }
+    }
+
+    /// Destroys the `akpu` class key, as Apple does when the passcode is removed: items of that class (and any copy
+    /// of them in an older `keychain.db`) never open again. The next unlock by passcode makes a new key.
+    package func destroyPasscodeSetClassKey() throws {
+        try changingKeybag { state, rootKey in
+            if var protection = state.protection {
+                protection.sealed[.whenPasscodeSetThisDeviceOnly] = nil
+                try write(&state, protection)
+                // The unlocked copy goes too: its place holds random bytes until the next unlock.
+                let classes = PasscodeProtection.classes(in: .unlocked)
+                if let joined = unlockedKeys.read(.unlocked), joined.count == classes.count * Self.keyByteCount,
+                    let index = classes.firstIndex(of: .whenPasscodeSetThisDeviceOnly)
+                {
+                    var replaced = SecureBytes(zeros: 0)
+                    for (position, _) in classes.enumerated() {
+                        let range = position * Self.keyByteCount..<(position + 1) * Self.keyByteCount
+                        replaced = replaced.appending(
+                            position == index ? try SecureBytes(randomCount: Self.keyByteCount) : joined.slice(range))
+                    }
+                    try unlockedKeys.store(replaced, in: .unlocked)
+                }
+            } else {
+                let name = ProtectionClass.whenPasscodeSetThisDeviceOnly.rawValue
+                var entries = try Self.decodeKeybag(try Self.readFile(keybagPath)).1
+                let sealed = try Self.seal(try SecureBytes(randomCount: Self.keyByteCount), name: name, rootKey: rootKey)
+                entries[name] = sealed
+                try Self.writeFileAtomically(Self.encodeKeybag(entries), to: keybagPath)
+                state.keybagStamp = Self.stamp(of: keybagPath)
+                state.wrappedClassKeys[.whenPasscodeSetThisDeviceOnly] = sealed
+                state.classKeys[.whenPasscodeSetThisDeviceOnly] = nil
+            }
+        }
+    }
+
+    /// Whether the next passcode success must reach the keybag although the store is unlocked: its `akpu` key was
+    /// destroyed and a passcode is in use again.
+    package var needsPasscodeSetClassKey: Bool {
+        (try? state.withLock { state in
+            try refresh(&state)
+            guard let protection = state.protection else { return false }
+            return protection.sealed[.whenPasscodeSetThisDeviceOnly] == nil
+        }) ?? false
+    }
+
+    /// The TPM the store's root key is sealed to, which seals its passcode layer too.
+    private var tpm: TPM? {
+        if case .tpm(let tpm) = rootKeys.backend { return tpm }
+        return nil
+    }
+
+    /// Runs `change` under the enclave's file lock with the state re-read and the root key loaded, then records
+    /// the state (unlocked in this boot when `change` stored unlocked keys) and re-reads it.
+    private func changingKeybag(_ change: (inout State, SecureBytes) throws -> Void) throws {
         let lock = try Self.files { try FileLock(path: directory.appendingPathComponent("enclave.lock").path) }
         defer { lock.unlock() }
         let rootKey = try rootKeys.load()
         try state.withLock { state in
             state.stamp = nil
             try refresh(&state)
-            let keys: [ProtectionClass: SecureBytes]
-            if let protection = state.protection {
-                keys = try protection.open(passcode: passcode, rootKey: rootKey)
-            } else {
-                keys = try protect(&state, passcode: passcode, rootKey: rootKey)
-            }
-            for slot in UnlockedSlot.allCases {
-                var joined = SecureBytes(zeros: 0)
-                for protectionClass in PasscodeProtection.classes(in: slot) { joined = joined.appending(keys[protectionClass]!) }
-                try unlockedKeys.store(joined, in: slot)
-            }
-            state.persisted.locked = false
-            state.persisted.unlockBootID = bootID
+            try change(&state, rootKey)
             try Self.writeFileAtomically(JSONEncoder().encode(state.persisted), to: statePath)
             state.stamp = nil
             try refresh(&state)
         }
     }
 
-    /// Seals the passcode classes under `passcode` and rewrites the keybag without their root-only copies.
-    private func protect(
-        _ state: inout State, passcode: SecureBytes, rootKey: SecureBytes
-    ) throws -> [ProtectionClass: SecureBytes] {
+    /// Puts the passcode classes' keys where unlocked keys are kept, and marks the store unlocked in this boot.
+    private func storeUnlocked(_ keys: [ProtectionClass: SecureBytes], _ state: inout State) throws {
+        for slot in UnlockedSlot.allCases {
+            var joined = SecureBytes(zeros: 0)
+            for protectionClass in PasscodeProtection.classes(in: slot) { joined = joined.appending(keys[protectionClass]!) }
+            try unlockedKeys.store(joined, in: slot)
+        }
+        state.persisted.locked = false
+        state.persisted.unlockBootID = bootID
+    }
+
+    /// The passcode classes' keys of a store not protected yet, from their root-only copies.
+    private func rootSealedPasscodeClassKeys(_ state: State, rootKey: SecureBytes) throws -> [ProtectionClass: SecureBytes] {
         var keys: [ProtectionClass: SecureBytes] = [:]
         for protectionClass in PasscodeProtection.classes {
             guard let wrapped = state.wrappedClassKeys[protectionClass] else {
@@ -264,15 +361,29 @@ package final class Enclave: Sendable {
             }
             keys[protectionClass] = try Self.unwrap(wrapped, name: protectionClass.rawValue, rootKey: rootKey)
         }
-        let protection = try PasscodeProtection.seal(keys, passcode: passcode, rootKey: rootKey)
+        return keys
+    }
+
+    /// Seals `keys` under `passcode` (and the TPM, on that backend) and makes that the keybag's passcode layer.
+    @discardableResult
+    private func seal(
+        _ state: inout State, _ keys: [ProtectionClass: SecureBytes], passcode: SecureBytes, rootKey: SecureBytes
+    ) throws -> [ProtectionClass: SecureBytes] {
+        try write(&state, try PasscodeProtection.seal(keys, passcode: passcode, rootKey: rootKey, tpm: tpm))
+        return keys
+    }
+
+    /// Rewrites the keybag with `protection` as its passcode layer, without root-only copies of the passcode
+    /// classes (a store being protected) or an earlier layer's entries.
+    private func write(_ state: inout State, _ protection: PasscodeProtection) throws {
         var entries = try Self.decodeKeybag(try Self.readFile(keybagPath)).1
         for protectionClass in PasscodeProtection.classes { entries[protectionClass.rawValue] = nil }
+        for name in PasscodeProtection.entryNames { entries[name] = nil }
         entries.merge(protection.entries) { _, new in new }
         try Self.writeFileAtomically(Self.encodeKeybag(entries), to: keybagPath)
         state.keybagStamp = Self.stamp(of: keybagPath)
         state.protection = protection
         for protectionClass in PasscodeProtection.classes { state.wrappedClassKeys[protectionClass] = nil }
-        return keys
     }
 
     /// Records whether a passcode is set; without one, `akpu` keys are unavailable.
@@ -317,7 +428,12 @@ package final class Enclave: Sendable {
             {
                 throw EnclaveError(.passcodeNotSet, "no passcode is set")
             }
-            if state.protection != nil, let key = unlockedKey(protectionClass) { return key }
+            if let protection = state.protection {
+                if protectionClass == .whenPasscodeSetThisDeviceOnly && protection.sealed[protectionClass] == nil {
+                    throw EnclaveError(.passcodeNotSet, "the key of this class was destroyed when the passcode went")
+                }
+                if let key = unlockedKey(protectionClass) { return key }
+            }
             throw EnclaveError(.locked, "the keychain is locked")
         }
     }
@@ -363,15 +479,22 @@ package final class Enclave: Sendable {
             state.persisted.locked = true
         }
         state.stamp = stamp
-        if state.protection == nil {
-            // Another process may have protected the store (it rewrites the keybag, then the state file): from then
-            // on the root-only copies are gone.
-            let keybagStamp = Self.stamp(of: keybagPath)
-            if keybagStamp != state.keybagStamp,
-                let protection = try PasscodeProtection(entries: try Self.decodeKeybag(try Self.readFile(keybagPath)).1)
-            {
+        // Another process may have changed the keybag (it rewrites the keybag, then the state file): protected it
+        // (from then on the root-only copies are gone), re-sealed it under a new passcode, or destroyed `akpu`.
+        let keybagStamp = Self.stamp(of: keybagPath)
+        if keybagStamp != state.keybagStamp {
+            let entries = try Self.decodeKeybag(try Self.readFile(keybagPath)).1
+            if let protection = try PasscodeProtection(entries: entries) {
                 state.protection = protection
                 for protectionClass in PasscodeProtection.classes { state.wrappedClassKeys[protectionClass] = nil }
+            } else if state.protection == nil {
+                for protectionClass in PasscodeProtection.classes {
+                    // A class key made afresh (akpu destroyed) replaces the one in memory.
+                    if state.wrappedClassKeys[protectionClass] != entries[protectionClass.rawValue] {
+                        state.classKeys[protectionClass] = nil
+                    }
+                    state.wrappedClassKeys[protectionClass] = entries[protectionClass.rawValue]
+                }
             }
             state.keybagStamp = keybagStamp
         }
@@ -470,13 +593,19 @@ package final class Enclave: Sendable {
     /// Checks that a current keybag holds exactly its keys: every class key under the root key, or (protected)
     /// `dk`/`dku` under the root key and the rest under the passcode.
     private static func checkEntries(_ entries: [String: Data], protected: Bool) throws {
-        var expected = Set(keyNames)
+        var required = Set(keyNames)
+        var optional: Set<String> = []
         if protected {
-            expected.subtract(PasscodeProtection.classes.map(\.rawValue))
-            expected.insert("passcode-kdf")
-            expected.formUnion(PasscodeProtection.classes.map { "pc:" + $0.rawValue })
+            required.subtract(PasscodeProtection.classes.map(\.rawValue))
+            required.formUnion(PasscodeProtection.entryNames)
+            // A TPM-held part only on the TPM backend; no akpu key while the passcode is unusable.
+            optional = ["passcode-tpm", "pc:" + ProtectionClass.whenPasscodeSetThisDeviceOnly.rawValue]
+            required.subtract(optional)
         }
-        guard Set(entries.keys) == expected else { throw EnclaveError(.corrupt, "the keybag does not hold every key") }
+        let names = Set(entries.keys)
+        guard required.isSubset(of: names), names.isSubset(of: required.union(optional)) else {
+            throw EnclaveError(.corrupt, "the keybag does not hold every key")
+        }
     }
 
     /// The name a store's unlocked keys go by: its keybag's random identity and the directory's device and inode,

@@ -22,6 +22,8 @@ package struct EnclaveError: Error, CustomStringConvertible, Sendable {
         /// A key-attestation challenge does not open in this TPM (made for another TPM or attestation key, or
         /// changed).
         package static let invalidChallenge = Code(rawValue: 8)
+        /// The TPM refuses passcode guesses for now (dictionary-attack lockout).
+        package static let lockedOut = Code(rawValue: 9)
 
         package static func ~= (code: Code, error: any Error) -> Bool {
             (error as? EnclaveError)?.code == code

@@ -104,7 +104,7 @@ extension AuthenticationContexts {
     static let companionNotAvailable = AuthenticationError.Code(rawValue: -11)
 
     func requirePasscodeSet() async throws {
-        guard try await passcode.isPasscodeSet(user: configuration.username) else {
+        guard try await isPasscodeUsable() else {
             throw AuthenticationError(
                 .passcodeNotSet, "PAM service '\(configuration.passcode.service)' cannot authenticate the user")
         }
@@ -152,7 +152,7 @@ extension AuthenticationContexts {
     ) async throws -> Credential {
         switch policy {
         case .passcode:
-            return try await passcodeStep(prompts: prompts, prompt: prompt, isCancelled: isCancelled)
+            return try await passcodeStep(context: id, prompts: prompts, prompt: prompt, isCancelled: isCancelled)
         case .deviceOwner:
             if await biometryUsable() {
                 do {
@@ -165,7 +165,7 @@ extension AuthenticationContexts {
                 }
             }
             if isCancelled() { throw AuthenticationError(.appCancel, "the evaluation was cancelled by the app") }
-            return try await passcodeStep(prompts: prompts, prompt: prompt, isCancelled: isCancelled)
+            return try await passcodeStep(context: id, prompts: prompts, prompt: prompt, isCancelled: isCancelled)
         default:
             return try await biometricStep(context: id, prompts: prompts, prompt: prompt)
         }
@@ -220,12 +220,21 @@ extension AuthenticationContexts {
     }
 
     func passcodeStep(
-        prompts: PromptChannel, prompt: EvaluationPrompt, isCancelled: @escaping @Sendable () -> Bool
+        context id: AuthenticationContextID, prompts: PromptChannel, prompt: EvaluationPrompt,
+        isCancelled: @escaping @Sendable () -> Bool
     ) async throws -> Credential {
         let conversation = PasscodeConversation(channel: prompts, prompt: prompt, isCancelled: isCancelled)
         try await passcode.authenticate(user: configuration.username, presenter: conversation, isCancelled: isCancelled)
-        let handler = state.withLock { $0.passcodeSuccessHandler }
-        handler?(conversation.typedPasscode.withLock { $0 })
+        let (handler, unlockRequested) = state.withLock {
+            ($0.passcodeSuccessHandler, $0.records[id]?.unlocksKeychain ?? false)
+        }
+        if let handler {
+            let success = PasscodeSuccess(
+                passcode: conversation.typedPasscode.withLock { $0 }, context: id, unlockRequested: unlockRequested,
+                conversation: conversation)
+            // On the PAM thread: the handler may ask the user once more (the previous passcode), which blocks.
+            try await PasscodeAuthenticator.pamThread.run { handler(success) }
+        }
         return Credential(
             method: .passcode, time: configuration.clock.now(), enrolledSetHash: try? currentStateHash(),
             user: configuration.username)

@@ -30,6 +30,11 @@ package final class AuthenticationContexts: Sendable {
         var credentials: [AuthenticationMethod: Credential] = [:]
         var applicationPassword: SecureBytes?
         var evaluatedDomainState: Data?
+        /// An engine context made to unlock the keychain: its passcode success reaches the keybag even when the
+        /// keychain is unlocked already (to re-seal it after a passcode change).
+        var unlocksKeychain = false
+        /// Why the keychain did not open after this context's passcode success (an explicit unlock reports it).
+        var keychainUnlockFailure: String?
         var inFlight: [UInt64: @Sendable () -> Void] = [:]
     }
 
@@ -38,7 +43,8 @@ package final class AuthenticationContexts: Sendable {
         /// The last fingerprint match, what the reuse window offers, and the context that made it.
         var lastBiometricSuccess: (time: Date, hash: Data?, context: AuthenticationContextID)?
         var nextToken: UInt64 = 0
-        var passcodeSuccessHandler: (@Sendable (SecureBytes?) -> Void)?
+        var passcodeSuccessHandler: (@Sendable (PasscodeSuccess) -> Void)?
+        var passcodeUnusableHandler: (@Sendable () -> Void)?
     }
 
     let state = Mutex(State())
@@ -60,10 +66,34 @@ package final class AuthenticationContexts: Sendable {
         passcode = PasscodeAuthenticator(configuration: configuration.passcode, policy: attemptPolicy)
     }
 
-    /// Sets what runs after every passcode success, with the passcode the user typed (the last answer PAM asked for
-    /// without echo; nil when it asked none): the engine unlocks the keychain's classes with it.
-    package func onPasscodeSuccess(_ handler: @escaping @Sendable (SecureBytes?) -> Void) {
+    /// Sets what runs after every passcode success (on the PAM thread, so it may ask the user once more): the
+    /// engine unlocks the keychain's classes with the passcode.
+    package func onPasscodeSuccess(_ handler: @escaping @Sendable (PasscodeSuccess) -> Void) {
         state.withLock { $0.passcodeSuccessHandler = handler }
+    }
+
+    /// Sets what runs when PAM's account check says the user can no longer authenticate (unknown, expired or
+    /// refused account): the engine destroys the `akpu` class, as Apple does when the passcode is removed.
+    package func onPasscodeUnusable(_ handler: @escaping @Sendable () -> Void) {
+        state.withLock { $0.passcodeUnusableHandler = handler }
+    }
+
+    /// Whether `user`'s passcode can be used now, by PAM's account check; tells the engine when it definitely
+    /// cannot.
+    func isPasscodeUsable() async throws -> Bool {
+        let account = try await passcode.accountState(user: configuration.username)
+        if case .unusable = account { state.withLock { $0.passcodeUnusableHandler }?() }
+        return account == .usable
+    }
+
+    /// Records why the keychain did not open after the passcode success of context `id` (nil: it opened).
+    package func setKeychainUnlockFailure(_ message: String?, in id: AuthenticationContextID) {
+        state.withLock { $0.records[id]?.keychainUnlockFailure = message }
+    }
+
+    /// Why the keychain did not open after the passcode success of context `id`; nil when it did or was not tried.
+    package func keychainUnlockFailure(in id: AuthenticationContextID) -> String? {
+        state.withLock { $0.records[id]?.keychainUnlockFailure }
     }
 
     // MARK: Contexts
@@ -73,9 +103,12 @@ package final class AuthenticationContexts: Sendable {
     package var count: Int { state.withLock { $0.records.count } }
 
     /// A new context with no credential, belonging to client connection `owner` (0: the engine's own).
-    package func createContext(owner: UInt64 = 0) throws -> AuthenticationContextID {
+    ///
+    /// - Parameter unlocksKeychain: an engine context whose passcode evaluation is an explicit unlock of the
+    ///   keychain (`PasscodeSuccess.unlockRequested`).
+    package func createContext(owner: UInt64 = 0, unlocksKeychain: Bool = false) throws -> AuthenticationContextID {
         let id = AuthenticationContextID(bytes: [UInt8](try SecureRandom.bytes(32)))
-        state.withLock { $0.records[id] = Record(owner: owner) }
+        state.withLock { $0.records[id] = Record(owner: owner, unlocksKeychain: unlocksKeychain && owner == 0) }
         return id
     }
 

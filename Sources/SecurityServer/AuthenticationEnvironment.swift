@@ -93,7 +93,7 @@ extension AuthenticationContexts {
         let present = environmentMonitor.readerDisconnected ? false : await isReaderPresent()
         let enrolled = (try? biometric.enrolledPrints().isEmpty == false) ?? false
         let lockedOut = (try? attemptPolicy.currentState().biometryLocked) ?? true
-        let passcodeSet = (try? await passcode.isPasscodeSet(user: configuration.username)) ?? false
+        let passcodeSet = (try? await isPasscodeUsable()) ?? false
         return EnvironmentSnapshot(
             readerPresent: present, enrolled: enrolled, lockedOut: lockedOut,
             stateHash: try? currentStateHash(), passcodeSet: passcodeSet)

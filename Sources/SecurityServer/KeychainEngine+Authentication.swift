@@ -44,10 +44,15 @@ extension KeychainEngine {
         case .environment:
             return .environment(await contexts.environment().forApplication(caller))
         case .unlockWithPasscode(let options):
-            let id = try contexts.createContext()
+            let id = try contexts.createContext(unlocksKeychain: true)
             defer { contexts.discard(id) }
-            // The passcode-success handler unlocks the classes and reports it.
+            // The passcode-success handler unlocks the classes (re-sealing them after a passcode change) and
+            // reports it.
             try await contexts.evaluate(.passcode, context: id, options: options, prompts: prompts)
+            if let failure = contexts.keychainUnlockFailure(in: id) ?? (enclave.isLocked ? "it is still locked" : nil) {
+                throw AuthenticationError(
+                    .authenticationFailed, "PAM accepted the passcode, but the keychain did not open: \(failure)")
+            }
             return .success
         }
     }

@@ -71,7 +71,7 @@ extension KeychainEngine {
             let context = try authentication.createContext()
             defer { authentication.discard(context) }
             let options = EvaluationOptions(prompt: EvaluationPrompt(reason: needed.prompt.text))
-            try BlockingBridge.wait {
+            _ = try BlockingBridge.wait {
                 try await authentication.evaluate(.deviceOwner, context: context, options: options, prompts: channel)
             }
             if choice == .alwaysAllow { try trust(needed.program, in: needed.version) }

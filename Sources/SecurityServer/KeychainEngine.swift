@@ -68,24 +68,67 @@ package final class KeychainEngine: Sendable {
         let hub = self.hub
         let database = self.database
         let sealer = self.sealer
-        authentication?.onPasscodeSuccess { passcode in
+        authentication?.onPasscodeSuccess { success in
             // A verified passcode is proof that one is set, for kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly.
             if !enclave.isPasscodeSet { try? enclave.setPasscodeSet(true) }
             let wasLocked = enclave.isLocked
-            // The first passcode success also seals the passcode classes under the passcode (see Enclave).
-            guard wasLocked || !enclave.isPasscodeProtected else { return }
-            let unlocked: Bool
-            if let passcode {
-                unlocked = (try? enclave.unlock(passcode: passcode)) != nil
-            } else {
-                unlocked = (try? enclave.unlock()) != nil
-            }
-            if unlocked && wasLocked {
+            // The first passcode success also seals the passcode classes under the passcode (see Enclave); an
+            // explicit unlock checks the sealing even when unlocked (the passcode may have changed since).
+            guard wasLocked || !enclave.isPasscodeProtected || success.unlockRequested
+                || enclave.needsPasscodeSetClassKey
+            else { return }
+            let failure: String? =
+                if let passcode = success.passcode {
+                    Self.unlock(enclave, with: passcode, success)
+                } else {
+                    (try? enclave.unlock()) == nil ? "the keychain is sealed under the passcode, which PAM did not ask" : nil
+                }
+            authentication?.setKeychainUnlockFailure(failure, in: success.context)
+            if failure == nil && wasLocked {
                 hub.emit([EngineEvent(kind: .unlocked)])
                 Self.resealLegacyRows(database: database, sealer: sealer, enclave: enclave)
             }
         }
+        // PAM says the account can no longer authenticate: its passcode is gone, and with it every akpu item.
+        authentication?.onPasscodeUnusable { [weak self] in
+            guard let self, enclave.isPasscodeSet else { return }
+            try? setPasscodeSet(false)
+        }
         Self.resealLegacyRows(database: database, sealer: sealer, enclave: enclave)
+    }
+
+    /// Unlocks the passcode classes with the passcode PAM accepted. When they were sealed under another passcode
+    /// (the account's passcode was changed with `passwd` since), asks the user once for the previous one and
+    /// re-seals them under the new one, as macOS does for the login keychain. Failures leave the keychain as it
+    /// was and are told to the user, never thrown: the authentication itself succeeded.
+    ///
+    /// - Returns: nil when the keychain opened, else why not (for an explicit unlock to report).
+    static func unlock(_ enclave: Enclave, with passcode: SecureBytes, _ success: PasscodeSuccess) -> String? {
+        var failure: String
+        do {
+            try enclave.unlock(passcode: passcode)
+            return nil
+        } catch EnclaveError.Code.wrongPassword {
+            if let previous = success.askPreviousPasscode() {
+                do {
+                    try enclave.changePasscode(from: previous, to: passcode)
+                    success.show("The keychain is sealed under your new passcode now.", isError: false)
+                    return nil
+                } catch let error as EnclaveError {
+                    failure = error.message
+                } catch {
+                    failure = "the keychain cannot be re-sealed"
+                }
+            } else {
+                failure = "it is sealed under your previous passcode"
+            }
+        } catch let error as EnclaveError {
+            failure = error.message
+        } catch {
+            failure = "the keychain cannot be opened"
+        }
+        success.show("The keychain stays locked: \(failure).", isError: true)
+        return failure
     }
 
     /// Re-seals the rows sealed before generations existed, whose class key is available now, so each part of
@@ -183,7 +226,8 @@ package final class KeychainEngine: Sendable {
 
     func hubEmit(_ events: [EngineEvent]) { hub.emit(events) }
 
-    /// Records whether a passcode is set. Turning it off deletes every `akpu` item, as Apple does.
+    /// Records whether a passcode is set. Turning it off deletes every `akpu` item and destroys the class's key (so
+    /// no older copy of the database opens them either), as Apple does.
     func setPasscodeSet(_ isSet: Bool) throws {
         do {
             if !isSet {
@@ -197,6 +241,7 @@ package final class KeychainEngine: Sendable {
                     return events
                 }
                 hub.emit(events)
+                try enclave.destroyPasscodeSetClassKey()
             }
             try enclave.setPasscodeSet(isSet)
         } catch {

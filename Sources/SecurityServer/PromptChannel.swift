@@ -186,3 +186,30 @@ final class PasscodeConversation: PasscodePresenter, Sendable {
         channel.show(message)
     }
 }
+
+/// A passcode PAM has just accepted, as the engine's passcode-success handler gets it.
+package struct PasscodeSuccess: Sendable {
+    /// The passcode the user typed (the last answer PAM asked for without echo; nil when it asked none).
+    package let passcode: SecureBytes?
+    /// The context whose evaluation it was.
+    package let context: AuthenticationContextID
+    /// Whether the evaluation was an explicit unlock of the keychain (`Keychain.unlock()`, `lactl keychain unlock`,
+    /// `lactl passcode changed`) rather than an authentication that happened to use the passcode.
+    package let unlockRequested: Bool
+    let conversation: PasscodeConversation
+
+    /// Asks the user, once, for the passcode the keychain was sealed under (the account's passcode before it was
+    /// changed); nil when the user cancels or cannot be asked.
+    package func askPreviousPasscode() -> SecureBytes? {
+        conversation.channel.ask(
+            conversation.prompt,
+            question: PasscodePrompt(
+                text: "Your passcode changed since the keychain was locked. Previous passcode: ", echo: false),
+            isCancelled: conversation.isCancelled)
+    }
+
+    /// Tells the user something about the keychain (a PAM-style message on the prompt channel).
+    package func show(_ text: String, isError: Bool) {
+        conversation.channel.show(PasscodeMessage(isError: isError, text: text))
+    }
+}

@@ -68,13 +68,19 @@ package final class TPMConnection {
 
     /// Seals `secret` (at most 128 bytes) into a new data object under the storage root key; it opens only in this
     /// TPM and only with `authorization`.
-    package func seal(_ secret: SecureBytes, authorization: SecureBytes) throws -> TPMObject {
+    ///
+    /// - Parameter dictionaryAttackProtected: whether a wrong authorization counts towards the TPM's
+    ///   dictionary-attack lockout (for an authorization derived from something a person types); otherwise the
+    ///   object is `noDA` (for a random authorization, which nobody guesses).
+    package func seal(
+        _ secret: SecureBytes, authorization: SecureBytes, dictionaryAttackProtected: Bool = false
+    ) throws -> TPMObject {
         var sensitive = TPM2B_SENSITIVE_CREATE()
         defer { secureZero(of: &sensitive) }
         try authorization.withUnsafeBytes { try setTPM2B(&sensitive.sensitive.userAuth, $0) }
         try secret.withUnsafeBytes { try setTPM2B(&sensitive.sensitive.data, $0) }
         var template = TPM2B_PUBLIC()
-        la_tpm_sealed_template(&template)
+        la_tpm_sealed_template(&template, dictionaryAttackProtected ? 1 : 0)
         return try create(sensitive: &sensitive, template: &template, operation: "seal a key in the TPM").object
     }
 
@@ -190,11 +196,20 @@ package final class TPMConnection {
 
     /// Who made the TPM and which firmware it runs (`TPM2_GetCapability`, fixed properties).
     package func information() throws -> TPMInformation {
+        TPMInformation(properties: try properties(from: TPMInformation.manufacturerProperty, count: 8))
+    }
+
+    /// The state of the TPM's dictionary-attack protection (`TPM2_GetCapability`, variable properties).
+    package func dictionaryAttackState() throws -> TPMDictionaryAttackState {
+        TPMDictionaryAttackState(properties: try properties(from: TPMDictionaryAttackState.counterProperty, count: 4))
+    }
+
+    /// `count` TPM properties from `first` on, by number.
+    private func properties(from first: UInt32, count: UInt32) throws -> [UInt32: UInt32] {
         var more: TPMI_YES_NO = 0
         var data: UnsafeMutablePointer<TPMS_CAPABILITY_DATA>?
         let rc = Esys_GetCapability(
-            context, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, TPM2_CAP_TPM_PROPERTIES, TPMInformation.manufacturerProperty, 8, &more,
-            &data)
+            context, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, TPM2_CAP_TPM_PROPERTIES, first, count, &more, &data)
         guard rc == 0, let data else { throw TPMError(code: rc, operation: "read the TPM's properties") }
         defer { Esys_Free(data) }
         var values: [UInt32: UInt32] = [:]
@@ -203,7 +218,7 @@ package final class TPMConnection {
             let properties = raw.bindMemory(to: TPMS_TAGGED_PROPERTY.self)
             for property in properties.prefix(Int(list.count)) { values[property.property] = property.value }
         }
-        return TPMInformation(properties: values)
+        return values
     }
 
     /// Flushes every transient object and loaded session in the TPM: on a TPM without resource manager, while
@@ -397,6 +412,30 @@ package struct TPMInformation: Sendable, Equatable {
         let first = properties[Self.manufacturerProperty + 6] ?? 0
         let second = properties[Self.manufacturerProperty + 7] ?? 0
         firmware = [first >> 16, first & 0xFFFF, second >> 16, second & 0xFFFF].map(String.init).joined(separator: ".")
+    }
+}
+
+/// The TPM's dictionary-attack protection: how many wrong authorizations it has counted, how many it allows, and
+/// how fast it forgets them. Objects without `noDA` count; the TPM refuses them all (`TPM_RC_LOCKOUT`) once the
+/// counter reaches the maximum, until a recovery interval passes.
+package struct TPMDictionaryAttackState: Sendable, Equatable {
+    /// Wrong authorizations counted now (TPM2_PT_LOCKOUT_COUNTER).
+    package var failures: UInt32
+    /// The count at which the TPM locks out (TPM2_PT_MAX_AUTH_FAIL).
+    package var maximumFailures: UInt32
+    /// Seconds after which one counted failure is forgotten (TPM2_PT_LOCKOUT_INTERVAL).
+    package var recoverySeconds: UInt32
+
+    /// Whether the TPM refuses dictionary-attack-protected objects now.
+    package var isLockedOut: Bool { failures >= maximumFailures }
+
+    /// TPM2_PT_LOCKOUT_COUNTER; the maximum, the interval and the lockout recovery follow it.
+    static let counterProperty: UInt32 = 0x20E
+
+    init(properties: [UInt32: UInt32]) {
+        failures = properties[Self.counterProperty] ?? 0
+        maximumFailures = properties[Self.counterProperty + 1] ?? 0
+        recoverySeconds = properties[Self.counterProperty + 2] ?? 0
     }
 }
 

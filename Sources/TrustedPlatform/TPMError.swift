@@ -30,6 +30,10 @@ package struct TPMError: Error, CustomStringConvertible, Sendable {
         responseCode == Self.authorizationFailed || responseCode == Self.badAuthorization
     }
 
+    /// The TPM is in dictionary-attack lockout: too many wrong authorizations of objects it protects; it refuses
+    /// every such object until its recovery time passes (or the lockout hierarchy resets it).
+    package var isLockout: Bool { responseCode == Self.lockout }
+
     /// The TPM refused to open a key-attestation credential (it was made for another TPM or attestation key, or
     /// changed).
     package var isCredentialRefusal: Bool { operation == Self.activation && responseCode != nil }
@@ -49,6 +53,8 @@ package struct TPMError: Error, CustomStringConvertible, Sendable {
     static let value: UInt32 = 0x84
     static let authorizationFailed: UInt32 = 0x8E
     static let badAuthorization: UInt32 = 0xA2
+    /// TPM_RC_LOCKOUT (a warning).
+    static let lockout: UInt32 = 0x921
 
     package var description: String {
         let decoded = Tss2_RC_Decode(code).map { String(cString: $0) } ?? "unknown"

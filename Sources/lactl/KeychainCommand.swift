@@ -82,7 +82,7 @@ private func check(_ status: OSStatus, _ operation: String) throws {
 }
 
 /// Runs a keychain subcommand body, turning failures into the message and exit status.
-private func reporting(_ body: () throws -> Void) throws {
+func reporting(_ body: () throws -> Void) throws {
     do {
         try body()
     } catch let failure as KeychainCommandFailure {

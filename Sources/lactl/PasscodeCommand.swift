@@ -1,6 +1,7 @@
 import ArgumentParser
 import Authenticators
 import Foundation
+import KeychainServices
 import SecurityClient
 import SecurityProtocol
 import SecurityServer
@@ -10,7 +11,7 @@ import StoreFiles
 struct Passcode: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Check the passcode (the user's PAM password).",
-        subcommands: [PasscodeVerify.self])
+        subcommands: [PasscodeVerify.self, PasscodeChanged.self])
 }
 
 /// `lactl passcode verify`: asks for the passcode on the terminal and checks it through PAM.
@@ -64,6 +65,58 @@ struct PasscodeVerify: AsyncParsableCommand {
         } catch let error as AuthenticationError {
             printError(error)
             throw ExitCode(1)
+        }
+    }
+}
+
+/// `lactl passcode changed`: after the account's passcode was changed (with `passwd`), re-seals the keychain's
+/// passcode classes under the new one, asking once for the previous one.
+struct PasscodeChanged: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "changed",
+        abstract: "Re-seal the keychain under the account's new passcode (after passwd).",
+        discussion: """
+            Asks for the current passcode on /dev/tty and checks it through PAM (as 'lactl keychain unlock' does). \
+            When the keychain was sealed under another passcode, asks once for the previous one and re-seals it \
+            under the current one. The first unlock after a change does the same on its own; this does it on demand. \
+            When PAM says the account can no longer authenticate (unknown, expired or refused), the keychain's \
+            WhenPasscodeSetThisDeviceOnly items and their class key are destroyed, as Apple does when the passcode \
+            is removed, and the command fails.
+            """)
+
+    @OptionGroup var options: KeychainOptions
+
+    func run() throws {
+        try reporting {
+            let client = try options.client()
+            // The account check first: an account that can no longer authenticate loses its akpu items here.
+            let availability = try BlockingBridge.wait { () async throws -> PolicyAvailability? in
+                guard case .context(let id) = try await client.send(.createContext) else { return nil }
+                let answer = try await client.send(.canEvaluatePolicy(.passcode, id))
+                _ = try? await client.send(.discard(id))
+                guard case .availability(let availability) = answer else { return nil }
+                return availability
+            }
+            if let error = availability?.error {
+                printError(error)
+                throw KeychainCommandFailure(
+                    status: KeychainStatus.Code(authenticationCode: error.code).rawValue,
+                    operation: "re-seal the keychain (the passcode cannot be used)")
+            }
+            guard let presenter = client.defaultPresenter else {
+                throw KeychainCommandFailure(
+                    status: errSecInteractionNotAllowed, operation: "re-seal the keychain (no terminal to ask on)")
+            }
+            let options = EvaluationOptions(prompt: EvaluationPrompt(reason: "Re-seal the keychain under your passcode"))
+            do {
+                _ = try BlockingBridge.wait { try await client.send(.unlockWithPasscode(options), presenter: presenter) }
+            } catch let error as AuthenticationError {
+                printError(error)
+                throw KeychainCommandFailure(
+                    status: KeychainStatus.Code(authenticationCode: error.code).rawValue,
+                    operation: "re-seal the keychain")
+            }
+            print("the keychain is sealed under the current passcode")
         }
     }
 }
