@@ -1,6 +1,7 @@
 import Foundation
 import KeychainServices
 import SecurityClient
+import SecurityProtocol
 import SwiftKeychain
 import Testing
 import TestSupport
@@ -110,6 +111,97 @@ struct PasscodeProtectionTests {
         try Keychain(client: owner).lock()
         try store.with(try store.client()) {
             #expect(password(account: "ak") == .failure(StatusError(status: errSecInteractionNotAllowed)))
+        }
+    }
+
+    @Test func aChangedPasscodeAsksOnceForThePreviousOneAndReseals() throws {
+        let store = try lockedProtectedStore()
+        // The account's passcode changed outside (passwd): PAM accepts only the new one now.
+        try store.setPasscode("renewed")
+
+        // The previous passcode is asked once; a wrong answer leaves the keychain locked and the unlock fails.
+        let mistaken = PasscodeAnswers("renewed", "not the old one")
+        #expect(throws: KeychainError.self) { try Keychain(client: try store.passcodeClient(presenter: mistaken)).unlock() }
+        #expect(mistaken.questionCount == 2)
+        try store.with(try store.client()) {
+            #expect(password(account: "ak") == .failure(StatusError(status: errSecInteractionNotAllowed)))
+        }
+        // Cancelling the question leaves it locked too.
+        let cancelling = PasscodeAnswers("renewed", nil)
+        #expect(throws: KeychainError.self) { try Keychain(client: try store.passcodeClient(presenter: cancelling)).unlock() }
+        #expect(cancelling.questionCount == 2)
+
+        // The right previous passcode re-seals the keychain under the new one.
+        let remembering = PasscodeAnswers("renewed", "secret")
+        try Keychain(client: try store.passcodeClient(presenter: remembering)).unlock()
+        #expect(remembering.questionCount == 2)
+        try store.with(try store.client()) {
+            #expect(password(account: "ak") == .success(Self.markers["ak"]!))
+        }
+        let owner = try store.passcodeClient(presenter: PasscodeAnswers("renewed"))
+        try Keychain(client: owner).lock()
+        let once = PasscodeAnswers("renewed")
+        try Keychain(client: try store.passcodeClient(presenter: once)).unlock()
+        #expect(once.questionCount == 1, "the new passcode alone opens it now")
+        try store.with(try store.client()) {
+            #expect(password(account: "ak") == .success(Self.markers["ak"]!))
+        }
+
+        // An explicit unlock while unlocked checks the sealing too (`lactl passcode changed` on demand).
+        try store.setPasscode("third")
+        let onDemand = PasscodeAnswers("third", "renewed")
+        try Keychain(client: try store.passcodeClient(presenter: onDemand)).unlock()
+        #expect(onDemand.questionCount == 2)
+        try Keychain(client: try store.passcodeClient(presenter: PasscodeAnswers("third"))).lock()
+        try Keychain(client: try store.passcodeClient(presenter: PasscodeAnswers("third"))).unlock()
+    }
+
+    @Test func anAccountThatCanNoLongerAuthenticateLosesItsPasscodeSetItems() async throws {
+        let store = TestStore()
+        let owner = try store.passcodeClient()
+        try Keychain(client: owner).unlock()
+        try store.with(owner) {
+            #expect(
+                addGenericPassword(
+                    account: "akpu", password: "akpu-marker-5c1e",
+                    extra: [kSecAttrAccessible as String: kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly])
+                    == errSecSuccess)
+            #expect(addGenericPassword(account: "ak", password: "ak-marker-5c1e") == errSecSuccess)
+        }
+        let keybag = store.storeDirectory.appendingPathComponent("keybag")
+        #expect(try Data(contentsOf: keybag).range(of: Data("pc:akpu".utf8)) != nil)
+
+        // The account is gone from PAM: the next availability check notices, and the akpu class goes for good.
+        try store.setPasscode(nil)
+        guard case .context(let id) = try await owner.send(.createContext),
+            case .availability(let availability) = try await owner.send(.canEvaluatePolicy(.passcode, id))
+        else {
+            Issue.record("no availability")
+            return
+        }
+        #expect(availability.error?.code == .passcodeNotSet)
+        #expect(try Data(contentsOf: keybag).range(of: Data("pc:akpu".utf8)) == nil, "the akpu key is still sealed")
+        try store.with(try store.client()) {
+            #expect(password(account: "akpu") == .failure(StatusError(status: errSecItemNotFound)))
+            #expect(password(account: "ak") == .success("ak-marker-5c1e"))
+            // Without a passcode the class takes no new item (Apple: errSecAuthFailed).
+            #expect(
+                addGenericPassword(
+                    account: "akpu-2", extra: [kSecAttrAccessible as String: kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly])
+                    == errSecAuthFailed)
+        }
+
+        // A passcode again: the next unlock makes a new akpu key, and the class works as before.
+        try store.setPasscode("secret")
+        try Keychain(client: try store.passcodeClient()).unlock()
+        #expect(try Data(contentsOf: keybag).range(of: Data("pc:akpu".utf8)) != nil)
+        try store.with(try store.passcodeClient()) {
+            #expect(
+                addGenericPassword(
+                    account: "akpu", password: "akpu-again",
+                    extra: [kSecAttrAccessible as String: kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly])
+                    == errSecSuccess)
+            #expect(password(account: "akpu") == .success("akpu-again"))
         }
     }
 }

@@ -44,12 +44,23 @@ final class TestStore: Sendable {
         (try? daemon.engine())?.storeDirectory ?? directory
     }
 
+    /// Changes the current user's passcode in pam_matrix's file, as `passwd` would; nil removes the user (PAM then
+    /// says the account is unknown: its passcode is gone).
+    func setPasscode(_ passcode: String?) throws {
+        let user = AuthenticationConfiguration.currentUsername()
+        try MatrixPAM.writeService(
+            "keychain-test", in: directory.path + "-pam", users: [passcode.map { (user, $0) } ?? ("someone-else", "x")])
+    }
+
     /// The current user's passcode `secret` through pam_matrix, and no reader, for the store in `directory`.
     private static func passcodeAuthentication(_ directory: URL) throws -> AuthenticationConfiguration {
         let user = AuthenticationConfiguration.currentUsername()
         let pamDirectory = directory.path + "-pam"
         try FileManager.default.createDirectory(atPath: pamDirectory, withIntermediateDirectories: true)
-        try MatrixPAM.writeService("keychain-test", in: pamDirectory, users: [(user, "secret")])
+        // Written once: a passcode set later (`setPasscode`) stays for the store's next clients.
+        if !FileManager.default.fileExists(atPath: pamDirectory + "/passdb") {
+            try MatrixPAM.writeService("keychain-test", in: pamDirectory, users: [(user, "secret")])
+        }
         return AuthenticationConfiguration(
             stateDirectory: directory.path, username: user,
             passcode: .init(service: "keychain-test", configurationDirectory: pamDirectory),

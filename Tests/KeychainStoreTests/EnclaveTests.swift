@@ -1,4 +1,5 @@
 import Foundation
+import SecureCrypto
 import Testing
 
 @testable import Enclave
@@ -109,5 +110,40 @@ struct EnclaveTests {
         _ = try Enclave(directory: directory)
         try Data(repeating: 7, count: 32).write(to: directory.appendingPathComponent("device.key"))
         #expect(throws: EnclaveError.self) { try Enclave(directory: directory) }
+    }
+
+    @Test(arguments: [false, true])
+    func aDestroyedPasscodeSetClassKeyOpensNoOldRowKey(protected: Bool) throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var configuration = EnclaveConfiguration.software
+        configuration.unlockedKeys = .processMemory
+        let enclave = try Enclave(directory: directory, configuration: configuration)
+        let passcode = SecureBytes(Array("secret".utf8))
+        if protected { try enclave.unlock(passcode: passcode) }
+        try enclave.setPasscodeSet(true)
+        let rowKey = try SecureBytes(randomCount: 32)
+        let binding = Data("row 1".utf8)
+        let wrapped = try enclave.wrap(rowKey: rowKey, protectionClass: .whenPasscodeSetThisDeviceOnly, binding: binding)
+        let keybagBefore = try Data(contentsOf: directory.appendingPathComponent("keybag"))
+
+        try enclave.destroyPasscodeSetClassKey()
+        try enclave.setPasscodeSet(false)
+        #expect(throws: EnclaveError.self) {
+            try enclave.unwrap(rowKey: wrapped, protectionClass: .whenPasscodeSetThisDeviceOnly, binding: binding)
+        }
+        #expect(try Data(contentsOf: directory.appendingPathComponent("keybag")) != keybagBefore)
+
+        // A passcode again (a new class key): a row key from before, say in a restored database, stays closed.
+        if protected { try enclave.unlock(passcode: passcode) }
+        try enclave.setPasscodeSet(true)
+        #expect(enclave.isAvailable(.whenPasscodeSetThisDeviceOnly))
+        #expect(throws: EnclaveError.self) {
+            try enclave.unwrap(rowKey: wrapped, protectionClass: .whenPasscodeSetThisDeviceOnly, binding: binding)
+        }
+        let fresh = try enclave.wrap(rowKey: rowKey, protectionClass: .whenPasscodeSetThisDeviceOnly, binding: binding)
+        let reopened = try Enclave(directory: directory, configuration: configuration)
+        if protected { try reopened.unlock(passcode: passcode) }
+        #expect(try reopened.unwrap(rowKey: fresh, protectionClass: .whenPasscodeSetThisDeviceOnly, binding: binding) == rowKey)
     }
 }
