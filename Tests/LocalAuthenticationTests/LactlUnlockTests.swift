@@ -50,6 +50,45 @@ struct LactlUnlockTests {
         #expect(!screen.contains("secret"))
         #expect(try isLocked() == false)
     }
+
+    /// The account's passcode changed with `passwd` (here: pam_matrix's file): `lactl passcode changed` asks for
+    /// the new passcode, then once for the previous one, and re-seals the keychain under the new one.
+    @Test func passcodeChangedResealsUnderTheNewPasscode() throws {
+        let world = try LocalAuthenticationWorld(reader: false, user: AuthenticationConfiguration.currentUsername())
+        defer { world.directory.remove() }
+        func isLocked() throws -> Bool {
+            guard case .locked(let locked) = try world.client.sendBlocking(.lockState) else { return false }
+            return locked
+        }
+        let user = TestEngine.username(preferring: AuthenticationConfiguration.currentUsername())
+        let (first, firstScreen) = try unlock(world: world, typing: "secret\r")  // seals under "secret"
+        #expect(first == 0, "\(firstScreen)")
+        _ = try world.client.sendBlocking(.lock)
+        try MatrixPAM.writeService(LocalAuthenticationWorld.service, in: world.directory.path, users: [(user, "renewed")])
+
+        let command = try lactlExecutable().path + " passcode changed"
+        var environment = world.engine.subprocessEnvironment()
+        if world.engine.mode == .embedded { environment["LA_READER_DRIVERS"] = "no_such_driver" }
+        let (wrong, wrongScreen) = try runOnTerminal(
+            command, environment: environment, answering: [("Password:", "renewed\r"), ("Previous passcode:", "guess\r")])
+        #expect(wrong != 0, "\(wrongScreen)")
+        #expect(wrongScreen.contains("The keychain stays locked"), "\(wrongScreen)")
+        #expect(try isLocked())
+
+        let (changed, screen) = try runOnTerminal(
+            command, environment: environment, answering: [("Password:", "renewed\r"), ("Previous passcode:", "secret\r")])
+        #expect(changed == 0, "\(screen)")
+        #expect(screen.contains("sealed under the current passcode"), "\(screen)")
+        #expect(!screen.contains("renewed") && !screen.contains("secret"))
+        #expect(try isLocked() == false)
+
+        // From now on the new passcode alone unlocks.
+        _ = try world.client.sendBlocking(.lock)
+        let (again, againScreen) = try unlock(world: world, typing: "renewed\r")
+        #expect(again == 0, "\(againScreen)")
+        #expect(!againScreen.contains("Previous passcode"))
+        #expect(try isLocked() == false)
+    }
 }
 
 /// Finding 5 of the attack review, as a person would try it: `lactl biometry enroll` added a finger without any
