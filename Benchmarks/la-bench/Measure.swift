@@ -105,6 +105,29 @@ enum Measure {
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
     }
 
+    /// Starts a fresh swtpm on a state directory of its own (made here) and waits for its socket.
+    ///
+    /// - Returns: its pid (for `stop`) and TCTI, or nil when it did not start.
+    static func startSoftwareTPM(in state: String) -> (pid: pid_t, tcti: String)? {
+        guard (try? FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)) != nil else {
+            return nil
+        }
+        let socket = state + "/sock"
+        // In the foreground, output to /dev/null (a daemonized swtpm would keep a captured stdout open).
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        var pid: pid_t = 0
+        guard spawn(&pid, "/usr/bin/swtpm", [
+            "socket", "--tpm2", "--tpmstate", "dir=\(state)", "--server", "type=unixio,path=\(socket)",
+            "--ctrl", "type=unixio,path=\(socket).ctrl", "--flags", "not-need-init,startup-clear",
+        ], actions: &actions) == 0 else { return nil }
+        for _ in 0..<200 where !FileManager.default.fileExists(atPath: socket) { usleep(10_000) }
+        return (pid, "swtpm:path=\(socket)")
+    }
+
     /// pam_matrix's module as Debian installs it (libpam-wrapper).
     static let pamMatrix = "/usr/lib/x86_64-linux-gnu/pam_wrapper/pam_matrix.so"
 

@@ -28,26 +28,11 @@ enum TPMBenchmarks {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("la-bench-tpm-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let state = directory.appendingPathComponent("swtpm").path
-        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
-        let socket = state + "/sock"
-        // In the foreground, output to /dev/null (a daemonized swtpm would keep a captured stdout open).
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        var swtpm: pid_t = 0
-        guard Measure.spawn(&swtpm, "/usr/bin/swtpm", [
-            "socket", "--tpm2", "--tpmstate", "dir=\(state)", "--server", "type=unixio,path=\(socket)",
-            "--ctrl", "type=unixio,path=\(socket).ctrl", "--flags", "not-need-init,startup-clear",
-        ], actions: &actions) == 0 else {
+        guard let (swtpm, tcti) = Measure.startSoftwareTPM(in: directory.appendingPathComponent("swtpm").path) else {
             print("tpm: swtpm did not start")
             return
         }
         defer { Measure.stop(swtpm) }
-        for _ in 0..<200 where !FileManager.default.fileExists(atPath: socket) { usleep(10_000) }
-        let tcti = "swtpm:path=\(socket)"
 
         let onTPM = try signer(directory.appendingPathComponent("tpm"), EnclaveConfiguration(choice: .tpm, tcti: tcti))
         let inSoftware = try signer(directory.appendingPathComponent("software"), .software)

@@ -9,6 +9,7 @@ let sections: [(name: String, run: () async throws -> Void)] = [
     ("authenticators", AuthenticatorBenchmarks.run),
     ("seckey", SecKeyBenchmarks.run),
     ("tpm", TPMBenchmarks.run),
+    ("unlock", UnlockBenchmarks.run),
     ("context", ContextBenchmarks.run),
     ("agent", AgentBenchmarks.run),
     ("daemon", DaemonBenchmarks.run),
