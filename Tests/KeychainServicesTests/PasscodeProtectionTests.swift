@@ -204,4 +204,57 @@ struct PasscodeProtectionTests {
             #expect(password(account: "akpu") == .success("akpu-again"))
         }
     }
+
+    @Test(.embeddedOnly("puts a store written by the previous release into a directory and opens it in this process"))
+    func aStoreFromBeforeThePasscodeLayerMigratesOnItsFirstUnlockKeepingEveryItem() throws {
+        // Written by the release before passcode-sealed class keys (keybag version 2): see Fixtures/README.md.
+        let store = TestStore()
+        let fixture = try #require(Bundle.module.url(forResource: "Fixtures", withExtension: nil))
+            .appendingPathComponent("store-before-passcode")
+        try FileManager.default.createDirectory(at: store.directory, withIntermediateDirectories: true)
+        for name in ["device.key", "keybag", "keybag.state", "keychain.db", "attempts.state"] {
+            let target = store.directory.appendingPathComponent(name)
+            try FileManager.default.copyItem(at: fixture.appendingPathComponent(name), to: target)
+            chmod(target.path, 0o600)
+        }
+        chmod(store.directory.path, 0o700)
+        let classes = ["ak", "aku", "akpu", "ck", "cku", "dk", "dku"]
+        let groups = ["local.make-fixture"]
+        func read(_ account: String) -> Result<String, StatusError> {
+            password(account: account, service: "fixture")
+        }
+
+        // Opened as it is: every item reads, the keybag is re-sealed as version 3 but not under a passcode yet.
+        try store.with(try store.client(groups: groups)) {
+            for account in classes { #expect(read(account) == .success("\(account)-value-7d3a"), "\(account)") }
+        }
+        let keybag = store.directory.appendingPathComponent("keybag")
+        #expect(try Data(contentsOf: keybag).prefix(5) == Data("LAKB3".utf8))
+        #expect(try Data(contentsOf: keybag).range(of: Data("passcode-kdf".utf8)) == nil)
+
+        // The first unlock by passcode seals the passcode classes under it, keeping every item.
+        let owner = try store.passcodeClient(groups: groups)
+        try Keychain(client: owner).unlock()
+        let sealed = try Data(contentsOf: keybag)
+        #expect(sealed.range(of: Data("passcode-kdf".utf8)) != nil)
+        for protection in ["ak", "aku", "akpu", "ck", "cku"] {
+            #expect(sealed.range(of: Data("pc:\(protection)".utf8)) != nil, "\(protection)")
+        }
+        try store.with(try store.client(groups: groups)) {
+            for account in classes { #expect(read(account) == .success("\(account)-value-7d3a"), "\(account)") }
+        }
+
+        // Locked: the WhenUnlocked classes are gone, the rest stays; the passcode brings everything back.
+        try Keychain(client: owner).lock()
+        try store.with(try store.client(groups: groups)) {
+            for account in ["ak", "aku", "akpu"] {
+                #expect(read(account) == .failure(StatusError(status: errSecInteractionNotAllowed)), "\(account)")
+            }
+            for account in ["ck", "cku", "dk", "dku"] { #expect(read(account) == .success("\(account)-value-7d3a")) }
+        }
+        try Keychain(client: try store.passcodeClient(groups: groups)).unlock()
+        try store.with(try store.client(groups: groups)) {
+            for account in classes { #expect(read(account) == .success("\(account)-value-7d3a"), "\(account)") }
+        }
+    }
 }
