@@ -204,7 +204,7 @@ extension KeychainRequest {
     /// they never hold up the other connections of their loop.
     var isBrief: Bool {
         switch self {
-        case .add, .lock, .lockState: true
+        case .add, .lock, .lockState, .sealingState: true
         case .copyMatching(let query): query["m_Limit"] == nil || query["m_Limit"] == .integer(1)
         case .update, .delete, .exportBackup, .importBackup: false
         }

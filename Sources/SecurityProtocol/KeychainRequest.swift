@@ -10,6 +10,9 @@ package enum KeychainRequest: Sendable, Equatable {
     case delete([String: KeychainValue])
     case lock
     case lockState
+    /// Whether the keychain's passcode classes are sealed under the passcode (it was unlocked by passcode once);
+    /// the answer is ``KeychainResponse/sealedUnderPasscode(_:)``.
+    case sealingState
     /// Seals every item the caller may see, except `*ThisDeviceOnly` ones and those under an access-control list,
     /// under `password`; the answer is ``KeychainResponse/exportedBackup(_:count:skipped:)``, the backup file's
     /// bytes, which the client writes. No path crosses: the engine (in `localauthd`, root) opens no file for a
@@ -26,6 +29,9 @@ package enum KeychainResponse: Sendable, Equatable {
     /// Results of `copyMatching`, or of `add` with return keys.
     case items(ItemResults)
     case locked(Bool)
+    /// Whether the passcode classes are sealed under the passcode (before the first unlock by passcode, the lock
+    /// is only a flag in the store's state file).
+    case sealedUnderPasscode(Bool)
     /// Items added from a backup, and items skipped (already present).
     case backup(count: Int, skipped: Int)
     /// A backup file's bytes, the items in it, and the items left out (device-only, or under an access-control
@@ -35,7 +41,7 @@ package enum KeychainResponse: Sendable, Equatable {
 
 extension KeychainRequest: ProtocolCodable {
     /// A variant: 1 add, 2 copyMatching, 3 update, 4 delete, 5 lock, 6 lockState, 9 exportBackup (field 1
-    /// password), 10 importBackup (1 contents, 2 password); other associated values as fields 1, 2. Variants 7 and
+    /// password), 10 importBackup (1 contents, 2 password), 11 sealingState; other associated values as fields 1, 2. Variants 7 and
     /// 8 (backups naming a file path the engine opened) are retired and never reused.
     package func encode(into writer: inout MessageWriter) {
         switch self {
@@ -49,6 +55,7 @@ extension KeychainRequest: ProtocolCodable {
         case .delete(let query): writer.variant(4) { $0.field(1, query) }
         case .lock: writer.variant(5)
         case .lockState: writer.variant(6)
+        case .sealingState: writer.variant(11)
         case .exportBackup(let password): writer.variant(9) { $0.field(1, password) }
         case .importBackup(let contents, let password):
             writer.variant(10) {
@@ -70,6 +77,7 @@ extension KeychainRequest: ProtocolCodable {
             case 6: .lockState
             case 9: .exportBackup(password: try payload.field(1))
             case 10: .importBackup(contents: try payload.field(1), password: try payload.field(2))
+            case 11: .sealingState
             default: nil
             }
         }
@@ -77,13 +85,15 @@ extension KeychainRequest: ProtocolCodable {
 }
 
 extension KeychainResponse: ProtocolCodable {
-    /// A variant: 1 success, 2 items, 3 locked, 4 backup, 5 exportedBackup (1 contents, 2 count, 3 skipped);
+    /// A variant: 1 success, 2 items, 3 locked, 4 backup, 5 exportedBackup (1 contents, 2 count, 3 skipped),
+    /// 6 sealedUnderPasscode;
     /// associated values as fields 1, 2.
     package func encode(into writer: inout MessageWriter) {
         switch self {
         case .success: writer.variant(1)
         case .items(let results): writer.variant(2) { $0.field(1, results) }
         case .locked(let locked): writer.variant(3) { $0.field(1, locked) }
+        case .sealedUnderPasscode(let sealed): writer.variant(6) { $0.field(1, sealed) }
         case .backup(let count, let skipped):
             writer.variant(4) {
                 $0.field(1, count)
@@ -107,6 +117,7 @@ extension KeychainResponse: ProtocolCodable {
             case 3: .locked(try payload.field(1))
             case 4: .backup(count: try payload.field(1), skipped: try payload.field(2))
             case 5: .exportedBackup(try payload.field(1), count: try payload.field(2), skipped: try payload.field(3))
+            case 6: .sealedUnderPasscode(try payload.field(1))
             default: nil
             }
         }

@@ -184,6 +184,8 @@ package final class KeychainEngine: Sendable {
                 return .success
             case .lockState:
                 return .locked(enclave.isLocked)
+            case .sealingState:
+                return .sealedUnderPasscode(enclave.isPasscodeProtected)
             case .exportBackup(let password):
                 let (contents, count, skipped) = try exportBackup(password: password, caller: caller)
                 return .exportedBackup(contents, count: count, skipped: skipped)

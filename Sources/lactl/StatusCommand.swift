@@ -37,6 +37,13 @@ struct Status: AsyncParsableCommand {
         }
         if case .locked(let locked) = try? await client.send(.lockState) {
             print("keychain: \(locked ? "locked" : "unlocked")")
+            if case .sealedUnderPasscode(let sealed) = try? await client.send(.sealingState) {
+                print(
+                    sealed
+                        ? "keychain sealing: under the passcode (locked means the class keys are gone)"
+                        : "keychain sealing: not yet under the passcode (the lock is a flag in the store's state file,"
+                            + " which protects nothing against whoever can write it); 'lactl keychain unlock' seals it")
+            }
         }
         if case .reader(let reader)? = try? await client.send(.reader) {
             print("reader: \(reader.name) (driver \(reader.driver), \(reader.enrollStages) enrollment scans)")

@@ -231,11 +231,13 @@ struct PasscodeProtectionTests {
         let keybag = store.directory.appendingPathComponent("keybag")
         #expect(try Data(contentsOf: keybag).prefix(5) == Data("LAKB3".utf8))
         #expect(try Data(contentsOf: keybag).range(of: Data("passcode-kdf".utf8)) == nil)
+        #expect(try store.client(groups: groups).sendBlocking(.sealingState) == .sealedUnderPasscode(false))
 
         // The first unlock by passcode seals the passcode classes under it, keeping every item.
         let owner = try store.passcodeClient(groups: groups)
         try Keychain(client: owner).unlock()
         let sealed = try Data(contentsOf: keybag)
+        #expect(try store.client(groups: groups).sendBlocking(.sealingState) == .sealedUnderPasscode(true))
         #expect(sealed.range(of: Data("passcode-kdf".utf8)) != nil)
         for protection in ["ak", "aku", "akpu", "ck", "cku"] {
             #expect(sealed.range(of: Data("pc:\(protection)".utf8)) != nil, "\(protection)")

@@ -241,7 +241,7 @@ extension EngineEvent: Arbitrary {
 
 extension KeychainRequest: Arbitrary {
     static func arbitrary(using rng: inout any SeededRandomNumberGenerator) -> KeychainRequest {
-        switch Int.random(in: 0..<8, using: &rng) {
+        switch Int.random(in: 0..<9, using: &rng) {
         case 0: .add(Draw.attributes(&rng))
         case 1: .copyMatching(Draw.attributes(&rng))
         case 2: .update(query: Draw.attributes(&rng), attributes: Draw.attributes(&rng))
@@ -249,6 +249,7 @@ extension KeychainRequest: Arbitrary {
         case 4: .lock
         case 5: .lockState
         case 6: .exportBackup(password: Draw.secureBytes(&rng))
+        case 7: .sealingState
         default: .importBackup(contents: Draw.data(&rng), password: Draw.secureBytes(&rng))
         }
     }
@@ -256,10 +257,11 @@ extension KeychainRequest: Arbitrary {
 
 extension KeychainResponse: Arbitrary {
     static func arbitrary(using rng: inout any SeededRandomNumberGenerator) -> KeychainResponse {
-        switch Int.random(in: 0..<5, using: &rng) {
+        switch Int.random(in: 0..<6, using: &rng) {
         case 0: .success
         case 1: .items(ItemResults.arbitrary(using: &rng))
         case 2: .locked(Draw.bool(&rng))
+        case 4: .sealedUnderPasscode(Draw.bool(&rng))
         case 3: .exportedBackup(Draw.data(&rng), count: Draw.int(&rng), skipped: Draw.int(&rng))
         default: .backup(count: Draw.int(&rng), skipped: Draw.int(&rng))
         }
