@@ -289,7 +289,7 @@ package final class Enclave: Sendable {
                     let index = classes.firstIndex(of: .whenPasscodeSetThisDeviceOnly)
                 {
                     var replaced = SecureBytes(zeros: 0)
-                    for (position, _) in classes.enumerated() {
+                    for position in classes.indices {
                         let range = position * Self.keyByteCount..<(position + 1) * Self.keyByteCount
                         replaced = replaced.appending(
                             position == index ? try SecureBytes(randomCount: Self.keyByteCount) : joined.slice(range))
