@@ -532,21 +532,26 @@ struct UnlockKeychain: ParsableCommand {
 
     func run() throws {
         try reporting {
-            let client = try options.client()
-            guard let presenter = client.defaultPresenter else {
-                throw KeychainCommandFailure(
-                    status: errSecInteractionNotAllowed, operation: "unlock the keychain (no terminal to ask on)")
-            }
-            let options = EvaluationOptions(prompt: EvaluationPrompt(reason: "Unlock the keychain"))
-            do {
-                _ = try BlockingBridge.wait { try await client.send(.unlockWithPasscode(options), presenter: presenter) }
-            } catch let error as AuthenticationError {
-                printError(error)
-                throw KeychainCommandFailure(
-                    status: KeychainStatus.Code(authenticationCode: error.code).rawValue,
-                    operation: "unlock the keychain")
-            }
+            try unlockWithPasscode(try options.client(), reason: "Unlock the keychain", operation: "unlock the keychain")
         }
+    }
+}
+
+/// Unlocks the keychain after asking for the passcode on the client's terminal (PAM checks it; a changed passcode
+/// re-seals, asking once for the previous one).
+///
+/// - Throws: `KeychainCommandFailure` for `operation` when there is no terminal or the keychain does not open.
+func unlockWithPasscode(_ client: any SecurityClient, reason: String, operation: String) throws {
+    guard let presenter = client.defaultPresenter else {
+        throw KeychainCommandFailure(status: errSecInteractionNotAllowed, operation: "\(operation) (no terminal to ask on)")
+    }
+    let options = EvaluationOptions(prompt: EvaluationPrompt(reason: reason))
+    do {
+        _ = try BlockingBridge.wait { try await client.send(.unlockWithPasscode(options), presenter: presenter) }
+    } catch let error as AuthenticationError {
+        printError(error)
+        throw KeychainCommandFailure(
+            status: KeychainStatus.Code(authenticationCode: error.code).rawValue, operation: operation)
     }
 }
 

@@ -103,19 +103,8 @@ struct PasscodeChanged: ParsableCommand {
                     status: KeychainStatus.Code(authenticationCode: error.code).rawValue,
                     operation: "re-seal the keychain (the passcode cannot be used)")
             }
-            guard let presenter = client.defaultPresenter else {
-                throw KeychainCommandFailure(
-                    status: errSecInteractionNotAllowed, operation: "re-seal the keychain (no terminal to ask on)")
-            }
-            let options = EvaluationOptions(prompt: EvaluationPrompt(reason: "Re-seal the keychain under your passcode"))
-            do {
-                _ = try BlockingBridge.wait { try await client.send(.unlockWithPasscode(options), presenter: presenter) }
-            } catch let error as AuthenticationError {
-                printError(error)
-                throw KeychainCommandFailure(
-                    status: KeychainStatus.Code(authenticationCode: error.code).rawValue,
-                    operation: "re-seal the keychain")
-            }
+            try unlockWithPasscode(
+                client, reason: "Re-seal the keychain under your passcode", operation: "re-seal the keychain")
             print("the keychain is sealed under the current passcode")
         }
     }

@@ -24,6 +24,11 @@ func runLactlOnTerminal(
 /// passcode from `/dev/tty` with echo off and PAM (pam_matrix) checks it.
 @Suite("lactl keychain unlock through PAM on a terminal", .serialized)
 struct LactlUnlockTests {
+    func isLocked(_ world: LocalAuthenticationWorld) throws -> Bool {
+        guard case .locked(let locked) = try world.client.sendBlocking(.lockState) else { return false }
+        return locked
+    }
+
     func unlock(world: LocalAuthenticationWorld, typing keys: String) throws -> (Int32, String) {
         try runLactlOnTerminal("keychain unlock", world: world, typing: keys)
     }
@@ -31,24 +36,20 @@ struct LactlUnlockTests {
     @Test func theRightPasscodeUnlocksAndCtrlCOrAWrongOneDoesNot() throws {
         let world = try LocalAuthenticationWorld(reader: false, user: AuthenticationConfiguration.currentUsername())
         defer { world.directory.remove() }
-        func isLocked() throws -> Bool {
-            guard case .locked(let locked) = try world.client.sendBlocking(.lockState) else { return false }
-            return locked
-        }
         _ = try world.client.sendBlocking(.lock)
         let (cancelled, cancelledScreen) = try unlock(world: world, typing: "\u{03}")
         #expect(cancelled != 0)
-        #expect(try isLocked())
+        #expect(try isLocked(world))
         #expect(cancelledScreen.contains("Unlock the keychain"))
 
         let (wrong, _) = try unlock(world: world, typing: "guess\r")
         #expect(wrong != 0)
-        #expect(try isLocked())
+        #expect(try isLocked(world))
 
         let (accepted, screen) = try unlock(world: world, typing: "secret\r")
         #expect(accepted == 0)
         #expect(!screen.contains("secret"))
-        #expect(try isLocked() == false)
+        #expect(try isLocked(world) == false)
     }
 
     /// The account's passcode changed with `passwd` (here: pam_matrix's file): `lactl passcode changed` asks for
@@ -56,10 +57,6 @@ struct LactlUnlockTests {
     @Test func passcodeChangedResealsUnderTheNewPasscode() throws {
         let world = try LocalAuthenticationWorld(reader: false, user: AuthenticationConfiguration.currentUsername())
         defer { world.directory.remove() }
-        func isLocked() throws -> Bool {
-            guard case .locked(let locked) = try world.client.sendBlocking(.lockState) else { return false }
-            return locked
-        }
         let user = TestEngine.username(preferring: AuthenticationConfiguration.currentUsername())
         let (first, firstScreen) = try unlock(world: world, typing: "secret\r")  // seals under "secret"
         #expect(first == 0, "\(firstScreen)")
@@ -73,21 +70,21 @@ struct LactlUnlockTests {
             command, environment: environment, answering: [("Password:", "renewed\r"), ("Previous passcode:", "guess\r")])
         #expect(wrong != 0, "\(wrongScreen)")
         #expect(wrongScreen.contains("The keychain stays locked"), "\(wrongScreen)")
-        #expect(try isLocked())
+        #expect(try isLocked(world))
 
         let (changed, screen) = try runOnTerminal(
             command, environment: environment, answering: [("Password:", "renewed\r"), ("Previous passcode:", "secret\r")])
         #expect(changed == 0, "\(screen)")
         #expect(screen.contains("sealed under the current passcode"), "\(screen)")
         #expect(!screen.contains("renewed") && !screen.contains("secret"))
-        #expect(try isLocked() == false)
+        #expect(try isLocked(world) == false)
 
         // From now on the new passcode alone unlocks.
         _ = try world.client.sendBlocking(.lock)
         let (again, againScreen) = try unlock(world: world, typing: "renewed\r")
         #expect(again == 0, "\(againScreen)")
         #expect(!againScreen.contains("Previous passcode"))
-        #expect(try isLocked() == false)
+        #expect(try isLocked(world) == false)
     }
 }
 
