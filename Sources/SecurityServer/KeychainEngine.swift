@@ -68,7 +68,9 @@ package final class KeychainEngine: Sendable {
         let hub = self.hub
         let database = self.database
         let sealer = self.sealer
-        authentication?.onPasscodeSuccess { success in
+        // The contexts hold this handler: they are held weakly here, or neither would ever be freed (nor the
+        // database closed).
+        authentication?.onPasscodeSuccess { [weak authentication] success in
             // A verified passcode is proof that one is set, for kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly.
             if !enclave.isPasscodeSet { try? enclave.setPasscodeSet(true) }
             let wasLocked = enclave.isLocked
