@@ -298,11 +298,8 @@ package final class Enclave: Sendable {
                 }
             } else {
                 let name = ProtectionClass.whenPasscodeSetThisDeviceOnly.rawValue
-                var entries = try Self.decodeKeybag(try Self.readFile(keybagPath)).1
                 let sealed = try Self.seal(try SecureBytes(randomCount: Self.keyByteCount), name: name, rootKey: rootKey)
-                entries[name] = sealed
-                try Self.writeFileAtomically(Self.encodeKeybag(entries), to: keybagPath)
-                state.keybagStamp = Self.stamp(of: keybagPath)
+                try rewriteKeybag(&state) { $0[name] = sealed }
                 state.wrappedClassKeys[.whenPasscodeSetThisDeviceOnly] = sealed
                 state.classKeys[.whenPasscodeSetThisDeviceOnly] = nil
             }
@@ -325,20 +322,11 @@ package final class Enclave: Sendable {
         return nil
     }
 
-    /// Runs `change` under the enclave's file lock with the state re-read and the root key loaded, then records
-    /// the state (unlocked in this boot when `change` stored unlocked keys) and re-reads it.
+    /// `changingState` with the root key loaded (the state written records an unlock when `change` stored unlocked
+    /// keys).
     private func changingKeybag(_ change: (inout State, SecureBytes) throws -> Void) throws {
-        let lock = try Self.files { try FileLock(path: directory.appendingPathComponent("enclave.lock").path) }
-        defer { lock.unlock() }
         let rootKey = try rootKeys.load()
-        try state.withLock { state in
-            state.stamp = nil
-            try refresh(&state)
-            try change(&state, rootKey)
-            try Self.writeFileAtomically(JSONEncoder().encode(state.persisted), to: statePath)
-            state.stamp = nil
-            try refresh(&state)
-        }
+        try changingState { state in try change(&state, rootKey) }
     }
 
     /// Puts the passcode classes' keys where unlocked keys are kept, and marks the store unlocked in this boot.
@@ -376,14 +364,21 @@ package final class Enclave: Sendable {
     /// Rewrites the keybag with `protection` as its passcode layer, without root-only copies of the passcode
     /// classes (a store being protected) or an earlier layer's entries.
     private func write(_ state: inout State, _ protection: PasscodeProtection) throws {
-        var entries = try Self.decodeKeybag(try Self.readFile(keybagPath)).1
-        for protectionClass in PasscodeProtection.classes { entries[protectionClass.rawValue] = nil }
-        for name in PasscodeProtection.entryNames { entries[name] = nil }
-        entries.merge(protection.entries) { _, new in new }
-        try Self.writeFileAtomically(Self.encodeKeybag(entries), to: keybagPath)
-        state.keybagStamp = Self.stamp(of: keybagPath)
+        try rewriteKeybag(&state) { entries in
+            for protectionClass in PasscodeProtection.classes { entries[protectionClass.rawValue] = nil }
+            for name in PasscodeProtection.entryNames { entries[name] = nil }
+            entries.merge(protection.entries) { _, new in new }
+        }
         state.protection = protection
         for protectionClass in PasscodeProtection.classes { state.wrappedClassKeys[protectionClass] = nil }
+    }
+
+    /// Reads the keybag's entries, applies `edit` and writes them back (atomically), noting the file as read.
+    private func rewriteKeybag(_ state: inout State, _ edit: (inout [String: Data]) -> Void) throws {
+        var entries = try Self.decodeKeybag(try Self.readFile(keybagPath)).1
+        edit(&entries)
+        try Self.writeFileAtomically(Self.encodeKeybag(entries), to: keybagPath)
+        state.keybagStamp = Self.stamp(of: keybagPath)
     }
 
     /// Records whether a passcode is set; without one, `akpu` keys are unavailable.
@@ -450,22 +445,27 @@ package final class Enclave: Sendable {
 
     // MARK: State file
 
-
     private func updateState(_ change: (inout PersistedState) -> Void) throws {
+        try changingState { change(&$0.persisted) }
+    }
+
+    /// Runs `change` under the enclave's file lock on the state as the files hold it now, then writes the state
+    /// file and re-reads it (other processes see the change by the state file's new stamp).
+    private func changingState(_ change: (inout State) throws -> Void) throws {
         let lock = try Self.files { try FileLock(path: directory.appendingPathComponent("enclave.lock").path) }
         defer { lock.unlock() }
         try state.withLock { state in
             state.stamp = nil
             try refresh(&state)
-            change(&state.persisted)
+            try change(&state)
             try Self.writeFileAtomically(JSONEncoder().encode(state.persisted), to: statePath)
             state.stamp = nil
             try refresh(&state)
         }
     }
 
-    /// Re-reads the state file (and then the keybag, until the store is protected) when it changed, and brings the
-    /// set of class keys in memory in line with it. A protected store keeps only `dk`/`dku` here; its passcode classes
+    /// Re-reads the state file when it changed (and then the keybag, when another process rewrote it), and brings
+    /// the set of class keys in memory in line with it. A protected store keeps only `dk`/`dku` here; its passcode classes
     /// are read from where unlocked keys are kept, on each use, so a lock by another process counts at once.
     private func refresh(_ state: inout State) throws {
         let stamp = Self.stamp(of: statePath)
