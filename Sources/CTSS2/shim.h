@@ -10,21 +10,29 @@
 #include <tss2/tss2_sys.h>
 #include <tss2/tss2_tctildr.h>
 
-/* The storage root key: the TCG's ECC P-256 storage template (restricted decryption, AES-128-CFB), so a primary made
- * from it is the same key every time the owner seed is the same. */
-static inline void la_tpm_srk_template(TPM2B_PUBLIC *out) {
+/* An ECC P-256 key made inside the TPM (fixedTPM, fixedParent, sensitiveDataOrigin, userWithAuth, noDA) with
+ * `usage` added to its attributes; no symmetric algorithm, scheme or KDF until a template sets one. */
+static inline TPMT_PUBLIC *la_tpm_p256_area(TPM2B_PUBLIC *out, TPMA_OBJECT usage) {
     memset(out, 0, sizeof *out);
     TPMT_PUBLIC *area = &out->publicArea;
     area->type = TPM2_ALG_ECC;
     area->nameAlg = TPM2_ALG_SHA256;
-    area->objectAttributes = TPMA_OBJECT_RESTRICTED | TPMA_OBJECT_DECRYPT | TPMA_OBJECT_FIXEDTPM |
-        TPMA_OBJECT_FIXEDPARENT | TPMA_OBJECT_SENSITIVEDATAORIGIN | TPMA_OBJECT_USERWITHAUTH | TPMA_OBJECT_NODA;
-    area->parameters.eccDetail.symmetric.algorithm = TPM2_ALG_AES;
-    area->parameters.eccDetail.symmetric.keyBits.aes = 128;
-    area->parameters.eccDetail.symmetric.mode.aes = TPM2_ALG_CFB;
+    area->objectAttributes = usage | TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT |
+        TPMA_OBJECT_SENSITIVEDATAORIGIN | TPMA_OBJECT_USERWITHAUTH | TPMA_OBJECT_NODA;
+    area->parameters.eccDetail.symmetric.algorithm = TPM2_ALG_NULL;
     area->parameters.eccDetail.scheme.scheme = TPM2_ALG_NULL;
     area->parameters.eccDetail.curveID = TPM2_ECC_NIST_P256;
     area->parameters.eccDetail.kdf.scheme = TPM2_ALG_NULL;
+    return area;
+}
+
+/* The storage root key: the TCG's ECC P-256 storage template (restricted decryption, AES-128-CFB), so a primary made
+ * from it is the same key every time the owner seed is the same. */
+static inline void la_tpm_srk_template(TPM2B_PUBLIC *out) {
+    TPMT_PUBLIC *area = la_tpm_p256_area(out, TPMA_OBJECT_RESTRICTED | TPMA_OBJECT_DECRYPT);
+    area->parameters.eccDetail.symmetric.algorithm = TPM2_ALG_AES;
+    area->parameters.eccDetail.symmetric.keyBits.aes = 128;
+    area->parameters.eccDetail.symmetric.mode.aes = TPM2_ALG_CFB;
 }
 
 /* A sealed data object: the secret is given (no sensitiveDataOrigin), used only through its authorization value.
@@ -43,33 +51,16 @@ static inline void la_tpm_sealed_template(TPM2B_PUBLIC *out, int dictionary_atta
 /* An enclave P-256 key: made inside the TPM, never duplicable, for signing and for ECDH (TPM2_ECDH_ZGen); the
  * scheme is chosen per use. */
 static inline void la_tpm_p256_template(TPM2B_PUBLIC *out) {
-    memset(out, 0, sizeof *out);
-    TPMT_PUBLIC *area = &out->publicArea;
-    area->type = TPM2_ALG_ECC;
-    area->nameAlg = TPM2_ALG_SHA256;
-    area->objectAttributes = TPMA_OBJECT_SIGN_ENCRYPT | TPMA_OBJECT_DECRYPT | TPMA_OBJECT_FIXEDTPM |
-        TPMA_OBJECT_FIXEDPARENT | TPMA_OBJECT_SENSITIVEDATAORIGIN | TPMA_OBJECT_USERWITHAUTH | TPMA_OBJECT_NODA;
-    area->parameters.eccDetail.symmetric.algorithm = TPM2_ALG_NULL;
-    area->parameters.eccDetail.scheme.scheme = TPM2_ALG_NULL;
-    area->parameters.eccDetail.curveID = TPM2_ECC_NIST_P256;
-    area->parameters.eccDetail.kdf.scheme = TPM2_ALG_NULL;
+    la_tpm_p256_area(out, TPMA_OBJECT_SIGN_ENCRYPT | TPMA_OBJECT_DECRYPT);
 }
 
 /* The attestation key: an ECC P-256 restricted signing key (ECDSA-SHA256) made as a primary in the endorsement
  * hierarchy, so the same TPM makes the same key every time; restricted, it signs only what the TPM produced itself
  * (TPM2_Certify's attestation structures), never a digest it is handed. */
 static inline void la_tpm_ak_template(TPM2B_PUBLIC *out) {
-    memset(out, 0, sizeof *out);
-    TPMT_PUBLIC *area = &out->publicArea;
-    area->type = TPM2_ALG_ECC;
-    area->nameAlg = TPM2_ALG_SHA256;
-    area->objectAttributes = TPMA_OBJECT_RESTRICTED | TPMA_OBJECT_SIGN_ENCRYPT | TPMA_OBJECT_FIXEDTPM |
-        TPMA_OBJECT_FIXEDPARENT | TPMA_OBJECT_SENSITIVEDATAORIGIN | TPMA_OBJECT_USERWITHAUTH | TPMA_OBJECT_NODA;
-    area->parameters.eccDetail.symmetric.algorithm = TPM2_ALG_NULL;
+    TPMT_PUBLIC *area = la_tpm_p256_area(out, TPMA_OBJECT_RESTRICTED | TPMA_OBJECT_SIGN_ENCRYPT);
     area->parameters.eccDetail.scheme.scheme = TPM2_ALG_ECDSA;
     area->parameters.eccDetail.scheme.details.ecdsa.hashAlg = TPM2_ALG_SHA256;
-    area->parameters.eccDetail.curveID = TPM2_ECC_NIST_P256;
-    area->parameters.eccDetail.kdf.scheme = TPM2_ALG_NULL;
 }
 
 /* The endorsement key as the TCG EK profile's template L-1 makes it: RSA-2048, restricted decryption, AES-128-CFB,
