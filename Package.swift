@@ -176,6 +176,7 @@ let package = Package(
             name: "TestSupport",
             dependencies: [
                 "Authenticators", "SecureCrypto", "SecurityClient", "SecurityProtocol", "SecurityServer", "AppRegistry",
+                "Enclave",
             ],
             path: "Tests/TestSupport"),
         .testTarget(
@@ -185,7 +186,7 @@ let package = Package(
             name: "LocalAuthenticationTests",
             dependencies: [
                 "LocalAuthentication", "KeychainServices", "SecurityClient", "SecurityProtocol", "SecurityServer",
-                "Authenticators", "KeychainStore", "SecureCrypto", "lactl", "TestSupport",
+                "Authenticators", "KeychainStore", "SecureCrypto", "lactl", "TestSupport", "Enclave",
             ]),
         // Keychain tests: semantics, tampering, scale, and two processes / SIGKILL through keychain-stress.
         .executableTarget(

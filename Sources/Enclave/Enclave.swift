@@ -208,6 +208,30 @@ package final class Enclave: Sendable {
         unlockedKeys.remove(.unlocked)
     }
 
+    /// The passcode classes' unlocked keys, when this process holds them (localauthd, a protected store, unlocked):
+    /// what the daemon keeps, wrapped, for a fingerprint unlock after a lock. Nil otherwise: embedded clients share
+    /// them through the kernel keyring, where no fingerprint could guard them.
+    package func unlockedClassKeysHeldInProcess() -> SecureBytes? {
+        guard unlockedKeys is ProcessMemoryKeys, isPasscodeProtected else { return nil }
+        return unlockedKeys.read(.unlocked)
+    }
+
+    /// Puts back keys that ``unlockedClassKeysHeldInProcess()`` returned (after a fingerprint match), and marks the
+    /// store unlocked. The caller decides that the user may have them.
+    ///
+    /// - Throws: `EnclaveError.corrupt` when the keys are not the passcode classes' keys of a protected store, `.io`
+    ///   for the state file.
+    package func restoreUnlockedClassKeys(_ keys: SecureBytes) throws {
+        try changingState { state in
+            guard state.protection != nil, unlockedKeys is ProcessMemoryKeys,
+                keys.count == PasscodeProtection.classes(in: .unlocked).count * Self.keyByteCount
+            else { throw EnclaveError(.corrupt, "these are not the keychain's unlocked class keys") }
+            try unlockedKeys.store(keys, in: .unlocked)
+            state.persisted.locked = false
+            state.persisted.unlockBootID = bootID
+        }
+    }
+
     /// Unlocks a store that is not passcode-protected yet and records this boot as one with an unlock (making
     /// `ck`/`cku` available until reboot). The caller must have authenticated the user; the engine decides that.
     ///

@@ -492,7 +492,7 @@ final class SocketConnection: Sendable {
         case .keychainEvent(let id, _), .environment(let id, _):
             state.withLock { $0.subscriptions[id]?.deliver }?(message)
         case .keychain(let id, _), .key(let id, _), .authentication(let id, _), .administration(let id, _),
-            .keychainFailure(let id, _), .authenticationFailure(let id, _):
+            .keychainFailure(let id, _), .authenticationFailure(let id, _), .login(let id, _):
             state.withLock { $0.pending.removeValue(forKey: id) }?.waiter.resume(with: .success(message))
         case .welcome, .refused:
             shutDown()

@@ -141,6 +141,7 @@ package final class DaemonServer: Sendable {
         logger.info("enclave", metadata: ["enclave": "\(enclave.choice.rawValue)", "tcti": "\(enclave.tcti)"])
         let engines = UserEngines(configuration: configuration, enclave: enclave)
         let sessions = SessionRegistry()
+        let logins = LoginSessions()
         let registry = RegistryWatcher(directory: configuration.registryDirectory)
         let limit = configuration.frameLimit
         let bootstrap = ServerBootstrap(group: group)
@@ -150,7 +151,8 @@ package final class DaemonServer: Sendable {
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder(limit: limit)))
                     try channel.pipeline.syncOperations.addHandler(
                         ConnectionHandler(
-                            engines: engines, sessions: sessions, registry: registry, storeThreads: storeThreads))
+                            engines: engines, sessions: sessions, logins: logins, registry: registry,
+                            storeThreads: storeThreads))
                 }
             }
         let channel: any Channel
@@ -227,6 +229,7 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
 
     private let engines: UserEngines
     private let sessions: SessionRegistry
+    private let logins: LoginSessions
     private let storeThreads: NIOThreadPool
     private let registry: RegistryWatcher
     /// The connected process, or why it could not be identified (refused at the hello).
@@ -235,9 +238,13 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     /// The hello arrived and the caller is being identified (off the loop: its executable may be hashed).
     private var identifying = false
 
-    init(engines: UserEngines, sessions: SessionRegistry, registry: RegistryWatcher, storeThreads: NIOThreadPool) {
+    init(
+        engines: UserEngines, sessions: SessionRegistry, logins: LoginSessions, registry: RegistryWatcher,
+        storeThreads: NIOThreadPool
+    ) {
         self.engines = engines
         self.sessions = sessions
+        self.logins = logins
         self.registry = registry
         self.storeThreads = storeThreads
     }
@@ -333,7 +340,9 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     /// Starts the session of an identified caller and answers its hello.
     private func welcome(_ context: ChannelHandlerContext, engine: KeychainEngine, caller: CallerIdentity, peer: PeerProcess) {
         let channel = context.channel
-        let session = DaemonSession(engine: engine, caller: caller, peer: peer, storeThreads: storeThreads) { message in
+        let session = DaemonSession(
+            engine: engine, caller: caller, peer: peer, storeThreads: storeThreads, logins: logins
+        ) { message in
             channel.writeAndFlush(message.frame(channel.allocator), promise: nil)
         }
         self.session = session

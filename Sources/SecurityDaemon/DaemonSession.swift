@@ -21,6 +21,8 @@ final class DaemonSession: Sendable {
     /// The daemon's threads for store work: a fixed pool of its own, so blocked store requests never take threads
     /// from Dispatch (signal handling) or Swift's cooperative pool.
     private let storeThreads: NIOThreadPool
+    /// The users' login sessions (the PAM module's requests).
+    private let logins: LoginSessions
 
     private struct State {
         var channels: [UInt64: PromptChannel] = [:]
@@ -35,8 +37,9 @@ final class DaemonSession: Sendable {
 
     init(
         engine: KeychainEngine, caller: CallerIdentity, peer: PeerProcess, storeThreads: NIOThreadPool,
-        send: @escaping @Sendable (ServerMessage) -> Void
+        logins: LoginSessions, send: @escaping @Sendable (ServerMessage) -> Void
     ) {
+        self.logins = logins
         self.engine = engine
         self.caller = caller
         self.peer = peer
@@ -85,6 +88,16 @@ final class DaemonSession: Sendable {
             subscribe(id, changes) { .environment(id, $0) }
         case .unsubscribe(let id):
             state.withLock { $0.subscriptions.removeValue(forKey: id) }?.cancel()
+        case .login(let id, let request):
+            run(id, interactive: false) { [engine, caller, peer, logins] _ in
+                do {
+                    return .login(id, try await logins.handle(request, engine: engine, caller: caller, peer: peer))
+                } catch let status as KeychainStatus {
+                    return .keychainFailure(id, status)
+                } catch {
+                    return .authenticationFailure(id, AuthenticationError(error))
+                }
+            }
         }
     }
 

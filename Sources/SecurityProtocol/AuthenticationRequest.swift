@@ -74,6 +74,10 @@ package enum AuthenticationRequest: Sendable, Equatable {
     case environment
     /// Ask for the passcode through PAM and, on success, unlock the keychain's classes: the only way to unlock.
     case unlockWithPasscode(EvaluationOptions)
+    /// Unlocks the keychain with an enrolled finger, which localauthd allows only within 48 hours of an unlock by
+    /// passcode in its lifetime (this boot) and before biometry locks out (5 failed scans); otherwise fails with
+    /// `biometryNotAvailable` (or `biometryLockout`), and only the passcode unlocks.
+    case unlockWithBiometry(EvaluationOptions)
 }
 
 extension AuthenticationRequest {
@@ -84,7 +88,7 @@ extension AuthenticationRequest {
             .evaluateAccessControl(_, _, let id, _), .setApplicationPassword(_, let id), .isApplicationPasswordSet(let id),
             .evaluatedDomainState(let id):
             return id
-        case .createContext, .biometryState, .environment, .unlockWithPasscode:
+        case .createContext, .biometryState, .environment, .unlockWithPasscode, .unlockWithBiometry:
             return nil
         }
     }
@@ -93,7 +97,7 @@ extension AuthenticationRequest {
 extension AuthenticationRequest: ProtocolCodable {
     /// A variant: 1 createContext, 2 invalidate, 3 discard, 4 evaluatePolicy, 5 canEvaluatePolicy,
     /// 6 evaluateAccessControl, 7 setApplicationPassword, 8 isApplicationPasswordSet, 9 biometryState,
-    /// 10 evaluatedDomainState, 11 environment, 12 unlockWithPasscode; associated values as fields 1, 2, … in
+    /// 10 evaluatedDomainState, 11 environment, 12 unlockWithPasscode, 13 unlockWithBiometry; associated values as fields 1, 2, … in
     /// order, a nil password left out.
     package func encode(into writer: inout MessageWriter) {
         switch self {
@@ -128,6 +132,7 @@ extension AuthenticationRequest: ProtocolCodable {
         case .evaluatedDomainState(let id): writer.variant(10) { $0.field(1, id) }
         case .environment: writer.variant(11)
         case .unlockWithPasscode(let options): writer.variant(12) { $0.field(1, options) }
+        case .unlockWithBiometry(let options): writer.variant(13) { $0.field(1, options) }
         }
     }
 
@@ -149,6 +154,7 @@ extension AuthenticationRequest: ProtocolCodable {
             case 10: .evaluatedDomainState(try payload.field(1))
             case 11: .environment
             case 12: .unlockWithPasscode(try payload.field(1))
+            case 13: .unlockWithBiometry(try payload.field(1))
             default: nil
             }
         }

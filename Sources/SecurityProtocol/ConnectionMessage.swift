@@ -22,6 +22,8 @@ package enum ClientMessage: Sendable, Equatable {
     case subscribeEnvironment(UInt64)
     /// Stop a subscription.
     case unsubscribe(UInt64)
+    /// A login session's step, from the PAM module (docs/PROTOCOL.md, "Login sessions").
+    case login(UInt64, LoginRequest)
 }
 
 /// What `localauthd` sends on a connection: the welcome, then answers, progress, prompt events and subscribed
@@ -48,11 +50,13 @@ package enum ServerMessage: Sendable, Equatable {
     case environment(UInt64, EnvironmentSnapshot)
     /// The daemon refuses the connection or a message it cannot read, then closes.
     case refused(String)
+    /// The answer to a login session's step.
+    case login(UInt64, LoginOutcome)
 }
 
 extension ClientMessage: ProtocolCodable {
     /// A variant: 1 hello, 2 keychain, 3 key, 4 authentication, 5 administration, 6 answer,
-    /// 7 subscribeKeychainEvents, 8 subscribeEnvironment, 9 unsubscribe; associated values as fields 1, 2, … in
+    /// 7 subscribeKeychainEvents, 8 subscribeEnvironment, 9 unsubscribe, 10 login; associated values as fields 1, 2, … in
     /// order.
     package func encode(into writer: inout MessageWriter) {
         switch self {
@@ -91,6 +95,11 @@ extension ClientMessage: ProtocolCodable {
         case .subscribeKeychainEvents(let id): writer.variant(7) { $0.field(1, id) }
         case .subscribeEnvironment(let id): writer.variant(8) { $0.field(1, id) }
         case .unsubscribe(let id): writer.variant(9) { $0.field(1, id) }
+        case .login(let id, let request):
+            writer.variant(10) {
+                $0.field(1, id)
+                $0.field(2, request)
+            }
         }
     }
 
@@ -110,6 +119,7 @@ extension ClientMessage: ProtocolCodable {
             case 7: .subscribeKeychainEvents(try payload.field(1))
             case 8: .subscribeEnvironment(try payload.field(1))
             case 9: .unsubscribe(try payload.field(1))
+            case 10: .login(try payload.field(1), try payload.field(2))
             default: nil
             }
         }
@@ -118,7 +128,7 @@ extension ClientMessage: ProtocolCodable {
 
 extension ServerMessage: ProtocolCodable {
     /// A variant: 1 welcome, 2 keychain, 3 key, 4 authentication, 5 administration, 6 progress, 7 keychainFailure,
-    /// 8 authenticationFailure, 9 prompt, 10 keychainEvent, 11 environment, 12 refused; associated values as fields
+    /// 8 authenticationFailure, 9 prompt, 10 keychainEvent, 11 environment, 12 refused, 13 login; associated values as fields
     /// 1, 2 in order.
     package func encode(into writer: inout MessageWriter) {
         switch self {
@@ -134,6 +144,7 @@ extension ServerMessage: ProtocolCodable {
         case .keychainEvent(let id, let event): Self.pair(&writer, 10, id, event)
         case .environment(let id, let snapshot): Self.pair(&writer, 11, id, snapshot)
         case .refused(let reason): writer.variant(12) { $0.field(1, reason) }
+        case .login(let id, let outcome): Self.pair(&writer, 13, id, outcome)
         }
     }
 
@@ -162,6 +173,7 @@ extension ServerMessage: ProtocolCodable {
             case 10: .keychainEvent(try payload.field(1), try payload.field(2))
             case 11: .environment(try payload.field(1), try payload.field(2))
             case 12: .refused(try payload.field(1))
+            case 13: .login(try payload.field(1), try payload.field(2))
             default: nil
             }
         }

@@ -54,6 +54,9 @@ extension KeychainEngine {
                     .authenticationFailed, "PAM accepted the passcode, but the keychain did not open: \(failure)")
             }
             return .success
+        case .unlockWithBiometry(let options):
+            try await unlockWithFingerprint(contexts, options: options, prompts: prompts)
+            return .success
         }
     }
 }

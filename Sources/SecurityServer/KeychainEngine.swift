@@ -22,6 +22,10 @@ package final class KeychainEngine: Sendable {
     /// The authentication contexts (`LAContext`s) this engine serves, when it was given authenticators.
     package let authentication: AuthenticationContexts?
     let hub = EngineEventHub()
+    /// The passcode classes' keys kept after a lock for a fingerprint unlock (localauthd only).
+    let fingerprintWindow = FingerprintUnlockWindow()
+    /// The clock of the fingerprint window (the authentication configuration's; tests move it by hand).
+    let clock: any AttemptClock
 
     /// Opens (creating on first use) the store in `directory`.
     ///
@@ -63,6 +67,9 @@ package final class KeychainEngine: Sendable {
         }
         sealer = ItemSealer(enclave: enclave)
         self.authentication = authentication
+        let clock = configuration?.clock ?? SystemAttemptClock()
+        self.clock = clock
+        let fingerprintWindow = self.fingerprintWindow
         self.evaluator =
             evaluator ?? authentication.map { ContextAccessControlEvaluator(contexts: $0) } ?? NoCredentialEvaluator()
         let hub = self.hub
@@ -71,6 +78,11 @@ package final class KeychainEngine: Sendable {
         // The contexts hold this handler: they are held weakly here, or neither would ever be freed (nor the
         // database closed).
         authentication?.onPasscodeSuccess { [weak authentication] success in
+            // Every passcode success that leaves the keychain unlocked in this process (localauthd) opens the
+            // fingerprint window anew for 48 hours.
+            defer {
+                if enclave.unlockedClassKeysHeldInProcess() != nil { fingerprintWindow.passcodeUnlocked(at: clock.now()) }
+            }
             // A verified passcode is proof that one is set, for kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly.
             if !enclave.isPasscodeSet { try? enclave.setPasscodeSet(true) }
             let wasLocked = enclave.isLocked
@@ -181,8 +193,7 @@ package final class KeychainEngine: Sendable {
                 try delete(parse(query, for: .delete, caller: caller, prompting: prompting), caller: caller)
                 return .success
             case .lock:
-                try enclave.lock()
-                hub.emit([EngineEvent(kind: .locked)])
+                try lockKeychain()
                 return .success
             case .lockState:
                 return .locked(enclave.isLocked)

@@ -521,18 +521,45 @@ struct LockKeychain: ParsableCommand {
 struct UnlockKeychain: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "unlock",
-        abstract: "Unlock the keychain after asking for the passcode on the terminal and checking it through PAM.",
+        abstract: "Unlock the keychain with an enrolled finger when localauthd allows it, else with the passcode.",
         discussion: """
-            The PAM service is $LA_PAM_SERVICE (default 'local-authentication'; install \
-            Resources/pam.d/local-authentication as /etc/pam.d/local-authentication), its directory $LA_PAM_CONFDIR. \
-            Failed attempts count toward the passcode waits; a success also lifts a fingerprint lockout.
+            Through localauthd, within 48 hours of an unlock by passcode since the daemon started and before 5 \
+            failed scans, a finger unlocks (Enter: use the passcode instead). Otherwise the passcode is asked on the \
+            terminal and checked through PAM: the service is $LA_PAM_SERVICE (default 'local-authentication'; \
+            install Resources/pam.d/local-authentication as /etc/pam.d/local-authentication), its directory \
+            $LA_PAM_CONFDIR. Failed attempts count toward the passcode waits; a success also lifts a fingerprint \
+            lockout.
             """)
 
     @OptionGroup var options: KeychainOptions
 
     func run() throws {
         try reporting {
-            try unlockWithPasscode(try options.client(), reason: "Unlock the keychain", operation: "unlock the keychain")
+            let client = try options.client()
+            guard try !unlockWithFinger(client) else { return }
+            try unlockWithPasscode(client, reason: "Unlock the keychain", operation: "unlock the keychain")
+        }
+    }
+
+    /// Offers the finger when the daemon keeps the keychain's keys for it; true when it unlocked. A cancel ends
+    /// the command; any other failure (no fingerprint unlock possible now, the fallback, a finger not recognised)
+    /// goes on to the passcode.
+    private func unlockWithFinger(_ client: any SecurityClient) throws -> Bool {
+        guard let presenter = client.defaultPresenter else { return false }
+        let prompt = EvaluationPrompt(reason: "Unlock the keychain", fallbackTitle: "Use Passcode")
+        do {
+            _ = try BlockingBridge.wait {
+                try await client.send(.unlockWithBiometry(EvaluationOptions(prompt: prompt)), presenter: presenter)
+            }
+            return true
+        } catch let error as AuthenticationError
+            where [.userCancel, .systemCancel, .appCancel].contains(error.code)
+        {
+            printError(error)
+            throw KeychainCommandFailure(
+                status: KeychainStatus.Code(authenticationCode: error.code).rawValue, operation: "unlock the keychain")
+        } catch {
+            return false
         }
     }
 }

@@ -1,4 +1,5 @@
 import Authenticators
+import Enclave
 import Foundation
 import KeychainServices
 import LocalAuthentication
@@ -61,9 +62,11 @@ struct LocalAuthenticationWorld {
     ///   - reader: whether the virtual reader is an acceptable driver (false = no reader at all).
     ///   - pamService: false = a PAM service name with no configuration file (no passcode can be checked).
     ///   - user: whose passcode pam_matrix knows (`secret`) and the engine checks (embedded mode).
+    ///   - unlockedKeysInProcess: the embedded engine keeps unlocked class keys in its own memory, as localauthd's
+    ///     engine does (instead of the kernel keyring every embedded client of the user shares).
     init(
         reader: Bool = true, pamService: Bool = true, presenter: (any EvaluationPresenter)? = nil,
-        user: String = "alice"
+        user: String = "alice", unlockedKeysInProcess: Bool = false
     ) throws {
         directory = try ScratchDirectory()
         socket = VirtualReaderSocket(path: directory.path + "/reader.sock")
@@ -77,9 +80,14 @@ struct LocalAuthenticationWorld {
             stateDirectory: directory.path + "/store", username: user,
             passcode: .init(service: pamService ? Self.service : "absent-service", configurationDirectory: directory.path),
             readerDrivers: [reader ? "virtual_device" : "no_such_driver"], attemptTimeout: .seconds(20), clock: clock)
+        var enclave: EnclaveConfiguration?
+        if unlockedKeysInProcess {
+            enclave = try EnclaveConfiguration.from(environment: ProcessInfo.processInfo.environment, files: [])
+            enclave?.unlockedKeys = .processMemory
+        }
         engine = try TestEngine(
             storeDirectory: URL(fileURLWithPath: directory.path + "/store"), scratch: directory.path + "/daemon",
-            authentication: authentication, defaultPresenter: presenter)
+            authentication: authentication, defaultPresenter: presenter, enclave: enclave)
         client = try engine.client(accessGroups: ["test.group"])
     }
 

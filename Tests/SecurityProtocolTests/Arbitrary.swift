@@ -453,7 +453,7 @@ extension EvaluationOptions: Arbitrary {
 extension AuthenticationRequest: Arbitrary {
     static func arbitrary(using rng: inout any SeededRandomNumberGenerator) -> AuthenticationRequest {
         let id = AuthenticationContextID.arbitrary(using: &rng)
-        switch Int.random(in: 0..<12, using: &rng) {
+        switch Int.random(in: 0..<13, using: &rng) {
         case 0: return .createContext
         case 1: return .invalidate(id)
         case 2: return .discard(id)
@@ -468,6 +468,7 @@ extension AuthenticationRequest: Arbitrary {
         case 8: return .biometryState
         case 9: return .evaluatedDomainState(id)
         case 10: return .environment
+        case 11: return .unlockWithBiometry(EvaluationOptions.arbitrary(using: &rng))
         default: return .unlockWithPasscode(EvaluationOptions.arbitrary(using: &rng))
         }
     }
@@ -583,7 +584,7 @@ extension AdministrationEvent: Arbitrary {
 extension ClientMessage: Arbitrary {
     static func arbitrary(using rng: inout any SeededRandomNumberGenerator) -> ClientMessage {
         let id = Draw.uint64(&rng)
-        switch Int.random(in: 0..<9, using: &rng) {
+        switch Int.random(in: 0..<10, using: &rng) {
         case 0:
             return .hello(
                 versions: (0..<Draw.count(0...3, &rng)).map { _ in Draw.uint64(&rng) },
@@ -601,7 +602,18 @@ extension ClientMessage: Arbitrary {
         case 5: return .answer(PromptAnswer.arbitrary(using: &rng))
         case 6: return .subscribeKeychainEvents(id)
         case 7: return .subscribeEnvironment(id)
+        case 8: return .login(id, LoginRequest.arbitrary(using: &rng))
         default: return .unsubscribe(id)
+        }
+    }
+}
+
+extension LoginRequest: Arbitrary {
+    static func arbitrary(using rng: inout any SeededRandomNumberGenerator) -> LoginRequest {
+        switch Int.random(in: 0..<3, using: &rng) {
+        case 0: return .sessionOpened(password: Draw.optional(&rng) { Draw.secureBytes(&$0) })
+        case 1: return .sessionClosed
+        default: return .passwordChanged(old: Draw.secureBytes(&rng), new: Draw.secureBytes(&rng))
         }
     }
 }
@@ -609,7 +621,7 @@ extension ClientMessage: Arbitrary {
 extension ServerMessage: Arbitrary {
     static func arbitrary(using rng: inout any SeededRandomNumberGenerator) -> ServerMessage {
         let id = Draw.uint64(&rng)
-        switch Int.random(in: 0..<12, using: &rng) {
+        switch Int.random(in: 0..<13, using: &rng) {
         case 0: return .welcome(version: Draw.uint64(&rng))
         case 1: return .keychain(id, KeychainResponse.arbitrary(using: &rng))
         case 2: return .key(id, KeyResponse.arbitrary(using: &rng))
@@ -621,6 +633,11 @@ extension ServerMessage: Arbitrary {
         case 8: return .prompt(PromptEvent.arbitrary(using: &rng))
         case 9: return .keychainEvent(id, EngineEvent.arbitrary(using: &rng))
         case 10: return .environment(id, EnvironmentSnapshot.arbitrary(using: &rng))
+        case 11:
+            return .login(
+                id,
+                LoginOutcome(
+                    unlocked: Draw.bool(&rng), sessions: Draw.int(&rng), note: Draw.optional(&rng) { Draw.string(&$0) }))
         default: return .refused(Draw.string(&rng))
         }
     }

@@ -28,6 +28,38 @@ struct WireFormatTests {
                 == "01" + "00000025" + "01" + "00000020" + "01" + "0000001b" + "00000001" + "00000004" + "61636374"
                 + "0000000b" + "01" + "00000006" + "01" + "00000001" + "61")
     }
+
+    /// `PAM/pam_localauth.c` writes and reads these messages by hand (a PAM module carries no Swift runtime).
+    @Test func theLoginMessagesThePAMModuleSpeakHaveThePinnedBytes() {
+        // hello: versions [1], no access groups, allGroups false.
+        #expect(
+            hex(frameBytes(ClientMessage.hello(versions: [1], accessGroups: [], allGroups: false)))
+                == "01" + "00000029" + "01" + "00000024" + "01" + "00000010" + "00000001" + "00000008"
+                + "0000000000000001" + "02" + "00000004" + "00000000" + "03" + "00000001" + "00")
+        // login(1, sessionOpened("pw")), sessionOpened without a password, sessionClosed, passwordChanged.
+        let opened = ClientMessage.login(1, .sessionOpened(password: SecureBytes(Array("pw".utf8))))
+        #expect(
+            hex(frameBytes(opened))
+                == "01" + "00000023" + "0a" + "0000001e" + "01" + "00000008" + "0000000000000001" + "02" + "0000000c"
+                + "01" + "00000007" + "01" + "00000002" + "7077")
+        #expect(
+            hex(frameBytes(ClientMessage.login(1, .sessionOpened(password: nil))))
+                == "01" + "0000001c" + "0a" + "00000017" + "01" + "00000008" + "0000000000000001" + "02" + "00000005"
+                + "01" + "00000000")
+        #expect(
+            hex(frameBytes(ClientMessage.login(1, .sessionClosed)))
+                == "01" + "0000001c" + "0a" + "00000017" + "01" + "00000008" + "0000000000000001" + "02" + "00000005"
+                + "02" + "00000000")
+        #expect(
+            hex(frameBytes(ClientMessage.login(1, .passwordChanged(old: SecureBytes([0x61]), new: SecureBytes([0x62])))))
+                == "01" + "00000028" + "0a" + "00000023" + "01" + "00000008" + "0000000000000001" + "02" + "00000011"
+                + "03" + "0000000c" + "01" + "00000001" + "61" + "02" + "00000001" + "62")
+        // The answer: login(1, {unlocked true, sessions 2, note "n"}).
+        #expect(
+            hex(frameBytes(ServerMessage.login(1, LoginOutcome(unlocked: true, sessions: 2, note: "n"))))
+                == "01" + "00000030" + "0d" + "0000002b" + "01" + "00000008" + "0000000000000001" + "02" + "00000019"
+                + "01" + "00000001" + "01" + "02" + "00000008" + "0000000000000002" + "03" + "00000001" + "6e")
+    }
 }
 
 @Suite("Protocol codec: secrets")

@@ -1,3 +1,4 @@
+import Enclave
 import Foundation
 import SecurityClient
 import SecurityProtocol
@@ -51,19 +52,21 @@ package final class TestEngine: Sendable {
 
     /// An engine on `storeDirectory` configured by `authentication` (embedded mode), or a daemon in `scratch`
     /// whose environment names the same PAM service and readers (daemon mode; its state lives in `scratch`, the
-    /// clock is the real one). Requests that bring no presenter prompt through `defaultPresenter`.
+    /// clock is the real one). Requests that bring no presenter prompt through `defaultPresenter`. `enclave`
+    /// configures the embedded engine's enclave (by default the embedded client's: unlocked keys in the kernel
+    /// keyring); the daemon configures its own.
     ///
     /// - Throws: when the store cannot be opened or the daemon does not start.
     package init(
         storeDirectory directory: URL, scratch: String, authentication: AuthenticationConfiguration,
-        defaultPresenter: (any EvaluationPresenter)? = nil
+        defaultPresenter: (any EvaluationPresenter)? = nil, enclave: EnclaveConfiguration? = nil
     ) throws {
         self.authentication = authentication
         self.defaultPresenter = defaultPresenter
         self.scratch = scratch
         switch TestMode.current {
         case .embedded:
-            embeddedEngine = try KeychainEngine(directory: directory, authentication: authentication)
+            embeddedEngine = try KeychainEngine(directory: directory, authentication: authentication, enclave: enclave)
             running = Mutex(nil)
             environment = [:]
             storeDirectory = directory

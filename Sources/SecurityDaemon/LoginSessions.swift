@@ -1,0 +1,119 @@
+import Foundation
+import Logging
+import SecurityProtocol
+import SecurityServer
+import SocketPeer
+import Synchronization
+
+/// The users' login sessions, as the PAM module reports them: the keychain unlocks when a session opens with the
+/// login password and its `ak` classes lock when the user's last session closes.
+///
+/// A session is the program that runs the PAM stack (`login`, `sshd`'s session process, a display manager): the
+/// parent of the process the module forks to connect as the user, named by its pid and its start time (so a reused
+/// pid is another session). A session whose program exited without closing it (killed, crashed) no longer counts:
+/// each open and close prunes those. Nothing of this is written: after a restart, localauthd counts no session, and
+/// the keychain is locked anyway.
+final class LoginSessions: Sendable {
+    /// One login session: its program's pid and start time (clock ticks after boot, `/proc/<pid>/stat` field 22).
+    struct Session: Hashable, Sendable {
+        var pid: Int32
+        var startTime: UInt64
+    }
+
+    private let sessions = Mutex<[UInt32: Set<Session>]>([:])
+
+    /// Serves one login step of user `uid`'s connection from `peer`, on `engine`.
+    func handle(
+        _ request: LoginRequest, engine: KeychainEngine, caller: CallerIdentity, peer: PeerProcess
+    ) async throws -> LoginOutcome {
+        let uid = peer.credentials.uid
+        let user = ["uid": Logger.MetadataValue.string("\(uid)")]
+        switch request {
+        case .sessionOpened(let password):
+            guard let session = Self.session(ofParentOf: peer.credentials.pid) else {
+                throw AuthenticationError(.invalidContext, "the login session's program cannot be named")
+            }
+            let count = opened(session, uid: uid)
+            var note: String?
+            if let password {
+                note = await engine.unlock(withPassword: password, caller: caller)
+            }
+            let outcome = LoginOutcome(unlocked: !engine.isLocked, sessions: count, note: note)
+            DaemonServer.logger.info(
+                "login session opened",
+                metadata: user.merging(
+                    ["sessions": "\(count)", "unlocked": "\(outcome.unlocked)", "note": "\(note ?? "")"]) { $1 })
+            return outcome
+        case .sessionClosed:
+            guard let session = Self.session(ofParentOf: peer.credentials.pid) else {
+                throw AuthenticationError(.invalidContext, "the login session's program cannot be named")
+            }
+            let count = closed(session, uid: uid)
+            var note: String?
+            if count == 0 {
+                try engine.lockKeychain()
+                note = "the last login session closed: the keychain is locked"
+            }
+            DaemonServer.logger.info("login session closed", metadata: user.merging(["sessions": "\(count)"]) { $1 })
+            return LoginOutcome(unlocked: !engine.isLocked, sessions: count, note: note)
+        case .passwordChanged(let old, let new):
+            let note = await engine.unlock(withPassword: new, previous: old, caller: caller)
+            DaemonServer.logger.info(
+                "login password changed", metadata: user.merging(["resealed": "\(note == nil)"]) { $1 })
+            return LoginOutcome(unlocked: !engine.isLocked, sessions: count(uid: uid), note: note)
+        }
+    }
+
+    /// Records `session` of `uid`; the user's sessions now.
+    private func opened(_ session: Session, uid: UInt32) -> Int {
+        sessions.withLock { sessions in
+            sessions[uid, default: []].insert(session)
+            sessions[uid] = sessions[uid]!.filter(Self.isRunning)
+            return sessions[uid]!.count
+        }
+    }
+
+    /// Forgets `session` of `uid` (and those whose program is gone); the user's sessions left.
+    private func closed(_ session: Session, uid: UInt32) -> Int {
+        sessions.withLock { sessions in
+            let left = (sessions[uid] ?? []).filter { $0 != session && Self.isRunning($0) }
+            sessions[uid] = left.isEmpty ? nil : left
+            return left.count
+        }
+    }
+
+    private func count(uid: UInt32) -> Int {
+        sessions.withLock { sessions in
+            let left = (sessions[uid] ?? []).filter(Self.isRunning)
+            sessions[uid] = left.isEmpty ? nil : left
+            return left.count
+        }
+    }
+
+    /// The session of the program whose child `pid` is (the PAM module's connecting process); nil when its parent
+    /// is init (the program is gone) or `/proc` cannot say.
+    static func session(ofParentOf pid: Int32) -> Session? {
+        guard let fields = statFields(pid), fields.count > 1, let parent = Int32(fields[1]), parent > 1,
+            let start = startTime(parent)
+        else { return nil }
+        return Session(pid: parent, startTime: start)
+    }
+
+    /// Whether the session's program still runs (the same process: same pid, same start time).
+    static func isRunning(_ session: Session) -> Bool {
+        startTime(session.pid) == session.startTime
+    }
+
+    private static func startTime(_ pid: Int32) -> UInt64? {
+        guard let fields = statFields(pid), fields.count > 19 else { return nil }
+        return UInt64(fields[19])
+    }
+
+    /// `/proc/<pid>/stat` after the command name (which may hold spaces and parentheses): field 3 (state) first.
+    private static func statFields(_ pid: Int32) -> [Substring]? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let end = stat.lastIndex(of: ")")
+        else { return nil }
+        return stat[stat.index(after: end)...].split(separator: " ")
+    }
+}
