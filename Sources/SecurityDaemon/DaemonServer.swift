@@ -52,6 +52,21 @@ package struct DaemonConfiguration: Sendable {
         return configuration
     }
 
+    /// How long a user's keychain may go without a request before localauthd locks its `ak` classes, as the
+    /// "lock after N minutes of inactivity" of macOS's keychain settings: `LA_IDLE_LOCK`, else
+    /// `idle-lock = SECONDS` in `<configuration directory>/localauthd.conf`; nil (never) when neither names a
+    /// positive number of seconds.
+    package var idleLock: Duration? {
+        var value = environment["LA_IDLE_LOCK"]
+        if value == nil || value!.isEmpty, let path = configurationDirectory?.appendingPathComponent("localauthd.conf").path,
+            let text = try? String(contentsOfFile: path, encoding: .utf8)
+        {
+            value = DataLocations.configurationEntries(text).first { $0.key == "idle-lock" }?.value
+        }
+        guard let value, let seconds = Int(value), seconds > 0 else { return nil }
+        return .seconds(seconds)
+    }
+
     /// The app registry's directory: `<configuration directory>/apps.d`.
     package var registryDirectory: String? {
         configurationDirectory?.appendingPathComponent("apps.d", isDirectory: true).path
@@ -70,6 +85,8 @@ final class UserEngines: Sendable {
     let configuration: DaemonConfiguration
     let enclave: EnclaveConfiguration
     private let engines = Mutex<[UInt32: KeychainEngine]>([:])
+    /// When each user's connections last sent a request (for the idle lock).
+    private let lastRequest = Mutex<[UInt32: ContinuousClock.Instant]>([:])
 
     init(configuration: DaemonConfiguration, enclave: EnclaveConfiguration) {
         self.configuration = configuration
@@ -96,6 +113,26 @@ final class UserEngines: Sendable {
 
     /// Every engine opened so far.
     var all: [KeychainEngine] { engines.withLock { Array($0.values) } }
+
+    /// A connection of user `uid` sent a request now.
+    func requested(by uid: UInt32) {
+        lastRequest.withLock { $0[uid] = .now }
+    }
+
+    /// Locks the keychain of every user whose connections sent no request for `idle`.
+    func lockIdle(after idle: Duration) {
+        let now = ContinuousClock.now
+        let idleUsers = lastRequest.withLock { last in last.filter { now - $0.value >= idle }.map(\.key) }
+        for uid in idleUsers {
+            guard let engine = engines.withLock({ $0[uid] }), !engine.isLocked else { continue }
+            do {
+                try engine.lockKeychain()
+                DaemonServer.logger.info("locked an idle keychain", metadata: ["uid": "\(uid)", "idle": "\(idle)"])
+            } catch {
+                DaemonServer.logger.error("cannot lock an idle keychain", metadata: ["uid": "\(uid)", "error": "\(error)"])
+            }
+        }
+    }
 }
 
 /// `localauthd`'s listening socket and its connections.
@@ -108,11 +145,23 @@ package final class DaemonServer: Sendable {
     private let sessions: SessionRegistry
     private let engines: UserEngines
     private let registry: RegistryWatcher
+    /// Locks idle keychains (``DaemonConfiguration/idleLock``), when configured.
+    private let idleLocker: Task<Void, Never>?
 
     private init(
         channel: any Channel, group: MultiThreadedEventLoopGroup, storeThreads: NIOThreadPool,
-        sessions: SessionRegistry, engines: UserEngines, registry: RegistryWatcher
+        sessions: SessionRegistry, engines: UserEngines, registry: RegistryWatcher, idleLock: Duration?
     ) {
+        idleLocker = idleLock.map { idle in
+            Task {
+                // Checked four times per interval (at most every 5 s): a keychain locks within 1.25 × the setting.
+                let period = min(idle / 4, .seconds(5))
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: period)
+                    engines.lockIdle(after: idle)
+                }
+            }
+        }
         self.channel = channel
         self.group = group
         self.storeThreads = storeThreads
@@ -165,9 +214,11 @@ package final class DaemonServer: Sendable {
             chmod(configuration.socketPath, 0o666)
             logger.info("listening", metadata: ["socket": "\(configuration.socketPath)"])
         }
+        let idleLock = configuration.idleLock
+        if let idleLock { logger.info("idle lock", metadata: ["after": "\(idleLock)"]) }
         return DaemonServer(
             channel: channel, group: group, storeThreads: storeThreads, sessions: sessions, engines: engines,
-            registry: registry)
+            registry: registry, idleLock: idleLock)
     }
 
     /// Runs until the listening socket closes.
@@ -179,6 +230,7 @@ package final class DaemonServer: Sendable {
     /// every connection closes. What a client was told succeeded is in the store: each write commits before its
     /// answer is sent.
     package func stop(grace: Duration = .seconds(10)) async {
+        idleLocker?.cancel()
         try? await channel.close()
         sessions.drainAll()
         let deadline = ContinuousClock.now + grace
@@ -340,8 +392,11 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     /// Starts the session of an identified caller and answers its hello.
     private func welcome(_ context: ChannelHandlerContext, engine: KeychainEngine, caller: CallerIdentity, peer: PeerProcess) {
         let channel = context.channel
+        let engines = self.engines
+        let uid = peer.credentials.uid
         let session = DaemonSession(
-            engine: engine, caller: caller, peer: peer, storeThreads: storeThreads, logins: logins
+            engine: engine, caller: caller, peer: peer, storeThreads: storeThreads, logins: logins,
+            requested: { engines.requested(by: uid) }
         ) { message in
             channel.writeAndFlush(message.frame(channel.allocator), promise: nil)
         }

@@ -23,6 +23,8 @@ final class DaemonSession: Sendable {
     private let storeThreads: NIOThreadPool
     /// The users' login sessions (the PAM module's requests).
     private let logins: LoginSessions
+    /// Tells the daemon the user is active (each request; the idle lock counts from the last).
+    private let requested: @Sendable () -> Void
 
     private struct State {
         var channels: [UInt64: PromptChannel] = [:]
@@ -37,9 +39,11 @@ final class DaemonSession: Sendable {
 
     init(
         engine: KeychainEngine, caller: CallerIdentity, peer: PeerProcess, storeThreads: NIOThreadPool,
-        logins: LoginSessions, send: @escaping @Sendable (ServerMessage) -> Void
+        logins: LoginSessions, requested: @escaping @Sendable () -> Void = {},
+        send: @escaping @Sendable (ServerMessage) -> Void
     ) {
         self.logins = logins
+        self.requested = requested
         self.engine = engine
         self.caller = caller
         self.peer = peer
@@ -49,6 +53,7 @@ final class DaemonSession: Sendable {
 
     /// Serves one message of the client (after the hello).
     func handle(_ message: ClientMessage) {
+        requested()
         switch message {
         case .hello:
             send(.refused("hello was already said"))

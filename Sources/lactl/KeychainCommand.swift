@@ -19,7 +19,8 @@ struct KeychainCommand: ParsableCommand {
         subcommands: [
             AddGenericPassword.self, FindGenericPassword.self, DeleteGenericPassword.self,
             AddInternetPassword.self, FindInternetPassword.self, DeleteInternetPassword.self,
-            DumpKeychain.self, LockKeychain.self, UnlockKeychain.self, ExportKeychain.self, ImportKeychain.self,
+            DumpKeychain.self, LockKeychain.self, UnlockKeychain.self, LockOnScreenLock.self, ExportKeychain.self,
+            ImportKeychain.self,
             TrustApplications.self, UntrustApplications.self,
         ])
 }

@@ -22,7 +22,8 @@ struct DaemonWorld {
     let environment: [String: String]
     var daemon: DaemonProcess
 
-    init() throws {
+    /// - Parameter extraEnvironment: more of the daemon's environment (`LA_IDLE_LOCK`, …).
+    init(extraEnvironment: [String: String] = [:]) throws {
         var template = Array("/tmp/la-daemon-XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else { throw CocoaError(.fileWriteUnknown) }
         directory = String(cString: made)
@@ -32,7 +33,7 @@ struct DaemonWorld {
         environment = [
             "LA_PAM_SERVICE": Self.service, "LA_PAM_CONFDIR": directory, "LA_READER_DRIVERS": "virtual_device",
             "FP_DRIVERS_WHITELIST": "virtual_device", "FP_VIRTUAL_DEVICE": reader.path,
-        ]
+        ].merging(extraEnvironment) { $1 }
         daemon = try DaemonProcess(directory: directory, environment: environment)
     }
 

@@ -1,0 +1,107 @@
+import Foundation
+import SecurityClient
+import SecurityProtocol
+import SecurityServer
+import Testing
+import TestSupport
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `lactl keychain lock-on-screen-lock` (the user unit's command) against a real D-Bus daemon standing in for the
+/// system bus: logind's `org.freedesktop.login1.Session.Lock` signal locks the keychain, for the watched session
+/// only. Signals are sent with `dbus-send`, as logind would send them.
+@Suite("lactl keychain lock-on-screen-lock on a real bus", .serialized)
+struct ScreenLockTests {
+    func isLocked(_ world: LocalAuthenticationWorld) throws -> Bool {
+        guard case .locked(let locked) = try world.client.sendBlocking(.lockState) else { return false }
+        return locked
+    }
+
+    /// Polls `condition` for up to 10 s.
+    func eventually(_ condition: () throws -> Bool) rethrows -> Bool {
+        for _ in 0..<100 {
+            if try condition() { return true }
+            usleep(100_000)
+        }
+        return try condition()
+    }
+
+    @Test func theWatchedSessionsLockSignalLocksTheKeychainAndAnotherSessionsDoesNot() throws {
+        let world = try LocalAuthenticationWorld(reader: false, user: AuthenticationConfiguration.currentUsername())
+        defer { world.directory.remove() }
+        let bus = "unix:path=\(world.directory.path)/bus"
+        let daemon = try SpawnedProcess(
+            "/usr/bin/dbus-daemon",
+            ["--config-file=/usr/share/dbus-1/session.conf", "--address=\(bus)", "--nofork"],
+            log: world.directory.path + "/dbus.log")
+        defer { _ = daemon.stop(SIGTERM) }
+        #expect(eventually { FileManager.default.fileExists(atPath: world.directory.path + "/bus") })
+
+        var environment = world.engine.subprocessEnvironment()
+        environment["DBUS_SYSTEM_BUS_ADDRESS"] = bus
+        let log = world.directory.path + "/watcher.log"
+        let watcher = try SpawnedProcess(
+            try lactlExecutable().path, ["keychain", "lock-on-screen-lock", "--session", "2"],
+            environment: environment, log: log)
+        defer { _ = watcher.stop(SIGTERM) }
+        func lockSignal(session path: String) throws {
+            let (status, output) = try runCapturingOutput(
+                URL(fileURLWithPath: "/usr/bin/dbus-send"),
+                ["--bus=\(bus)", "--type=signal", "/org/freedesktop/login1/session/\(path)",
+                 "org.freedesktop.login1.Session.Lock"])
+            #expect(status == 0, "\(output)")
+        }
+        func unlock() throws {
+            _ = try BlockingBridge.wait {
+                try await world.client.send(
+                    .unlockWithPasscode(EvaluationOptions(prompt: EvaluationPrompt(reason: "test"))),
+                    presenter: FixedPasscodePresenter(passcode: "secret"))
+            }
+        }
+
+        // The watcher is listening once a signal of session 2 locked the keychain.
+        #expect(try !isLocked(world))
+        #expect(try eventually {
+            try lockSignal(session: "_32")
+            return try isLocked(world)
+        })
+        try unlock()
+        #expect(try !isLocked(world))
+        // Session 1's lock, then session 2's: only the second locks (signals of one sender arrive in order, and
+        // the log names each signal that locked).
+        try lockSignal(session: "_31")
+        try lockSignal(session: "_32")
+        #expect(try eventually { try isLocked(world) })
+        let logged = try String(contentsOfFile: log, encoding: .utf8)
+        #expect(!logged.contains("session/_31 locked"), "\(logged)")
+        #expect(logged.contains("session/_32 locked its screen: the keychain is locked."), "\(logged)")
+    }
+
+    @Test func sessionIDsAreEscapedAsSystemdEscapesBusPaths() throws {
+        // lactl's own escaping, checked through the command's filter: session "c2" is kept as is, "2" is `_32`.
+        let world = try LocalAuthenticationWorld(reader: false, user: AuthenticationConfiguration.currentUsername())
+        defer { world.directory.remove() }
+        let bus = "unix:path=\(world.directory.path)/bus"
+        let daemon = try SpawnedProcess(
+            "/usr/bin/dbus-daemon",
+            ["--config-file=/usr/share/dbus-1/session.conf", "--address=\(bus)", "--nofork"],
+            log: world.directory.path + "/dbus.log")
+        defer { _ = daemon.stop(SIGTERM) }
+        #expect(eventually { FileManager.default.fileExists(atPath: world.directory.path + "/bus") })
+        var environment = world.engine.subprocessEnvironment()
+        environment["DBUS_SYSTEM_BUS_ADDRESS"] = bus
+        let watcher = try SpawnedProcess(
+            try lactlExecutable().path, ["keychain", "lock-on-screen-lock", "--session", "c2"],
+            environment: environment, log: world.directory.path + "/watcher.log")
+        defer { _ = watcher.stop(SIGTERM) }
+        #expect(try eventually {
+            _ = try runCapturingOutput(
+                URL(fileURLWithPath: "/usr/bin/dbus-send"),
+                ["--bus=\(bus)", "--type=signal", "/org/freedesktop/login1/session/c2",
+                 "org.freedesktop.login1.Session.Lock"])
+            return try isLocked(world)
+        })
+    }
+}
