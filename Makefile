@@ -2,7 +2,7 @@
 SWIFT ?= swift
 SWIFT_BUILD_FLAGS ?=
 
-.PHONY: bootstrap build test demo bench fuzz clean install uninstall
+.PHONY: bootstrap build pam test demo bench fuzz clean install uninstall
 
 bootstrap:
 	@scripts/bootstrap
@@ -10,12 +10,20 @@ bootstrap:
 build: bootstrap
 	$(SWIFT) build $(SWIFT_BUILD_FLAGS)
 
+# pam_localauth.so, the login keychain's PAM module (C: it is loaded into login, sshd and display managers and
+# brings only libc and libpam into them), and the test driver that runs PAM stacks with it (PAMModule/).
+PAM_CFLAGS ?= -O2 -Wall -Wextra -Werror
+pam: bootstrap
+	mkdir -p .build/pam
+	$(CC) $(PAM_CFLAGS) -shared -fPIC -fvisibility=hidden -o .build/pam/pam_localauth.so PAMModule/pam_localauth.c -lpam
+	$(CC) $(PAM_CFLAGS) -O0 -g -rdynamic -o .build/pam/pam-session-driver PAMModule/pam-session-driver.c -lpam
+
 # Every test suite, against the real OpenSSL, SQLite, PAM (pam_matrix), libfprint (virtual reader) and a TPM
 # (swtpm), in three passes over one build (scripts/run-tests): embedded, then the client-facing suites again through
 # a localauthd each world starts (LA_TEST_MODE=daemon), then the keychain, SecKey, rights and examples suites on the
 # TPM enclave backend. The passes run one after the other: they would share the two cores, and timing-bounded tests
 # (prompts cancelled within 5 s) need them.
-test: bootstrap
+test: bootstrap pam
 	scripts/check-imports
 	$(SWIFT) build --build-tests $(SWIFT_BUILD_FLAGS)
 	SWIFT="$(SWIFT)" SWIFT_BUILD_FLAGS="$(SWIFT_BUILD_FLAGS)" scripts/run-tests embedded
@@ -56,7 +64,9 @@ PREFIX ?= /usr/local
 SBINDIR = $(PREFIX)/sbin
 BINDIR = $(PREFIX)/bin
 SYSTEMD_UNIT_DIR ?= /lib/systemd/system
-install: bootstrap
+SYSTEMD_USER_UNIT_DIR ?= /usr/lib/systemd/user
+PAM_MODULE_DIR ?= /usr/lib/$(shell dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)/security
+install: bootstrap pam
 	$(SWIFT) build -c release $(SWIFT_BUILD_FLAGS) --product localauthd
 	$(SWIFT) build -c release $(SWIFT_BUILD_FLAGS) --product lactl
 	install -D -m 0755 .build/release/localauthd $(DESTDIR)$(SBINDIR)/localauthd
@@ -66,6 +76,10 @@ install: bootstrap
 	sed 's|@SBINDIR@|$(SBINDIR)|' Resources/systemd/localauthd.service > localauthd.service.tmp
 	install -D -m 0644 localauthd.service.tmp $(DESTDIR)$(SYSTEMD_UNIT_DIR)/localauthd.service
 	rm -f localauthd.service.tmp
+	install -D -m 0644 .build/pam/pam_localauth.so $(DESTDIR)$(PAM_MODULE_DIR)/pam_localauth.so
+	sed 's|@BINDIR@|$(BINDIR)|' Resources/systemd/user/localauthd-screen-lock.service > screen-lock.service.tmp
+	install -D -m 0644 screen-lock.service.tmp $(DESTDIR)$(SYSTEMD_USER_UNIT_DIR)/localauthd-screen-lock.service
+	rm -f screen-lock.service.tmp
 	install -d -m 0755 $(DESTDIR)/etc/localauthd/apps.d
 	printf 'application-identifier = localauthentication.lactl\nexecutable = %s\nadministrative = yes\n' \
 		"$(BINDIR)/lactl" > lactl.conf.tmp
@@ -73,8 +87,11 @@ install: bootstrap
 	rm -f lactl.conf.tmp
 	@echo "Installed. Enable with: systemctl daemon-reload && systemctl enable --now localauthd.socket"
 	@echo "Point programs at it with LA_DAEMON_SOCKET=/run/localauthd/socket or /etc/local-authentication/client.conf"
+	@echo "Login keychain: add the pam_localauth.so lines of docs/LOGIN-KEYCHAIN.md to /etc/pam.d/common-auth,"
+	@echo "common-session and common-password (not edited here); screen lock: systemctl --user enable --now localauthd-screen-lock"
 
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/localauthd $(DESTDIR)$(BINDIR)/lactl $(DESTDIR)/etc/pam.d/local-authentication
 	rm -f $(DESTDIR)/etc/localauthd/apps.d/lactl.conf
 	rm -f $(DESTDIR)$(SYSTEMD_UNIT_DIR)/localauthd.socket $(DESTDIR)$(SYSTEMD_UNIT_DIR)/localauthd.service
+	rm -f $(DESTDIR)$(PAM_MODULE_DIR)/pam_localauth.so $(DESTDIR)$(SYSTEMD_USER_UNIT_DIR)/localauthd-screen-lock.service

@@ -1,4 +1,6 @@
 import Foundation
+import StoreFiles
+import Synchronization
 import SecurityClient
 import SecurityProtocol
 import Testing
@@ -10,7 +12,7 @@ import Glibc
 
 /// The login keychain (issue "The login keychain"): localauthd's idle lock, and the PAM module `pam_localauth.so`
 /// in real PAM stacks (below).
-@Suite("Login keychain: idle lock and the PAM module", .serialized)
+@Suite("Login keychain: idle lock and the PAM module", .serialized, .virtualReaderLock, .timeLimit(.minutes(3)))
 struct LoginKeychainTests {
     func isLocked(_ client: any SecurityClient) async throws -> Bool {
         guard case .locked(let locked) = try await client.send(.lockState) else { return false }
@@ -30,5 +32,307 @@ struct LoginKeychainTests {
         try await Task.sleep(for: .seconds(5))
         #expect(try await isLocked(client))
         #expect(world.daemon.logText.contains("locked an idle keychain"))
+    }
+}
+
+/// A daemon and a login stack beside it, as an administrator would write them, for a real user of this machine
+/// (made for the test with `useradd`, password `secret`, removed afterwards): `pam_unix` reads and checks the
+/// password (pam_matrix cannot stand in here: it wipes `PAM_AUTHTOK` in place once it checked it, so no module after
+/// it sees the password, as none would after pam_unix on a real machine if it did), then `pam_localauth.so` in the
+/// auth, session and password stacks, pointed at the daemon's socket. The daemon's own PAM service checks the same
+/// password through pam_unix. The user's keychain is read with `lactl`, run as the user (`setpriv`).
+final class LoginWorld {
+    static let marker = "login-marker-31f0"
+    static let service = "la-login"
+
+    let world: DaemonWorld
+    let user: String
+    let uid: UInt32
+    let gid: UInt32
+    /// The login stack's directory (`pam_start_confdir`), service `la-login`.
+    let stack: String
+    /// The same stack without `pam_localauth.so`.
+    let plainStack: String
+    private let drivers = Mutex<Int>(0)
+
+    init() throws {
+        user = "la-login-\(UInt16.random(in: 1000...9999))"
+        guard Self.run("/usr/sbin/useradd", ["-M", "-s", "/usr/sbin/nologin", user]) == 0,
+            Self.run("/usr/sbin/chpasswd", [], input: "\(user):secret\n") == 0, let entry = getpwnam(user)
+        else { throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "useradd failed"]) }
+        uid = entry.pointee.pw_uid
+        gid = entry.pointee.pw_gid
+        world = try DaemonWorld(extraEnvironment: ["LA_PAM_SERVICE": Self.service])
+        // The user's programs reach the socket inside the world's directory.
+        chmod(world.directory, 0o755)
+        stack = world.directory + "/login"
+        plainStack = world.directory + "/login-plain"
+        try "auth required pam_unix.so\naccount required pam_unix.so\n".write(
+            toFile: world.directory + "/" + Self.service, atomically: true, encoding: .utf8)
+        let module = try SessionDriver.built("pam_localauth.so")
+        let ours = "\(module) socket=\(world.daemon.socket)"
+        for (directory, withModule) in [(stack, true), (plainStack, false)] {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            chmod(directory, 0o755)
+            var lines = ["auth required pam_unix.so"]
+            if withModule { lines.append("auth optional \(ours)") }
+            lines.append("account required pam_unix.so")
+            if withModule { lines.append("session optional \(ours)") }
+            lines.append("password required pam_unix.so")
+            if withModule { lines.append("password optional \(ours)") }
+            let file = directory + "/" + Self.service
+            try (lines.joined(separator: "\n") + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+            chmod(file, 0o644)
+        }
+    }
+
+    /// A new login program on the stack (or the plain one); `asUser`: the program runs with the user's real ids and
+    /// an effective uid of root, as the set-user-ID `passwd` does for its caller.
+    func driver(plain: Bool = false, valgrind: Bool = false, asUser: Bool = false) throws -> SessionDriver {
+        let number = drivers.withLock { $0 += 1; return $0 }
+        return try SessionDriver(
+            confdir: plain ? plainStack : stack, service: Self.service, user: user, name: "driver-\(number)",
+            valgrind: valgrind, runAs: asUser ? (uid, gid) : nil)
+    }
+
+    /// Logs in on a new program with `password`: authenticate (and the account check), then open the session.
+    func login(_ password: String, valgrind: Bool = false) throws -> (SessionDriver, Int32?, Int32?) {
+        let driver = try driver(valgrind: valgrind)
+        driver.run("password \(password)")
+        let authenticated = driver.run("authenticate")
+        let opened = authenticated == 0 ? driver.run("open") : nil
+        return (driver, authenticated, opened)
+    }
+
+    /// `lactl ARGUMENTS` as the user, through the daemon, nobody to prompt: exit status and output.
+    func lactl(_ arguments: [String]) throws -> (status: Int32, output: String) {
+        var environment = ProcessInfo.processInfo.environment
+        environment["LA_DAEMON_SOCKET"] = world.daemon.socket
+        environment["LA_PRESENTER"] = "none"
+        environment["HOME"] = "/tmp"
+        environment["XDG_CONFIG_HOME"] = "/tmp/\(user)-config"
+        return try runCapturingOutput(
+            URL(fileURLWithPath: "/usr/bin/setpriv"),
+            ["--reuid=\(uid)", "--regid=\(gid)", "--clear-groups", "--", try lactlExecutable().path] + arguments,
+            environment: environment)
+    }
+
+    /// Adds an `ak` item (Apple's default protection, kSecAttrAccessibleWhenUnlocked) and locks the keychain.
+    func addItemAndLock() throws {
+        let added = try lactl(["keychain", "add-generic-password", "-s", "svc", "-a", "ak", "-w", Self.marker])
+        #expect(added.status == 0, "\(added.output)")
+        let locked = try lactl(["keychain", "lock"])
+        #expect(locked.status == 0, "\(locked.output)")
+    }
+
+    /// Whether the `ak` item reads without any prompt.
+    func readsItem() throws -> Bool {
+        let found = try lactl(["keychain", "find-generic-password", "-s", "svc", "-a", "ak", "-w"])
+        return found.status == 0 && found.output.contains(Self.marker)
+    }
+
+    func close() {
+        world.close()
+        Self.run("/usr/sbin/userdel", [user])
+    }
+
+    @discardableResult
+    private static func run(_ path: String, _ arguments: [String], input: String? = nil) -> Int32 {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardInput = pipe
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return -1 }
+        if let input { pipe.fileHandleForWriting.write(Data(input.utf8)) }
+        try? pipe.fileHandleForWriting.close()
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+}
+
+extension LoginKeychainTests {
+    @Test func aLoginUnlocksTheKeychainAndTheLastLogoutLocksIt() throws {
+        let login = try LoginWorld()
+        defer { login.close() }
+        try login.addItemAndLock()
+        #expect(try !login.readsItem())
+
+        let (first, authenticated, opened) = try login.login("secret")
+        #expect(authenticated == 0 && opened == 0, "\(first.output)")
+        #expect(try login.readsItem(), "\(first.output)")
+        // The first login sealed the keychain under the login password.
+        let status = try login.lactl(["status"]).output
+        #expect(status.contains("keychain sealing: under the passcode"), "\(status)")
+        let (second, _, secondOpened) = try login.login("secret")
+        #expect(secondOpened == 0)
+
+        #expect(first.run("close") == 0)
+        #expect(try login.readsItem(), "one login session is left")
+        #expect(second.run("close") == 0)
+        #expect(try !login.readsItem(), "the last session closed")
+
+        for driver in [first, second] {
+            #expect(driver.end() == 0)
+            #expect(driver.output.contains("wiped") && !driver.output.contains("zero=no"), "\(driver.output)")
+            #expect(!driver.output.contains("secret"), "a password in the output: \(driver.output)")
+        }
+    }
+
+    @Test func aWrongPasswordLeavesTheKeychainLockedAndTheLoginResultUnchanged() throws {
+        let login = try LoginWorld()
+        defer { login.close() }
+        try login.addItemAndLock()
+        let plain = try login.driver(plain: true)
+        plain.run("password wrong")
+        let without = plain.run("authenticate")
+        let (driver, with, _) = try login.login("wrong")
+        #expect(without != nil && without != 0)
+        #expect(with == without, "the module changed the login's result")
+        // Even a program that opens the session anyway unlocks nothing: localauthd checks the password itself.
+        #expect(driver.run("open") == 0)
+        #expect(try !login.readsItem())
+        #expect(driver.end() == 0)
+        #expect(plain.end() == 0)
+    }
+
+    @Test func aPasswordChangeThroughTheStackResealsTheKeychain() throws {
+        let login = try LoginWorld()
+        defer { login.close() }
+        try login.addItemAndLock()
+        let (first, _, opened) = try login.login("secret")
+        #expect(opened == 0)
+        #expect(first.run("close") == 0)
+        #expect(try !login.readsItem())
+
+        // passwd, run by the user: the current password, then the new one twice.
+        let passwd = try login.driver(asUser: true)
+        for answer in ["secret", "n3w-Pass-7", "n3w-Pass-7"] { passwd.run("password \(answer)") }
+        #expect(passwd.run("chauthtok") == 0, "\(passwd.output)")
+        #expect(passwd.end() == 0)
+        #expect(passwd.output.contains("password change: keychain of"), "\(passwd.output)")
+        _ = try login.lactl(["keychain", "lock"])
+
+        let (old, oldAuthenticated, _) = try login.login("secret")
+        #expect(oldAuthenticated != 0)
+        let (new, newAuthenticated, newOpened) = try login.login("n3w-Pass-7")
+        #expect(newAuthenticated == 0 && newOpened == 0, "\(new.output)")
+        #expect(try login.readsItem(), "the new password did not unlock: \(new.output)")
+        for driver in [first, old, new] { _ = driver.end() }
+        #expect(!passwd.output.contains("n3w-Pass-7") && !passwd.output.contains("secret"))
+    }
+
+    @Test func aLoginSucceedsWhenTheDaemonIsNotRunningAndSaysSoInTheLog() throws {
+        let login = try LoginWorld()
+        defer { login.close() }
+        login.world.daemon.stop()
+        let (driver, authenticated, opened) = try login.login("secret")
+        #expect(authenticated == 0 && opened == 0)
+        #expect(driver.run("close") == 0)
+        #expect(driver.end() == 0)
+        #expect(driver.output.contains("syslog") && driver.output.contains("not reachable"), "\(driver.output)")
+    }
+
+    @Test func theModuleUnderMemcheckLeaksNothingTouchesNothingWrongAndWipesThePassword() throws {
+        let login = try LoginWorld()
+        defer { login.close() }
+        try login.addItemAndLock()
+        let (driver, authenticated, opened) = try login.login("secret", valgrind: true)
+        #expect(authenticated == 0 && opened == 0, "\(driver.output)")
+        #expect(try login.readsItem())
+        #expect(driver.run("close") == 0)
+        #expect(driver.end() == 0, "memcheck found errors: \(driver.output)")
+        #expect(driver.output.contains("ERROR SUMMARY: 0 errors"), "\(driver.output)")
+        #expect(driver.output.contains("wiped") && !driver.output.contains("zero=no"), "\(driver.output)")
+    }
+}
+
+/// One program running a PAM stack, as `login` or `sshd` does: `PAM/pam-session-driver` (built by `make pam`) on
+/// one PAM handle, fed commands through a FIFO, its output (and the module's syslog lines, which the driver
+/// prints) in a log. Optionally under valgrind's memcheck.
+final class SessionDriver {
+    let log: String
+    private let process: SpawnedProcess
+    private let input: Int32
+    private var answered = 0
+
+    static func built(_ name: String) throws -> String {
+        var directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        while directory.path != "/" && !FileManager.default.fileExists(atPath: directory.appendingPathComponent("Package.swift").path) {
+            directory.deleteLastPathComponent()
+        }
+        let path = directory.appendingPathComponent(".build/pam/\(name)").path
+        guard FileManager.default.isExecutableFile(atPath: path) || FileManager.default.fileExists(atPath: path) else {
+            throw CocoaError(.fileNoSuchFile, userInfo: [NSLocalizedDescriptionKey: "\(path) is missing: run make pam"])
+        }
+        return path
+    }
+
+    /// Starts the driver on service `service` from `confdir` for `user`; `name` names its FIFO and log.
+    init(
+        confdir: String, service: String, user: String, name: String, valgrind: Bool = false,
+        runAs: (uid: UInt32, gid: UInt32)? = nil
+    ) throws {
+        let fifo = confdir + "/\(name).in"
+        log = confdir + "/\(name).log"
+        unlink(fifo)
+        guard mkfifo(fifo, 0o600) == 0 else { throw CocoaError(.fileWriteUnknown) }
+        if let runAs {
+            _ = chown(fifo, runAs.uid, runAs.gid)
+            FileManager.default.createFile(atPath: log, contents: nil)
+            _ = chown(log, runAs.uid, runAs.gid)
+        }
+        // Read-write, so neither end blocks on opening.
+        input = open(fifo, O_RDWR)
+        var command = [try Self.built("pam-session-driver"), "--confdir", confdir, service, user]
+        if valgrind {
+            command = [
+                "/usr/bin/valgrind", "--leak-check=full", "--errors-for-leak-kinds=definite,indirect",
+                "--error-exitcode=99", "--child-silent-after-fork=yes",
+            ] + command
+        }
+        if let runAs {
+            command = ["/usr/bin/setpriv", "--ruid=\(runAs.uid)", "--rgid=\(runAs.gid)", "--keep-groups", "--"] + command
+        }
+        process = try SpawnedProcess(command[0], Array(command.dropFirst()), log: log, input: fifo)
+    }
+
+    /// Everything the driver wrote so far.
+    var output: String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
+
+    /// Sends `command` and waits (up to 60 s) for its result line; the PAM return code (nil: no answer).
+    @discardableResult
+    func run(_ command: String) -> Int32? {
+        let word = String(command.split(separator: " ").first ?? "")
+        let before = resultLines(word).count
+        _ = (command + "\n").withCString { write(input, $0, strlen($0)) }
+        for _ in 0..<600 {
+            let lines = resultLines(word)
+            if lines.count > before {
+                let fields = lines[before].split(separator: " ")
+                return fields.count > 1 ? Int32(fields[1]) : nil
+            }
+            guard process.isRunning else { return nil }
+            usleep(100_000)
+        }
+        return nil
+    }
+
+    private func resultLines(_ word: String) -> [Substring] {
+        output.split(separator: "\n").filter { $0.hasPrefix(word + " ") }
+    }
+
+    /// Ends the PAM handle and waits for the exit status.
+    func end() -> Int32? {
+        _ = "end\n".withCString { write(input, $0, strlen($0)) }
+        let ended = process.wait(timeout: 120)
+        close(input)
+        return ended.map { $0.bySignal ? -$0.status : $0.status }
+    }
+
+    deinit {
+        if process.isRunning { process.stop(SIGKILL) }
     }
 }

@@ -14,13 +14,15 @@ package final class SpawnedProcess: @unchecked Sendable {
     private var exit: (status: Int32, bySignal: Bool)?
 
     /// Starts `executable arguments` with this process's environment merged with `environment`, standard output and
-    /// error appended to `log` (or discarded).
-    package init(_ executable: String, _ arguments: [String], environment: [String: String] = [:], log: String? = nil)
-        throws
-    {
+    /// error appended to `log` (or discarded), standard input read from `input` (a file or FIFO; else inherited).
+    package init(
+        _ executable: String, _ arguments: [String], environment: [String: String] = [:], log: String? = nil,
+        input: String? = nil
+    ) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
+        if let input { posix_spawn_file_actions_addopen(&actions, 0, input, O_RDONLY, 0) }
         let output = log ?? "/dev/null"
         posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o600)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)

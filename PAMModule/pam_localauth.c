@@ -1,0 +1,468 @@
+/*
+ * pam_localauth.so: the login keychain of swift-local-authentication.
+ *
+ *   auth      keeps the password the stack's password module (pam_unix) read, for the session step
+ *   session   open: hands it to localauthd, which checks it through its own PAM service and unlocks the user's
+ *             keychain, then wipes it; close: tells localauthd the session ended (the last one locks the keychain)
+ *   password  after the password changed, hands the old and new passwords to localauthd, which re-seals the
+ *             keychain's class keys under the new one
+ *
+ * It never prompts, never fails a login or a password change because of the keychain (it logs instead), and never
+ * logs a password. It talks to localauthd from a child process it forks and switches to the user, so the daemon
+ * learns who is asking from the kernel (SO_PEERCRED), as for every other client; the daemon names the login session
+ * by that child's parent, the program running this stack.
+ *
+ * Written in C on purpose: it is loaded into login, sshd and display managers, and brings nothing into them but libc
+ * and libpam. The wire format is docs/PROTOCOL.md's, pinned byte for byte by WireFormatTests.
+ *
+ * Arguments: socket=PATH (default /run/localauthd/socket), timeout=SECONDS (default 10), debug.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include <security/pam_ext.h>
+#include <security/pam_modules.h>
+
+#define EXPORT __attribute__((visibility("default")))
+#define DATA_NAME "pam_localauth_authtok"
+#define FRAME_LIMIT 65536
+
+/* A test driver may define this to check that a buffer that held a password is all zeros before it is freed; in
+ * login, sshd and display managers it is absent (NULL). */
+extern void pam_localauth_wiped(const void *region, size_t length) __attribute__((weak));
+
+struct options {
+    const char *socket;
+    int timeout;
+    int debug;
+};
+
+static void parse_options(int argc, const char **argv, struct options *options) {
+    options->socket = "/run/localauthd/socket";
+    options->timeout = 10;
+    options->debug = 0;
+    for (int i = 0; i < argc; i++) {
+        if (strncmp(argv[i], "socket=", 7) == 0) options->socket = argv[i] + 7;
+        else if (strncmp(argv[i], "timeout=", 8) == 0) {
+            int value = atoi(argv[i] + 8);
+            if (value >= 1 && value <= 120) options->timeout = value;
+        } else if (strcmp(argv[i], "debug") == 0) options->debug = 1;
+    }
+}
+
+static void wipe(void *region, size_t length) {
+    explicit_bzero(region, length);
+    if (pam_localauth_wiped) pam_localauth_wiped(region, length);
+}
+
+/* ---- Requests: frames built before the fork, so the child needs no allocation. ---- */
+
+struct buffer {
+    unsigned char *bytes;
+    size_t count, capacity;
+    int failed;
+};
+
+static void put(struct buffer *b, const void *bytes, size_t count) {
+    if (b->failed) return;
+    if (b->count + count > b->capacity) {
+        size_t capacity = (b->count + count) * 2;
+        unsigned char *grown = malloc(capacity);
+        if (!grown) { b->failed = 1; return; }
+        if (b->bytes) {
+            memcpy(grown, b->bytes, b->count);
+            wipe(b->bytes, b->capacity);
+            free(b->bytes);
+        }
+        b->bytes = grown;
+        b->capacity = capacity;
+    }
+    memcpy(b->bytes + b->count, bytes, count);
+    b->count += count;
+}
+
+static void put_u32(struct buffer *b, uint32_t value) {
+    unsigned char bytes[4] = {value >> 24, value >> 16, value >> 8, value};
+    put(b, bytes, 4);
+}
+
+static void put_field(struct buffer *b, unsigned char tag, const void *bytes, size_t count) {
+    put(b, &tag, 1);
+    put_u32(b, (uint32_t)count);
+    put(b, bytes, count);
+}
+
+static void frees_wiped(struct buffer *b) {
+    if (b->bytes) {
+        wipe(b->bytes, b->capacity);
+        free(b->bytes);
+    }
+    b->bytes = NULL;
+    b->count = b->capacity = 0;
+}
+
+/* hello(versions [1], accessGroups [], allGroups false), then login(1, request): both frames, one after the other.
+ * kind 1 sessionOpened(password?), 2 sessionClosed, 3 passwordChanged(old, new). */
+static int build_request(struct buffer *b, int kind, const char *first, const char *second) {
+    static const unsigned char hello[] = {
+        0x01, 0, 0, 0, 0x29, 0x01, 0, 0, 0, 0x24,                           /* frame, ClientMessage.hello */
+        0x01, 0, 0, 0, 0x10, 0, 0, 0, 1, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 1, /* versions [1] */
+        0x02, 0, 0, 0, 4, 0, 0, 0, 0,                                        /* accessGroups [] */
+        0x03, 0, 0, 0, 1, 0,                                                 /* allGroups false */
+    };
+    size_t first_length = first ? strlen(first) : 0, second_length = second ? strlen(second) : 0;
+    size_t payload = 0; /* the LoginRequest's payload */
+    if (kind == 1 && first) payload = 5 + first_length;
+    if (kind == 3) payload = 5 + first_length + 5 + second_length;
+    size_t request = 5 + payload;        /* LoginRequest: tag, length, payload */
+    size_t message = 13 + 5 + request;   /* fields 1 (id) and 2 (the request) */
+    put(b, hello, sizeof hello);
+    put(b, "\x01", 1);
+    put_u32(b, (uint32_t)(5 + message));
+    put(b, "\x0a", 1); /* ClientMessage.login */
+    put_u32(b, (uint32_t)message);
+    unsigned char id[8] = {0, 0, 0, 0, 0, 0, 0, 1};
+    put_field(b, 1, id, 8);
+    put(b, "\x02", 1);
+    put_u32(b, (uint32_t)request);
+    unsigned char tag = (unsigned char)kind;
+    put(b, &tag, 1);
+    put_u32(b, (uint32_t)payload);
+    if (kind == 1 && first) put_field(b, 1, first, first_length);
+    if (kind == 3) {
+        put_field(b, 1, first, first_length);
+        put_field(b, 2, second, second_length);
+    }
+    return b->failed ? -1 : 0;
+}
+
+/* ---- Answers ---- */
+
+/* What the child tells the parent through the pipe. */
+struct outcome {
+    int status; /* 0 answered; 1 not reachable; 2 refused or failed; 3 unexpected answer; 4 cannot become the user */
+    int error;  /* errno, for status 1 and 4 */
+    int unlocked;
+    int64_t sessions;
+    char text[200];
+};
+
+struct reader {
+    const unsigned char *at;
+    size_t left;
+};
+
+static int take(struct reader *r, size_t count, const unsigned char **bytes) {
+    if (count > r->left) return -1;
+    *bytes = r->at;
+    r->at += count;
+    r->left -= count;
+    return 0;
+}
+
+static int take_u32(struct reader *r, uint32_t *value) {
+    const unsigned char *p;
+    if (take(r, 4, &p)) return -1;
+    *value = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+    return 0;
+}
+
+/* The next field of a record: its tag and a reader over its value. */
+static int take_field(struct reader *r, unsigned char *tag, struct reader *value) {
+    const unsigned char *p;
+    uint32_t length;
+    if (take(r, 1, &p)) return -1;
+    *tag = p[0];
+    if (take_u32(r, &length) || take(r, length, &value->at)) return -1;
+    value->left = length;
+    return 0;
+}
+
+static void copy_text(char *to, size_t size, struct reader text) {
+    size_t count = text.left < size - 1 ? text.left : size - 1;
+    for (size_t i = 0; i < count; i++) to[i] = (text.at[i] >= 0x20 && text.at[i] != 0x7f) ? (char)text.at[i] : '?';
+    to[count] = 0;
+}
+
+/* Reads one whole frame into `frame` (async-signal-safe: read only). */
+static int read_frame(int fd, unsigned char *frame, size_t *length) {
+    size_t have = 0, want = 5;
+    while (have < want) {
+        ssize_t got = read(fd, frame + have, want - have);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) return -1;
+        have += (size_t)got;
+        if (have == 5 && want == 5) {
+            uint32_t value = (uint32_t)frame[1] << 24 | (uint32_t)frame[2] << 16 | (uint32_t)frame[3] << 8 | frame[4];
+            if (frame[0] != 1 || value > FRAME_LIMIT - 5) return -1;
+            want = 5 + value;
+        }
+    }
+    *length = have;
+    return 0;
+}
+
+/* The daemon's answer to the login request. */
+static void read_answer(const unsigned char *frame, size_t length, struct outcome *outcome) {
+    struct reader r = {frame + 5, length - 5}, payload, field, value;
+    const unsigned char *tag;
+    unsigned char field_tag;
+    uint32_t payload_length;
+    outcome->status = 3;
+    if (take(&r, 1, &tag) || take_u32(&r, &payload_length) || take(&r, payload_length, &payload.at)) return;
+    payload.left = payload_length;
+    if (*tag == 12) { /* refused(reason) */
+        if (take_field(&payload, &field_tag, &value) == 0) copy_text(outcome->text, sizeof outcome->text, value);
+        outcome->status = 2;
+        return;
+    }
+    /* login (13), keychainFailure (7), authenticationFailure (8): field 1 the request number, field 2 the answer. */
+    if (take_field(&payload, &field_tag, &value) || field_tag != 1) return;
+    if (take_field(&payload, &field_tag, &field) || field_tag != 2) return;
+    if (*tag == 7 || *tag == 8) {
+        while (take_field(&field, &field_tag, &value) == 0)
+            if (field_tag == 2) copy_text(outcome->text, sizeof outcome->text, value);
+        outcome->status = 2;
+        return;
+    }
+    if (*tag != 13) return;
+    while (take_field(&field, &field_tag, &value) == 0) {
+        if (field_tag == 1 && value.left == 1) outcome->unlocked = value.at[0] == 1;
+        if (field_tag == 2 && value.left == 8) {
+            uint64_t count = 0;
+            for (int i = 0; i < 8; i++) count = count << 8 | value.at[i];
+            outcome->sessions = (int64_t)count;
+        }
+        if (field_tag == 3) copy_text(outcome->text, sizeof outcome->text, value);
+    }
+    outcome->status = 0;
+}
+
+/* ---- The child: the user, talking to localauthd. Only async-signal-safe calls from here on. ---- */
+
+static int write_all(int fd, const unsigned char *bytes, size_t count) {
+    while (count > 0) {
+        ssize_t wrote = write(fd, bytes, count);
+        if (wrote < 0 && errno == EINTR) continue;
+        if (wrote <= 0) return -1;
+        bytes += wrote;
+        count -= (size_t)wrote;
+    }
+    return 0;
+}
+
+static void converse(const struct options *options, const struct passwd *user, const struct buffer *request,
+                     int report) {
+    static unsigned char frame[FRAME_LIMIT];
+    struct outcome outcome;
+    memset(&outcome, 0, sizeof outcome);
+    /* Root, or a set-user-ID program such as passwd (effective uid 0): become the user entirely. */
+    if (geteuid() == 0) {
+        gid_t gid = user->pw_gid;
+        if (setgroups(1, &gid) || setgid(user->pw_gid) || setuid(user->pw_uid)) outcome.status = 4;
+    }
+    if (getuid() != user->pw_uid || geteuid() != user->pw_uid) outcome.status = 4;
+    if (outcome.status == 4) {
+        outcome.error = errno;
+    } else {
+        struct sockaddr_un address = {.sun_family = AF_UNIX};
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct timeval timeout = {.tv_sec = options->timeout};
+        size_t length = 0;
+        strncpy(address.sun_path, options->socket, sizeof address.sun_path - 1);
+        if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout) ||
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout) ||
+            connect(fd, (struct sockaddr *)&address, sizeof address)) {
+            outcome.status = 1;
+            outcome.error = errno;
+        } else if (write_all(fd, request->bytes, 46) || read_frame(fd, frame, &length)) {
+            outcome.status = 1;
+            outcome.error = errno ? errno : EPROTO;
+        } else if (frame[5] != 1) { /* not welcome: refused */
+            read_answer(frame, length, &outcome);
+        } else if (write_all(fd, request->bytes + 46, request->count - 46) || read_frame(fd, frame, &length)) {
+            outcome.status = 1;
+            outcome.error = errno ? errno : EPROTO;
+        } else {
+            read_answer(frame, length, &outcome);
+        }
+        if (fd >= 0) close(fd);
+    }
+    explicit_bzero(request->bytes, request->capacity);
+    (void)write_all(report, (const unsigned char *)&outcome, sizeof outcome);
+}
+
+/* ---- The parent ---- */
+
+/* Runs one login request for the stack's user; what happened, in `outcome`. */
+static void ask(pam_handle_t *pamh, const struct options *options, int kind, const char *first,
+                const char *second, const char **name, struct outcome *outcome) {
+    memset(outcome, 0, sizeof *outcome);
+    outcome->status = 3;
+    const void *item = NULL;
+    if (pam_get_item(pamh, PAM_USER, &item) != PAM_SUCCESS || !item) {
+        snprintf(outcome->text, sizeof outcome->text, "no user");
+        return;
+    }
+    *name = item;
+    struct passwd entry, *user = NULL;
+    char text[4096];
+    if (getpwnam_r(*name, &entry, text, sizeof text, &user) || !user) {
+        snprintf(outcome->text, sizeof outcome->text, "the user has no passwd entry");
+        return;
+    }
+    struct buffer request = {0};
+    int pipes[2] = {-1, -1};
+    if (build_request(&request, kind, first, second) || pipe2(pipes, O_CLOEXEC)) {
+        snprintf(outcome->text, sizeof outcome->text, "out of memory or descriptors");
+        frees_wiped(&request);
+        return;
+    }
+    pid_t child = fork();
+    if (child == 0) {
+        close(pipes[0]);
+        converse(options, user, &request, pipes[1]);
+        _exit(0);
+    }
+    close(pipes[1]);
+    if (child < 0) {
+        snprintf(outcome->text, sizeof outcome->text, "fork failed: %s", strerror(errno));
+    } else {
+        struct pollfd wait_for = {.fd = pipes[0], .events = POLLIN};
+        int ready;
+        do ready = poll(&wait_for, 1, (options->timeout + 2) * 1000);
+        while (ready < 0 && errno == EINTR);
+        if (ready <= 0 || read(pipes[0], outcome, sizeof *outcome) != (ssize_t)sizeof *outcome) {
+            kill(child, SIGKILL);
+            memset(outcome, 0, sizeof *outcome);
+            outcome->status = 1;
+            outcome->error = ETIMEDOUT;
+        }
+        outcome->text[sizeof outcome->text - 1] = 0;
+        while (waitpid(child, NULL, 0) < 0 && errno == EINTR) {}
+    }
+    close(pipes[0]);
+    frees_wiped(&request);
+}
+
+/* Logs what happened at `step`; never a password. */
+static void report(pam_handle_t *pamh, const struct options *options, const char *name, const struct outcome *o,
+                   const char *step) {
+    switch (o->status) {
+    case 0:
+        if (o->text[0])
+            pam_syslog(pamh, o->unlocked ? LOG_INFO : LOG_NOTICE, "%s: keychain of %s %s (%lld login sessions): %s",
+                       step, name, o->unlocked ? "unlocked" : "locked", (long long)o->sessions, o->text);
+        else
+            pam_syslog(pamh, LOG_INFO, "%s: keychain of %s %s (%lld login sessions)", step, name,
+                       o->unlocked ? "unlocked" : "locked", (long long)o->sessions);
+        break;
+    case 1:
+        pam_syslog(pamh, LOG_ERR, "%s: localauthd not reachable at %s (%s): keychain of %s left as it is", step,
+                   options->socket, strerror(o->error), name);
+        break;
+    case 2:
+        pam_syslog(pamh, LOG_ERR, "%s: localauthd refused: %s", step, o->text);
+        break;
+    case 4:
+        pam_syslog(pamh, LOG_ERR, "%s: cannot act as %s (%s)", step, name, strerror(o->error));
+        break;
+    default:
+        pam_syslog(pamh, LOG_ERR, "%s: unexpected answer from localauthd%s%s", step, o->text[0] ? ": " : "",
+                   o->text);
+    }
+}
+
+static void cleanup_password(pam_handle_t *pamh, void *data, int status) {
+    (void)pamh;
+    (void)status;
+    char *password = data;
+    wipe(password, strlen(password));
+    free(password);
+}
+
+EXPORT int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const char **argv) {
+    (void)flags;
+    struct options options;
+    parse_options(argc, argv, &options);
+    const void *token = NULL;
+    if (pam_get_item(pamh, PAM_AUTHTOK, &token) != PAM_SUCCESS || !token) {
+        if (options.debug) pam_syslog(pamh, LOG_DEBUG, "auth: no password in the stack to keep");
+        return PAM_IGNORE;
+    }
+    char *copy = strdup(token);
+    if (!copy || pam_set_data(pamh, DATA_NAME, copy, cleanup_password) != PAM_SUCCESS) {
+        if (copy) cleanup_password(pamh, copy, 0);
+        pam_syslog(pamh, LOG_ERR, "auth: cannot keep the password for the session");
+    } else if (options.debug) {
+        pam_syslog(pamh, LOG_DEBUG, "auth: password kept for the session");
+    }
+    return PAM_IGNORE;
+}
+
+EXPORT int pam_sm_setcred(pam_handle_t *pamh, int flags, int argc, const char **argv) {
+    (void)pamh, (void)flags, (void)argc, (void)argv;
+    return PAM_IGNORE;
+}
+
+EXPORT int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, const char **argv) {
+    (void)flags;
+    struct options options;
+    parse_options(argc, argv, &options);
+    const void *kept = NULL;
+    if (pam_get_data(pamh, DATA_NAME, &kept) != PAM_SUCCESS) kept = NULL;
+    const char *name = "?";
+    struct outcome outcome;
+    ask(pamh, &options, 1, kept, NULL, &name, &outcome);
+    /* Handed over: the kept copy is wiped and freed now (pam_set_data runs the old cleanup). */
+    if (kept) pam_set_data(pamh, DATA_NAME, NULL, NULL);
+    report(pamh, &options, name, &outcome, kept ? "session open" : "session open (no password)");
+    return PAM_SUCCESS;
+}
+
+EXPORT int pam_sm_close_session(pam_handle_t *pamh, int flags, int argc, const char **argv) {
+    (void)flags;
+    struct options options;
+    parse_options(argc, argv, &options);
+    const char *name = "?";
+    struct outcome outcome;
+    ask(pamh, &options, 2, NULL, NULL, &name, &outcome);
+    report(pamh, &options, name, &outcome, "session close");
+    return PAM_SUCCESS;
+}
+
+EXPORT int pam_sm_chauthtok(pam_handle_t *pamh, int flags, int argc, const char **argv) {
+    if (!(flags & PAM_UPDATE_AUTHTOK)) return PAM_IGNORE;
+    struct options options;
+    parse_options(argc, argv, &options);
+    const void *old = NULL, *new = NULL, *user = NULL;
+    pam_get_item(pamh, PAM_OLDAUTHTOK, &old);
+    pam_get_item(pamh, PAM_AUTHTOK, &new);
+    if (!old || !new) {
+        pam_get_item(pamh, PAM_USER, &user);
+        pam_syslog(pamh, LOG_NOTICE,
+                   "password: the keychain of %s stays sealed under the previous password (the stack gave no old "
+                   "password); `lactl passcode changed` re-seals it",
+                   user ? (const char *)user : "?");
+        return PAM_IGNORE;
+    }
+    const char *name = "?";
+    struct outcome outcome;
+    ask(pamh, &options, 3, old, new, &name, &outcome);
+    report(pamh, &options, name, &outcome, "password change");
+    return PAM_IGNORE;
+}
