@@ -6,7 +6,8 @@ import SocketPeer
 import Synchronization
 
 /// The users' login sessions, as the PAM module reports them: the keychain unlocks when a session opens with the
-/// login password and its `ak` classes lock when the user's last session closes.
+/// login password and its `ak` classes lock when the user's last session closes. Only sessions whose password
+/// unlocked the keychain count (a login by key or by finger leaves it as it is, and cannot hold it open).
 ///
 /// A session is the program that runs the PAM stack (`login`, `sshd`'s session process, a display manager): the
 /// parent of the process the module forks to connect as the user, named by its pid and its start time (so a reused
@@ -33,11 +34,12 @@ final class LoginSessions: Sendable {
             guard let session = Self.session(ofParentOf: peer.credentials.pid) else {
                 throw AuthenticationError(.invalidContext, "the login session's program cannot be named")
             }
-            let count = opened(session, uid: uid)
-            var note: String?
-            if let password {
-                note = await engine.unlock(withPassword: password, caller: caller)
-            }
+            // Only a login whose password unlocked the keychain counts as a session: any program of the user may
+            // send this message, and one without the password must not keep the keychain open past the last
+            // logout.
+            var note: String? = "no password: the keychain is left as it is"
+            if let password { note = await engine.unlock(withPassword: password, caller: caller) }
+            let count = note == nil ? opened(session, uid: uid) : count(uid: uid)
             let outcome = LoginOutcome(unlocked: !engine.isLocked, sessions: count, note: note)
             DaemonServer.logger.info(
                 "login session opened",

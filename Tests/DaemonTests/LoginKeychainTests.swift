@@ -168,12 +168,17 @@ extension LoginKeychainTests {
         #expect(status.contains("keychain sealing: under the passcode"), "\(status)")
         let (second, _, secondOpened) = try login.login("secret")
         #expect(secondOpened == 0)
+        // A session opened without the password (a program of the user, a login by key) does not hold the keychain
+        // open past the last password session.
+        let withoutPassword = try login.driver()
+        #expect(withoutPassword.run("open") == 0)
 
         #expect(first.run("close") == 0)
         #expect(try login.readsItem(), "one login session is left")
         #expect(second.run("close") == 0)
         #expect(try !login.readsItem(), "the last session closed")
 
+        _ = withoutPassword.end()
         for driver in [first, second] {
             #expect(driver.end() == 0)
             #expect(driver.output.contains("wiped") && !driver.output.contains("zero=no"), "\(driver.output)")
