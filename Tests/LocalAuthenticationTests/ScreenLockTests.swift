@@ -12,7 +12,7 @@ import Glibc
 /// `lactl keychain lock-on-screen-lock` (the user unit's command) against a real D-Bus daemon standing in for the
 /// system bus: logind's `org.freedesktop.login1.Session.Lock` signal locks the keychain, for the watched session
 /// only. Signals are sent with `dbus-send`, as logind would send them.
-@Suite("lactl keychain lock-on-screen-lock on a real bus", .serialized)
+@Suite("lactl keychain lock-on-screen-lock on a real bus", .serialized, .virtualReaderLock)
 struct ScreenLockTests {
     func isLocked(_ world: LocalAuthenticationWorld) throws -> Bool {
         guard case .locked(let locked) = try world.client.sendBlocking(.lockState) else { return false }
