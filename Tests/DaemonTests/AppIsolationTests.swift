@@ -27,6 +27,18 @@ struct AppIsolationTests {
             environment["LA_DAEMON_SOCKET"] = socket
             environment["LA_PRESENTER"] = "none"
             environment["LA_ACCESS_GROUPS"] = claimed
+            // A probe copied into place just before may still be open for writing in a child that another test's
+            // spawn forked in between (exec then fails with ETXTBSY until that child has exec'd): try again briefly.
+            for _ in 0..<50 {
+                do {
+                    return AppIsolationTests.values(
+                        try runCapturingOutput(URL(fileURLWithPath: executable), arguments, environment: environment))
+                } catch let error as NSError
+                    where (error.userInfo[NSUnderlyingErrorKey] as? NSError)?.code == Int(ETXTBSY)
+                {
+                    usleep(20_000)
+                }
+            }
             return AppIsolationTests.values(
                 try runCapturingOutput(URL(fileURLWithPath: executable), arguments, environment: environment))
         }
