@@ -65,7 +65,10 @@ let package = Package(
         // State: the encrypted SQLite keychain database and its item codec.
         .target(
             name: "KeychainStore",
-            dependencies: ["SecureCrypto", "SecurityProtocol", .product(name: "GRDB", package: "GRDB.swift")]),
+            dependencies: [
+                "SecureCrypto", "SecurityProtocol", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ]),
         // Secrets: device root key, protection-class keys, enclave-held P-256 keys.
         // A TPM 2.0 through tpm2-tss: sealed data, P-256 keys made and used inside it, its properties.
         .target(name: "TrustedPlatform", dependencies: ["CTSS2", "SecureCrypto", "StoreFiles"]),
@@ -166,9 +169,11 @@ let package = Package(
             name: "la-bench",
             dependencies: [
                 "SecureCrypto", "COpenSSL", "Authenticators", "KeychainStore", "SecurityProtocol", "SecurityServer",
-                "SecurityClient", "KeychainServices", "LocalAuthentication", "SSHAgent", "Enclave",
+                "SecurityClient", "KeychainServices", "LocalAuthentication", "SSHAgent", "Enclave", "CRawSQLite",
             ],
             path: "Benchmarks/la-bench"),
+        // The keychain benchmark's raw side: the same table through the SQLite C API, statements prepared once.
+        .target(name: "CRawSQLite", path: "Benchmarks/CRawSQLite", linkerSettings: [.linkedLibrary("sqlite3")]),
 
         // What several test targets share: the virtual-reader lock, subprocess and pseudo-terminal helpers, pam_matrix,
         // enrollment through the engine's requests.

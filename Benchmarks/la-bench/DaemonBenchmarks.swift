@@ -20,45 +20,9 @@ enum DaemonBenchmarks {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("la-bench-daemon-\(getpid())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-            .appendingPathComponent("localauthd").path
-        guard FileManager.default.isExecutableFile(atPath: executable) else {
-            print("daemon: skipped, \(executable) missing (make bench builds it)")
-            return
-        }
-        let socket = directory.path + "/localauthd.sock"
-        var pid: pid_t = 0
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        // LA_BENCH_DAEMON_WRAPPER runs the daemon under a profiler, e.g.
-        // "/usr/bin/perf record -F 4000 -o /tmp/localauthd.perf" (BENCHMARKS.md; valgrind 3.19 cannot read Swift 6.3's
-        // debug information).
-        let wrapper = ProcessInfo.processInfo.environment["LA_BENCH_DAEMON_WRAPPER"].map {
-            $0.split(separator: " ").map(String.init)
-        } ?? []
-        // An empty registry of its own (not the machine's /etc/localauthd): la-bench holds its private group.
-        let command =
-            wrapper + [
-                executable, "--socket", socket, "--state-directory", directory.path + "/state",
-                "--config-directory", directory.path + "/config",
-            ]
-        guard Measure.spawn(&pid, command[0], Array(command.dropFirst()), actions: &actions) == 0 else {
-            print("daemon: skipped, localauthd did not start")
-            return
-        }
-        defer { Measure.stop(pid) }
-        var daemon: SocketClient?
-        for _ in 0..<(wrapper.isEmpty ? 200 : 1_200) where daemon == nil {
-            daemon = try? SocketClient(path: socket, accessGroups: ["la-bench"])
-            if daemon == nil { usleep(50_000) }
-        }
-        guard let daemon else {
-            print("daemon: skipped, localauthd did not answer")
-            return
-        }
+        guard let started = BenchDaemon.start(in: directory) else { return }
+        defer { started.stop() }
+        let daemon = started.client
         let embedded = EmbeddedClient(
             engine: try KeychainEngine(
                 directory: directory.appendingPathComponent("embedded"),
@@ -149,5 +113,77 @@ enum DaemonBenchmarks {
             "daemon \(name): median \(us(daemon.median)), p99 \(us(daemon.p99)); embedded median "
                 + "\(us(embedded.median)), p99 \(us(embedded.p99)); daemon/embedded "
                 + String(format: "%.2fx", daemon.median / embedded.median) + (target.map { " (target \($0))" } ?? ""))
+    }
+}
+
+/// A localauthd started for a benchmark: a socket, state and (empty) configuration directory of its own under
+/// `directory`, so la-bench is an unregistered program holding its private group.
+final class BenchDaemon {
+    let pid: pid_t
+    let client: SocketClient
+
+    private init(pid: pid_t, client: SocketClient) {
+        self.pid = pid
+        self.client = client
+    }
+
+    /// Starts the daemon built beside la-bench and connects; nil (with the reason printed) when it cannot.
+    ///
+    /// `LA_BENCH_DAEMON_WRAPPER` runs the daemon under a profiler, e.g. "/usr/bin/perf record -F 4000 -o FILE"
+    /// (BENCHMARKS.md); `wrapper` does the same for one call.
+    static func start(in directory: URL, wrapper: [String]? = nil) -> BenchDaemon? {
+        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+            .appendingPathComponent("localauthd").path
+        guard FileManager.default.isExecutableFile(atPath: executable) else {
+            print("daemon: skipped, \(executable) missing (make bench builds it)")
+            return nil
+        }
+        try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let socket = directory.path + "/localauthd.sock"
+        var pid: pid_t = 0
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        let wrapper =
+            wrapper ?? ProcessInfo.processInfo.environment["LA_BENCH_DAEMON_WRAPPER"].map {
+                $0.split(separator: " ").map(String.init)
+            } ?? []
+        let command =
+            wrapper + [
+                wrapper.first?.hasSuffix("valgrind") == true ? strippedCopy(of: executable, in: directory) : executable,
+                "--socket", socket, "--state-directory", directory.path + "/state",
+                "--config-directory", directory.path + "/config",
+            ]
+        guard Measure.spawn(&pid, command[0], Array(command.dropFirst()), actions: &actions) == 0 else {
+            print("daemon: skipped, localauthd did not start")
+            return nil
+        }
+        var client: SocketClient?
+        for _ in 0..<(wrapper.isEmpty ? 200 : 1_200) where client == nil {
+            client = try? SocketClient(path: socket, accessGroups: ["la-bench"])
+            if client == nil { usleep(50_000) }
+        }
+        guard let client else {
+            print("daemon: skipped, localauthd did not answer")
+            Measure.stop(pid)
+            return nil
+        }
+        return BenchDaemon(pid: pid, client: client)
+    }
+
+    /// SIGTERM, then waits for the daemon to exit.
+    func stop() { Measure.stop(pid) }
+
+    /// A copy of `executable` without its debug information, which valgrind 3.19 cannot read (Swift 6.3's
+    /// DWARF); symbols stay, so profiles still name functions.
+    static func strippedCopy(of executable: String, in directory: URL) -> String {
+        let copy = directory.appendingPathComponent(
+            URL(fileURLWithPath: executable).lastPathComponent + "-nodebug").path
+        if !FileManager.default.fileExists(atPath: copy) {
+            _ = Measure.run("/usr/bin/objcopy", ["--strip-debug", executable, copy])
+        }
+        return copy
     }
 }

@@ -1,3 +1,4 @@
+import CRawSQLite
 import Foundation
 import KeychainStore
 import SecurityClient
@@ -5,43 +6,78 @@ import SecurityProtocol
 import SecurityServer
 import Synchronization
 
-/// The keychain engine (encrypted rows, blind index, two AES-256-GCM layers) against the same SQLite schema and
-/// statements without any crypto, at 1k, 10k and 100k items; and lookups against `secret-tool` on a
-/// gnome-keyring daemon started for the run, when those packages are installed.
+/// The keychain engine (encrypted rows, blind index, two AES-256-GCM layers), embedded and through a localauthd
+/// started for the run, against the same SQLite table through the C API with prepared statements and rows of the
+/// engine's sizes and no crypto (the honest floor), and against the same statements through GRDB (the earlier
+/// baseline, kept for continuity), at 1k, 10k and 100k items; and lookups against `secret-tool` on a gnome-keyring
+/// daemon started for the run, when those packages are installed.
 enum KeychainBenchmarks {
-    private static let sizes = [1_000, 10_000, 100_000]
+    private static let sizes = (ProcessInfo.processInfo.environment["LA_BENCH_SIZES"] ?? "1000,10000,100000")
+        .split(separator: ",").compactMap { Int($0) }
     private static let secret = Data("correct horse battery staple".utf8)
 
-    struct Figures {
-        var add = 0.0
-        var find = 0.0
-        var update = 0.0
-        var delete = 0.0
-    }
-
     static func run() async throws {
-        print("== keychain: engine vs SQLite with the same schema and no crypto (same run)")
+        print(
+            "== keychain: the engine (embedded, and through localauthd) vs the SQLite C API with the same table, "
+                + "row sizes and prepared statements, no crypto (same run; the GRDB baseline kept for continuity)")
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("la-bench-keychain-\(getpid())")
         defer { try? FileManager.default.removeItem(at: root) }
+        let daemon = BenchDaemon.start(in: root.appendingPathComponent("daemon"))
+        defer { daemon?.stop() }
+        // The transport's floor on this machine: a C round trip between two processes over a Unix socket.
+        let peerRoundTrip = raw_unix_round_trip_ns(5_000, 160, 120) / 1e9
+        if peerRoundTrip > 0 {
+            print(String(format: "transport floor: C round trip between two processes over a Unix socket %.1f µs (median)", peerRoundTrip * 1e6))
+        }
         var findAtSize: [Int: Double] = [:]
         for size in sizes {
-            let engine = try EngineSide(size: size, directory: root.appendingPathComponent("engine-\(size)"))
-            let raw = try RawSide(size: size, directory: root.appendingPathComponent("raw-\(size)"))
-            // Lookups and updates alternate between the two sides in short slices, so load from anything else on
-            // the machine falls on both alike.
-            let (ourFind, rawFind) = try alternate(seconds: 3, engine.find, raw.find)
-            let (ourUpdate, rawUpdate) = try alternate(seconds: 2, engine.update, raw.update)
-            let ourDelete = try engine.deleteSome()
-            let rawDelete = try raw.deleteSome()
-            findAtSize[size] = ourFind
             let label = "\(size / 1000)k"
-            Measure.report("keychain add @\(label)", ours: engine.addRate, baseline: raw.addRate, baselineName: "raw SQLite")
-            Measure.report(
-                "keychain find-by-primary-key @\(label)", ours: ourFind, baseline: rawFind, baselineName: "raw SQLite",
-                target: ">= 0.5")
-            Measure.report("keychain update @\(label)", ours: ourUpdate, baseline: rawUpdate, baselineName: "raw SQLite")
-            Measure.report("keychain delete @\(label)", ours: ourDelete, baseline: rawDelete, baselineName: "raw SQLite")
+            let directory = root.appendingPathComponent("engine-\(size)")
+            let engine = try EngineSide(
+                client: EmbeddedClient(
+                    configuration: EmbeddedConfiguration(dataDirectory: directory, accessGroups: ["bench"])),
+                size: size, service: "bench")
+            let throughDaemon = try daemon.map { try EngineSide(client: $0.client, size: size, service: "bench-\(size)") }
+            let rawC = try RawCSide(
+                size: size, directory: root.appendingPathComponent("raw-c-\(size)"),
+                sizesLike: directory.appendingPathComponent(KeychainDatabase.fileName).path)
+            let grdb = try RawSide(size: size, directory: root.appendingPathComponent("raw-\(size)"))
+            // Lookups and updates alternate between the sides in short slices, so load from anything else on
+            // the machine falls on every side alike.
+            let finds = try alternate(seconds: 4, [engine.find, rawC.find, grdb.find] + (throughDaemon.map { [$0.find] } ?? []))
+            let updates = try alternate(
+                seconds: 3, [engine.update, rawC.update, grdb.update] + (throughDaemon.map { [$0.update] } ?? []))
+            let deletes = try [engine.deleteSome(), rawC.deleteSome(), grdb.deleteSome(), throughDaemon?.deleteSome() ?? 0]
+            findAtSize[size] = finds[0]
+            let adds = [engine.addRate, rawC.addRate, grdb.addRate, throughDaemon?.addRate ?? 0]
+            for (operation, rates) in [("add", adds), ("find-by-primary-key", finds), ("update", updates), ("delete", deletes)] {
+                let isFind = operation == "find-by-primary-key"
+                Measure.report(
+                    "keychain \(operation) @\(label), embedded", ours: rates[0], baseline: rates[1],
+                    baselineName: "raw C SQLite", target: isFind ? ">= 0.5" : nil)
+                if throughDaemon != nil {
+                    Measure.report(
+                        "keychain \(operation) @\(label), through localauthd", ours: rates[3], baseline: rates[1],
+                        baselineName: "raw C SQLite", target: isFind ? ">= 0.25" : nil)
+                }
+                Measure.report(
+                    "keychain \(operation) @\(label), embedded vs GRDB baseline", ours: rates[0], baseline: rates[2],
+                    baselineName: "GRDB, no crypto")
+            }
+            if finds.count > 3, peerRoundTrip > 0 {
+                let floor = 1 / finds[1] + peerRoundTrip
+                print(
+                    String(
+                        format: "keychain find @%@ through localauthd vs the floor (raw C SQLite lookup + C socket round trip, "
+                            + "%.1f µs): ratio %.2f", label, floor * 1e6, floor * finds[3]))
+            }
+            print(
+                String(
+                    format: "keychain find @%@: embedded %.1f µs, raw C SQLite %.1f µs, GRDB %.1f µs%@", label,
+                    1e6 / finds[0], 1e6 / finds[1], 1e6 / finds[2],
+                    finds.count > 3 ? String(format: ", through localauthd %.1f µs", 1e6 / finds[3]) : ""))
         }
+        if daemon == nil { print("keychain through localauthd: skipped (see above)") }
         if let small = findAtSize[1_000], let large = findAtSize[100_000] {
             print(
                 "keychain lookup time 100k vs 1k: \(String(format: "%.2f", small / large))x (target <= 2x; "
@@ -52,24 +88,25 @@ enum KeychainBenchmarks {
 
     // MARK: Ours
 
-    private static func query(_ index: Int) -> [String: KeychainValue] {
-        ["class": .string("genp"), "svce": .string("bench"), "acct": .string("account-\(index)")]
+    private static func query(_ index: Int, service: String) -> [String: KeychainValue] {
+        ["class": .string("genp"), "svce": .string(service), "acct": .string("account-\(index)")]
     }
 
-    /// The engine through an embedded client: what `SecItemCopyMatching` and friends run.
+    /// The engine through a client, embedded or localauthd's: what `SecItemCopyMatching` and friends run.
     final class EngineSide {
-        let client: EmbeddedClient
+        let client: any SecurityClient
         let size: Int
+        let service: String
         var addRate = 0.0
         var random = Random(seed: 1)
 
-        init(size: Int, directory: URL) throws {
+        init(client: any SecurityClient, size: Int, service: String) throws {
+            self.client = client
             self.size = size
-            client = try EmbeddedClient(
-                configuration: EmbeddedConfiguration(dataDirectory: directory, accessGroups: ["bench"]))
+            self.service = service
             let start = ContinuousClock.now
             for index in 0..<size {
-                var item = query(index)
+                var item = query(index, service: service)
                 item["labl"] = .string("item \(index)")
                 item["v_Data"] = .data(secret)
                 _ = try client.sendBlocking(.add(item))
@@ -78,7 +115,7 @@ enum KeychainBenchmarks {
         }
 
         func find() throws {
-            var find = query(random.next(below: size))
+            var find = query(random.next(below: size), service: service)
             find["r_Data"] = .bool(true)
             guard case .items(let results) = try client.sendBlocking(.copyMatching(find)), results.items.count == 1 else {
                 throw BenchmarkFailure.wrongResult
@@ -86,21 +123,77 @@ enum KeychainBenchmarks {
         }
 
         func update() throws {
-            _ = try client.sendBlocking(.update(query: query(random.next(below: size)), attributes: ["v_Data": .data(secret)]))
+            _ = try client.sendBlocking(
+                .update(query: query(random.next(below: size), service: service), attributes: ["v_Data": .data(secret)]))
         }
 
         func deleteSome() throws -> Double {
             let deletions = min(size / 5, 2_000)
             let start = ContinuousClock.now
-            for index in 0..<deletions { _ = try client.sendBlocking(.delete(query(index))) }
+            for index in 0..<deletions { _ = try client.sendBlocking(.delete(query(index, service: service))) }
             return Double(deletions) / seconds(since: start)
         }
     }
 
-    // MARK: Raw SQLite, same schema and statements, no crypto
+    // MARK: Raw SQLite through the C API
 
-    /// The same table, indexes, connection settings and statements, with values and attributes in clear and the
-    /// primary key itself as the unique index.
+    /// The engine's table, indexes and connection settings (WAL, synchronous=FULL, secure_delete) through the
+    /// SQLite C API with statements prepared once: each lookup binds a 32-byte key, steps, reads every column and
+    /// copies the value out, as the engine's lookup reads its row. Rows have the blob sizes of the engine's rows.
+    final class RawCSide {
+        let handle: OpaquePointer
+        let size: Int
+        var addRate = 0.0
+        var random = Random(seed: 1)
+
+        init(size: Int, directory: URL, sizesLike enginePath: String) throws {
+            self.size = size
+            var sizes = (attributes: 0, wrappedKey: 0, value: 0)
+            guard raw_sqlite_row_sizes(enginePath, &sizes.attributes, &sizes.wrappedKey, &sizes.value) == SQLITE_OK_CODE
+            else { throw BenchmarkFailure.wrongResult }
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            var opened: OpaquePointer?
+            guard
+                raw_sqlite_open(
+                    directory.appendingPathComponent("keychain.db").path, sizes.attributes, sizes.wrappedKey,
+                    sizes.value, &opened) == SQLITE_OK_CODE, let opened
+            else { throw BenchmarkFailure.wrongResult }
+            handle = opened
+            let start = ContinuousClock.now
+            for index in 0..<size where raw_sqlite_insert(handle, Int64(index)) != SQLITE_DONE_CODE {
+                throw BenchmarkFailure.wrongResult
+            }
+            addRate = Double(size) / seconds(since: start)
+        }
+
+        deinit { raw_sqlite_close(handle) }
+
+        func find() throws {
+            guard raw_sqlite_find(handle, Int64(random.next(below: size))) == SQLITE_ROW_CODE else {
+                throw BenchmarkFailure.wrongResult
+            }
+        }
+
+        func update() throws {
+            guard raw_sqlite_update(handle, Int64(random.next(below: size))) == SQLITE_DONE_CODE else {
+                throw BenchmarkFailure.wrongResult
+            }
+        }
+
+        func deleteSome() throws -> Double {
+            let deletions = min(size / 5, 2_000)
+            let start = ContinuousClock.now
+            for index in 0..<deletions where raw_sqlite_delete(handle, Int64(index)) != SQLITE_DONE_CODE {
+                throw BenchmarkFailure.wrongResult
+            }
+            return Double(deletions) / seconds(since: start)
+        }
+    }
+
+    // MARK: Raw SQLite through GRDB, same schema and statements, no crypto (the baseline before the C one)
+
+    /// The same table, indexes, connection settings and statements through GRDB (`KeychainDatabase`), with values
+    /// and attributes in clear and the primary key itself as the unique index.
     final class RawSide {
         let database: KeychainDatabase
         let size: Int
@@ -164,36 +257,28 @@ enum KeychainBenchmarks {
         }
     }
 
-    /// Operations per second of `ours` and `baseline`, run in alternating slices for `seconds` in total.
-    private static func alternate(
-        seconds total: Double, _ ours: () throws -> Void, _ baseline: () throws -> Void
-    ) throws -> (Double, Double) {
+    /// Operations per second of each side, run in alternating slices for `seconds` in total.
+    private static func alternate(seconds total: Double, _ sides: [() throws -> Void]) throws -> [Double] {
         for _ in 0..<50 {
-            try ours()
-            try baseline()
+            for side in sides { try side() }
         }
         let rounds = 10
-        let slice = Duration.milliseconds(Int(total * 1000) / (2 * rounds))
-        var counts = (0, 0)
-        var elapsed = (0.0, 0.0)
+        let slice = Duration.milliseconds(Int(total * 1000) / (sides.count * rounds))
+        var counts = Array(repeating: 0, count: sides.count)
+        var elapsed = Array(repeating: 0.0, count: sides.count)
         for _ in 0..<rounds {
-            for side in 0..<2 {
+            for (index, side) in sides.enumerated() {
                 let start = ContinuousClock.now
                 var done = 0
                 repeat {
-                    for _ in 0..<10 { try side == 0 ? ours() : baseline() }
+                    for _ in 0..<10 { try side() }
                     done += 10
                 } while ContinuousClock.now - start < slice
-                if side == 0 {
-                    counts.0 += done
-                    elapsed.0 += Self.seconds(since: start)
-                } else {
-                    counts.1 += done
-                    elapsed.1 += Self.seconds(since: start)
-                }
+                counts[index] += done
+                elapsed[index] += Self.seconds(since: start)
             }
         }
-        return (Double(counts.0) / elapsed.0, Double(counts.1) / elapsed.1)
+        return zip(counts, elapsed).map { Double($0) / $1 }
     }
 
     // MARK: secret-tool on gnome-keyring
@@ -295,6 +380,11 @@ enum KeychainBenchmarks {
 
         var text: String { String(decoding: storage.withLock { $0 } ?? Data(), as: UTF8.self) }
     }
+
+    // SQLite's result codes, as the C side returns them (sqlite3.h is not imported into Swift here).
+    private static let SQLITE_OK_CODE: Int32 = 0
+    private static let SQLITE_ROW_CODE: Int32 = 100
+    private static let SQLITE_DONE_CODE: Int32 = 101
 
     private enum BenchmarkFailure: Error {
         case wrongResult

@@ -13,7 +13,13 @@ let sections: [(name: String, run: () async throws -> Void)] = [
     ("context", ContextBenchmarks.run),
     ("agent", AgentBenchmarks.run),
     ("daemon", DaemonBenchmarks.run),
+    ("callgrind", CallgrindBenchmarks.run),
 ]
+// The child the callgrind section runs under valgrind.
+if CommandLine.arguments.dropFirst().first == "lookup-loop" {
+    try CallgrindBenchmarks.loop(Array(CommandLine.arguments.dropFirst(2)))
+    exit(0)
+}
 let chosen = Set(CommandLine.arguments.dropFirst())
 print("la-bench: ratios against baselines measured in this run (higher is better unless said)")
 for section in sections where chosen.isEmpty || chosen.contains(section.name) {
