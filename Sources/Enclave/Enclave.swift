@@ -432,7 +432,9 @@ package final class Enclave: Sendable {
     package func unwrap(rowKey wrapped: Data, protectionClass: ProtectionClass, binding: Data) throws -> SecureBytes {
         let key = try classKey(protectionClass)
         do {
-            return try AESGCM.open(AESGCM.SealedBox(combined: wrapped), using: key, authenticating: binding)
+            return try wrapped.withUnsafeBytes { box in
+                try binding.withUnsafeBytes { try AESGCM.open(combined: box, using: key, authenticating: $0) }
+            }
         } catch {
             throw EnclaveError(.corrupt, "a row key does not authenticate")
         }

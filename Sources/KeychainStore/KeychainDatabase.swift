@@ -11,6 +11,8 @@ package final class KeychainDatabase: Sendable {
     package static let fileName = "keychain.db"
 
     private let pool: DatabasePool
+    /// Lookups by blind index, outside GRDB (the hot path).
+    private let direct: DirectLookup
     /// Where the database file lives.
     package let path: String
 
@@ -33,6 +35,15 @@ package final class KeychainDatabase: Sendable {
         } catch {
             throw Self.storeError(error)
         }
+        direct = DirectLookup(path: path)
+    }
+
+    /// The row whose blind index is `blindIndex` (with its sealed value when `includingValue`), read by one
+    /// statement outside any explicit transaction: the hot path of a lookup by primary key.
+    ///
+    /// - Throws: `StoreError.corrupt` when the file is damaged, `.io` for other SQLite failures.
+    package func item(blindIndex: Data, includingValue: Bool) throws -> StoredItem? {
+        try direct.item(blindIndex: blindIndex, includingValue: includingValue)
     }
 
     private static var migrator: DatabaseMigrator {

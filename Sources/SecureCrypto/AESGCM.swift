@@ -131,6 +131,41 @@ package enum AESGCM {
         return plaintext
     }
 
+    /// Verifies and decrypts `nonce (12 bytes) || ciphertext || tag` where it lies, without splitting it into a
+    /// `SealedBox` first (the keychain's lookup opens two of these per item).
+    ///
+    /// - Throws: `invalidCiphertext` when too short, `authenticationFailure` when anything does not match.
+    package static func open(
+        combined: UnsafeRawBufferPointer, using key: SecureBytes, authenticating authenticatedData: UnsafeRawBufferPointer
+    ) throws -> SecureBytes {
+        let nonceByteCount = 12
+        guard combined.count >= nonceByteCount + tagByteCount, let base = combined.baseAddress else {
+            throw CryptoError(.invalidCiphertext, "AES-GCM box is \(combined.count) bytes, too short")
+        }
+        let ciphertext = UnsafeRawBufferPointer(
+            start: base + nonceByteCount, count: combined.count - nonceByteCount - tagByteCount)
+        let tag = base + (combined.count - tagByteCount)
+        let ctx = try makeContext(
+            key: key, nonce: UnsafeRawBufferPointer(start: base, count: nonceByteCount), encrypting: false)
+        defer { EVP_CIPHER_CTX_free(ctx) }
+        try addAuthenticatedData(authenticatedData, to: ctx)
+        var plaintext = SecureBytes(zeros: ciphertext.count)
+        try plaintext.withUnsafeMutableBytes { try update(ctx, input: ciphertext, output: $0) }
+        guard EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, Int32(tagByteCount), UnsafeMutableRawPointer(mutating: tag)) == 1
+        else { throw CryptoError.drainingQueue(.internalFailure, "AES-GCM could not set the tag") }
+        var outLength: Int32 = 0
+        var scratch: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        let finished = withUnsafeMutableBytes(of: &scratch) {
+            EVP_DecryptFinal_ex(ctx, $0.baseAddress!.assumingMemoryBound(to: UInt8.self), &outLength)
+        }
+        guard finished == 1 else {
+            OpenSSLErrorQueue.clear()
+            plaintext = SecureBytes(zeros: 0)
+            throw CryptoError(.authenticationFailure, "AES-GCM authentication failed")
+        }
+        return plaintext
+    }
+
     /// Verifies and decrypts `box`. - Throws: `authenticationFailure` when anything does not match.
     package static func open(
         _ box: SealedBox, using key: SecureBytes, authenticating authenticatedData: some ContiguousBytes = Data()
@@ -148,18 +183,25 @@ package enum AESGCM {
     }
 
     private static func makeContext(key: SecureBytes, nonce: Nonce, encrypting: Bool) throws -> OpaquePointer {
+        try nonce.bytes.withUnsafeBytes { try makeContext(key: key, nonce: $0, encrypting: encrypting) }
+    }
+
+    /// A context keyed with `key` and `nonce`: one initialization for a 12-byte nonce (GCM's default length), a
+    /// length set in between for 16 bytes.
+    private static func makeContext(
+        key: SecureBytes, nonce: UnsafeRawBufferPointer, encrypting: Bool
+    ) throws -> OpaquePointer {
         let cipher = try cipher(forKeyByteCount: key.count)
         guard let ctx = EVP_CIPHER_CTX_new() else {
             throw CryptoError.drainingQueue(.internalFailure, "EVP_CIPHER_CTX_new failed")
         }
         let initialize = encrypting ? EVP_EncryptInit_ex2 : EVP_DecryptInit_ex2
-        let ok = initialize(ctx, cipher, nil, nil, nil) == 1
-            && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_IVLEN, Int32(nonce.bytes.count), nil) == 1
-            && key.withUnsafeBytes { k in
-                nonce.bytes.withUnsafeBytes { n in
-                    initialize(ctx, nil, k.nonNilBytes, n.nonNilBytes, nil) == 1
-                }
-            }
+        let ok = key.withUnsafeBytes { k in
+            if nonce.count == 12 { return initialize(ctx, cipher, k.nonNilBytes, nonce.nonNilBytes, nil) == 1 }
+            return initialize(ctx, cipher, nil, nil, nil) == 1
+                && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_IVLEN, Int32(nonce.count), nil) == 1
+                && initialize(ctx, nil, k.nonNilBytes, nonce.nonNilBytes, nil) == 1
+        }
         guard ok else {
             EVP_CIPHER_CTX_free(ctx)
             throw CryptoError.drainingQueue(.internalFailure, "AES-GCM initialization failed")

@@ -24,28 +24,37 @@ package enum HMACSHA256 {
         return finish(ctx, parts)
     }
 
-    /// A key prepared once for many codes (the keychain's blind-index key): each code copies a context that already
-    /// holds the digest and the key's inner and outer pads, instead of setting both up again.
-    // Safe to share: the prepared context is never used directly, only copied with EVP_MAC_CTX_dup, which reads it.
+    /// A key prepared once for many codes (the keychain's blind-index key, attempt records): the SHA-256 states
+    /// after the key's inner and outer pads, so each code costs its message's compressions and two more, with no
+    /// allocation and no context copied (about 3,000 instructions for a 60-byte message instead of 12,000).
+    // Safe to share: the prepared states are written once, in init, and only read (copied) afterwards.
     package final class Key: @unchecked Sendable {
-        private let prepared: OpaquePointer
+        private let prepared: UnsafeMutablePointer<la_hmac_sha256_key>
 
         package init(_ key: SecureBytes) {
-            guard let ctx = EVP_MAC_CTX_dup(HMACSHA256.digestTemplate.pointer) else {
-                fatalError("HMAC: EVP_MAC_CTX_dup failed")
-            }
-            let initialized = key.withUnsafeBytes { EVP_MAC_init(ctx, $0.nonNilBytes, $0.count, nil) }
-            precondition(initialized == 1, "HMAC: EVP_MAC_init failed")
-            prepared = ctx
+            prepared = .allocate(capacity: 1)
+            key.withUnsafeBytes { la_hmac_sha256_prepare(prepared, $0.baseAddress?.assumingMemoryBound(to: UInt8.self), $0.count) }
         }
 
-        deinit { EVP_MAC_CTX_free(prepared) }
+        deinit {
+            // The states are as good as the key: wiped before the memory goes back.
+            OPENSSL_cleanse(prepared, MemoryLayout<la_hmac_sha256_key>.size)
+            prepared.deallocate()
+        }
 
         /// The authentication code of `message` under this key.
         package func authenticationCode(for message: some ContiguousBytes) -> Data {
-            guard let ctx = EVP_MAC_CTX_dup(prepared) else { fatalError("HMAC: EVP_MAC_CTX_dup failed") }
-            defer { EVP_MAC_CTX_free(ctx) }
-            return message.withUnsafeBytes { HMACSHA256.finish(ctx, [$0]) }
+            message.withUnsafeBytes { authenticationCode(for: $0) }
+        }
+
+        /// The authentication code of `message` under this key.
+        package func authenticationCode(for message: UnsafeRawBufferPointer) -> Data {
+            var code = Data(count: HMACSHA256.byteCount)
+            code.withUnsafeMutableBytes { out in
+                la_hmac_sha256(
+                    prepared, message.baseAddress, message.count, out.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            }
+            return code
         }
     }
 

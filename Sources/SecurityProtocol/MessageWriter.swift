@@ -88,6 +88,12 @@ package struct MessageWriter: ~Copyable {
         rawBytes(value)
     }
 
+    /// A 32-bit length, then the bytes (`Data` read in place, without going through its regions generically).
+    package mutating func bytes(_ value: Data) {
+        uint32(UInt32(value.count))
+        value.withUnsafeBytes { rawBytes($0) }
+    }
+
     /// A string as a 32-bit length and its UTF-8 bytes.
     package mutating func string(_ value: String) {
         uint32(UInt32(value.utf8.count))

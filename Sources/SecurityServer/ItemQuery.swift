@@ -63,6 +63,7 @@ package struct ItemQuery: Sendable {
             query.itemClass = itemClass
         }
         var pendingAttributes: [String: KeychainValue] = [:]
+        pendingAttributes.reserveCapacity(dictionary.count)
         for (key, value) in dictionary where key != "class" {
             switch key {
             case "m_Limit":
@@ -152,6 +153,7 @@ package struct ItemQuery: Sendable {
             throw KeychainStatus(.param, "an identity is added as its certificate and its private key")
         }
         let schema = AttributeSchema.attributes(of: query.itemClass ?? query.persistentReference!.itemClass)
+        query.attributes.reserveCapacity(pendingAttributes.count)
         for (key, value) in pendingAttributes {
             guard let kind = schema[key] else {
                 throw KeychainStatus(.param, "\(key) is not an attribute of this class")

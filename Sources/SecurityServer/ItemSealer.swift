@@ -82,6 +82,9 @@ struct ItemSealer: Sendable {
         return out.data
     }
 
+    /// Where the part's byte lies in a binding: after the length-prefixed "la.item.v1".
+    private static let partOffset = 4 + "la.item.v1".utf8.count
+
     /// The three parts a row seals, each bound separately.
     private enum Part {
         static let attributes: UInt8 = 1
@@ -150,13 +153,15 @@ struct ItemSealer: Sendable {
     func openData(_ item: OpenedItem, sealedValue: Data) throws -> SecureBytes {
         // An unopened row is one known (from its authenticated clear column) to have no list.
         let accessControl = item.accessControl
+        // The key's and the value's associated data differ only in the part's byte: built once, then changed.
+        var associatedData = binding(Part.key, item.row, accessControl: accessControl)
         let rowKey = try enclave.unwrap(
-            rowKey: item.row.wrappedKey, protectionClass: item.protectionClass,
-            binding: binding(Part.key, item.row, accessControl: accessControl))
+            rowKey: item.row.wrappedKey, protectionClass: item.protectionClass, binding: associatedData)
+        associatedData[associatedData.startIndex + Self.partOffset] = Part.value
         do {
-            return try AESGCM.open(
-                AESGCM.SealedBox(combined: sealedValue), using: rowKey,
-                authenticating: binding(Part.value, item.row, accessControl: accessControl))
+            return try sealedValue.withUnsafeBytes { box in
+                try associatedData.withUnsafeBytes { try AESGCM.open(combined: box, using: rowKey, authenticating: $0) }
+            }
         } catch {
             throw KeychainStatus(.decode, "an item's data does not authenticate")
         }

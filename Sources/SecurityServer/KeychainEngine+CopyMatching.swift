@@ -8,9 +8,10 @@ import SecureCrypto
 /// Finding items and building their results; access control decided outside the read (see withAuthorizations).
 extension KeychainEngine {
     func copyMatching(_ query: ItemQuery, caller: CallerIdentity) throws -> ItemResults {
+        if let results = try directLookup(query, caller: caller) { return results }
         // kSecReturnRef on a password is not an error on Apple platforms: the result simply carries no reference.
         // Access control is decided between reads, with no snapshot held while a prompt waits for the user.
-        try withAuthorizations { decisions in
+        return try withAuthorizations { decisions in
             try database.read { transaction in
                 var results: [ItemResult] = []
                 let matches = try matchingItems(
@@ -32,6 +33,45 @@ extension KeychainEngine {
             }
         }
     }
+
+    /// The hot path (`SecItemCopyMatching` of one item by its full primary key, returning its data or persistent
+    /// reference): one indexed statement outside any transaction object, the attributes left sealed, the data
+    /// opened (which checks the class key, so a locked keychain still refuses). Nil when the query or the row needs
+    /// the general path: any other filter or return type, several access groups or both synchronizable values,
+    /// or a row with an access-control or trusted-application list (whose decision needs the attributes).
+    func directLookup(_ query: ItemQuery, caller: CallerIdentity) throws -> ItemResults? {
+        guard query.persistentReference == nil, !query.caseInsensitive, query.synchronizable != .any,
+            query.returns.isSubset(of: Self.directReturns), query.limit.map({ $0 >= 1 }) ?? true,
+            let itemClass = query.itemClass, itemClass != .identity
+        else { return nil }
+        let primaryKey = AttributeSchema.primaryKey(of: itemClass)
+        guard primaryKey.allSatisfy({ query.attributes[$0] != nil }),
+            query.attributes.keys.allSatisfy(primaryKey.contains),
+            let groups = try searchedGroups(query, caller: caller), groups.count == 1
+        else { return nil }
+        let index = sealer.blindIndex(
+            itemClass: itemClass, accessGroup: groups[0], synchronizable: query.synchronizable == .yes,
+            attributes: query.attributes)
+        let needsData = Self.needsData(query.returns, itemClass)
+        guard let row = try database.item(blindIndex: index, includingValue: needsData) else {
+            throw KeychainStatus(.itemNotFound, "no item matches")
+        }
+        guard row.hasAccessControl == false else { return nil }
+        let item = try sealer.unopened(row)
+        var result = ItemResult(itemClass: itemClass)
+        if query.returns.contains(.persistentReference) {
+            result.persistentReference = PersistentReference(itemClass: itemClass, rowID: row.rowID).data
+        }
+        if needsData, let sealedValue = row.value {
+            result.data = try sealer.openData(item, sealedValue: sealedValue)
+        } else {
+            try requireAvailable(item)
+        }
+        return ItemResults(returns: query.returns, isSingle: query.limit == 1, items: [result])
+    }
+
+    /// What a lookup on the direct path may return.
+    private static let directReturns: ReturnOptions = [.data, .persistentReference]
 
     /// The result for one matched item, or nil when its access control says to skip it.
     func result(

@@ -12,13 +12,7 @@ extension KeychainEngine {
         _ query: ItemQuery, caller: CallerIdentity, transaction: StoreTransaction, includingValues: Bool = false,
         mayLeaveAttributesSealed: Bool = false
     ) throws -> [ItemSealer.OpenedItem] {
-        var groups = caller.visibleGroups
-        if let group = query.accessGroup {
-            guard caller.mayAccess(group) else {
-                throw KeychainStatus(.missingEntitlement, "the caller does not hold access group \(group)")
-            }
-            groups = [group]
-        }
+        let groups = try searchedGroups(query, caller: caller)
         let storedClass = query.itemClass == .identity ? ItemClass.certificate : query.itemClass
         var candidates: [StoredItem]
         var usedScan = false
@@ -85,6 +79,18 @@ extension KeychainEngine {
             }
         }
         return matches
+    }
+
+    /// The access groups `query` searches: the one it names (which the caller must hold), else every group the
+    /// caller sees (nil: all).
+    ///
+    /// - Throws: `errSecMissingEntitlement` for a named group the caller does not hold.
+    func searchedGroups(_ query: ItemQuery, caller: CallerIdentity) throws -> [String]? {
+        guard let group = query.accessGroup else { return caller.visibleGroups }
+        guard caller.mayAccess(group) else {
+            throw KeychainStatus(.missingEntitlement, "the caller does not hold access group \(group)")
+        }
+        return [group]
     }
 
     static func matches(

@@ -116,4 +116,19 @@ struct PreparedHMACKeyTests {
         #expect(jefe.authenticationCode(for: Data("what do ya want for nothing?".utf8)).hex
             == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
     }
+
+    @Test("Keys shorter than, as long as and longer than a SHA-256 block give the one-shot codes (RFC 4231 case 6)")
+    func preparedKeysOfEveryLength() throws {
+        for length in [0, 1, 31, 32, 63, 64, 65, 131, 200] {
+            let secret = try SecureBytes(randomCount: length)
+            let key = HMACSHA256.Key(secret)
+            for message in ["", "la.index.v1", String(repeating: "y", count: 55), String(repeating: "z", count: 64)] {
+                let bytes = Data(message.utf8)
+                #expect(key.authenticationCode(for: bytes) == HMACSHA256.authenticationCode(for: bytes, using: secret))
+            }
+        }
+        let long = HMACSHA256.Key(SecureBytes(Data(repeating: 0xaa, count: 131)))
+        #expect(long.authenticationCode(for: Data("Test Using Larger Than Block-Size Key - Hash Key First".utf8)).hex
+            == "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54")
+    }
 }
