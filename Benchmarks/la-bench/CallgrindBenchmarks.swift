@@ -94,6 +94,35 @@ enum CallgrindBenchmarks {
             throw CallgrindFailure("usage: la-bench lookup-loop fill|engine|raw-c DIRECTORY COUNT")
         }
         if arguments[0] == "fill" { return try fill(URL(fileURLWithPath: arguments[1])) }
+        if arguments[0] == "daemon" {
+            // DIRECTORY is a localauthd's socket here: 1,000 items added unless there, then COUNT lookups (for
+            // `strace -c -f -p` on the daemon; BENCHMARKS.md).
+            let client = try SocketClient(path: arguments[1], accessGroups: ["la-bench"])
+            var random = KeychainBenchmarks.Random(seed: 7)
+            let filled = try? client.sendBlocking(
+                .copyMatching(["class": .string("genp"), "svce": .string("bench"), "acct": .string("account-0")]))
+            for index in 0..<items where filled == nil {
+                _ = try? client.sendBlocking(
+                    .add([
+                        "class": .string("genp"), "svce": .string("bench"), "acct": .string("account-\(index)"),
+                        "v_Data": .data(Data("correct horse battery staple".utf8)),
+                    ]))
+            }
+            print("ready")
+            FileHandle.standardOutput.write(Data())
+            if let pause = ProcessInfo.processInfo.environment["LA_BENCH_PAUSE"].flatMap(Double.init) {
+                usleep(UInt32(pause * 1e6))
+            }
+            for _ in 0..<count {
+                let query: [String: KeychainValue] = [
+                    "class": .string("genp"), "svce": .string("bench"),
+                    "acct": .string("account-\(random.next(below: items))"), "r_Data": .bool(true),
+                ]
+                guard case .items(let found) = try client.sendBlocking(.copyMatching(query)), found.items.count == 1
+                else { throw CallgrindFailure("an item is missing") }
+            }
+            return
+        }
         let store = URL(fileURLWithPath: arguments[1])
         var random = KeychainBenchmarks.Random(seed: 7)
         switch arguments[0] {
