@@ -75,8 +75,11 @@ enum CallgrindBenchmarks {
 
     /// An embedded store in `directory` with the 1,000 generic passwords the lookups find.
     static func fill(_ directory: URL) throws {
-        let client = try EmbeddedClient(
-            configuration: EmbeddedConfiguration(dataDirectory: directory, accessGroups: ["bench"]))
+        try fill(EmbeddedClient(configuration: EmbeddedConfiguration(dataDirectory: directory, accessGroups: ["bench"])))
+    }
+
+    /// Adds the 1,000 generic passwords the lookups find.
+    private static func fill(_ client: any SecurityClient) throws {
         for index in 0..<items {
             _ = try client.sendBlocking(
                 .add([
@@ -86,59 +89,48 @@ enum CallgrindBenchmarks {
         }
     }
 
+    /// One find by primary key of a random item, its data returned.
+    private static func lookUp(_ client: any SecurityClient, _ random: inout KeychainBenchmarks.Random) throws {
+        let query: [String: KeychainValue] = [
+            "class": .string("genp"), "svce": .string("bench"),
+            "acct": .string("account-\(random.next(below: items))"), "r_Data": .bool(true),
+        ]
+        guard case .items(let found) = try client.sendBlocking(.copyMatching(query)), found.items.count == 1
+        else { throw CallgrindFailure("an item is missing") }
+    }
+
     /// The child: opens the store made by `run` and looks up `count` items. Also by hand, for other profilers:
     /// `la-bench lookup-loop fill DIRECTORY 0` makes an embedded store, `la-bench lookup-loop engine DIRECTORY
-    /// 20000` under `strace -c` or `perf stat` looks up in it (BENCHMARKS.md).
+    /// 20000` under `strace -c` or `perf stat` looks up in it, and `la-bench lookup-loop daemon SOCKET 20000` does
+    /// the same through a running localauthd (adding the items first when they are missing) for `strace -c -f -p`
+    /// or `perf record` on the daemon (BENCHMARKS.md).
     static func loop(_ arguments: [String]) throws {
         guard arguments.count == 3, let count = Int(arguments[2]) else {
-            throw CallgrindFailure("usage: la-bench lookup-loop fill|engine|raw-c DIRECTORY COUNT")
-        }
-        if arguments[0] == "fill" { return try fill(URL(fileURLWithPath: arguments[1])) }
-        if arguments[0] == "daemon" {
-            // DIRECTORY is a localauthd's socket here: 1,000 items added unless there, then COUNT lookups (for
-            // `strace -c -f -p` on the daemon; BENCHMARKS.md).
-            let client = try SocketClient(path: arguments[1], accessGroups: ["la-bench"])
-            var random = KeychainBenchmarks.Random(seed: 7)
-            let filled = try? client.sendBlocking(
-                .copyMatching(["class": .string("genp"), "svce": .string("bench"), "acct": .string("account-0")]))
-            for index in 0..<items where filled == nil {
-                _ = try? client.sendBlocking(
-                    .add([
-                        "class": .string("genp"), "svce": .string("bench"), "acct": .string("account-\(index)"),
-                        "v_Data": .data(Data("correct horse battery staple".utf8)),
-                    ]))
-            }
-            print("ready")
-            FileHandle.standardOutput.write(Data())
-            if let pause = ProcessInfo.processInfo.environment["LA_BENCH_PAUSE"].flatMap(Double.init) {
-                usleep(UInt32(pause * 1e6))
-            }
-            for _ in 0..<count {
-                let query: [String: KeychainValue] = [
-                    "class": .string("genp"), "svce": .string("bench"),
-                    "acct": .string("account-\(random.next(below: items))"), "r_Data": .bool(true),
-                ]
-                guard case .items(let found) = try client.sendBlocking(.copyMatching(query)), found.items.count == 1
-                else { throw CallgrindFailure("an item is missing") }
-            }
-            return
+            throw CallgrindFailure("usage: la-bench lookup-loop fill|engine|raw-c|daemon DIRECTORY-OR-SOCKET COUNT")
         }
         let store = URL(fileURLWithPath: arguments[1])
         var random = KeychainBenchmarks.Random(seed: 7)
         switch arguments[0] {
+        case "fill":
+            try fill(store)
         case "engine":
             let client = try EmbeddedClient(
                 configuration: EmbeddedConfiguration(dataDirectory: store, accessGroups: ["bench"]))
             for round in 0..<(200 + count) {
                 if round == 200 { raw_callgrind_toggle_collect() }
-                let query: [String: KeychainValue] = [
-                    "class": .string("genp"), "svce": .string("bench"),
-                    "acct": .string("account-\(random.next(below: items))"), "r_Data": .bool(true),
-                ]
-                guard case .items(let found) = try client.sendBlocking(.copyMatching(query)), found.items.count == 1
-                else { throw CallgrindFailure("an item is missing") }
+                try lookUp(client, &random)
             }
             raw_callgrind_toggle_collect()
+        case "daemon":
+            let client = try SocketClient(path: arguments[1], accessGroups: ["la-bench"])
+            let filled = try? client.sendBlocking(
+                .copyMatching(["class": .string("genp"), "svce": .string("bench"), "acct": .string("account-0")]))
+            if filled == nil { try fill(client) }
+            print("ready")
+            if let pause = ProcessInfo.processInfo.environment["LA_BENCH_PAUSE"].flatMap(Double.init) {
+                usleep(UInt32(pause * 1e6))
+            }
+            for _ in 0..<count { try lookUp(client, &random) }
         case "raw-c":
             var raw: OpaquePointer?
             guard raw_sqlite_open(store.path + "/keychain.db", 0, 0, 0, &raw) == 0 else {

@@ -57,7 +57,7 @@ final class DirectLookup: Sendable {
                     UInt32(SQLITE_PREPARE_PERSISTENT), &withoutValue, nil)
             }
             guard status == SQLITE_OK else {
-                let error = Self.error(status)
+                let error = KeychainDatabase.storeError(code: status)
                 close()
                 throw error
             }
@@ -74,22 +74,20 @@ final class DirectLookup: Sendable {
 
         func item(blindIndex: Data, includingValue: Bool) throws -> StoredItem? {
             let statement = includingValue ? withValue : withoutValue
-            defer {
-                sqlite3_reset(statement)
-                sqlite3_clear_bindings(statement)
-            }
+            // The key is bound SQLITE_TRANSIENT (copied), so a reset is all the statement needs before its next use.
+            defer { sqlite3_reset(statement) }
             let bound = blindIndex.withUnsafeBytes { bytes in
                 // SQLITE_TRANSIENT: SQLite copies the 32 bytes, so nothing outlives this closure.
                 sqlite3_bind_blob(
                     statement, 1, bytes.baseAddress, Int32(bytes.count),
                     unsafeBitCast(-1, to: sqlite3_destructor_type.self))
             }
-            guard bound == SQLITE_OK else { throw Self.error(bound) }
+            guard bound == SQLITE_OK else { throw KeychainDatabase.storeError(code: bound) }
             let status = sqlite3_step(statement)
             switch status {
             case SQLITE_DONE: return nil
             case SQLITE_ROW: break
-            default: throw Self.error(status)
+            default: throw KeychainDatabase.storeError(code: status)
             }
             guard let statement else { return nil }
             return StoredItem(
@@ -115,15 +113,6 @@ final class DirectLookup: Sendable {
 
         private static func optionalInteger(_ statement: OpaquePointer, _ column: Int32) -> Int64? {
             sqlite3_column_type(statement, column) == SQLITE_NULL ? nil : sqlite3_column_int64(statement, column)
-        }
-
-        /// The store's error for an SQLite result code (extended codes reduced to their primary code).
-        private static func error(_ status: Int32) -> StoreError {
-            switch status & 0xff {
-            case SQLITE_CORRUPT, SQLITE_NOTADB: StoreError(.corrupt, "the keychain database is damaged")
-            case SQLITE_FULL: StoreError(.diskFull, "the disk is full")
-            default: StoreError(.io, "SQLite error \(status & 0xff)")
-            }
         }
     }
 }

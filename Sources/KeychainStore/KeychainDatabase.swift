@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 
 /// The keychain's SQLite database: one file `keychain.db` (plus its WAL) in a 0700 directory, opened through GRDB
 /// in WAL mode with `secure_delete` on, migrated from schema version 1.
@@ -112,15 +113,17 @@ package final class KeychainDatabase: Sendable {
     /// Maps SQLite failures onto store codes; errors that are not SQLite's pass through unchanged.
     static func storeError(_ error: any Error) -> any Error {
         guard let error = error as? DatabaseError else { return error }
-        switch error.resultCode {
-        case .SQLITE_CONSTRAINT where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE:
-            return StoreError(.duplicate, "an item with the same primary key exists")
-        case .SQLITE_FULL:
-            return StoreError(.diskFull, "the disk is full")
-        case .SQLITE_CORRUPT, .SQLITE_NOTADB:
-            return StoreError(.corrupt, "the keychain database is damaged")
-        default:
-            return StoreError(.io, "SQLite error \(error.resultCode.rawValue)")
+        return storeError(code: error.extendedResultCode.rawValue)
+    }
+
+    /// The store's error for an SQLite result code, extended or primary (GRDB's failures and the direct lookup's).
+    static func storeError(code: Int32) -> StoreError {
+        switch code & 0xff {
+        case SQLITE_CONSTRAINT where code == ResultCode.SQLITE_CONSTRAINT_UNIQUE.rawValue:
+            StoreError(.duplicate, "an item with the same primary key exists")
+        case SQLITE_FULL: StoreError(.diskFull, "the disk is full")
+        case SQLITE_CORRUPT, SQLITE_NOTADB: StoreError(.corrupt, "the keychain database is damaged")
+        default: StoreError(.io, "SQLite error \(code & 0xff)")
         }
     }
 }

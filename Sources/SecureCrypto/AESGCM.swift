@@ -109,26 +109,14 @@ package enum AESGCM {
         _ box: SealedBox, using key: SecureBytes,
         authenticating authenticatedData: UnsafeRawBufferPointer
     ) throws -> SecureBytes {
-        let ctx = try makeContext(key: key, nonce: box.nonce, encrypting: false)
-        defer { EVP_CIPHER_CTX_free(ctx) }
-        try addAuthenticatedData(authenticatedData, to: ctx)
-        var plaintext = SecureBytes(zeros: box.ciphertext.count)
-        try box.ciphertext.withUnsafeBytes { input in
-            try plaintext.withUnsafeMutableBytes { try update(ctx, input: input, output: $0) }
+        try box.nonce.bytes.withUnsafeBytes { nonce in
+            try box.ciphertext.withUnsafeBytes { ciphertext in
+                try box.tag.withUnsafeBytes { tag in
+                    try open(
+                        nonce: nonce, ciphertext: ciphertext, tag: tag, using: key, authenticating: authenticatedData)
+                }
+            }
         }
-        let tagSet = box.tag.withUnsafeBytes {
-            EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, Int32(tagByteCount), UnsafeMutableRawPointer(mutating: $0.baseAddress))
-        }
-        guard tagSet == 1 else { throw CryptoError.drainingQueue(.internalFailure, "AES-GCM could not set the tag") }
-        var outLength: Int32 = 0
-        var scratch = [UInt8](repeating: 0, count: 32)
-        guard EVP_DecryptFinal_ex(ctx, &scratch, &outLength) == 1 else {
-            OpenSSLErrorQueue.clear()
-            // Wipe what was decrypted before the tag was checked; nothing of it leaves.
-            plaintext = SecureBytes(zeros: 0)
-            throw CryptoError(.authenticationFailure, "AES-GCM authentication failed")
-        }
-        return plaintext
     }
 
     /// Verifies and decrypts `nonce (12 bytes) || ciphertext || tag` where it lies, without splitting it into a
@@ -142,17 +130,27 @@ package enum AESGCM {
         guard combined.count >= nonceByteCount + tagByteCount, let base = combined.baseAddress else {
             throw CryptoError(.invalidCiphertext, "AES-GCM box is \(combined.count) bytes, too short")
         }
-        let ciphertext = UnsafeRawBufferPointer(
-            start: base + nonceByteCount, count: combined.count - nonceByteCount - tagByteCount)
-        let tag = base + (combined.count - tagByteCount)
-        let ctx = try makeContext(
-            key: key, nonce: UnsafeRawBufferPointer(start: base, count: nonceByteCount), encrypting: false)
+        let tagStart = combined.count - tagByteCount
+        return try open(
+            nonce: UnsafeRawBufferPointer(start: base, count: nonceByteCount),
+            ciphertext: UnsafeRawBufferPointer(start: base + nonceByteCount, count: tagStart - nonceByteCount),
+            tag: UnsafeRawBufferPointer(start: base + tagStart, count: tagByteCount), using: key,
+            authenticating: authenticatedData)
+    }
+
+    /// The one opening both forms share: the plaintext only when the tag verifies, wiped otherwise.
+    private static func open(
+        nonce: UnsafeRawBufferPointer, ciphertext: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer,
+        using key: SecureBytes, authenticating authenticatedData: UnsafeRawBufferPointer
+    ) throws -> SecureBytes {
+        let ctx = try makeContext(key: key, nonce: nonce, encrypting: false)
         defer { EVP_CIPHER_CTX_free(ctx) }
         try addAuthenticatedData(authenticatedData, to: ctx)
         var plaintext = SecureBytes(zeros: ciphertext.count)
         try plaintext.withUnsafeMutableBytes { try update(ctx, input: ciphertext, output: $0) }
-        guard EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, Int32(tagByteCount), UnsafeMutableRawPointer(mutating: tag)) == 1
-        else { throw CryptoError.drainingQueue(.internalFailure, "AES-GCM could not set the tag") }
+        let tagSet = EVP_CIPHER_CTX_ctrl(
+            ctx, EVP_CTRL_AEAD_SET_TAG, Int32(tag.count), UnsafeMutableRawPointer(mutating: tag.baseAddress))
+        guard tagSet == 1 else { throw CryptoError.drainingQueue(.internalFailure, "AES-GCM could not set the tag") }
         var outLength: Int32 = 0
         var scratch: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
         let finished = withUnsafeMutableBytes(of: &scratch) {
@@ -160,6 +158,7 @@ package enum AESGCM {
         }
         guard finished == 1 else {
             OpenSSLErrorQueue.clear()
+            // Wipe what was decrypted before the tag was checked; nothing of it leaves.
             plaintext = SecureBytes(zeros: 0)
             throw CryptoError(.authenticationFailure, "AES-GCM authentication failed")
         }

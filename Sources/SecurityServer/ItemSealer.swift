@@ -55,7 +55,7 @@ struct ItemSealer: Sendable {
     /// rows sealed with a generation, the generation and (for the key and the value) the list's hash.
     private func binding(_ part: UInt8, _ row: StoredItem, accessControl: AccessControlPolicy?) -> Data {
         var out = MessageWriter()
-        out.string("la.item.v1")
+        out.string(Self.bindingLabel)
         out.byte(part)
         out.uint64(UInt64(bitPattern: row.rowID))
         out.string(row.itemClass)
@@ -82,8 +82,9 @@ struct ItemSealer: Sendable {
         return out.data
     }
 
-    /// Where the part's byte lies in a binding: after the length-prefixed "la.item.v1".
-    private static let partOffset = 4 + "la.item.v1".utf8.count
+    /// What every binding starts with, length-prefixed; the part's byte follows it.
+    private static let bindingLabel = "la.item.v1"
+    private static let partOffset = 4 + bindingLabel.utf8.count
 
     /// The three parts a row seals, each bound separately.
     private enum Part {
