@@ -65,6 +65,10 @@ package final class Enclave: Sendable {
         var protection: PasscodeProtection?
         /// The keybag file as last read (a migration by another process rewrites it).
         var keybagStamp: FileStamp?
+        /// A decryption context per class, keyed with the class key last used: row keys open without a key schedule
+        /// each. Dropped when the keychain locks or a class key cannot be had; checked against the current key on
+        /// each use.
+        var openers: [ProtectionClass: AESGCM.Opener] = [:]
     }
 
     private struct PersistedState: Codable, Equatable {
@@ -206,6 +210,7 @@ package final class Enclave: Sendable {
     package func lock() throws {
         try updateState { $0.locked = true }
         unlockedKeys.remove(.unlocked)
+        state.withLock { $0.openers = [:] }
     }
 
     /// The passcode classes' unlocked keys, when this process holds them (localauthd, a protected store, unlocked):
@@ -430,10 +435,10 @@ package final class Enclave: Sendable {
     /// - Throws: `EnclaveError.locked`/`.passcodeNotSet` when the class key is not available, `.corrupt` when the
     ///   wrapped key does not authenticate (changed bytes, or moved from another row).
     package func unwrap(rowKey wrapped: Data, protectionClass: ProtectionClass, binding: Data) throws -> SecureBytes {
-        let key = try classKey(protectionClass)
+        let opener = try classOpener(protectionClass)
         do {
             return try wrapped.withUnsafeBytes { box in
-                try binding.withUnsafeBytes { try AESGCM.open(combined: box, using: key, authenticating: $0) }
+                try binding.withUnsafeBytes { try opener.open(combined: box, authenticating: $0) }
             }
         } catch {
             throw EnclaveError(.corrupt, "a row key does not authenticate")
@@ -441,22 +446,46 @@ package final class Enclave: Sendable {
     }
 
     private func classKey(_ protectionClass: ProtectionClass) throws -> SecureBytes {
+        try state.withLock { state in try classKey(protectionClass, in: &state) }
+    }
+
+    /// The decryption context of `protectionClass`'s current key: the lock state is checked as for the key itself,
+    /// and a context keyed with another key (a lock and unlock changed it) is made anew.
+    private func classOpener(_ protectionClass: ProtectionClass) throws -> AESGCM.Opener {
         try state.withLock { state in
-            try refresh(&state)
-            if let key = state.classKeys[protectionClass] { return key }
-            if protectionClass == .whenPasscodeSetThisDeviceOnly && !state.persisted.passcodeSet
-                && (state.protection != nil || !state.persisted.locked)
-            {
-                throw EnclaveError(.passcodeNotSet, "no passcode is set")
+            let key: SecureBytes
+            do {
+                key = try classKey(protectionClass, in: &state)
+            } catch {
+                state.openers = [:]
+                throw error
             }
-            if let protection = state.protection {
-                if protectionClass == .whenPasscodeSetThisDeviceOnly && protection.sealed[protectionClass] == nil {
-                    throw EnclaveError(.passcodeNotSet, "the key of this class was destroyed when the passcode went")
-                }
-                if let key = unlockedKey(protectionClass) { return key }
+            if let opener = state.openers[protectionClass], opener.isKeyed(with: key) { return opener }
+            do {
+                let opener = try AESGCM.Opener(key: key)
+                state.openers[protectionClass] = opener
+                return opener
+            } catch {
+                throw EnclaveError(.corrupt, "a class key does not make a cipher context")
             }
-            throw EnclaveError(.locked, "the keychain is locked")
         }
+    }
+
+    private func classKey(_ protectionClass: ProtectionClass, in state: inout State) throws -> SecureBytes {
+        try refresh(&state)
+        if let key = state.classKeys[protectionClass] { return key }
+        if protectionClass == .whenPasscodeSetThisDeviceOnly && !state.persisted.passcodeSet
+            && (state.protection != nil || !state.persisted.locked)
+        {
+            throw EnclaveError(.passcodeNotSet, "no passcode is set")
+        }
+        if let protection = state.protection {
+            if protectionClass == .whenPasscodeSetThisDeviceOnly && protection.sealed[protectionClass] == nil {
+                throw EnclaveError(.passcodeNotSet, "the key of this class was destroyed when the passcode went")
+            }
+            if let key = unlockedKey(protectionClass) { return key }
+        }
+        throw EnclaveError(.locked, "the keychain is locked")
     }
 
     /// A protected store's passcode class key, from where unlocked keys are kept; nil while locked.

@@ -93,7 +93,9 @@ final class DirectLookup: Sendable {
             return StoredItem(
                 rowID: sqlite3_column_int64(statement, 0), itemClass: Self.text(statement, 1),
                 accessGroup: Self.text(statement, 2), protectionClass: Self.text(statement, 3),
-                synchronizable: sqlite3_column_int64(statement, 4) != 0, blindIndex: Self.blob(statement, 5),
+                synchronizable: sqlite3_column_int64(statement, 4) != 0,
+                // The row was found by equality on this column.
+                blindIndex: blindIndex,
                 attributes: Self.blob(statement, 6), wrappedKey: Self.blob(statement, 7),
                 hasAccessControl: Self.optionalInteger(statement, 8).map { $0 != 0 },
                 generation: Self.optionalInteger(statement, 9),

@@ -1,5 +1,6 @@
 internal import COpenSSL
 import Foundation
+import Synchronization
 
 /// AES-GCM through OpenSSL's EVP cipher interface, with 128-, 192- or 256-bit keys, 12- or 16-byte nonces
 /// (Apple's ECIES uses 16; GCM then derives its counter block through GHASH) and a 16-byte tag.
@@ -126,25 +127,42 @@ package enum AESGCM {
     package static func open(
         combined: UnsafeRawBufferPointer, using key: SecureBytes, authenticating authenticatedData: UnsafeRawBufferPointer
     ) throws -> SecureBytes {
+        let (nonce, ciphertext, tag) = try split(combined: combined)
+        return try open(nonce: nonce, ciphertext: ciphertext, tag: tag, using: key, authenticating: authenticatedData)
+    }
+
+    /// `nonce (12 bytes) || ciphertext || tag`, in its parts. - Throws: `invalidCiphertext` when too short.
+    fileprivate static func split(
+        combined: UnsafeRawBufferPointer
+    ) throws -> (nonce: UnsafeRawBufferPointer, ciphertext: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer) {
         let nonceByteCount = 12
         guard combined.count >= nonceByteCount + tagByteCount, let base = combined.baseAddress else {
             throw CryptoError(.invalidCiphertext, "AES-GCM box is \(combined.count) bytes, too short")
         }
         let tagStart = combined.count - tagByteCount
-        return try open(
-            nonce: UnsafeRawBufferPointer(start: base, count: nonceByteCount),
-            ciphertext: UnsafeRawBufferPointer(start: base + nonceByteCount, count: tagStart - nonceByteCount),
-            tag: UnsafeRawBufferPointer(start: base + tagStart, count: tagByteCount), using: key,
-            authenticating: authenticatedData)
+        return (
+            UnsafeRawBufferPointer(start: base, count: nonceByteCount),
+            UnsafeRawBufferPointer(start: base + nonceByteCount, count: tagStart - nonceByteCount),
+            UnsafeRawBufferPointer(start: base + tagStart, count: tagByteCount)
+        )
     }
 
-    /// The one opening both forms share: the plaintext only when the tag verifies, wiped otherwise.
+    /// The one opening both forms share.
     private static func open(
         nonce: UnsafeRawBufferPointer, ciphertext: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer,
         using key: SecureBytes, authenticating authenticatedData: UnsafeRawBufferPointer
     ) throws -> SecureBytes {
         let ctx = try makeContext(key: key, nonce: nonce, encrypting: false)
         defer { EVP_CIPHER_CTX_free(ctx) }
+        return try decrypt(ctx, ciphertext: ciphertext, tag: tag, authenticating: authenticatedData)
+    }
+
+    /// Decrypts with `ctx`, keyed and with its nonce set: the plaintext only when the tag verifies, wiped
+    /// otherwise.
+    fileprivate static func decrypt(
+        _ ctx: OpaquePointer, ciphertext: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer,
+        authenticating authenticatedData: UnsafeRawBufferPointer
+    ) throws -> SecureBytes {
         try addAuthenticatedData(authenticatedData, to: ctx)
         var plaintext = SecureBytes(zeros: ciphertext.count)
         try plaintext.withUnsafeMutableBytes { try update(ctx, input: ciphertext, output: $0) }
@@ -172,7 +190,7 @@ package enum AESGCM {
         try authenticatedData.withUnsafeBytes { try open(box, using: key, authenticating: $0) }
     }
 
-    private static func cipher(forKeyByteCount count: Int) throws -> OpaquePointer {
+    fileprivate static func cipher(forKeyByteCount count: Int) throws -> OpaquePointer {
         switch count {
         case 16: OpenSSLAlgorithms.aes128GCM
         case 24: OpenSSLAlgorithms.aes192GCM
@@ -208,7 +226,7 @@ package enum AESGCM {
         return ctx
     }
 
-    private static func addAuthenticatedData(_ data: UnsafeRawBufferPointer, to ctx: OpaquePointer) throws {
+    fileprivate static func addAuthenticatedData(_ data: UnsafeRawBufferPointer, to ctx: OpaquePointer) throws {
         var offset = 0
         while offset < data.count {
             let chunk = Swift.min(data.count - offset, 1 << 30)
@@ -220,7 +238,7 @@ package enum AESGCM {
         }
     }
 
-    private static func update(
+    fileprivate static func update(
         _ ctx: OpaquePointer, input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer
     ) throws {
         var offset = 0
@@ -234,6 +252,61 @@ package enum AESGCM {
                 throw CryptoError.drainingQueue(.internalFailure, "AES-GCM update failed")
             }
             offset += chunk
+        }
+    }
+}
+
+extension AESGCM {
+    /// A decryption context keyed once, for opening many boxes under one key: the key schedule and GHASH key are
+    /// made when the opener is, and each opening only sets its nonce (the keychain opens every row key under the
+    /// same class key). The context is wiped and freed with the opener; openings are serialized.
+    package final class Opener: Sendable {
+        // The context is only touched under `lock`.
+        private nonisolated(unsafe) let ctx: OpaquePointer
+        private let lock = Mutex(())
+        /// The key, to tell whether this opener still serves a caller's current key.
+        private let key: SecureBytes
+
+        /// An opener for `key` (16, 24 or 32 bytes).
+        ///
+        /// - Throws: `invalidParameter` for another key length, `internalFailure` when OpenSSL fails.
+        package init(key: SecureBytes) throws {
+            let cipher = try AESGCM.cipher(forKeyByteCount: key.count)
+            guard let ctx = EVP_CIPHER_CTX_new() else {
+                throw CryptoError.drainingQueue(.internalFailure, "EVP_CIPHER_CTX_new failed")
+            }
+            guard key.withUnsafeBytes({ EVP_DecryptInit_ex2(ctx, cipher, $0.nonNilBytes, nil, nil) }) == 1 else {
+                EVP_CIPHER_CTX_free(ctx)
+                throw CryptoError.drainingQueue(.internalFailure, "AES-GCM initialization failed")
+            }
+            self.ctx = ctx
+            self.key = key
+        }
+
+        deinit {
+            EVP_CIPHER_CTX_free(ctx)
+        }
+
+        /// Whether this opener was keyed with `candidate` (compared in constant time).
+        package func isKeyed(with candidate: SecureBytes) -> Bool {
+            key.withUnsafeBytes { mine in candidate.withUnsafeBytes { constantTimeEquals(mine, $0) } }
+        }
+
+        /// Verifies and decrypts `nonce (12 bytes) || ciphertext || tag`, as
+        /// ``AESGCM/open(combined:using:authenticating:)`` does.
+        ///
+        /// - Throws: `invalidCiphertext` when too short, `authenticationFailure` when anything does not match.
+        package func open(
+            combined: UnsafeRawBufferPointer, authenticating authenticatedData: UnsafeRawBufferPointer
+        ) throws -> SecureBytes {
+            let (nonce, ciphertext, tag) = try AESGCM.split(combined: combined)
+            return try lock.withLock { _ in
+                // The key stays; setting only the nonce starts a new message.
+                guard EVP_DecryptInit_ex2(ctx, nil, nil, nonce.nonNilBytes, nil) == 1 else {
+                    throw CryptoError.drainingQueue(.internalFailure, "AES-GCM initialization failed")
+                }
+                return try AESGCM.decrypt(ctx, ciphertext: ciphertext, tag: tag, authenticating: authenticatedData)
+            }
         }
     }
 }

@@ -522,9 +522,10 @@ final class SocketConnection: Sendable {
         let deadline = clock.now + Self.spinBudget
         var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         while poll(&descriptor, 1, 0) == 0, clock.now < deadline {
-            // A few microseconds between polls: each takes the socket's lock, which the daemon's write needs too.
-            let next = clock.now + .microseconds(4)
-            while clock.now < next {}
+            // The processor goes to whoever else may run on it between polls: the scheduler often wakes the daemon's
+            // thread on this very processor (the request's write woke it from here), and a thread that spun without
+            // yielding kept it from answering until the budget ran out.
+            sched_yield()
         }
     }
 

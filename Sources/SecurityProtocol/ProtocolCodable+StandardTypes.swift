@@ -181,9 +181,9 @@ extension Dictionary: ProtocolCodable where Key == String, Value: ProtocolCodabl
     /// value with a 32-bit length.
     package func encode(into writer: inout MessageWriter) {
         writer.uint32(UInt32(count))
-        for key in keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+        for (key, value) in sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
             writer.string(key)
-            writer.lengthPrefixed { self[key]!.encode(into: &$0) }
+            writer.lengthPrefixed { value.encode(into: &$0) }
         }
     }
 

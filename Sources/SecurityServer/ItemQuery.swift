@@ -62,9 +62,21 @@ package struct ItemQuery: Sendable {
             }
             query.itemClass = itemClass
         }
+        // With the class known its attributes are checked as they come; without (a persistent reference names the
+        // class) they wait for the reference.
+        let schema = query.itemClass.map(AttributeSchema.attributes(of:))
         var pendingAttributes: [String: KeychainValue] = [:]
-        pendingAttributes.reserveCapacity(dictionary.count)
+        query.attributes.reserveCapacity(dictionary.count)
         for (key, value) in dictionary where key != "class" {
+            // Attributes are four-letter codes, and are most of a query: they skip the comparisons below.
+            if key.utf8.count == 4, key != "sync", key != "agrp", key != "nleg" {
+                if let schema {
+                    try query.addAttribute(key, value, schema: schema, for: operation)
+                } else {
+                    pendingAttributes[key] = value
+                }
+                continue
+            }
             switch key {
             case "m_Limit":
                 guard operation == .copyMatching || operation == .delete else {
@@ -143,7 +155,11 @@ package struct ItemQuery: Sendable {
                 }
                 query.accessGroup = group
             default:
-                pendingAttributes[key] = value
+                if let schema {
+                    try query.addAttribute(key, value, schema: schema, for: operation)
+                } else {
+                    pendingAttributes[key] = value
+                }
             }
         }
         guard query.itemClass != nil || (query.persistentReference != nil && operation != .add) else {
@@ -152,27 +168,36 @@ package struct ItemQuery: Sendable {
         if operation == .add && query.itemClass == .identity {
             throw KeychainStatus(.param, "an identity is added as its certificate and its private key")
         }
-        let schema = AttributeSchema.attributes(of: query.itemClass ?? query.persistentReference!.itemClass)
-        query.attributes.reserveCapacity(pendingAttributes.count)
-        for (key, value) in pendingAttributes {
-            guard let kind = schema[key] else {
-                throw KeychainStatus(.param, "\(key) is not an attribute of this class")
-            }
-            guard let normalized = AttributeSchema.normalize(value, as: kind) else {
-                throw KeychainStatus(.param, "\(key) has a value of the wrong type")
-            }
-            if kind == .date && operation == .add {
-                throw KeychainStatus(.param, "\(key) is read-only")
-            }
-            if kind == .access && operation != .add {
-                throw KeychainStatus(.param, "kSecAttrAccess is set by SecItemAdd or SecItemUpdate, not matched")
-            }
-            if kind == .protection, let name = normalized.stringValue, ProtectionClass(rawValue: name) == nil {
-                throw KeychainStatus(.param, "kSecAttrAccessible has an unknown value")
-            }
-            query.attributes[key] = normalized
+        if schema == nil {
+            let named = AttributeSchema.attributes(of: query.itemClass ?? query.persistentReference!.itemClass)
+            for (key, value) in pendingAttributes { try query.addAttribute(key, value, schema: named, for: operation) }
         }
         return query
+    }
+
+    /// Adds attribute `key` of the query's class (`schema`), normalized.
+    ///
+    /// - Throws: `KeychainStatus` `.param` for a key the class does not have, a value of the wrong type, or an
+    ///   attribute `operation` cannot take.
+    private mutating func addAttribute(
+        _ key: String, _ value: KeychainValue, schema: [String: AttributeSchema.Kind], for operation: Operation
+    ) throws {
+        guard let kind = schema[key] else {
+            throw KeychainStatus(.param, "\(key) is not an attribute of this class")
+        }
+        guard let normalized = AttributeSchema.normalize(value, as: kind) else {
+            throw KeychainStatus(.param, "\(key) has a value of the wrong type")
+        }
+        if kind == .date && operation == .add {
+            throw KeychainStatus(.param, "\(key) is read-only")
+        }
+        if kind == .access && operation != .add {
+            throw KeychainStatus(.param, "kSecAttrAccess is set by SecItemAdd or SecItemUpdate, not matched")
+        }
+        if kind == .protection, let name = normalized.stringValue, ProtectionClass(rawValue: name) == nil {
+            throw KeychainStatus(.param, "kSecAttrAccessible has an unknown value")
+        }
+        attributes[key] = normalized
     }
 
     /// Parses the second dictionary of `SecItemUpdate`: real attributes (and `kSecValueData`) only.

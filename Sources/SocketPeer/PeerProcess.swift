@@ -87,9 +87,12 @@ package final class PeerProcess: Sendable {
 
     /// Whether the process still runs the executable it connected with: not exited, and `/proc/<pid>/exe` is still
     /// the same file (an `exec` of anything else, even a copy of the same program, changes it).
+    ///
+    /// One system call, on every request: `exe` under the `/proc` entry opened at the connection resolves only while
+    /// this very process has its memory — it fails once the process exited (a zombie has none) and never reaches a
+    /// later process with the same pid, whose entry is another one. So no separate check of the pidfd is needed.
     package var isCurrent: Bool {
-        let now = FileIdentity("exe", in: procEntry)
-        return Self.isRunning(pidfd) && now == file
+        FileIdentity("exe", in: procEntry) == file
     }
 
     /// The SHA-256 of the executable the process runs, read through `/proc/<pid>/exe` (the very file, even when

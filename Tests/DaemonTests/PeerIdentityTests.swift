@@ -58,6 +58,26 @@ struct PeerIdentityTests {
             try PeerProcess(credentials: PeerCredentials(pid: Int32.max - 1, uid: 0, gid: 0), pidfd: -1)
         }
     }
+
+    /// A peer stops being current when it exits: already as a zombie nobody reaped (its pid still names it), and
+    /// after it was reaped.
+    @Test func anExitedPeerIsNotCurrent() throws {
+        let child = try SpawnedProcess("/bin/sleep", ["30"])
+        let peer = try PeerProcess(credentials: PeerCredentials(pid: child.pid, uid: getuid(), gid: getgid()), pidfd: -1)
+        #expect(peer.isCurrent)
+        kill(child.pid, SIGKILL)
+        // A zombie until reaped: state Z in /proc/<pid>/stat.
+        var zombie = false
+        for _ in 0..<500 where !zombie {
+            let stat = (try? String(contentsOfFile: "/proc/\(child.pid)/stat", encoding: .utf8)) ?? ""
+            zombie = stat.split(separator: ")").last?.split(separator: " ").first == "Z"
+            if !zombie { usleep(10_000) }
+        }
+        #expect(zombie, "the killed child became a zombie")
+        #expect(!peer.isCurrent, "a zombie is not current")
+        _ = child.wait(timeout: 10)
+        #expect(!peer.isCurrent, "a reaped process is not current")
+    }
 }
 
 /// The two probe programs (Tests/Fixtures/PeerProbes), compiled with the toolchain's clang into `directory`.

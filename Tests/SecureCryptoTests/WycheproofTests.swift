@@ -154,6 +154,41 @@ struct WycheproofTests {
         #expect(tally.counts["valid/accepted", default: 0] >= 150, "the supported sizes cover most vectors")
     }
 
+    @Test("AES-GCM opener: one keyed context per key opens each 12-byte-nonce vector as AESGCM.open does, after failures too")
+    func aesGCMOpener() throws {
+        let file = try Wycheproof<AEADGroup>.load("aes_gcm_test")
+        var openers: [String: AESGCM.Opener] = [:]
+        var (checked, reused, rejected) = (0, 0, 0)
+        for group in file.testGroups where group.tagSize == 128 && group.ivSize == 96 {
+            for test in group.tests {
+                let key = SecureBytes(Data(hex: test.key))
+                if openers[test.key] != nil { reused += 1 }
+                let opener = try openers[test.key] ?? AESGCM.Opener(key: key)
+                openers[test.key] = opener
+                #expect(opener.isKeyed(with: key))
+                let combined = Data(hex: test.iv) + Data(hex: test.ct) + Data(hex: test.tag)
+                let aad = Data(hex: test.aad)
+                let reference = try? AESGCM.open(AESGCM.SealedBox(combined: combined), using: key, authenticating: aad)
+                // Twice: a finished or failed opening leaves the context ready for the next message.
+                for _ in 0..<2 {
+                    let opened = combined.withUnsafeBytes { box in
+                        aad.withUnsafeBytes { try? opener.open(combined: box, authenticating: $0) }
+                    }
+                    #expect(opened?.unprotectedData() == reference?.unprotectedData(), "tcId \(test.tcId)")
+                    if test.result == "valid" {
+                        #expect(opened?.unprotectedData() == Data(hex: test.msg), "tcId \(test.tcId): the message")
+                    }
+                    if opened == nil { rejected += 1 }
+                }
+                checked += 1
+            }
+        }
+        #expect(checked >= 100 && reused > 0 && rejected > 0, "\(checked) vectors, \(reused) on a reused opener, \(rejected) rejections")
+        let other = SecureBytes(Data(repeating: 7, count: 32))
+        #expect(try !AESGCM.Opener(key: SecureBytes(Data(repeating: 8, count: 32))).isKeyed(with: other))
+        #expect(throws: CryptoError.self) { try AESGCM.Opener(key: SecureBytes(Data(count: 20))) }
+    }
+
     struct HKDFGroup: Decodable {
         struct Test: Decodable {
             var tcId: Int; var flags: [String]; var ikm: String; var salt: String; var info: String; var size: Int
