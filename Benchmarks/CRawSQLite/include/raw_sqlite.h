@@ -38,8 +38,9 @@ int raw_sqlite_row_sizes(const char *path, size_t *attributes_size, size_t *wrap
 
 /// The median of `iterations` round trips (after 200 unmeasured) between this process and a forked peer over a
 /// Unix stream socket: `request_size` bytes out, `answer_size` bytes back, each side blocked in read() while it
-/// waits. Nanoseconds, or -1 when the peer cannot be started.
-double raw_unix_round_trip_ns(int iterations, int request_size, int answer_size);
+/// waits, or, when `spinning` is nonzero, polling with non-blocking reads and sched_yield() between them (no
+/// wake-up: the physical floor). Nanoseconds, or -1 when the peer cannot be started.
+double raw_unix_round_trip_ns(int iterations, int request_size, int answer_size, int spinning);
 
 /// Under callgrind, turns the collection of events on or off (la-bench counts only the timed loop); elsewhere,
 /// and where valgrind's header is missing, does nothing.
