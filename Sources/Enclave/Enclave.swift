@@ -435,11 +435,19 @@ package final class Enclave: Sendable {
     /// - Throws: `EnclaveError.locked`/`.passcodeNotSet` when the class key is not available, `.corrupt` when the
     ///   wrapped key does not authenticate (changed bytes, or moved from another row).
     package func unwrap(rowKey wrapped: Data, protectionClass: ProtectionClass, binding: Data) throws -> SecureBytes {
+        try wrapped.withUnsafeBytes { box in
+            try binding.withUnsafeBytes { try unwrap(rowKey: box, protectionClass: protectionClass, binding: $0) }
+        }
+    }
+
+    /// ``unwrap(rowKey:protectionClass:binding:)-(Data,_,Data)`` of a wrapped key and associated data read where
+    /// they lie.
+    package func unwrap(
+        rowKey wrapped: UnsafeRawBufferPointer, protectionClass: ProtectionClass, binding: UnsafeRawBufferPointer
+    ) throws -> SecureBytes {
         let opener = try classOpener(protectionClass)
         do {
-            return try wrapped.withUnsafeBytes { box in
-                try binding.withUnsafeBytes { try opener.open(combined: box, authenticating: $0) }
-            }
+            return try opener.open(combined: wrapped, authenticating: binding)
         } catch {
             throw EnclaveError(.corrupt, "a row key does not authenticate")
         }

@@ -20,16 +20,21 @@ final class DirectLookup: Sendable {
         self.path = path
     }
 
-    /// The row whose blind index is `blindIndex`, with its sealed value when `includingValue`; nil when none.
+    /// What `body` makes of the row whose blind index is `blindIndex` (its sealed value included when
+    /// `includingValue`), read in place; nil when there is none.
     ///
-    /// - Throws: `StoreError.corrupt` when SQLite finds the file damaged, `.io` for its other failures.
-    func item(blindIndex: Data, includingValue: Bool) throws -> StoredItem? {
+    /// - Throws: `StoreError.corrupt` when SQLite finds the file damaged, `.io` for its other failures; what `body`
+    ///   throws.
+    func withRow<Result>(
+        blindIndex: UnsafeRawBufferPointer, includingValue: Bool, _ body: (borrowing DirectRow) throws -> Result
+    ) throws -> Result? {
         let connection = try idle.withLock { $0.popLast() } ?? Connection(path: path)
-        let found = try connection.item(blindIndex: blindIndex, includingValue: includingValue)
-        idle.withLock { connections in
-            if connections.count < Self.idleLimit { connections.append(connection) }
+        defer {
+            idle.withLock { connections in
+                if connections.count < Self.idleLimit { connections.append(connection) }
+            }
         }
-        return found
+        return try connection.withRow(blindIndex: blindIndex, includingValue: includingValue, body)
     }
 
     /// One SQLite connection and its prepared lookup statements (with and without the value column).
@@ -72,16 +77,16 @@ final class DirectLookup: Sendable {
             (withValue, withoutValue, db) = (nil, nil, nil)
         }
 
-        func item(blindIndex: Data, includingValue: Bool) throws -> StoredItem? {
-            let statement = includingValue ? withValue : withoutValue
-            // The key is bound SQLITE_TRANSIENT (copied), so a reset is all the statement needs before its next use.
+        func withRow<Result>(
+            blindIndex: UnsafeRawBufferPointer, includingValue: Bool, _ body: (borrowing DirectRow) throws -> Result
+        ) throws -> Result? {
+            guard let statement = includingValue ? withValue : withoutValue else { return nil }
+            // The key is bound SQLITE_TRANSIENT (copied), so a reset is all the statement needs before its next use;
+            // the row's columns stay valid until then.
             defer { sqlite3_reset(statement) }
-            let bound = blindIndex.withUnsafeBytes { bytes in
-                // SQLITE_TRANSIENT: SQLite copies the 32 bytes, so nothing outlives this closure.
-                sqlite3_bind_blob(
-                    statement, 1, bytes.baseAddress, Int32(bytes.count),
-                    unsafeBitCast(-1, to: sqlite3_destructor_type.self))
-            }
+            let bound = sqlite3_bind_blob(
+                statement, 1, blindIndex.baseAddress, Int32(blindIndex.count),
+                unsafeBitCast(-1, to: sqlite3_destructor_type.self))
             guard bound == SQLITE_OK else { throw KeychainDatabase.storeError(code: bound) }
             let status = sqlite3_step(statement)
             switch status {
@@ -89,32 +94,46 @@ final class DirectLookup: Sendable {
             case SQLITE_ROW: break
             default: throw KeychainDatabase.storeError(code: status)
             }
-            guard let statement else { return nil }
-            return StoredItem(
-                rowID: sqlite3_column_int64(statement, 0), itemClass: Self.text(statement, 1),
-                accessGroup: Self.text(statement, 2), protectionClass: Self.text(statement, 3),
+            let row = DirectRow(
+                rowID: sqlite3_column_int64(statement, 0), itemClass: Self.bytes(statement, 1),
+                accessGroup: Self.bytes(statement, 2), protectionClass: Self.bytes(statement, 3),
                 synchronizable: sqlite3_column_int64(statement, 4) != 0,
                 // The row was found by equality on this column.
                 blindIndex: blindIndex,
-                attributes: Self.blob(statement, 6), wrappedKey: Self.blob(statement, 7),
+                attributes: Self.bytes(statement, 6), wrappedKey: Self.bytes(statement, 7),
                 hasAccessControl: Self.optionalInteger(statement, 8).map { $0 != 0 },
                 generation: Self.optionalInteger(statement, 9),
-                value: includingValue ? Self.blob(statement, 10) : nil)
+                value: includingValue ? Self.bytes(statement, 10) : nil)
+            return try body(row)
         }
 
-        private static func text(_ statement: OpaquePointer, _ column: Int32) -> String {
-            guard let text = sqlite3_column_text(statement, column) else { return "" }
-            return String(cString: text)
-        }
-
-        private static func blob(_ statement: OpaquePointer, _ column: Int32) -> Data {
-            let count = Int(sqlite3_column_bytes(statement, column))
-            guard count > 0, let bytes = sqlite3_column_blob(statement, column) else { return Data() }
-            return Data(bytes: bytes, count: count)
+        /// A text or blob column's bytes where SQLite holds them (the pointer first, then its length, as SQLite's
+        /// documentation orders the two calls).
+        private static func bytes(_ statement: OpaquePointer, _ column: Int32) -> UnsafeRawBufferPointer {
+            let start = sqlite3_column_blob(statement, column)
+            return UnsafeRawBufferPointer(start: start, count: start == nil ? 0 : Int(sqlite3_column_bytes(statement, column)))
         }
 
         private static func optionalInteger(_ statement: OpaquePointer, _ column: Int32) -> Int64? {
             sqlite3_column_type(statement, column) == SQLITE_NULL ? nil : sqlite3_column_int64(statement, column)
         }
     }
+}
+
+/// A row of the keychain's table as SQLite holds it during a lookup: every column in place, valid only while the
+/// closure it is handed to runs (``DirectLookup/withRow(blindIndex:includingValue:_:)``).
+package struct DirectRow: ~Copyable {
+    package let rowID: Int64
+    package let itemClass: UnsafeRawBufferPointer
+    package let accessGroup: UnsafeRawBufferPointer
+    package let protectionClass: UnsafeRawBufferPointer
+    package let synchronizable: Bool
+    package let blindIndex: UnsafeRawBufferPointer
+    package let attributes: UnsafeRawBufferPointer
+    package let wrappedKey: UnsafeRawBufferPointer
+    package let hasAccessControl: Bool?
+    package let generation: Int64?
+    /// The sealed value, when the lookup asked for it.
+    package let value: UnsafeRawBufferPointer?
+
 }

@@ -39,12 +39,15 @@ package final class KeychainDatabase: Sendable {
         direct = DirectLookup(path: path)
     }
 
-    /// The row whose blind index is `blindIndex` (with its sealed value when `includingValue`), read by one
-    /// statement outside any explicit transaction: the hot path of a lookup by primary key.
+    /// What `body` makes of the row whose blind index is `blindIndex` (with its sealed value when
+    /// `includingValue`), read in place by one statement outside any explicit transaction: the hot path of a lookup
+    /// by primary key. The row's columns are valid only while `body` runs. Nil when there is no such row.
     ///
-    /// - Throws: `StoreError.corrupt` when the file is damaged, `.io` for other SQLite failures.
-    package func item(blindIndex: Data, includingValue: Bool) throws -> StoredItem? {
-        try direct.item(blindIndex: blindIndex, includingValue: includingValue)
+    /// - Throws: `StoreError.corrupt` when the file is damaged, `.io` for other SQLite failures; what `body` throws.
+    package func withItem<Result>(
+        blindIndex: UnsafeRawBufferPointer, includingValue: Bool, _ body: (borrowing DirectRow) throws -> Result
+    ) throws -> Result? {
+        try direct.withRow(blindIndex: blindIndex, includingValue: includingValue, body)
     }
 
     private static var migrator: DatabaseMigrator {

@@ -50,11 +50,15 @@ package enum HMACSHA256 {
         /// The authentication code of `message` under this key.
         package func authenticationCode(for message: UnsafeRawBufferPointer) -> Data {
             var code = Data(count: HMACSHA256.byteCount)
-            code.withUnsafeMutableBytes { out in
-                la_hmac_sha256(
-                    prepared, message.baseAddress, message.count, out.baseAddress!.assumingMemoryBound(to: UInt8.self))
-            }
+            code.withUnsafeMutableBytes { authenticationCode(for: message, into: $0) }
             return code
+        }
+
+        /// Writes the authentication code of `message` under this key into `code` (``HMACSHA256/byteCount`` bytes).
+        package func authenticationCode(for message: UnsafeRawBufferPointer, into code: UnsafeMutableRawBufferPointer) {
+            precondition(code.count == HMACSHA256.byteCount, "HMAC: the code takes \(HMACSHA256.byteCount) bytes")
+            la_hmac_sha256(
+                prepared, message.baseAddress, message.count, code.baseAddress!.assumingMemoryBound(to: UInt8.self))
         }
     }
 

@@ -38,6 +38,17 @@ package struct MessageWriter: ~Copyable {
     /// The bytes written, as ordinary `Data`: only for bytes that are not secret (an index or associated data).
     package var data: Data { Data(bytes: storage, count: count) }
 
+    /// What `body` makes of the bytes written, read where they lie (valid only inside `body`).
+    package func withUnsafeBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+        try body(UnsafeRawBufferPointer(start: storage, count: count))
+    }
+
+    /// Replaces the byte written at `offset` (which must be below ``count``).
+    package mutating func replaceByte(at offset: Int, with value: UInt8) {
+        precondition(offset >= 0 && offset < count, "MessageWriter: no byte written at \(offset)")
+        storage.storeBytes(of: value, toByteOffset: offset, as: UInt8.self)
+    }
+
     // MARK: Primitives
 
     /// One byte.
@@ -84,6 +95,12 @@ package struct MessageWriter: ~Copyable {
 
     /// A 32-bit length, then the bytes.
     package mutating func bytes(_ value: some DataProtocol) {
+        uint32(UInt32(value.count))
+        rawBytes(value)
+    }
+
+    /// A 32-bit length, then the bytes.
+    package mutating func bytes(_ value: UnsafeRawBufferPointer) {
         uint32(UInt32(value.count))
         rawBytes(value)
     }

@@ -37,30 +37,86 @@ struct ItemSealer: Sendable {
     func blindIndex(
         itemClass: ItemClass, accessGroup: String, synchronizable: Bool, attributes: [String: KeychainValue]
     ) -> Data {
+        var index = Data(count: HMACSHA256.byteCount)
+        index.withUnsafeMutableBytes {
+            blindIndex(
+                itemClass: itemClass, accessGroup: accessGroup, synchronizable: synchronizable, value: { attributes[$0] },
+                into: $0)
+        }
+        return index
+    }
+
+    /// Writes the blind index into `index` (``HMACSHA256/byteCount`` bytes), with each primary-key attribute's
+    /// (normalized) value from `value`, its default when that gives none.
+    func blindIndex(
+        itemClass: ItemClass, accessGroup: String, synchronizable: Bool, value: (String) -> KeychainValue?,
+        into index: UnsafeMutableRawBufferPointer
+    ) {
         var out = MessageWriter()
         out.string("la.index.v1")
         out.string(itemClass.rawValue)
         out.string(accessGroup)
         out.byte(synchronizable ? 1 : 0)
-        let schema = AttributeSchema.attributes(of: itemClass)
         for key in AttributeSchema.primaryKey(of: itemClass) {
             out.string(key)
-            let value = attributes[key] ?? AttributeSchema.defaultValue(for: schema[key]!)
+            let value = value(key) ?? AttributeSchema.defaultValue(for: AttributeSchema.attributes(of: itemClass)[key]!)
             AttributeCodec.encode(AttributeSchema.indexForm(value), into: &out)
         }
-        return enclave.indexMAC.authenticationCode(for: out.data)
+        out.withUnsafeBytes { enclave.indexMAC.authenticationCode(for: $0, into: index) }
     }
 
-    /// The associated data of one part of a row: the part's name, then the row's id and clear columns, and, for
-    /// rows sealed with a generation, the generation and (for the key and the value) the list's hash.
+    /// The clear columns of a row that its parts' associated data names, read where they lie.
+    struct ClearColumns {
+        var rowID: Int64
+        var itemClass: UnsafeRawBufferPointer
+        var accessGroup: UnsafeRawBufferPointer
+        var protectionClass: UnsafeRawBufferPointer
+        var synchronizable: Bool
+        var blindIndex: UnsafeRawBufferPointer
+        var hasAccessControl: Bool?
+        var generation: Int64?
+    }
+
+    /// The associated data of one part of `row`.
     private func binding(_ part: UInt8, _ row: StoredItem, accessControl: AccessControlPolicy?) -> Data {
-        var out = MessageWriter()
+        Self.withClearColumns(row) { columns in
+            var out = MessageWriter()
+            Self.writeBinding(part, columns, accessControl: accessControl, into: &out)
+            return out.data
+        }
+    }
+
+    /// What `body` makes of `row`'s clear columns.
+    private static func withClearColumns<Result>(_ row: StoredItem, _ body: (ClearColumns) throws -> Result) rethrows -> Result {
+        var (itemClass, accessGroup, protectionClass) = (row.itemClass, row.accessGroup, row.protectionClass)
+        return try itemClass.withUTF8 { itemClass in
+            try accessGroup.withUTF8 { accessGroup in
+                try protectionClass.withUTF8 { protectionClass in
+                    try row.blindIndex.withUnsafeBytes { blindIndex in
+                        try body(
+                            ClearColumns(
+                                rowID: row.rowID, itemClass: UnsafeRawBufferPointer(itemClass),
+                                accessGroup: UnsafeRawBufferPointer(accessGroup),
+                                protectionClass: UnsafeRawBufferPointer(protectionClass),
+                                synchronizable: row.synchronizable, blindIndex: blindIndex,
+                                hasAccessControl: row.hasAccessControl, generation: row.generation))
+                    }
+                }
+            }
+        }
+    }
+
+    /// Writes the associated data of one part of a row: the part's name, then the row's id and clear columns, and,
+    /// for rows sealed with a generation, the generation and (for the key and the value) the list's hash.
+    private static func writeBinding(
+        _ part: UInt8, _ row: ClearColumns, accessControl: AccessControlPolicy?, into out: inout MessageWriter
+    ) {
         out.string(Self.bindingLabel)
         out.byte(part)
         out.uint64(UInt64(bitPattern: row.rowID))
-        out.string(row.itemClass)
-        out.string(row.accessGroup)
-        out.string(row.protectionClass)
+        out.bytes(row.itemClass)
+        out.bytes(row.accessGroup)
+        out.bytes(row.protectionClass)
         out.byte(row.synchronizable ? 1 : 0)
         out.bytes(row.blindIndex)
         // Rows from before the access-control column bind nothing for it; newer rows bind its value, so changing
@@ -79,7 +135,6 @@ struct ItemSealer: Sendable {
                 }
             }
         }
-        return out.data
     }
 
     /// What every binding starts with, length-prefixed; the part's byte follows it.
@@ -153,15 +208,46 @@ struct ItemSealer: Sendable {
     ///   key or the value does not authenticate for this row.
     func openData(_ item: OpenedItem, sealedValue: Data) throws -> SecureBytes {
         // An unopened row is one known (from its authenticated clear column) to have no list.
-        let accessControl = item.accessControl
+        try Self.withClearColumns(item.row) { columns in
+            try item.row.wrappedKey.withUnsafeBytes { wrappedKey in
+                try sealedValue.withUnsafeBytes { sealedValue in
+                    try openData(
+                        columns, wrappedKey: wrappedKey, sealedValue: sealedValue, protectionClass: item.protectionClass,
+                        accessControl: item.accessControl)
+                }
+            }
+        }
+    }
+
+    /// Opens the data of a row read in place, which its authenticated clear column says has no list (the hot path:
+    /// nothing of the row is copied).
+    ///
+    /// - Throws: as ``openData(_:sealedValue:)``; `errSecItemNotFound` when the row was read without its value.
+    func openData(_ row: borrowing DirectRow, protectionClass: ProtectionClass) throws -> SecureBytes {
+        guard let sealedValue = row.value else { throw KeychainStatus(.itemNotFound, "the item's value was not read") }
+        let columns = ClearColumns(
+            rowID: row.rowID, itemClass: row.itemClass, accessGroup: row.accessGroup,
+            protectionClass: row.protectionClass, synchronizable: row.synchronizable, blindIndex: row.blindIndex,
+            hasAccessControl: row.hasAccessControl, generation: row.generation)
+        return try openData(
+            columns, wrappedKey: row.wrappedKey, sealedValue: sealedValue, protectionClass: protectionClass,
+            accessControl: nil)
+    }
+
+    private func openData(
+        _ columns: ClearColumns, wrappedKey: UnsafeRawBufferPointer, sealedValue: UnsafeRawBufferPointer,
+        protectionClass: ProtectionClass, accessControl: AccessControlPolicy?
+    ) throws -> SecureBytes {
         // The key's and the value's associated data differ only in the part's byte: built once, then changed.
-        var associatedData = binding(Part.key, item.row, accessControl: accessControl)
-        let rowKey = try enclave.unwrap(
-            rowKey: item.row.wrappedKey, protectionClass: item.protectionClass, binding: associatedData)
-        associatedData[associatedData.startIndex + Self.partOffset] = Part.value
+        var associatedData = MessageWriter()
+        Self.writeBinding(Part.key, columns, accessControl: accessControl, into: &associatedData)
+        let rowKey = try associatedData.withUnsafeBytes {
+            try enclave.unwrap(rowKey: wrappedKey, protectionClass: protectionClass, binding: $0)
+        }
+        associatedData.replaceByte(at: Self.partOffset, with: Part.value)
         do {
-            return try sealedValue.withUnsafeBytes { box in
-                try associatedData.withUnsafeBytes { try AESGCM.open(combined: box, using: rowKey, authenticating: $0) }
+            return try associatedData.withUnsafeBytes {
+                try AESGCM.open(combined: sealedValue, using: rowKey, authenticating: $0)
             }
         } catch {
             throw KeychainStatus(.decode, "an item's data does not authenticate")

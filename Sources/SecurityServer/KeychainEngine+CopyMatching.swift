@@ -35,10 +35,68 @@ extension KeychainEngine {
     }
 
     /// The hot path (`SecItemCopyMatching` of one item by its full primary key, returning its data or persistent
-    /// reference): one indexed statement outside any transaction object, the attributes left sealed, the data
-    /// opened (which checks the class key, so a locked keychain still refuses). Nil when the query or the row needs
-    /// the general path: any other filter or return type, several access groups or both synchronizable values,
-    /// or a row with an access-control or trusted-application list (whose decision needs the attributes).
+    /// reference) straight from the request's dictionary, before any `ItemQuery` is made: nil when the request needs
+    /// the general path, which then parses it (and reports what is wrong with it). Only these keys are taken: the
+    /// class, every primary-key attribute (values of their schema types), the access group, synchronizable as a
+    /// boolean, `kSecReturnData` / `kSecReturnPersistentRef` and the match limit; any other key, a value of another
+    /// type, a group the caller does not hold or a row with a list goes the general way.
+    func directLookup(_ dictionary: [String: KeychainValue], caller: CallerIdentity) throws -> ItemResults? {
+        guard case .string(let name)? = dictionary["class"], let itemClass = ItemClass(rawValue: name),
+            itemClass != .identity
+        else { return nil }
+        let primaryKey = AttributeSchema.primaryKey(of: itemClass)
+        let schema = AttributeSchema.attributes(of: itemClass)
+        var returns: ReturnOptions = []
+        var limit: Int? = 1
+        var accessGroup: String?
+        var synchronizable = false
+        var attributes = 0
+        for (key, value) in dictionary {
+            switch key {
+            case "class":
+                continue
+            case "r_Data", "r_PersistentRef":
+                guard let flag = value.boolValue else { return nil }
+                let option: ReturnOptions = key == "r_Data" ? .data : .persistentReference
+                if flag { returns.insert(option) } else { returns.remove(option) }
+            case "m_Limit":
+                switch value {
+                case .string("m_LimitOne"): limit = 1
+                case .string("m_LimitAll"): limit = nil
+                case .integer(let n) where n > 0: limit = Int(clamping: n)
+                default: return nil
+                }
+            case "agrp":
+                guard let group = value.stringValue, !group.isEmpty else { return nil }
+                accessGroup = group
+            case "sync":
+                // kSecAttrSynchronizableAny (both kinds) takes the general path.
+                guard let flag = value.boolValue else { return nil }
+                synchronizable = flag
+            default:
+                guard primaryKey.contains(key), let kind = schema[key], AttributeSchema.normalize(value, as: kind) != nil
+                else { return nil }
+                attributes += 1
+            }
+        }
+        guard attributes == primaryKey.count else { return nil }
+        let group: String
+        if let accessGroup {
+            guard caller.mayAccess(accessGroup) else { return nil }
+            group = accessGroup
+        } else {
+            guard let groups = caller.visibleGroups, groups.count == 1 else { return nil }
+            group = groups[0]
+        }
+        return try directLookup(
+            itemClass: itemClass, accessGroup: group, synchronizable: synchronizable,
+            value: { key in dictionary[key].flatMap { AttributeSchema.normalize($0, as: schema[key]!) } },
+            returns: returns, isSingle: limit == 1)
+    }
+
+    /// The hot path for a parsed query (one that came with keys the dictionary's path leaves to the general one,
+    /// such as an operation prompt): nil when the query or the row needs the general path (any other filter or
+    /// return type, several access groups or both synchronizable values, a row with a list).
     func directLookup(_ query: ItemQuery, caller: CallerIdentity) throws -> ItemResults? {
         guard query.persistentReference == nil, !query.caseInsensitive, query.synchronizable != .any,
             query.returns.isSubset(of: Self.directReturns), query.limit.map({ $0 >= 1 }) ?? true,
@@ -49,25 +107,42 @@ extension KeychainEngine {
             query.attributes.keys.allSatisfy(primaryKey.contains),
             let groups = try searchedGroups(query, caller: caller), groups.count == 1
         else { return nil }
-        let index = sealer.blindIndex(
+        return try directLookup(
             itemClass: itemClass, accessGroup: groups[0], synchronizable: query.synchronizable == .yes,
-            attributes: query.attributes)
-        let needsData = Self.needsData(query.returns, itemClass)
-        guard let row = try database.item(blindIndex: index, includingValue: needsData) else {
-            throw KeychainStatus(.itemNotFound, "no item matches")
+            value: { query.attributes[$0] }, returns: query.returns, isSingle: query.limit == 1)
+    }
+
+    /// One indexed statement outside any transaction object, the row read where SQLite holds it, its attributes
+    /// left sealed, its data opened (which checks the class key, so a locked keychain still refuses); nil when the
+    /// row has an access-control or trusted-application list (whose decision needs the attributes).
+    private func directLookup(
+        itemClass: ItemClass, accessGroup: String, synchronizable: Bool, value: (String) -> KeychainValue?,
+        returns: ReturnOptions, isSingle: Bool
+    ) throws -> ItemResults? {
+        let needsData = Self.needsData(returns, itemClass)
+        let found = try withUnsafeTemporaryAllocation(byteCount: HMACSHA256.byteCount, alignment: 1) { index in
+            sealer.blindIndex(
+                itemClass: itemClass, accessGroup: accessGroup, synchronizable: synchronizable, value: value, into: index)
+            return try database.withItem(blindIndex: UnsafeRawBufferPointer(index), includingValue: needsData) {
+                row -> ItemResult? in
+                guard row.hasAccessControl == false else { return nil }
+                guard ItemClass(rawValue: String(decoding: row.itemClass, as: UTF8.self)) != nil,
+                    let protectionClass = ProtectionClass(rawValue: String(decoding: row.protectionClass, as: UTF8.self))
+                else { throw KeychainStatus(.decode, "a row names an unknown class") }
+                var result = ItemResult(itemClass: itemClass)
+                if returns.contains(.persistentReference) {
+                    result.persistentReference = PersistentReference(itemClass: itemClass, rowID: row.rowID).data
+                }
+                if needsData {
+                    result.data = try sealer.openData(row, protectionClass: protectionClass)
+                } else if !enclave.isAvailable(protectionClass) {
+                    throw KeychainStatus(.interactionNotAllowed, "the item's protection class is locked")
+                }
+                return result
+            }
         }
-        guard row.hasAccessControl == false else { return nil }
-        let item = try sealer.unopened(row)
-        var result = ItemResult(itemClass: itemClass)
-        if query.returns.contains(.persistentReference) {
-            result.persistentReference = PersistentReference(itemClass: itemClass, rowID: row.rowID).data
-        }
-        if needsData, let sealedValue = row.value {
-            result.data = try sealer.openData(item, sealedValue: sealedValue)
-        } else {
-            try requireAvailable(item)
-        }
-        return ItemResults(returns: query.returns, isSingle: query.limit == 1, items: [result])
+        guard let found else { throw KeychainStatus(.itemNotFound, "no item matches") }
+        return found.map { ItemResults(returns: returns, isSingle: isSingle, items: [$0]) }
     }
 
     /// What a lookup on the direct path may return.

@@ -181,6 +181,7 @@ package final class KeychainEngine: Sendable {
                 return try add(parse(attributes, for: .add, caller: caller, prompting: prompting), caller: caller)
                     .map(KeychainResponse.items) ?? .success
             case .copyMatching(let query):
+                if let results = try directLookup(query, caller: caller) { return .items(results) }
                 return .items(
                     try copyMatching(
                         parse(query, for: .copyMatching, caller: caller, prompting: prompting), caller: caller))
