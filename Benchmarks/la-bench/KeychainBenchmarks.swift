@@ -120,8 +120,11 @@ enum KeychainBenchmarks {
         }
 
         func find() throws {
-            var find = query(random.next(below: size), service: service)
-            find["r_Data"] = .bool(true)
+            // One literal, as a caller writes a query (a fourth key added to a three-key dictionary grows it first).
+            let find: [String: KeychainValue] = [
+                "class": .string("genp"), "svce": .string(service),
+                "acct": .string("account-\(random.next(below: size))"), "r_Data": .bool(true),
+            ]
             guard case .items(let results) = try client.sendBlocking(.copyMatching(find)), results.items.count == 1 else {
                 throw BenchmarkFailure.wrongResult
             }

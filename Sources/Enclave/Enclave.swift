@@ -65,6 +65,8 @@ package final class Enclave: Sendable {
         var protection: PasscodeProtection?
         /// The keybag file as last read (a migration by another process rewrites it).
         var keybagStamp: FileStamp?
+        /// The state file as last read, held open (see `refresh`).
+        var stateFile: OpenFile?
         /// A decryption context per class, keyed with the class key last used: row keys open without a key schedule
         /// each. Dropped when the keychain locks or a class key cannot be had; checked against the current key on
         /// each use.
@@ -82,6 +84,33 @@ package final class Enclave: Sendable {
         var size: Int64
         var seconds: Int
         var nanoseconds: Int
+
+        init(_ info: stat) {
+            inode = UInt64(info.st_ino)
+            size = Int64(info.st_size)
+            seconds = info.st_mtim.tv_sec
+            nanoseconds = info.st_mtim.tv_nsec
+        }
+    }
+
+    /// A file held open by descriptor, to tell cheaply whether it is still the one under its name.
+    private final class OpenFile: Sendable {
+        private let descriptor: Int32
+
+        /// `path` opened for reading (not through a symbolic link); nil when it cannot be.
+        init?(_ path: String) {
+            descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+            guard descriptor >= 0 else { return nil }
+        }
+
+        deinit { close(descriptor) }
+
+        /// The file's stamp while it still has a name (nil once it was deleted or another file was renamed over it).
+        var linkedStamp: FileStamp? {
+            var info = stat()
+            guard fstat(descriptor, &info) == 0, info.st_nlink > 0 else { return nil }
+            return FileStamp(info)
+        }
     }
 
     private static let keyByteCount = 32
@@ -530,8 +559,16 @@ package final class Enclave: Sendable {
     /// Re-reads the state file when it changed (and then the keybag, when another process rewrote it), and brings
     /// the set of class keys in memory in line with it. A protected store keeps only `dk`/`dku` here; its passcode classes
     /// are read from where unlocked keys are kept, on each use, so a lock by another process counts at once.
+    ///
+    /// The state file read last is held open, so the check on each use is one `fstat` of it, with no path to walk:
+    /// it is the file under the name as long as it is still linked with the stamp it had (a rewrite renames a new
+    /// file over it, which unlinks it; a deletion unlinks it; a write into it changes its size or times). Only when
+    /// that fails is the name looked up again.
     private func refresh(_ state: inout State) throws {
-        let stamp = Self.stamp(of: statePath)
+        if let file = state.stateFile, let known = state.stamp, file.linkedStamp == known { return }
+        let file = OpenFile(statePath)
+        state.stateFile = file
+        let stamp = file?.linkedStamp
         if stamp == state.stamp && stamp != nil { return }
         // A state file that vanished or does not decode means locked (keeping what else it said).
         if stamp != nil, let data = try? Self.readFile(statePath),
@@ -714,9 +751,7 @@ package final class Enclave: Sendable {
     private static func stamp(of path: String) -> FileStamp? {
         var info = stat()
         guard stat(path, &info) == 0 else { return nil }
-        return FileStamp(
-            inode: UInt64(info.st_ino), size: Int64(info.st_size), seconds: info.st_mtim.tv_sec,
-            nanoseconds: info.st_mtim.tv_nsec)
+        return FileStamp(info)
     }
 
     private static func currentBootID() -> String {

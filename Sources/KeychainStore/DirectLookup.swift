@@ -20,14 +20,15 @@ final class DirectLookup: Sendable {
         self.path = path
     }
 
-    /// What `body` makes of the row whose blind index is `blindIndex` (its sealed value included when
-    /// `includingValue`), read in place; nil when there is none.
+    /// Hands `body` the row whose blind index is `blindIndex` (its sealed value included when `includingValue`),
+    /// read in place; false when there is none. (Not generic: across modules a generic result would be copied
+    /// through value witnesses on every lookup.)
     ///
     /// - Throws: `StoreError.corrupt` when SQLite finds the file damaged, `.io` for its other failures; what `body`
     ///   throws.
-    func withRow<Result>(
-        blindIndex: UnsafeRawBufferPointer, includingValue: Bool, _ body: (borrowing DirectRow) throws -> Result
-    ) throws -> Result? {
+    func withRow(
+        blindIndex: UnsafeRawBufferPointer, includingValue: Bool, _ body: (borrowing DirectRow) throws -> Void
+    ) throws -> Bool {
         let connection = try idle.withLock { $0.popLast() } ?? Connection(path: path)
         defer {
             idle.withLock { connections in
@@ -77,10 +78,10 @@ final class DirectLookup: Sendable {
             (withValue, withoutValue, db) = (nil, nil, nil)
         }
 
-        func withRow<Result>(
-            blindIndex: UnsafeRawBufferPointer, includingValue: Bool, _ body: (borrowing DirectRow) throws -> Result
-        ) throws -> Result? {
-            guard let statement = includingValue ? withValue : withoutValue else { return nil }
+        func withRow(
+            blindIndex: UnsafeRawBufferPointer, includingValue: Bool, _ body: (borrowing DirectRow) throws -> Void
+        ) throws -> Bool {
+            guard let statement = includingValue ? withValue : withoutValue else { return false }
             // The key is bound SQLITE_TRANSIENT (copied), so a reset is all the statement needs before its next use;
             // the row's columns stay valid until then.
             defer { sqlite3_reset(statement) }
@@ -90,7 +91,7 @@ final class DirectLookup: Sendable {
             guard bound == SQLITE_OK else { throw KeychainDatabase.storeError(code: bound) }
             let status = sqlite3_step(statement)
             switch status {
-            case SQLITE_DONE: return nil
+            case SQLITE_DONE: return false
             case SQLITE_ROW: break
             default: throw KeychainDatabase.storeError(code: status)
             }
@@ -104,7 +105,8 @@ final class DirectLookup: Sendable {
                 hasAccessControl: Self.optionalInteger(statement, 8).map { $0 != 0 },
                 generation: Self.optionalInteger(statement, 9),
                 value: includingValue ? Self.bytes(statement, 10) : nil)
-            return try body(row)
+            try body(row)
+            return true
         }
 
         /// A text or blob column's bytes where SQLite holds them (the pointer first, then its length, as SQLite's

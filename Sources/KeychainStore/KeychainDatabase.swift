@@ -39,14 +39,14 @@ package final class KeychainDatabase: Sendable {
         direct = DirectLookup(path: path)
     }
 
-    /// What `body` makes of the row whose blind index is `blindIndex` (with its sealed value when
-    /// `includingValue`), read in place by one statement outside any explicit transaction: the hot path of a lookup
-    /// by primary key. The row's columns are valid only while `body` runs. Nil when there is no such row.
+    /// Hands `body` the row whose blind index is `blindIndex` (with its sealed value when `includingValue`), read
+    /// in place by one statement outside any explicit transaction: the hot path of a lookup by primary key. The
+    /// row's columns are valid only while `body` runs. False when there is no such row.
     ///
     /// - Throws: `StoreError.corrupt` when the file is damaged, `.io` for other SQLite failures; what `body` throws.
-    package func withItem<Result>(
-        blindIndex: UnsafeRawBufferPointer, includingValue: Bool, _ body: (borrowing DirectRow) throws -> Result
-    ) throws -> Result? {
+    package func withItem(
+        blindIndex: UnsafeRawBufferPointer, includingValue: Bool, _ body: (borrowing DirectRow) throws -> Void
+    ) throws -> Bool {
         try direct.withRow(blindIndex: blindIndex, includingValue: includingValue, body)
     }
 

@@ -71,12 +71,18 @@ package enum AttributeSchema {
     /// The attributes that, with the access group and synchronizable, make an item unique (in this order).
     package static func primaryKey(of itemClass: ItemClass) -> [String] {
         switch itemClass {
-        case .genericPassword: ["acct", "svce"]
-        case .internetPassword: ["acct", "sdmn", "srvr", "ptcl", "atyp", "port", "path"]
-        case .certificate, .identity: ["ctyp", "issr", "slnr"]
-        case .key: ["kcls", "klbl", "atag", "type", "bsiz", "esiz"]
+        case .genericPassword: genericPasswordKey
+        case .internetPassword: internetPasswordKey
+        case .certificate, .identity: certificateKey
+        case .key: keyKey
         }
     }
+
+    // Made once: a lookup asks for its class's primary key on every request.
+    private static let genericPasswordKey = ["acct", "svce"]
+    private static let internetPasswordKey = ["acct", "sdmn", "srvr", "ptcl", "atyp", "port", "path"]
+    private static let certificateKey = ["ctyp", "issr", "slnr"]
+    private static let keyKey = ["kcls", "klbl", "atag", "type", "bsiz", "esiz"]
 
     /// The value an omitted primary-key attribute takes: empty or zero.
     package static func defaultValue(for kind: Kind) -> KeychainValue {

@@ -39,7 +39,8 @@ package struct ItemQuery: Sendable {
     package var limit: Int? = 1
     package var limitWasGiven = false
     package var caseInsensitive = false
-    package var returns: ReturnOptions = []
+    // Not `[]`: an array literal of another module's option set builds it through the generic initializer.
+    package var returns = ReturnOptions(rawValue: 0)
     package var persistentReference: PersistentReference?
     package var authenticationUI: AuthenticationUI = .allow
     /// The caller's `kSecUseAuthenticationContext` handle, when it gave one.

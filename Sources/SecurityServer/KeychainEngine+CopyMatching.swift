@@ -46,7 +46,8 @@ extension KeychainEngine {
         else { return nil }
         let primaryKey = AttributeSchema.primaryKey(of: itemClass)
         let schema = AttributeSchema.attributes(of: itemClass)
-        var returns: ReturnOptions = []
+        // Not `[]`: an array literal of another module's option set builds it through the generic initializer.
+        var returns = ReturnOptions(rawValue: 0)
         var limit: Int? = 1
         var accessGroup: String?
         var synchronizable = false
@@ -120,29 +121,30 @@ extension KeychainEngine {
         returns: ReturnOptions, isSingle: Bool
     ) throws -> ItemResults? {
         let needsData = Self.needsData(returns, itemClass)
+        var result: ItemResult?
         let found = try withUnsafeTemporaryAllocation(byteCount: HMACSHA256.byteCount, alignment: 1) { index in
             sealer.blindIndex(
                 itemClass: itemClass, accessGroup: accessGroup, synchronizable: synchronizable, value: value, into: index)
-            return try database.withItem(blindIndex: UnsafeRawBufferPointer(index), includingValue: needsData) {
-                row -> ItemResult? in
-                guard row.hasAccessControl == false else { return nil }
+            return try database.withItem(blindIndex: UnsafeRawBufferPointer(index), includingValue: needsData) { row in
+                guard row.hasAccessControl == false else { return }
                 guard ItemClass(rawValue: String(decoding: row.itemClass, as: UTF8.self)) != nil,
                     let protectionClass = ProtectionClass(rawValue: String(decoding: row.protectionClass, as: UTF8.self))
                 else { throw KeychainStatus(.decode, "a row names an unknown class") }
-                var result = ItemResult(itemClass: itemClass)
+                var item = ItemResult(itemClass: itemClass)
                 if returns.contains(.persistentReference) {
-                    result.persistentReference = PersistentReference(itemClass: itemClass, rowID: row.rowID).data
+                    item.persistentReference = PersistentReference(itemClass: itemClass, rowID: row.rowID).data
                 }
                 if needsData {
-                    result.data = try sealer.openData(row, protectionClass: protectionClass)
+                    item.data = try sealer.openData(row, protectionClass: protectionClass)
                 } else if !enclave.isAvailable(protectionClass) {
                     throw KeychainStatus(.interactionNotAllowed, "the item's protection class is locked")
                 }
-                return result
+                result = item
             }
         }
-        guard let found else { throw KeychainStatus(.itemNotFound, "no item matches") }
-        return found.map { ItemResults(returns: returns, isSingle: isSingle, items: [$0]) }
+        guard found else { throw KeychainStatus(.itemNotFound, "no item matches") }
+        // A row with a list: the general path decides it.
+        return result.map { ItemResults(returns: returns, isSingle: isSingle, items: [$0]) }
     }
 
     /// What a lookup on the direct path may return.
