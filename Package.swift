@@ -51,6 +51,8 @@ let package = Package(
         .systemLibrary(
             name: "CKeyutils", pkgConfig: "libkeyutils",
             providers: [.apt(["libkeyutils-dev"])]),
+        // libc's accept4 (not in Swift's Glibc module): localauthd's lane accepts close-on-exec.
+        .systemLibrary(name: "CSocket"),
         // tpm2-tss: ESAPI, the TCTI loader (device, swtpm), marshalling, error texts.
         .systemLibrary(
             name: "CTSS2", pkgConfig: "tss2-esys",
@@ -122,7 +124,7 @@ let package = Package(
         .target(
             name: "SecurityDaemon",
             dependencies: [
-                "SecurityServer", "SecurityProtocol", "SocketPeer", "StoreFiles", "AppRegistry", "Enclave",
+                "SecurityServer", "SecurityProtocol", "SocketPeer", "StoreFiles", "AppRegistry", "Enclave", "CSocket",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

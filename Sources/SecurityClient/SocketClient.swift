@@ -24,6 +24,17 @@ package final class SocketClient: SecurityClient {
     package let allGroups: Bool
 
     private let current = Mutex<SocketConnection?>(nil)
+    private let lane = Mutex(LaneState())
+
+    /// The lane's connection: free (`idle`), held by a request (`held`), or none yet (tried again after a pause
+    /// when it could not be made).
+    private struct LaneState {
+        var idle: LaneConnection?
+        var held = false
+        /// `disconnect()` came while a request held it: it closes when given back.
+        var closeWhenGivenBack = false
+        var retryAfter = ContinuousClock.now
+    }
 
     /// A client of the daemon at `path`, connected at once.
     ///
@@ -53,6 +64,11 @@ package final class SocketClient: SecurityClient {
     /// requests and forgets its contexts. The next request connects again.
     package func disconnect() {
         current.withLock { $0 }?.close()
+        lane.withLock { state in
+            state.idle?.close()
+            state.idle = nil
+            state.closeWhenGivenBack = state.held
+        }
     }
 
     /// The open connection, or a new one when there is none or it dropped.
@@ -102,6 +118,64 @@ package final class SocketClient: SecurityClient {
         throw SocketConnection.unexpected(message)
     }
 
+    // MARK: The lane
+
+    /// The answer through localauthd's lane (its `LaneServer`), or nil when the request takes the main connection:
+    /// it is not brief, a presenter would answer its prompts, it names an authentication context (contexts belong to
+    /// the main connection), or the lane is busy with another request of this process, cannot be made, or is not
+    /// served by the process behind the main socket.
+    private func laneAnswer(
+        _ request: KeychainRequest, options: EvaluationOptions, presenter: (any EvaluationPresenter)?
+    ) throws -> KeychainResponse? {
+        guard request.isBrief, presenter == nil || PresenterQueue.isCurrent, !Self.namesContext(request),
+            let connection = try takeLane()
+        else { return nil }
+        defer { giveBackLane(connection) }
+        let id = PromptResponder.nextRequest()
+        return try Self.storeAnswer(
+            connection.request(.keychain(id, request, options, interactive: false), id: id),
+            { if case .keychain(_, let response) = $0 { response } else { nil } })
+    }
+
+    private static func namesContext(_ request: KeychainRequest) -> Bool {
+        switch request {
+        case .add(let dictionary), .copyMatching(let dictionary): dictionary["u_AuthCtx"] != nil
+        default: false
+        }
+    }
+
+    /// The free lane connection, made first when there is none (checked against the main connection's daemon).
+    private func takeLane() throws -> LaneConnection? {
+        let daemon = try connection().daemonProcess
+        return lane.withLock { state -> LaneConnection? in
+            if let free = state.idle {
+                state.idle = nil
+                state.held = true
+                return free
+            }
+            guard !state.held, ContinuousClock.now >= state.retryAfter, let daemon else { return nil }
+            do {
+                let made = try LaneConnection(
+                    path: path + ".lane", daemon: daemon, accessGroups: accessGroups, allGroups: allGroups)
+                state.held = true
+                return made
+            } catch {
+                // An older daemon without a lane, or one not bound yet: the main connection for a while.
+                state.retryAfter = ContinuousClock.now + .seconds(1)
+                return nil
+            }
+        }
+    }
+
+    private func giveBackLane(_ connection: LaneConnection) {
+        lane.withLock { state in
+            state.held = false
+            if state.closeWhenGivenBack { connection.close() }
+            state.closeWhenGivenBack = false
+            if connection.isOpen { state.idle = connection }
+        }
+    }
+
     // MARK: SecurityClient
 
     package func send(
@@ -115,7 +189,8 @@ package final class SocketClient: SecurityClient {
     package func sendBlocking(
         _ request: KeychainRequest, options: EvaluationOptions, presenter: (any EvaluationPresenter)?
     ) throws -> KeychainResponse {
-        try Self.storeAnswer(
+        if let answer = try laneAnswer(request, options: options, presenter: presenter) { return answer }
+        return try Self.storeAnswer(
             exchangeBlocking(presenter: presenter, { .keychain($0, request, options, interactive: $1) }),
             { if case .keychain(_, let response) = $0 { response } else { nil } })
     }
@@ -270,6 +345,8 @@ final class SocketConnection: Sendable {
     }
 
     let fd: Int32
+    /// The process serving this connection (the kernel's `SO_PEERCRED`), which must serve the lane too.
+    let daemonProcess: Int32?
     private let path: String
     private let state = Mutex(State())
     private let writeLock = Mutex(())
@@ -282,6 +359,7 @@ final class SocketConnection: Sendable {
     init(path: String, accessGroups: [String], allGroups: Bool) throws {
         self.path = path
         fd = try Self.connect(path)
+        daemonProcess = Self.peerProcess(fd)
         do {
             try write(.hello(versions: [1], accessGroups: accessGroups, allGroups: allGroups))
             switch try readMessage() {
@@ -517,16 +595,10 @@ final class SocketConnection: Sendable {
 
     /// Returns when the socket has something to read or ``spinBudget`` passed.
     private func awaitReadable() {
-        guard Self.spinBudget > .zero else { return }
-        let clock = ContinuousClock()
-        let deadline = clock.now + Self.spinBudget
-        var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        while poll(&descriptor, 1, 0) == 0, clock.now < deadline {
-            // The processor goes to whoever else may run on it between polls: the scheduler often wakes the daemon's
-            // thread on this very processor (the request's write woke it from here), and a thread that spun without
-            // yielding kept it from answering until the budget ran out.
-            sched_yield()
-        }
+        // Yielding between polls: the scheduler often wakes the daemon's thread on this very processor (the
+        // request's write woke it from here), and a thread that spun without yielding kept it from answering until
+        // the budget ran out.
+        FrameReader.awaitReadable(fd, for: Self.spinBudget)
     }
 
     /// The next whole frame, decoded; nil at the end of the stream.
@@ -563,7 +635,15 @@ final class SocketConnection: Sendable {
 
     // MARK: Helpers
 
-    private static func connect(_ path: String) throws -> Int32 {
+    /// The pid of the process on the other end of `fd` (`SO_PEERCRED`: pid, uid, gid as 32-bit fields).
+    static func peerProcess(_ fd: Int32) -> Int32? {
+        var credentials: (Int32, UInt32, UInt32) = (0, 0, 0)
+        var length = socklen_t(MemoryLayout.size(ofValue: credentials))
+        guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0, credentials.0 > 0 else { return nil }
+        return credentials.0
+    }
+
+    static func connect(_ path: String) throws -> Int32 {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw KeychainStatus(.notAvailable, "no socket for localauthd") }
         var address = sockaddr_un()
@@ -593,5 +673,67 @@ final class SocketConnection: Sendable {
 
     static func unexpected(_ message: ServerMessage) -> KeychainStatus {
         KeychainStatus(.internalComponent, "localauthd answered with another kind of message")
+    }
+}
+
+/// The client's end of localauthd's lane (`LaneServer`): a connection of its own for brief keychain requests that
+/// cannot prompt, one at a time, whose answer the calling thread reads itself — no reader thread, no hand-over.
+final class LaneConnection: @unchecked Sendable {
+    // @unchecked: used by one thread at a time (`SocketClient` hands it out and takes it back under its lock).
+    private let fd: Int32
+    private let path: String
+    private let frames: FrameReader
+    /// False once the connection failed or was closed; it is then dropped.
+    private(set) var isOpen = true
+
+    /// Connects to the lane at `path`, checks that process `daemon` serves it (the one behind the main socket:
+    /// anything else at the lane's name is not used), says hello and waits for the welcome.
+    ///
+    /// - Throws: `KeychainStatus(.notAvailable)` when it cannot be used.
+    init(path: String, daemon: Int32, accessGroups: [String], allGroups: Bool) throws {
+        self.path = path
+        fd = try SocketConnection.connect(path)
+        frames = FrameReader(descriptor: fd, limit: SocketConnection.frameLimit)
+        do {
+            guard SocketConnection.peerProcess(fd) == daemon else {
+                throw KeychainStatus(.notAvailable, "the lane at \(path) is not served by localauthd's process")
+            }
+            guard FrameReader.write(ClientMessage.hello(versions: [1], accessGroups: accessGroups, allGroups: allGroups).encoded(), to: fd),
+                case .welcome(1)? = try frames.next({ try ServerMessage(decoding: $0) })
+            else { throw KeychainStatus(.notAvailable, "localauthd's lane at \(path) did not welcome this program") }
+        } catch {
+            Glibc.close(fd)
+            throw error
+        }
+    }
+
+    deinit {
+        Glibc.close(fd)
+    }
+
+    /// Sends `message` (request number `id`) and returns its answer, polling for it a short while before sleeping.
+    ///
+    /// - Throws: `KeychainStatus(.notAvailable)` when the connection fails or is refused (the request may have been
+    ///   carried out, as when the main connection drops).
+    func request(_ message: ClientMessage, id: UInt64) throws -> ServerMessage {
+        do {
+            guard isOpen, FrameReader.write(message.encoded(), to: fd),
+                let answer = try frames.next(spinning: SocketConnection.spinBudget, { try ServerMessage(decoding: $0) })
+            else { throw KeychainStatus(.notAvailable, "the connection to localauthd's lane at \(path) was lost") }
+            switch answer {
+            case .keychain(id, _), .keychainFailure(id, _): return answer
+            case .refused(let reason): throw KeychainStatus(.notAvailable, "localauthd's lane refused: \(reason)")
+            default: throw KeychainStatus(.notAvailable, "localauthd's lane answered another request")
+            }
+        } catch {
+            close()
+            throw error as? KeychainStatus ?? KeychainStatus(.notAvailable, "localauthd's lane at \(path) failed")
+        }
+    }
+
+    /// Ends the connection (the descriptor closes with the object).
+    func close() {
+        isOpen = false
+        shutdown(fd, Int32(SHUT_RDWR))
     }
 }

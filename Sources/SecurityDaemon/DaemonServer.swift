@@ -145,12 +145,15 @@ package final class DaemonServer: Sendable {
     private let sessions: SessionRegistry
     private let engines: UserEngines
     private let registry: RegistryWatcher
+    /// The hot path's own socket, when it could be bound.
+    private let lane: LaneServer?
     /// Locks idle keychains (``DaemonConfiguration/idleLock``), when configured.
     private let idleLocker: Task<Void, Never>?
 
     private init(
         channel: any Channel, group: MultiThreadedEventLoopGroup, storeThreads: NIOThreadPool,
-        sessions: SessionRegistry, engines: UserEngines, registry: RegistryWatcher, idleLock: Duration?
+        sessions: SessionRegistry, engines: UserEngines, registry: RegistryWatcher, lane: LaneServer?,
+        idleLock: Duration?
     ) {
         idleLocker = idleLock.map { idle in
             Task {
@@ -168,6 +171,7 @@ package final class DaemonServer: Sendable {
         self.sessions = sessions
         self.engines = engines
         self.registry = registry
+        self.lane = lane
     }
 
     /// Reads the app registry again (SIGHUP); connections made from now on are identified by it.
@@ -216,9 +220,20 @@ package final class DaemonServer: Sendable {
         }
         let idleLock = configuration.idleLock
         if let idleLock { logger.info("idle lock", metadata: ["after": "\(idleLock)"]) }
+        // The lane (LaneServer) beside the main socket; without it every request takes the main socket.
+        let lane: LaneServer?
+        do {
+            lane = try LaneServer(
+                besides: configuration.socketPath, engines: engines, registry: registry, frameLimit: limit)
+            lane?.start()
+            logger.info("lane listening", metadata: ["socket": "\(LaneServer.path(besides: configuration.socketPath))"])
+        } catch {
+            lane = nil
+            logger.warning("no lane: every request takes the main socket", metadata: ["error": "\(error)"])
+        }
         return DaemonServer(
             channel: channel, group: group, storeThreads: storeThreads, sessions: sessions, engines: engines,
-            registry: registry, idleLock: idleLock)
+            registry: registry, lane: lane, idleLock: idleLock)
     }
 
     /// Runs until the listening socket closes.
@@ -233,10 +248,12 @@ package final class DaemonServer: Sendable {
         idleLocker?.cancel()
         try? await channel.close()
         sessions.drainAll()
+        lane?.drain()
         let deadline = ContinuousClock.now + grace
-        while sessions.anyBusy, ContinuousClock.now < deadline {
+        while sessions.anyBusy || lane?.isBusy == true, ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(20))
         }
+        lane?.close()
         await sessions.closeAll()
         for engine in engines.all { await engine.authentication?.closeReader() }
         try? await storeThreads.shutdownGracefully()

@@ -215,20 +215,6 @@ final class DaemonSession: Sendable {
     var isBusy: Bool { state.withLock { !$0.inFlight.isEmpty } }
 }
 
-extension KeychainRequest {
-    /// Whether the request is brief enough to run on an event loop when it cannot prompt: an add, a lookup of one
-    /// item (Apple's default match limit), the lock and its state. A lookup of every match, an update or delete
-    /// (which may touch many items) and a backup (password derivation, the whole store) run on a store thread, so
-    /// they never hold up the other connections of their loop.
-    var isBrief: Bool {
-        switch self {
-        case .add, .lock, .lockState, .sealingState: true
-        case .copyMatching(let query): query["m_Limit"] == nil || query["m_Limit"] == .integer(1)
-        case .update, .delete, .exportBackup, .importBackup: false
-        }
-    }
-}
-
 extension KeychainStatus {
     /// `error` as the `OSStatus`-coded failure a client gets (the engine throws `KeychainStatus` already).
     init(_ error: any Error) {

@@ -39,3 +39,24 @@ extension Channel {
         return future.recover { _ in -1 }
     }
 }
+
+extension PeerCredentials {
+    /// The credentials of the process on the other end of connected Unix socket `descriptor` (`SO_PEERCRED`); nil
+    /// when the kernel gives none.
+    package static func of(descriptor: Int32) -> PeerCredentials? {
+        var credentials = PeerCredentials()
+        var length = socklen_t(MemoryLayout<PeerCredentials>.size)
+        guard getsockopt(descriptor, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0,
+            length == socklen_t(MemoryLayout<PeerCredentials>.size)
+        else { return nil }
+        return credentials
+    }
+
+    /// A pidfd for the process on the other end of `descriptor` (`SO_PEERPIDFD`); -1 where the kernel has none.
+    package static func pidfd(of descriptor: Int32) -> Int32 {
+        var pidfd: Int32 = -1
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        guard getsockopt(descriptor, SOL_SOCKET, 77, &pidfd, &length) == 0 else { return -1 }  // SO_PEERPIDFD
+        return pidfd
+    }
+}

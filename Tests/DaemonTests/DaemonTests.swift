@@ -337,19 +337,8 @@ struct SignallingPresenter: EvaluationPresenter {
 /// Connects to `path`, writes `bytes`, half-closes, and reads what comes back until the daemon closes (at most
 /// 10 s): the first frame decoded, and whether the connection ended.
 func rawExchange(_ path: String, _ bytes: [UInt8]) throws -> (message: ServerMessage?, closed: Bool) {
-    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    let fd = try sendHalfClosing(path, bytes)
     defer { close(fd) }
-    var address = sockaddr_un()
-    address.sun_family = sa_family_t(AF_UNIX)
-    withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
-    let connected = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-    }
-    guard connected == 0 else { throw CocoaError(.fileReadNoPermission) }
-    var timeout = timeval(tv_sec: 10, tv_usec: 0)
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-    _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-    shutdown(fd, Int32(SHUT_WR))
     var received: [UInt8] = []
     var buffer = [UInt8](repeating: 0, count: 4096)
     while true {
@@ -360,5 +349,30 @@ func rawExchange(_ path: String, _ bytes: [UInt8]) throws -> (message: ServerMes
         }
         let message = try? ServerMessage(decoding: Data(received))
         return (message, n == 0)
+    }
+}
+
+/// Connects to `path`, writes `bytes` and half-closes: the connection, to read the answer from (receives time out
+/// after 10 s).
+func sendHalfClosing(_ path: String, _ bytes: [UInt8]) throws -> Int32 {
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    guard withUnixAddress(path, { connect(fd, $0, $1) }) == 0 else {
+        close(fd)
+        throw CocoaError(.fileReadNoPermission)
+    }
+    var timeout = timeval(tv_sec: 10, tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    shutdown(fd, Int32(SHUT_WR))
+    return fd
+}
+
+/// What `body` makes of the socket address of Unix socket `path` and its length.
+func withUnixAddress<Result>(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Result) -> Result {
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+    return withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
     }
 }

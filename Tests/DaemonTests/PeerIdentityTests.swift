@@ -25,21 +25,24 @@ struct PeerIdentityTests {
             .keychain(1, .add(genericPassword(account, data: "x")), .nonInteractive, interactive: false)
         }
 
-        let served = try probes.run(world.daemon.socket, hello, then: nil, add("served"))
-        #expect(served.welcome == .welcome(version: 1))
-        #expect(served.answer == .keychain(1, .success), "the connecting program itself is served")
+        // The main socket, and the lane (its hot path), check the same way.
+        for (socket, name) in [(world.daemon.socket, "main"), (world.daemon.socket + ".lane", "lane")] {
+            let served = try probes.run(socket, hello, then: nil, add("served-\(name)"))
+            #expect(served.welcome == .welcome(version: 1), "\(name)")
+            #expect(served.answer == .keychain(1, .success), "the connecting program itself is served (\(name))")
 
-        let handed = try probes.run(world.daemon.socket, hello, then: probes.send, add("handed"))
-        #expect(handed.welcome == .welcome(version: 1))
-        guard case .refused(let reason)? = handed.answer else {
-            Issue.record("the exec'd program was answered: \(String(describing: handed.answer))")
-            return
+            let handed = try probes.run(socket, hello, then: probes.send, add("handed-\(name)"))
+            #expect(handed.welcome == .welcome(version: 1), "\(name)")
+            guard case .refused(let reason)? = handed.answer else {
+                Issue.record("the exec'd program was answered on the \(name) socket: \(String(describing: handed.answer))")
+                continue
+            }
+            #expect(reason.contains("no longer runs"), "\(name)")
+
+            let client = try world.daemon.client(accessGroups: [], allGroups: true)
+            #expect(try await foundPassword(client, "served-\(name)") == "x")
+            #expect(try await foundPassword(client, "handed-\(name)") == nil)
         }
-        #expect(reason.contains("no longer runs"))
-
-        let client = try world.daemon.client(accessGroups: [], allGroups: true)
-        #expect(try await foundPassword(client, "served") == "x")
-        #expect(try await foundPassword(client, "handed") == nil)
     }
 
     /// The identity read for a process (here this test process, with a pidfd opened by pid, the fallback for

@@ -108,6 +108,9 @@ package final class DaemonProcess: @unchecked Sendable {
     /// Whether the daemon still runs.
     package var isRunning: Bool { process.isRunning }
 
+    /// The daemon's process id.
+    package var pid: pid_t { process.pid }
+
     /// Sends `signal` (SIGHUP: read the app registry again) without waiting.
     package func signal(_ signal: Int32) {
         kill(process.pid, signal)

@@ -1,0 +1,252 @@
+import CSocket
+import Foundation
+import SecurityProtocol
+import SecurityServer
+import SocketPeer
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// localauthd's lane: the keychain's hot path on a socket of its own beside the main one (`<socket>.lane`).
+///
+/// Through the main socket a lookup crosses SwiftNIO's event loop: a wake-up in `epoll_wait`, the pipeline's buffers
+/// and handlers, a write queued and flushed. On the lane each connection has a thread of its own that reads a frame,
+/// answers it and writes the answer where it is, and after each answer polls a short while for the next request
+/// before it sleeps in `recv` (a program looking up several items in a row is answered without a wake-up; one thread
+/// at a time polls on a machine of two processors). The lane
+/// serves only what cannot involve the user or another connection: brief keychain requests (``KeychainRequest/isBrief``)
+/// that cannot prompt. Everything else — prompts, contexts, keys, events, enrollment — stays on the main connection,
+/// and the lane refuses it. Callers are told apart exactly as on the main socket: the kernel's peer credentials and
+/// pidfd, the app registry at the hello, the executable checked on every request; a request naming another
+/// connection's context is refused by the engine. A program checks that the lane is served by the process it
+/// reached through the main socket before it uses it (`SocketClient`).
+final class LaneServer: Sendable {
+    /// The lane's socket for the main socket at `socketPath`.
+    static func path(besides socketPath: String) -> String { socketPath + ".lane" }
+    /// The most lane connections served at once; a program whose lane is refused uses the main socket.
+    static let connectionLimit = 256
+    /// How long a lane thread polls for the next request after an answer before it sleeps.
+    static let spinBudget: Duration = .microseconds(50)
+    /// How many lane threads may poll at once: one processor fewer than the machine has (none on one processor),
+    /// so polling never takes every processor from the programs it waits for.
+    static let spinnerLimit = max(0, sysconf(Int32(_SC_NPROCESSORS_ONLN)) - 1)
+    private let spinners = Atomic<Int>(0)
+
+    let path: String
+    private let listener: Int32
+    private let engines: UserEngines
+    private let registry: RegistryWatcher
+    private let frameLimit: Int
+
+    private struct State {
+        /// Each open connection's descriptor, and whether a request of it is being served.
+        var connections: [Int32: Bool] = [:]
+        /// The daemon is stopping: requests are answered `errSecNotAvailable`.
+        var draining = false
+        var closed = false
+    }
+
+    private let state = Mutex(State())
+
+    /// Binds the lane beside `socketPath` (replacing a stale socket file), mode 0666 like the main socket.
+    ///
+    /// - Throws: `KeychainStatus(.notAvailable)` when the socket cannot be bound.
+    init(besides socketPath: String, engines: UserEngines, registry: RegistryWatcher, frameLimit: Int) throws {
+        path = Self.path(besides: socketPath)
+        self.engines = engines
+        self.registry = registry
+        self.frameLimit = frameLimit
+        listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard listener >= 0, bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            if listener >= 0 { Glibc.close(listener) }
+            throw KeychainStatus(.notAvailable, "no lane socket at \(path)")
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
+        unlink(path)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard bound == 0, chmod(path, 0o666) == 0, listen(listener, 256) == 0 else {
+            let reason = String(cString: strerror(errno))
+            Glibc.close(listener)
+            throw KeychainStatus(.notAvailable, "the lane socket \(path) cannot be bound: \(reason)")
+        }
+    }
+
+    /// Starts accepting connections on a thread of the lane's own.
+    func start() {
+        let thread = Thread { [self] in
+            Thread.current.name = "localauthd.lane"
+            acceptConnections()
+        }
+        thread.start()
+    }
+
+    /// Stops serving requests (the daemon is stopping): the one being served finishes, later ones are refused.
+    func drain() {
+        state.withLock { $0.draining = true }
+    }
+
+    /// Whether a request is being served.
+    var isBusy: Bool { state.withLock { $0.connections.values.contains(true) } }
+
+    /// Closes the lane: no connection is accepted any more, and every open one is shut down (its thread then ends).
+    func close() {
+        state.withLock { state in
+            guard !state.closed else { return }
+            state.closed = true
+            // Wakes the thread blocked in accept (Linux ends accept on a shut-down listening socket).
+            shutdown(listener, Int32(SHUT_RDWR))
+            for descriptor in state.connections.keys { shutdown(descriptor, Int32(SHUT_RDWR)) }
+        }
+        unlink(path)
+    }
+
+    private func acceptConnections() {
+        defer { Glibc.close(listener) }
+        while true {
+            let descriptor = la_accept_cloexec(listener)
+            if descriptor < 0 {
+                if errno == EINTR || errno == ECONNABORTED { continue }
+                return
+            }
+            let admitted = state.withLock { state -> Bool in
+                guard !state.closed, !state.draining, state.connections.count < Self.connectionLimit else { return false }
+                state.connections[descriptor] = false
+                return true
+            }
+            guard admitted else {
+                Glibc.close(descriptor)
+                continue
+            }
+            let thread = Thread { [self] in
+                // Named from the thread itself: that is when Foundation passes it to the kernel (ps, /proc/…/comm).
+                Thread.current.name = "lane.connection"
+                serve(descriptor)
+            }
+            thread.start()
+        }
+    }
+
+    /// One connection: the hello, then brief keychain requests until the program hangs up or sends anything else.
+    private func serve(_ descriptor: Int32) {
+        defer {
+            // Forgotten and closed under the lock, so `close()` never shuts down a number reused meanwhile.
+            state.withLock { state in
+                state.connections[descriptor] = nil
+                Glibc.close(descriptor)
+            }
+        }
+        let frames = FrameReader(descriptor: descriptor, limit: frameLimit)
+        guard let (engine, caller, peer) = welcome(descriptor, frames) else { return }
+        defer { engine.authentication?.discardAll(owner: caller.connection) }
+        let uid = peer.credentials.uid
+        while true {
+            awaitNextRequest(descriptor, frames)
+            let message: ClientMessage?
+            do {
+                message = try frames.next { try ClientMessage(decoding: $0) }
+            } catch {
+                return refuse(descriptor, "the frame does not decode: \(error)")
+            }
+            guard let message else { return }
+            guard case .keychain(let id, let request, let options, interactive: false) = message, request.isBrief else {
+                return refuse(descriptor, "the lane serves brief keychain requests that cannot prompt")
+            }
+            guard peer.isCurrent else {
+                return refuse(descriptor, "process \(peer.credentials.pid) no longer runs \(peer.executable)")
+            }
+            engines.requested(by: uid)
+            let answer: ServerMessage
+            if setServing(descriptor, true) {
+                do {
+                    answer = .keychain(
+                        id, try engine.handle(request, caller: caller, prompting: Prompting(options: options, channel: nil)))
+                } catch {
+                    answer = .keychainFailure(id, KeychainStatus(error))
+                }
+                _ = setServing(descriptor, false)
+            } else {
+                answer = .keychainFailure(id, KeychainStatus(.notAvailable, "localauthd is stopping"))
+            }
+            guard FrameReader.write(answer.encoded(), to: descriptor) else { return }
+        }
+    }
+
+    /// Polls for the next request for ``spinBudget`` when no other lane thread takes the last free processor
+    /// (``spinnerLimit``); a program sending requests in a row is then answered without a wake-up.
+    private func awaitNextRequest(_ descriptor: Int32, _ frames: FrameReader) {
+        guard !frames.hasBufferedBytes else { return }
+        guard spinners.wrappingAdd(1, ordering: .acquiring).newValue <= Self.spinnerLimit else {
+            spinners.wrappingSubtract(1, ordering: .releasing)
+            return
+        }
+        FrameReader.awaitReadable(descriptor, for: Self.spinBudget)
+        spinners.wrappingSubtract(1, ordering: .releasing)
+    }
+
+    /// Marks a request of `descriptor` as served (or done); false when the daemon is stopping and it may not start.
+    private func setServing(_ descriptor: Int32, _ serving: Bool) -> Bool {
+        state.withLock { state in
+            if serving && state.draining { return false }
+            state.connections[descriptor] = serving
+            return true
+        }
+    }
+
+    /// The hello: the caller identified by the kernel's credentials and the app registry, as on the main socket, and
+    /// welcomed; nil after refusing it.
+    private func welcome(
+        _ descriptor: Int32, _ frames: FrameReader
+    ) -> (KeychainEngine, CallerIdentity, PeerProcess)? {
+        let hello: ClientMessage?
+        do {
+            hello = try frames.next { try ClientMessage(decoding: $0) }
+        } catch {
+            refuse(descriptor, "the frame does not decode: \(error)")
+            return nil
+        }
+        guard case .hello(let versions, let groups, let allGroups)? = hello else {
+            refuse(descriptor, "the first message must be hello")
+            return nil
+        }
+        guard versions.contains(1) else {
+            refuse(descriptor, "no common protocol version (this daemon speaks 1)")
+            return nil
+        }
+        guard let credentials = PeerCredentials.of(descriptor: descriptor) else {
+            refuse(descriptor, "the kernel gave no peer credentials")
+            return nil
+        }
+        let peer: PeerProcess
+        let caller: CallerIdentity
+        do {
+            peer = try PeerProcess(credentials: credentials, pidfd: PeerCredentials.pidfd(of: descriptor))
+            caller = try registry.identity(of: peer, claimed: groups, allGroups: allGroups)
+        } catch {
+            refuse(descriptor, "the connected process cannot be identified: \(error)")
+            return nil
+        }
+        let engine: KeychainEngine
+        do {
+            engine = try engines.engine(for: credentials.uid)
+        } catch {
+            refuse(descriptor, "the store of uid \(credentials.uid) cannot be opened")
+            return nil
+        }
+        guard FrameReader.write(ServerMessage.welcome(version: 1).encoded(), to: descriptor) else { return nil }
+        return (engine, caller, peer)
+    }
+
+    private func refuse(_ descriptor: Int32, _ reason: String) {
+        DaemonServer.logger.notice("refused a lane connection", metadata: ["reason": "\(reason)"])
+        _ = FrameReader.write(ServerMessage.refused(reason).encoded(), to: descriptor)
+    }
+}

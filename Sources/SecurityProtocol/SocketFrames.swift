@@ -1,0 +1,139 @@
+import SecureCrypto
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Reads frames from a blocking stream socket (a format-version byte, a big-endian UInt32 length, the value) into a
+/// buffer of its own, as many bytes at a time as have arrived, and hands each whole frame where it lies: one
+/// `recv` per request on the lane (localauthd's `LaneServer` and the client's lane connection). The buffer is wiped
+/// as frames are used and when the reader goes, because frames carry secrets.
+package final class FrameReader {
+    private let descriptor: Int32
+    private let limit: Int
+    private var storage: UnsafeMutableRawPointer
+    private var capacity = 16_384
+    /// The unread bytes are `start..<end`.
+    private var start = 0
+    private var end = 0
+
+    /// A reader of `descriptor` that refuses frames whose value is longer than `limit` bytes.
+    package init(descriptor: Int32, limit: Int) {
+        self.descriptor = descriptor
+        self.limit = limit
+        storage = .allocate(byteCount: capacity, alignment: 16)
+    }
+
+    deinit {
+        secureZero(UnsafeMutableRawBufferPointer(start: storage, count: end))
+        storage.deallocate()
+    }
+
+    /// Whether bytes that were read are not used yet (the next frame may need no `recv`).
+    package var hasBufferedBytes: Bool { end > start }
+
+    /// What `body` makes of the next whole frame (its header included), valid only inside `body` and wiped after
+    /// it; nil when the stream ends between frames. While nothing is buffered the socket is first polled for
+    /// `spinning` (see ``awaitReadable(_:for:)``).
+    ///
+    /// - Throws: ``FrameReadError`` for another format version, a length over the limit, a stream that ends inside
+    ///   a frame or fails; what `body` throws.
+    package func next<Result>(
+        spinning budget: Duration = .zero, _ body: (UnsafeRawBufferPointer) throws -> Result
+    ) throws -> Result? {
+        while true {
+            if end - start >= 5 {
+                let version = storage.load(fromByteOffset: start, as: UInt8.self)
+                guard version == MessageWriter.formatVersion else {
+                    throw FrameReadError(description: "unknown protocol version \(version)")
+                }
+                let length = Int(UInt32(bigEndian: storage.loadUnaligned(fromByteOffset: start + 1, as: UInt32.self)))
+                guard length <= limit else {
+                    throw FrameReadError(description: "a frame of \(length) bytes is over the limit")
+                }
+                let total = 5 + length
+                if end - start >= total {
+                    let frame = start
+                    defer {
+                        secureZero(UnsafeMutableRawBufferPointer(start: storage + frame, count: total))
+                        start += total
+                        if start == end { (start, end) = (0, 0) }
+                    }
+                    return try body(UnsafeRawBufferPointer(start: storage + frame, count: total))
+                }
+                makeRoom(for: total)
+            } else {
+                makeRoom(for: 5)
+            }
+            if start == end && budget > .zero { Self.awaitReadable(descriptor, for: budget) }
+            let count = recv(descriptor, storage + end, capacity - end, 0)
+            if count < 0 && errno == EINTR { continue }
+            if count == 0 {
+                guard start == end else { throw FrameReadError(description: "the connection ended inside a frame") }
+                return nil
+            }
+            guard count > 0 else {
+                throw FrameReadError(description: "the connection failed: \(String(cString: strerror(errno)))")
+            }
+            end += count
+        }
+    }
+
+    /// Room for a frame of `total` bytes from `start`: the unread bytes moved to the front, the buffer grown.
+    private func makeRoom(for total: Int) {
+        guard capacity - start < total || end == capacity else { return }
+        let unread = end - start
+        let size = Swift.max(capacity, total)
+        let fresh = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
+        fresh.copyMemory(from: storage + start, byteCount: unread)
+        secureZero(UnsafeMutableRawBufferPointer(start: storage, count: end))
+        storage.deallocate()
+        (storage, capacity, start, end) = (fresh, size, 0, unread)
+    }
+
+    /// Returns when `descriptor` has something to read or `budget` passed, polling without sleeping and giving the
+    /// processor to whoever else may run between polls (the other end of a local socket is often woken on this very
+    /// processor: a poll that did not yield would keep it from answering).
+    package static func awaitReadable(_ descriptor: Int32, for budget: Duration) {
+        guard budget > .zero else { return }
+        let clock = ContinuousClock()
+        let deadline = clock.now + budget
+        var polled = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        while poll(&polled, 1, 0) == 0, clock.now < deadline {
+            sched_yield()
+        }
+    }
+
+    /// Writes `frame` whole; false when the connection failed.
+    package static func write(_ frame: SecureBytes, to descriptor: Int32) -> Bool {
+        frame.withUnsafeBytes { bytes in
+            var sent = 0
+            while sent < bytes.count {
+                let count = send(descriptor, bytes.baseAddress! + sent, bytes.count - sent, Int32(MSG_NOSIGNAL))
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { return false }
+                sent += count
+            }
+            return true
+        }
+    }
+}
+
+/// Why a stream's bytes are not frames.
+package struct FrameReadError: Error, CustomStringConvertible {
+    package var description: String
+}
+
+extension KeychainRequest {
+    /// Whether the request is brief: an add, a lookup of one item (Apple's default match limit), the lock and its
+    /// state. localauthd runs such a request that cannot prompt on the connection's own thread (an event loop, or
+    /// the lane's); a lookup of every match, an update or delete (which may touch many items) and a backup (password
+    /// derivation, the whole store) run on a store thread, so they never hold up other connections.
+    package var isBrief: Bool {
+        switch self {
+        case .add, .lock, .lockState, .sealingState: true
+        case .copyMatching(let query): query["m_Limit"] == nil || query["m_Limit"] == .integer(1)
+        case .update, .delete, .exportBackup, .importBackup: false
+        }
+    }
+}

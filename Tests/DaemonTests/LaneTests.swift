@@ -1,0 +1,186 @@
+import Foundation
+import SecureCrypto
+import SecurityClient
+import SecurityProtocol
+import Testing
+import TestSupport
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// localauthd's lane (`<socket>.lane`): brief keychain requests that cannot prompt are answered on a thread of the
+/// connection's own; everything else stays on the main socket, and the lane refuses it.
+@Suite("localauthd's lane", .serialized, .virtualReaderLock, .timeLimit(.minutes(2)))
+struct LaneTests {
+    /// The daemon's threads serving lane connections (named `lane.connection`).
+    static func laneThreads(_ daemon: DaemonProcess) -> Int {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(daemon.pid)/task")) ?? []
+        return tasks.filter { task in
+            let name = (try? String(contentsOfFile: "/proc/\(daemon.pid)/task/\(task)/comm", encoding: .utf8)) ?? ""
+            return name.trimmingCharacters(in: .whitespacesAndNewlines) == "lane.connection"
+        }.count
+    }
+
+    /// Waits up to 5 s for `condition`.
+    static func eventually(_ condition: () -> Bool) -> Bool {
+        for _ in 0..<250 {
+            if condition() { return true }
+            usleep(20_000)
+        }
+        return condition()
+    }
+
+    @Test func briefRequestsWithoutAPresenterTakeTheLaneAndTheRestTheMainSocket() async throws {
+        let world = try DaemonWorld()
+        defer { world.close() }
+        let client = try world.daemon.client()
+        #expect(Self.laneThreads(world.daemon) == 0)
+        _ = try client.sendBlocking(.add(genericPassword("lane", data: "fast")))
+        #expect(Self.laneThreads(world.daemon) == 1, "the add took the lane")
+        var query = genericPassword("lane")
+        query["r_Data"] = .bool(true)
+        guard case .items(let found) = try client.sendBlocking(.copyMatching(query)) else {
+            Issue.record("no items")
+            return
+        }
+        #expect(found.items.first?.data.map { String(decoding: $0.unprotectedData(), as: UTF8.self) } == "fast")
+        // An update is not brief: the main socket serves it, and the lane sees the new value at once.
+        _ = try client.sendBlocking(.update(query: genericPassword("lane"), attributes: ["v_Data": .data(Data("new".utf8))]))
+        guard case .items(let updated) = try client.sendBlocking(.copyMatching(query)) else {
+            Issue.record("no items")
+            return
+        }
+        #expect(updated.items.first?.data.map { String(decoding: $0.unprotectedData(), as: UTF8.self) } == "new")
+        #expect(Self.laneThreads(world.daemon) == 1, "one lane connection for the client")
+        // Gone with the client's connections.
+        client.disconnect()
+        #expect(Self.eventually { Self.laneThreads(world.daemon) == 0 })
+        #expect(try await foundPassword(try world.daemon.client(), "lane") == "new")
+    }
+
+    @Test func theLaneRefusesWhatItDoesNotServeAndKeepsServingOthers() async throws {
+        let world = try DaemonWorld()
+        defer { world.close() }
+        let lane = world.daemon.socket + ".lane"
+        let hello = ClientMessage.hello(versions: [1], accessGroups: ["test.daemon"], allGroups: false)
+        let refusedAfterWelcome: [ClientMessage] = [
+            .keychain(1, .update(query: genericPassword("a"), attributes: ["labl": .string("x")]), .nonInteractive, interactive: false),
+            .keychain(2, .copyMatching(genericPassword("a")), .nonInteractive, interactive: true),
+            .keychain(3, .copyMatching(genericPassword("a").merging(["m_Limit": .string("m_LimitAll")]) { $1 }), .nonInteractive, interactive: false),
+            .authentication(4, .createContext, interactive: false),
+            .subscribeKeychainEvents(5),
+        ]
+        for request in refusedAfterWelcome {
+            let answer = try Self.exchange(lane, [hello, request])
+            #expect(answer.messages.first == .welcome(version: 1))
+            guard answer.messages.count == 2, case .refused = answer.messages[1] else {
+                Issue.record("\(request) was answered \(answer.messages)")
+                continue
+            }
+            #expect(answer.closed)
+        }
+        // Garbage, an oversized frame, a request before the hello: refused or closed, nothing served.
+        for bytes in [
+            Array("GET / HTTP/1.1\r\n\r\n".utf8), [1, 0xFF, 0xFF, 0xFF, 0xFF], [1, 0, 0, 0, 3, 0xEE, 0xEE, 0xEE],
+            Array(ClientMessage.keychain(9, .lockState, .nonInteractive, interactive: false).encoded().unprotectedData()),
+        ] as [[UInt8]] {
+            let answer = try Self.exchange(lane, raw: bytes)
+            #expect(answer.closed)
+            #expect(answer.messages.allSatisfy { if case .refused = $0 { true } else { false } }, "\(answer.messages)")
+        }
+        // A brief request after the hello is served.
+        let served = try Self.exchange(
+            lane, [hello, .keychain(7, .add(genericPassword("served", data: "yes")), .nonInteractive, interactive: false)])
+        #expect(served.messages == [.welcome(version: 1), .keychain(7, .success)])
+        #expect(world.daemon.isRunning)
+        #expect(try await foundPassword(try world.daemon.client(), "served") == "yes")
+    }
+
+    /// Contexts belong to the main connection that made them: named on the lane — by the same program or another —
+    /// a handle is refused like on any other connection.
+    @Test func aContextHandleFromTheMainConnectionIsRefusedOnTheLane() async throws {
+        let world = try DaemonWorld()
+        defer { world.close() }
+        let owner = try world.daemon.client()
+        _ = try owner.sendBlocking(.add(genericPassword("guarded", data: "secret")))
+        guard case .context(let id) = try await owner.send(.createContext) else {
+            Issue.record("no context")
+            return
+        }
+        var query = genericPassword("guarded")
+        query["r_Data"] = .bool(true)
+        query["u_AuthCtx"] = .data(Data(id.bytes))
+        let answer = try Self.exchange(
+            world.daemon.socket + ".lane",
+            [.hello(versions: [1], accessGroups: ["test.daemon"], allGroups: false), .keychain(1, .copyMatching(query), .nonInteractive, interactive: false)])
+        guard answer.messages.count == 2, case .keychainFailure(1, let status) = answer.messages[1] else {
+            Issue.record("answered \(answer.messages)")
+            return
+        }
+        #expect(status.code == .authFailed)
+        // The library sends a query naming a context over the main connection, where it is the owner's.
+        guard case .items = try owner.sendBlocking(.copyMatching(query)) else {
+            Issue.record("the owner's query failed")
+            return
+        }
+    }
+
+    /// Something else listening at the lane's name (a socket put there by another process) is never sent a request:
+    /// the client checks that the process behind the main socket serves the lane, and takes the main socket.
+    @Test func aLaneNotServedByTheDaemonIsNotUsed() async throws {
+        let world = try DaemonWorld()
+        defer { world.close() }
+        let lane = world.daemon.socket + ".lane"
+        unlink(lane)
+        let impostor = try Self.listen(at: lane)
+        defer { close(impostor) }
+        let client = try world.daemon.client()
+        _ = try client.sendBlocking(.add(genericPassword("kept", data: "from the impostor")))
+        #expect(try await foundPassword(client, "kept") == "from the impostor")
+        // The impostor was connected to (the check needs the connection), and sent nothing.
+        let accepted = accept(impostor, nil, nil)
+        #expect(accepted >= 0)
+        if accepted >= 0 {
+            defer { close(accepted) }
+            var timeout = timeval(tv_sec: 5, tv_usec: 0)
+            setsockopt(accepted, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            var byte: UInt8 = 0
+            #expect(recv(accepted, &byte, 1, 0) == 0, "the client hung up without a byte")
+        }
+        #expect(Self.laneThreads(world.daemon) == 0)
+    }
+
+    // MARK: Helpers
+
+    /// Sends `messages` on a new connection to `path`, half-closes, and returns every frame that came back until the
+    /// daemon closed (at most 10 s), and whether it closed.
+    static func exchange(_ path: String, _ messages: [ClientMessage]) throws -> (messages: [ServerMessage], closed: Bool) {
+        try exchange(path, raw: messages.flatMap { Array($0.encoded().unprotectedData()) })
+    }
+
+    static func exchange(_ path: String, raw bytes: [UInt8]) throws -> (messages: [ServerMessage], closed: Bool) {
+        let fd = try sendHalfClosing(path, bytes)
+        defer { close(fd) }
+        let frames = FrameReader(descriptor: fd, limit: MessageLimits.default.maximumFrameByteCount)
+        var messages: [ServerMessage] = []
+        while true {
+            do {
+                guard let message = try frames.next({ try ServerMessage(decoding: $0) }) else { return (messages, true) }
+                messages.append(message)
+            } catch {
+                return (messages, false)
+            }
+        }
+    }
+
+    /// A listening Unix socket at `path`.
+    static func listen(at path: String) throws -> Int32 {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard withUnixAddress(path, { bind(fd, $0, $1) }) == 0, Glibc.listen(fd, 8) == 0 else {
+            close(fd)
+            throw CocoaError(.fileWriteNoPermission)
+        }
+        return fd
+    }
+}
