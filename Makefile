@@ -42,17 +42,19 @@ bench: bootstrap
 	$(SWIFT) run -c release --skip-build $(SWIFT_BUILD_FLAGS) la-bench
 
 # libFuzzer for FUZZ_SECONDS each (default 60): the SSH agent's message parser, localauthd's frames and
-# messages, then the app registry's file parser, seeded from Fuzz/*/Corpus.
+# messages, the lane's frame reader on a socket, then the app registry's file parser, seeded from Fuzz/*/Corpus.
 FUZZ_SECONDS ?= 60
 fuzz: bootstrap
 	$(SWIFT) build --scratch-path .build-fuzz --product message-fuzz -Xswiftc -sanitize=fuzzer -Xswiftc -DFUZZING
-	rm -rf .build-fuzz/corpus-agent .build-fuzz/corpus-protocol .build-fuzz/corpus-registry
-	mkdir -p .build-fuzz/corpus-agent .build-fuzz/corpus-protocol .build-fuzz/corpus-registry
+	rm -rf .build-fuzz/corpus-agent .build-fuzz/corpus-protocol .build-fuzz/corpus-lane .build-fuzz/corpus-registry
+	mkdir -p .build-fuzz/corpus-agent .build-fuzz/corpus-protocol .build-fuzz/corpus-lane .build-fuzz/corpus-registry
 	cp Fuzz/AgentMessage/Corpus/* .build-fuzz/corpus-agent/
 	cp Fuzz/ProtocolFrame/Corpus/* .build-fuzz/corpus-protocol/
+	cp Fuzz/ProtocolFrame/Corpus/* .build-fuzz/corpus-lane/
 	cp Fuzz/AppRegistration/Corpus/* .build-fuzz/corpus-registry/
 	FUZZ_TARGET=agent .build-fuzz/debug/message-fuzz -max_total_time=$(FUZZ_SECONDS) .build-fuzz/corpus-agent
 	FUZZ_TARGET=protocol .build-fuzz/debug/message-fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=4096 .build-fuzz/corpus-protocol
+	FUZZ_TARGET=lane .build-fuzz/debug/message-fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=8192 .build-fuzz/corpus-lane
 	FUZZ_TARGET=registry .build-fuzz/debug/message-fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=8192 .build-fuzz/corpus-registry
 
 clean:

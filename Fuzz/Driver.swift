@@ -1,13 +1,14 @@
 import Foundation
 
 // The fuzz targets (`make fuzz`), one executable: `FUZZ_TARGET=agent` (the SSH agent's message parser),
-// `FUZZ_TARGET=protocol` (localauthd's frames and messages) or `FUZZ_TARGET=registry` (the app registry's files)
-// picks the one libFuzzer drives.
+// `FUZZ_TARGET=protocol` (localauthd's frames and messages), `FUZZ_TARGET=lane` (the lane's frame reader on a
+// socket) or `FUZZ_TARGET=registry` (the app registry's files) picks the one libFuzzer drives.
 
 /// The targets by name, with their seed corpus directories.
 let fuzzTargets: [(name: String, corpus: String, run: @Sendable ([UInt8]) -> Void)] = [
     ("agent", "AgentMessage/Corpus", agentMessageFuzz),
     ("protocol", "ProtocolFrame/Corpus", protocolFrameFuzz),
+    ("lane", "ProtocolFrame/Corpus", laneFrameFuzz),
     ("registry", "AppRegistration/Corpus", appRegistrationFuzz),
 ]
 

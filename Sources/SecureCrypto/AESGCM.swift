@@ -147,14 +147,58 @@ package enum AESGCM {
         )
     }
 
-    /// The one opening both forms share.
+    /// The one opening both forms share. An AES-256 key with a 12-byte nonce (every row key of the keychain) is
+    /// opened on a context kept for reuse and keyed anew; other sizes on a context of their own.
     private static func open(
         nonce: UnsafeRawBufferPointer, ciphertext: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer,
         using key: SecureBytes, authenticating authenticatedData: UnsafeRawBufferPointer
     ) throws -> SecureBytes {
-        let ctx = try makeContext(key: key, nonce: nonce, encrypting: false)
-        defer { EVP_CIPHER_CTX_free(ctx) }
-        return try decrypt(ctx, ciphertext: ciphertext, tag: tag, authenticating: authenticatedData)
+        guard key.count == 32, nonce.count == 12 else {
+            let ctx = try makeContext(key: key, nonce: nonce, encrypting: false)
+            defer { EVP_CIPHER_CTX_free(ctx) }
+            return try decrypt(ctx, ciphertext: ciphertext, tag: tag, authenticating: authenticatedData)
+        }
+        let context = try ReusableContext.take()
+        defer { context.giveBack() }
+        guard key.withUnsafeBytes({ EVP_DecryptInit_ex2(context.ctx, nil, $0.nonNilBytes, nonce.nonNilBytes, nil) }) == 1
+        else { throw CryptoError.drainingQueue(.internalFailure, "AES-GCM initialization failed") }
+        return try decrypt(context.ctx, ciphertext: ciphertext, tag: tag, authenticating: authenticatedData)
+    }
+
+    /// An AES-256-GCM decryption context kept for keys used once each (a row's own key): allocating, setting up and
+    /// freeing a context per opening cost more than opening a short value. Each opening keys it anew (the key
+    /// schedule of the last key stays in it until then, as an ``Opener`` keeps its key's); it is wiped when freed.
+    /// A few are kept idle, one per thread opening at the same time.
+    private final class ReusableContext: @unchecked Sendable {
+        // @unchecked: used by one thread at a time, between `take()` and `giveBack()`.
+        let ctx: OpaquePointer
+        private static let idle = Mutex<[ReusableContext]>([])
+        private static let idleLimit = 8
+
+        private init() throws {
+            guard let ctx = EVP_CIPHER_CTX_new() else {
+                throw CryptoError.drainingQueue(.internalFailure, "EVP_CIPHER_CTX_new failed")
+            }
+            guard EVP_DecryptInit_ex2(ctx, OpenSSLAlgorithms.aes256GCM, nil, nil, nil) == 1 else {
+                EVP_CIPHER_CTX_free(ctx)
+                throw CryptoError.drainingQueue(.internalFailure, "AES-GCM initialization failed")
+            }
+            self.ctx = ctx
+        }
+
+        deinit {
+            EVP_CIPHER_CTX_free(ctx)
+        }
+
+        static func take() throws -> ReusableContext {
+            try idle.withLock { $0.popLast() } ?? ReusableContext()
+        }
+
+        func giveBack() {
+            Self.idle.withLock { contexts in
+                if contexts.count < Self.idleLimit { contexts.append(self) }
+            }
+        }
     }
 
     /// Decrypts with `ctx`, keyed and with its nonce set: the plaintext only when the tag verifies, wiped

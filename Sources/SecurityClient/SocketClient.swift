@@ -128,13 +128,28 @@ package final class SocketClient: SecurityClient {
         _ request: KeychainRequest, options: EvaluationOptions, presenter: (any EvaluationPresenter)?
     ) throws -> KeychainResponse? {
         guard request.isBrief, presenter == nil || PresenterQueue.isCurrent, !Self.namesContext(request),
-            let connection = try takeLane()
+            let answer = try throughLane({ .keychain($0, request, options, interactive: false) })
         else { return nil }
+        return try Self.storeAnswer(answer, { if case .keychain(_, let response) = $0 { response } else { nil } })
+    }
+
+    /// ``laneAnswer(_:options:presenter:)-(KeychainRequest,_,_)`` for a use of an existing key naming no context.
+    private func laneAnswer(
+        _ request: KeyRequest, options: EvaluationOptions, presenter: (any EvaluationPresenter)?
+    ) throws -> KeyResponse? {
+        guard request.mayTakeLane, presenter == nil || PresenterQueue.isCurrent,
+            let answer = try throughLane({ .key($0, request, options, interactive: false) })
+        else { return nil }
+        return try Self.storeAnswer(answer, { if case .key(_, let response) = $0 { response } else { nil } })
+    }
+
+    /// The answer to the request `message` builds (with a new number) over the lane; nil when the lane is busy or
+    /// cannot be had.
+    private func throughLane(_ message: (UInt64) -> ClientMessage) throws -> ServerMessage? {
+        guard let connection = try takeLane() else { return nil }
         defer { giveBackLane(connection) }
         let id = PromptResponder.nextRequest()
-        return try Self.storeAnswer(
-            connection.request(.keychain(id, request, options, interactive: false), id: id),
-            { if case .keychain(_, let response) = $0 { response } else { nil } })
+        return try connection.request(message(id), id: id)
     }
 
     private static func namesContext(_ request: KeychainRequest) -> Bool {
@@ -206,7 +221,8 @@ package final class SocketClient: SecurityClient {
     package func sendBlocking(
         _ request: KeyRequest, options: EvaluationOptions, presenter: (any EvaluationPresenter)?
     ) throws -> KeyResponse {
-        try Self.storeAnswer(
+        if let answer = try laneAnswer(request, options: options, presenter: presenter) { return answer }
+        return try Self.storeAnswer(
             exchangeBlocking(presenter: presenter, { .key($0, request, options, interactive: $1) }),
             { if case .key(_, let response) = $0 { response } else { nil } })
     }
@@ -721,7 +737,7 @@ final class LaneConnection: @unchecked Sendable {
                 let answer = try frames.next(spinning: SocketConnection.spinBudget, { try ServerMessage(decoding: $0) })
             else { throw KeychainStatus(.notAvailable, "the connection to localauthd's lane at \(path) was lost") }
             switch answer {
-            case .keychain(id, _), .keychainFailure(id, _): return answer
+            case .keychain(id, _), .key(id, _), .keychainFailure(id, _): return answer
             case .refused(let reason): throw KeychainStatus(.notAvailable, "localauthd's lane refused: \(reason)")
             default: throw KeychainStatus(.notAvailable, "localauthd's lane answered another request")
             }

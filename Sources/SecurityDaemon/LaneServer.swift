@@ -15,13 +15,15 @@ import Glibc
 /// and handlers, a write queued and flushed. On the lane each connection has a thread of its own that reads a frame,
 /// answers it and writes the answer where it is, and after each answer polls a short while for the next request
 /// before it sleeps in `recv` (a program looking up several items in a row is answered without a wake-up; one thread
-/// at a time polls on a machine of two processors). The lane
-/// serves only what cannot involve the user or another connection: brief keychain requests (``KeychainRequest/isBrief``)
-/// that cannot prompt. Everything else — prompts, contexts, keys, events, enrollment — stays on the main connection,
-/// and the lane refuses it. Callers are told apart exactly as on the main socket: the kernel's peer credentials and
-/// pidfd, the app registry at the hello, the executable checked on every request; a request naming another
-/// connection's context is refused by the engine. A program checks that the lane is served by the process it
-/// reached through the main socket before it uses it (`SocketClient`).
+/// at a time polls on a machine of two processors).
+///
+/// The lane serves only what involves neither the user nor another connection, and only when it cannot prompt:
+/// brief keychain requests (``KeychainRequest/isBrief``) and uses of an existing key that name no context
+/// (``KeyRequest/mayTakeLane``). Everything else — prompts, contexts, key generation, events, enrollment — stays on
+/// the main connection, and the lane refuses it. Callers are told apart exactly as on the main socket: the kernel's
+/// peer credentials and pidfd, the app registry at the hello, the executable checked on every request; a request
+/// naming another connection's context is refused by the engine. A program checks that the lane is served by the
+/// process it reached through the main socket before it uses it (`SocketClient`).
 final class LaneServer: Sendable {
     /// The lane's socket for the main socket at `socketPath`.
     static func path(besides socketPath: String) -> String { socketPath + ".lane" }
@@ -157,8 +159,21 @@ final class LaneServer: Sendable {
                 return refuse(descriptor, "the frame does not decode: \(error)")
             }
             guard let message else { return }
-            guard case .keychain(let id, let request, let options, interactive: false) = message, request.isBrief else {
-                return refuse(descriptor, "the lane serves brief keychain requests that cannot prompt")
+            let id: UInt64
+            let serve: () throws -> ServerMessage
+            switch message {
+            case .keychain(let number, let request, let options, interactive: false) where request.isBrief:
+                id = number
+                serve = {
+                    .keychain(number, try engine.handle(request, caller: caller, prompting: Prompting(options: options, channel: nil)))
+                }
+            case .key(let number, let request, let options, interactive: false) where request.mayTakeLane:
+                id = number
+                serve = {
+                    .key(number, try engine.handle(request, caller: caller, prompting: Prompting(options: options, channel: nil)))
+                }
+            default:
+                return refuse(descriptor, "the lane serves brief keychain and key requests that cannot prompt")
             }
             guard peer.isCurrent else {
                 return refuse(descriptor, "process \(peer.credentials.pid) no longer runs \(peer.executable)")
@@ -167,8 +182,7 @@ final class LaneServer: Sendable {
             let answer: ServerMessage
             if setServing(descriptor, true) {
                 do {
-                    answer = .keychain(
-                        id, try engine.handle(request, caller: caller, prompting: Prompting(options: options, channel: nil)))
+                    answer = try serve()
                 } catch {
                     answer = .keychainFailure(id, KeychainStatus(error))
                 }

@@ -137,3 +137,14 @@ extension KeychainRequest {
         }
     }
 }
+
+extension KeyRequest {
+    /// Whether localauthd's lane may serve the request (when it cannot prompt): a use of an existing key — sign,
+    /// decrypt, key exchange — that names no authentication context (a context belongs to the main connection).
+    package var mayTakeLane: Bool {
+        switch self {
+        case .sign(_, _, let context), .decrypt(_, _, _, let context), .keyExchange(_, _, _, let context): context == nil
+        case .generate, .attestationIdentity, .attest: false
+        }
+    }
+}

@@ -78,6 +78,24 @@ package enum AttributeSchema {
         }
     }
 
+    /// The kinds of `itemClass`'s primary-key attributes, in the primary key's order.
+    package static func primaryKeyKinds(of itemClass: ItemClass) -> [Kind] {
+        switch itemClass {
+        case .genericPassword: genericPasswordKinds
+        case .internetPassword: internetPasswordKinds
+        case .certificate, .identity: certificateKinds
+        case .key: keyKinds
+        }
+    }
+
+    private static func kinds(_ itemClass: ItemClass) -> [Kind] {
+        primaryKey(of: itemClass).map { attributes(of: itemClass)[$0]! }
+    }
+    private static let genericPasswordKinds = kinds(.genericPassword)
+    private static let internetPasswordKinds = kinds(.internetPassword)
+    private static let certificateKinds = kinds(.certificate)
+    private static let keyKinds = kinds(.key)
+
     // Made once: a lookup asks for its class's primary key on every request.
     private static let genericPasswordKey = ["acct", "svce"]
     private static let internetPasswordKey = ["acct", "sdmn", "srvr", "ptcl", "atyp", "port", "path"]

@@ -45,7 +45,7 @@ extension KeychainEngine {
             itemClass != .identity
         else { return nil }
         let primaryKey = AttributeSchema.primaryKey(of: itemClass)
-        let schema = AttributeSchema.attributes(of: itemClass)
+        let kinds = AttributeSchema.primaryKeyKinds(of: itemClass)
         // Not `[]`: an array literal of another module's option set builds it through the generic initializer.
         var returns = ReturnOptions(rawValue: 0)
         var limit: Int? = 1
@@ -75,7 +75,8 @@ extension KeychainEngine {
                 guard let flag = value.boolValue else { return nil }
                 synchronizable = flag
             default:
-                guard primaryKey.contains(key), let kind = schema[key], AttributeSchema.normalize(value, as: kind) != nil
+                guard let position = primaryKey.firstIndex(of: key),
+                    AttributeSchema.normalize(value, as: kinds[position]) != nil
                 else { return nil }
                 attributes += 1
             }
@@ -91,7 +92,10 @@ extension KeychainEngine {
         }
         return try directLookup(
             itemClass: itemClass, accessGroup: group, synchronizable: synchronizable,
-            value: { key in dictionary[key].flatMap { AttributeSchema.normalize($0, as: schema[key]!) } },
+            value: { key in
+                guard let position = primaryKey.firstIndex(of: key), let value = dictionary[key] else { return nil }
+                return AttributeSchema.normalize(value, as: kinds[position])
+            },
             returns: returns, isSingle: limit == 1)
     }
 

@@ -59,6 +59,30 @@ struct LaneTests {
         #expect(try await foundPassword(try world.daemon.client(), "lane") == "new")
     }
 
+    /// A key is made over the main socket; signing with it, naming no context and with nobody to prompt, takes the
+    /// lane, and the signature verifies under the key's public key.
+    @Test func aSignatureWithAnExistingKeyTakesTheLane() throws {
+        let world = try DaemonWorld()
+        defer { world.close() }
+        let client = try world.daemon.client()
+        guard
+            case .generated(let handle, let publicKey) = try client.sendBlocking(
+                .generate(accessControl: AccessControlPolicy(protection: "ak", flags: 0), item: nil, context: nil))
+        else {
+            Issue.record("no key")
+            return
+        }
+        #expect(Self.laneThreads(world.daemon) == 0, "key generation stays on the main socket")
+        let digest = Data(repeating: 0x5A, count: 32)
+        guard case .signature(let der) = try client.sendBlocking(.sign(handle: handle, digest: digest, context: nil)) else {
+            Issue.record("no signature")
+            return
+        }
+        #expect(Self.laneThreads(world.daemon) == 1, "the signature took the lane")
+        let key = try P256.PublicKey(x963Representation: publicKey)
+        #expect(key.isValidSignature(try ECDSASignature(derRepresentation: der), forDigest: digest))
+    }
+
     @Test func theLaneRefusesWhatItDoesNotServeAndKeepsServingOthers() async throws {
         let world = try DaemonWorld()
         defer { world.close() }
@@ -69,6 +93,8 @@ struct LaneTests {
             .keychain(2, .copyMatching(genericPassword("a")), .nonInteractive, interactive: true),
             .keychain(3, .copyMatching(genericPassword("a").merging(["m_Limit": .string("m_LimitAll")]) { $1 }), .nonInteractive, interactive: false),
             .authentication(4, .createContext, interactive: false),
+            .key(6, .sign(handle: Data([1]), digest: Data(count: 32), context: AuthenticationContextID(bytes: [UInt8](repeating: 7, count: 32))), .nonInteractive, interactive: false),
+            .key(8, .generate(accessControl: AccessControlPolicy(protection: "ak", flags: 0), item: nil, context: nil), .nonInteractive, interactive: false),
             .subscribeKeychainEvents(5),
         ]
         for request in refusedAfterWelcome {
