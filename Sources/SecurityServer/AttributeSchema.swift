@@ -69,38 +69,26 @@ package enum AttributeSchema {
     }
 
     /// The attributes that, with the access group and synchronizable, make an item unique (in this order).
-    package static func primaryKey(of itemClass: ItemClass) -> [String] {
-        switch itemClass {
-        case .genericPassword: genericPasswordKey
-        case .internetPassword: internetPasswordKey
-        case .certificate, .identity: certificateKey
-        case .key: keyKey
-        }
-    }
+    package static func primaryKey(of itemClass: ItemClass) -> [String] { primaryKeys[position(itemClass)].names }
 
     /// The kinds of `itemClass`'s primary-key attributes, in the primary key's order.
-    package static func primaryKeyKinds(of itemClass: ItemClass) -> [Kind] {
+    package static func primaryKeyKinds(of itemClass: ItemClass) -> [Kind] { primaryKeys[position(itemClass)].kinds }
+
+    /// Each class's primary key and its attributes' kinds, made once: a lookup asks for them on every request.
+    private static let primaryKeys: [(names: [String], kinds: [Kind])] = [
+        (["acct", "svce"], genericPassword), (["acct", "sdmn", "srvr", "ptcl", "atyp", "port", "path"], internetPassword),
+        (["ctyp", "issr", "slnr"], certificate), (["kcls", "klbl", "atag", "type", "bsiz", "esiz"], key),
+    ].map { names, schema in (names, names.map { schema[$0]! }) }
+
+    /// Where `itemClass`'s entry is in ``primaryKeys`` (an identity's is its certificate's).
+    private static func position(_ itemClass: ItemClass) -> Int {
         switch itemClass {
-        case .genericPassword: genericPasswordKinds
-        case .internetPassword: internetPasswordKinds
-        case .certificate, .identity: certificateKinds
-        case .key: keyKinds
+        case .genericPassword: 0
+        case .internetPassword: 1
+        case .certificate, .identity: 2
+        case .key: 3
         }
     }
-
-    private static func kinds(_ itemClass: ItemClass) -> [Kind] {
-        primaryKey(of: itemClass).map { attributes(of: itemClass)[$0]! }
-    }
-    private static let genericPasswordKinds = kinds(.genericPassword)
-    private static let internetPasswordKinds = kinds(.internetPassword)
-    private static let certificateKinds = kinds(.certificate)
-    private static let keyKinds = kinds(.key)
-
-    // Made once: a lookup asks for its class's primary key on every request.
-    private static let genericPasswordKey = ["acct", "svce"]
-    private static let internetPasswordKey = ["acct", "sdmn", "srvr", "ptcl", "atyp", "port", "path"]
-    private static let certificateKey = ["ctyp", "issr", "slnr"]
-    private static let keyKey = ["kcls", "klbl", "atag", "type", "bsiz", "esiz"]
 
     /// The value an omitted primary-key attribute takes: empty or zero.
     package static func defaultValue(for kind: Kind) -> KeychainValue {
