@@ -147,7 +147,10 @@ final class LaneServer: Sendable {
             }
         }
         let frames = FrameReader(descriptor: descriptor, limit: frameLimit)
+        // The hello must come within a few seconds: a connection that says nothing does not keep its thread.
+        Self.setReceiveTimeout(descriptor, seconds: Self.helloTimeout)
         guard let (engine, caller, peer) = welcome(descriptor, frames) else { return }
+        Self.setReceiveTimeout(descriptor, seconds: 0)
         defer { engine.authentication?.discardAll(owner: caller.connection) }
         let uid = peer.credentials.uid
         while true {
@@ -204,6 +207,15 @@ final class LaneServer: Sendable {
         }
         FrameReader.awaitReadable(descriptor, for: Self.spinBudget)
         spinners.wrappingSubtract(1, ordering: .releasing)
+    }
+
+    /// How long a new lane connection may take to say hello.
+    static let helloTimeout = 5
+
+    /// Receives on `descriptor` time out after `seconds` (0: never).
+    private static func setReceiveTimeout(_ descriptor: Int32, seconds: Int) {
+        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     }
 
     /// Marks a request of `descriptor` as served (or done); false when the daemon is stopping and it may not start.

@@ -123,6 +123,24 @@ struct LaneTests {
         #expect(try await foundPassword(try world.daemon.client(), "served") == "yes")
     }
 
+    /// A lane connection that never says hello is closed after a few seconds: it does not keep a thread.
+    @Test func aSilentLaneConnectionIsClosed() throws {
+        let world = try DaemonWorld()
+        defer { world.close() }
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        #expect(withUnixAddress(world.daemon.socket + ".lane", { connect(fd, $0, $1) }) == 0)
+        #expect(Self.eventually { Self.laneThreads(world.daemon) == 1 })
+        var timeout = timeval(tv_sec: 15, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let start = ContinuousClock.now
+        var byte: UInt8 = 0
+        // The daemon refuses (a frame) or just closes; either way the connection ends within the hello's time.
+        while recv(fd, &byte, 1, 0) > 0 {}
+        #expect(ContinuousClock.now - start < .seconds(10))
+        #expect(Self.eventually { Self.laneThreads(world.daemon) == 0 })
+    }
+
     /// Contexts belong to the main connection that made them: named on the lane — by the same program or another —
     /// a handle is refused like on any other connection.
     @Test func aContextHandleFromTheMainConnectionIsRefusedOnTheLane() async throws {
