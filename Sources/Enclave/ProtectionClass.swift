@@ -15,6 +15,22 @@ package enum ProtectionClass: String, CaseIterable, Sendable {
     /// `kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly`: only while unlocked, only while a passcode is set.
     case whenPasscodeSetThisDeviceOnly = "akpu"
 
+    /// Hashed by case, not through its raw string (a raw-valued enum's default): the enclave looks its keys up by
+    /// class on every use.
+    package func hash(into hasher: inout Hasher) {
+        let position: UInt8 =
+            switch self {
+            case .whenUnlocked: 0
+            case .afterFirstUnlock: 1
+            case .always: 2
+            case .whenUnlockedThisDeviceOnly: 3
+            case .afterFirstUnlockThisDeviceOnly: 4
+            case .alwaysThisDeviceOnly: 5
+            case .whenPasscodeSetThisDeviceOnly: 6
+            }
+        hasher.combine(position)
+    }
+
     /// Items of this class never leave the device (no backup export, never synchronizable).
     package var isThisDeviceOnly: Bool {
         switch self {

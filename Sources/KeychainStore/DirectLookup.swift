@@ -82,12 +82,15 @@ final class DirectLookup: Sendable {
             blindIndex: UnsafeRawBufferPointer, includingValue: Bool, _ body: (borrowing DirectRow) throws -> Void
         ) throws -> Bool {
             guard let statement = includingValue ? withValue : withoutValue else { return false }
-            // The key is bound SQLITE_TRANSIENT (copied), so a reset is all the statement needs before its next use;
-            // the row's columns stay valid until then.
-            defer { sqlite3_reset(statement) }
+            // The key is bound SQLITE_STATIC, where it lies (a copy cost SQLite a malloc per lookup); the binding is
+            // cleared with the reset, so the statement never keeps a pointer to it. The row's columns stay valid
+            // until then.
+            defer {
+                sqlite3_reset(statement)
+                sqlite3_clear_bindings(statement)
+            }
             let bound = sqlite3_bind_blob(
-                statement, 1, blindIndex.baseAddress, Int32(blindIndex.count),
-                unsafeBitCast(-1, to: sqlite3_destructor_type.self))
+                statement, 1, blindIndex.baseAddress, Int32(blindIndex.count), nil)  // nil: SQLITE_STATIC
             guard bound == SQLITE_OK else { throw KeychainDatabase.storeError(code: bound) }
             let status = sqlite3_step(statement)
             switch status {
