@@ -205,7 +205,7 @@ final class LaneServer: Sendable {
             spinners.wrappingSubtract(1, ordering: .releasing)
             return
         }
-        FrameReader.awaitReadable(descriptor, for: Self.spinBudget)
+        frames.prefetch(for: Self.spinBudget)
         spinners.wrappingSubtract(1, ordering: .releasing)
     }
 

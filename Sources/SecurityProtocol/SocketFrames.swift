@@ -34,7 +34,7 @@ package final class FrameReader {
 
     /// What `body` makes of the next whole frame (its header included), valid only inside `body` and wiped after
     /// it; nil when the stream ends between frames. While nothing is buffered the socket is first polled for
-    /// `spinning` (see ``awaitReadable(_:for:)``).
+    /// `spinning` (see ``prefetch(for:)``).
     ///
     /// - Throws: ``FrameReadError`` for another format version, a length over the limit, a stream that ends inside
     ///   a frame or fails; what `body` throws.
@@ -65,7 +65,11 @@ package final class FrameReader {
             } else {
                 makeRoom(for: 5)
             }
-            if start == end && budget > .zero { Self.awaitReadable(descriptor, for: budget) }
+            if start == end && budget > .zero {
+                prefetch(for: budget)
+                // Something arrived: parsed first, and read on only if the frame is not whole yet.
+                if start != end { continue }
+            }
             let count = recv(descriptor, storage + end, capacity - end, 0)
             if count < 0 && errno == EINTR { continue }
             if count == 0 {
@@ -76,6 +80,28 @@ package final class FrameReader {
                 throw FrameReadError(description: "the connection failed: \(String(cString: strerror(errno)))")
             }
             end += count
+        }
+    }
+
+    /// While nothing is buffered, polls the socket for up to `budget` by reading without waiting (and giving the
+    /// processor to whoever else may run between tries, see ``awaitReadable(_:for:)``): bytes that arrive meanwhile
+    /// are taken by the very call that sees them, with no second system call to read them. Returns when some arrived,
+    /// the stream ended or failed (the next blocking read reports it), or the budget passed.
+    package func prefetch(for budget: Duration) {
+        guard start == end, budget > .zero else { return }
+        makeRoom(for: 5)
+        let clock = ContinuousClock()
+        let deadline = clock.now + budget
+        while true {
+            let count = recv(descriptor, storage + end, capacity - end, Int32(MSG_DONTWAIT))
+            if count > 0 {
+                end += count
+                return
+            }
+            guard count < 0, errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR, clock.now < deadline else {
+                return
+            }
+            sched_yield()
         }
     }
 
