@@ -144,7 +144,8 @@ package final class SocketClient: SecurityClient {
     }
 
     /// The answer to the request `message` builds (with a new number) over the lane; nil when the lane is busy or
-    /// cannot be had.
+    /// cannot be had, or when the request could not be sent on it (an idle lane whose daemon restarted: the request
+    /// then takes the main connection, which connects again, and the next one makes a new lane).
     private func throughLane(_ message: (UInt64) -> ClientMessage) throws -> ServerMessage? {
         guard let connection = try takeLane() else { return nil }
         defer { giveBackLane(connection) }
@@ -727,14 +728,20 @@ final class LaneConnection: @unchecked Sendable {
         Glibc.close(fd)
     }
 
-    /// Sends `message` (request number `id`) and returns its answer, polling for it a short while before sleeping.
+    /// Sends `message` (request number `id`) and returns its answer, polling for it a short while before sleeping;
+    /// nil when it could not be sent (then nothing of it reached the daemon).
     ///
     /// - Throws: `KeychainStatus(.notAvailable)` when the connection fails or is refused (the request may have been
     ///   carried out, as when the main connection drops).
-    func request(_ message: ClientMessage, id: UInt64) throws -> ServerMessage {
+    func request(_ message: ClientMessage, id: UInt64) throws -> ServerMessage? {
+        // A send that fails delivered nothing: the daemon's end was gone already (it stopped or restarted while this
+        // connection was idle), so the request was certainly not carried out and may go another way.
+        guard isOpen, FrameReader.write(message.encoded(), to: fd) else {
+            close()
+            return nil
+        }
         do {
-            guard isOpen, FrameReader.write(message.encoded(), to: fd),
-                let answer = try frames.next(spinning: SocketConnection.spinBudget, { try ServerMessage(decoding: $0) })
+            guard let answer = try frames.next(spinning: SocketConnection.spinBudget, { try ServerMessage(decoding: $0) })
             else { throw KeychainStatus(.notAvailable, "the connection to localauthd's lane at \(path) was lost") }
             switch answer {
             case .keychain(id, _), .key(id, _), .keychainFailure(id, _): return answer

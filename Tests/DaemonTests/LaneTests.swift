@@ -59,6 +59,29 @@ struct LaneTests {
         #expect(try await foundPassword(try world.daemon.client(), "lane") == "new")
     }
 
+    /// A client whose daemon restarted while its lane connection was idle is served at once: the request that finds
+    /// the old lane gone takes the main socket, and the next makes a new lane.
+    @Test func anIdleLaneOfARestartedDaemonIsReplaced() throws {
+        var world = try DaemonWorld()
+        defer { world.close() }
+        let client = try world.daemon.client()
+        _ = try client.sendBlocking(.add(genericPassword("before", data: "1")))
+        #expect(Self.laneThreads(world.daemon) == 1)
+        let stopped = world.daemon.stop(SIGTERM)
+        #expect(stopped.status == 0 && !stopped.bySignal)
+        try world.restart()
+        _ = try client.sendBlocking(.add(genericPassword("after", data: "2")))
+        _ = try client.sendBlocking(.lockState)
+        #expect(Self.eventually { Self.laneThreads(world.daemon) == 1 }, "a new lane to the new daemon")
+        var query = genericPassword("before")
+        query["r_Data"] = .bool(true)
+        guard case .items(let found) = try client.sendBlocking(.copyMatching(query)) else {
+            Issue.record("no items")
+            return
+        }
+        #expect(found.items.count == 1)
+    }
+
     /// A key is made over the main socket; signing with it, naming no context and with nobody to prompt, takes the
     /// lane, and the signature verifies under the key's public key.
     @Test func aSignatureWithAnExistingKeyTakesTheLane() throws {
