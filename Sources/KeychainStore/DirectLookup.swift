@@ -104,7 +104,7 @@ final class DirectLookup: Sendable {
                 synchronizable: sqlite3_column_int64(statement, 4) != 0,
                 // The row was found by equality on this column.
                 blindIndex: blindIndex,
-                attributes: Self.bytes(statement, 6), wrappedKey: Self.bytes(statement, 7),
+                wrappedKey: Self.bytes(statement, 7),
                 hasAccessControl: Self.optionalInteger(statement, 8).map { $0 != 0 },
                 generation: Self.optionalInteger(statement, 9),
                 value: includingValue ? Self.bytes(statement, 10) : nil)
@@ -125,8 +125,8 @@ final class DirectLookup: Sendable {
     }
 }
 
-/// A row of the keychain's table as SQLite holds it during a lookup: every column in place, valid only while the
-/// closure it is handed to runs (``DirectLookup/withRow(blindIndex:includingValue:_:)``).
+/// A row of the keychain's table as SQLite holds it during a lookup: its columns in place (all but the sealed
+/// attributes, which the hot path leaves sealed), valid only while the closure it is handed to runs (``DirectLookup/withRow(blindIndex:includingValue:_:)``).
 package struct DirectRow: ~Copyable {
     package let rowID: Int64
     package let itemClass: UnsafeRawBufferPointer
@@ -134,11 +134,9 @@ package struct DirectRow: ~Copyable {
     package let protectionClass: UnsafeRawBufferPointer
     package let synchronizable: Bool
     package let blindIndex: UnsafeRawBufferPointer
-    package let attributes: UnsafeRawBufferPointer
     package let wrappedKey: UnsafeRawBufferPointer
     package let hasAccessControl: Bool?
     package let generation: Int64?
     /// The sealed value, when the lookup asked for it.
     package let value: UnsafeRawBufferPointer?
-
 }

@@ -120,44 +120,20 @@ package final class SocketClient: SecurityClient {
 
     // MARK: The lane
 
-    /// The answer through localauthd's lane (its `LaneServer`), or nil when the request takes the main connection:
-    /// it is not brief, a presenter would answer its prompts, it names an authentication context (contexts belong to
-    /// the main connection), or the lane is busy with another request of this process, cannot be made, or is not
-    /// served by the process behind the main socket.
-    private func laneAnswer(
-        _ request: KeychainRequest, options: EvaluationOptions, presenter: (any EvaluationPresenter)?
-    ) throws -> KeychainResponse? {
-        guard request.isBrief, presenter == nil || PresenterQueue.isCurrent, !Self.namesContext(request),
-            let answer = try throughLane({ .keychain($0, request, options, interactive: false) })
-        else { return nil }
-        return try Self.storeAnswer(answer, { if case .keychain(_, let response) = $0 { response } else { nil } })
-    }
-
-    /// ``laneAnswer(_:options:presenter:)-(KeychainRequest,_,_)`` for a use of an existing key naming no context.
-    private func laneAnswer(
-        _ request: KeyRequest, options: EvaluationOptions, presenter: (any EvaluationPresenter)?
-    ) throws -> KeyResponse? {
-        guard request.mayTakeLane, presenter == nil || PresenterQueue.isCurrent,
-            let answer = try throughLane({ .key($0, request, options, interactive: false) })
-        else { return nil }
-        return try Self.storeAnswer(answer, { if case .key(_, let response) = $0 { response } else { nil } })
-    }
-
-    /// The answer to the request `message` builds (with a new number) over the lane; nil when the lane is busy or
-    /// cannot be had, or when the request could not be sent on it (an idle lane whose daemon restarted: the request
-    /// then takes the main connection, which connects again, and the next one makes a new lane).
-    private func throughLane(_ message: (UInt64) -> ClientMessage) throws -> ServerMessage? {
-        guard let connection = try takeLane() else { return nil }
+    /// The answer to the request `message` builds (with a new number) over localauthd's lane (its `LaneServer`), or
+    /// nil when the request takes the main connection: it may not take the lane (`mayTakeLane`), a presenter would
+    /// answer its prompts, the lane is busy with another request of this process, cannot be made or is not served by
+    /// the process behind the main socket, or the request could not be sent on it (an idle lane whose daemon
+    /// restarted: the main connection connects again, and the next request makes a new lane).
+    private func throughLane(
+        _ mayTakeLane: Bool, _ presenter: (any EvaluationPresenter)?, _ message: (UInt64) -> ClientMessage
+    ) throws -> ServerMessage? {
+        guard mayTakeLane, presenter == nil || PresenterQueue.isCurrent, let connection = try takeLane() else {
+            return nil
+        }
         defer { giveBackLane(connection) }
         let id = PromptResponder.nextRequest()
         return try connection.request(message(id), id: id)
-    }
-
-    private static func namesContext(_ request: KeychainRequest) -> Bool {
-        switch request {
-        case .add(let dictionary), .copyMatching(let dictionary): dictionary["u_AuthCtx"] != nil
-        default: false
-        }
     }
 
     /// The free lane connection, made first when there is none (checked against the main connection's daemon).
@@ -205,9 +181,9 @@ package final class SocketClient: SecurityClient {
     package func sendBlocking(
         _ request: KeychainRequest, options: EvaluationOptions, presenter: (any EvaluationPresenter)?
     ) throws -> KeychainResponse {
-        if let answer = try laneAnswer(request, options: options, presenter: presenter) { return answer }
-        return try Self.storeAnswer(
-            exchangeBlocking(presenter: presenter, { .keychain($0, request, options, interactive: $1) }),
+        try Self.storeAnswer(
+            throughLane(request.mayTakeLane, presenter, { .keychain($0, request, options, interactive: false) })
+                ?? exchangeBlocking(presenter: presenter, { .keychain($0, request, options, interactive: $1) }),
             { if case .keychain(_, let response) = $0 { response } else { nil } })
     }
 
@@ -222,9 +198,9 @@ package final class SocketClient: SecurityClient {
     package func sendBlocking(
         _ request: KeyRequest, options: EvaluationOptions, presenter: (any EvaluationPresenter)?
     ) throws -> KeyResponse {
-        if let answer = try laneAnswer(request, options: options, presenter: presenter) { return answer }
-        return try Self.storeAnswer(
-            exchangeBlocking(presenter: presenter, { .key($0, request, options, interactive: $1) }),
+        try Self.storeAnswer(
+            throughLane(request.mayTakeLane, presenter, { .key($0, request, options, interactive: false) })
+                ?? exchangeBlocking(presenter: presenter, { .key($0, request, options, interactive: $1) }),
             { if case .key(_, let response) = $0 { response } else { nil } })
     }
 

@@ -223,9 +223,10 @@ package final class DaemonServer: Sendable {
         // The lane (LaneServer) beside the main socket; without it every request takes the main socket.
         let lane: LaneServer?
         do {
-            lane = try LaneServer(
+            let bound = try LaneServer(
                 besides: configuration.socketPath, engines: engines, registry: registry, frameLimit: limit)
-            lane?.start()
+            bound.start()
+            lane = bound
             logger.info("lane listening", metadata: ["socket": "\(LaneServer.path(besides: configuration.socketPath))"])
         } catch {
             lane = nil

@@ -164,6 +164,17 @@ extension KeychainRequest {
     }
 }
 
+extension KeychainRequest {
+    /// Whether a client sends the request over localauthd's lane (when it cannot prompt): brief, and naming no
+    /// authentication context (a context belongs to the main connection, and the engine refuses it elsewhere).
+    package var mayTakeLane: Bool {
+        switch self {
+        case .add(let dictionary), .copyMatching(let dictionary): isBrief && dictionary["u_AuthCtx"] == nil
+        default: isBrief
+        }
+    }
+}
+
 extension KeyRequest {
     /// Whether localauthd's lane may serve the request (when it cannot prompt): a use of an existing key — sign,
     /// decrypt, key exchange — that names no authentication context (a context belongs to the main connection).

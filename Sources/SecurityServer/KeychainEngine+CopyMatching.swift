@@ -7,8 +7,10 @@ import SecureCrypto
 
 /// Finding items and building their results; access control decided outside the read (see withAuthorizations).
 extension KeychainEngine {
-    func copyMatching(_ query: ItemQuery, caller: CallerIdentity) throws -> ItemResults {
-        if let results = try directLookup(query, caller: caller) { return results }
+    /// - Parameter direct: whether the hot path (``directLookup(_:caller:)-(ItemQuery,_)``) is tried first; not
+    ///   when the request's dictionary already took it to a row that needs this path.
+    func copyMatching(_ query: ItemQuery, caller: CallerIdentity, direct: Bool = true) throws -> ItemResults {
+        if direct, case .answered(let results) = try directLookup(query, caller: caller) { return results }
         // kSecReturnRef on a password is not an error on Apple platforms: the result simply carries no reference.
         // Access control is decided between reads, with no snapshot held while a prompt waits for the user.
         return try withAuthorizations { decisions in
@@ -40,10 +42,10 @@ extension KeychainEngine {
     /// class, every primary-key attribute (values of their schema types), the access group, synchronizable as a
     /// boolean, `kSecReturnData` / `kSecReturnPersistentRef` and the match limit; any other key, a value of another
     /// type, a group the caller does not hold or a row with a list goes the general way.
-    func directLookup(_ dictionary: [String: KeychainValue], caller: CallerIdentity) throws -> ItemResults? {
+    func directLookup(_ dictionary: [String: KeychainValue], caller: CallerIdentity) throws -> DirectOutcome {
         guard case .string(let name)? = dictionary["class"], let itemClass = ItemClass(rawValue: name),
             itemClass != .identity
-        else { return nil }
+        else { return .notTaken }
         let primaryKey = AttributeSchema.primaryKey(of: itemClass)
         let kinds = AttributeSchema.primaryKeyKinds(of: itemClass)
         // Not `[]`: an array literal of another module's option set builds it through the generic initializer.
@@ -57,7 +59,7 @@ extension KeychainEngine {
             case "class":
                 continue
             case "r_Data", "r_PersistentRef":
-                guard let flag = value.boolValue else { return nil }
+                guard let flag = value.boolValue else { return .notTaken }
                 let option: ReturnOptions = key == "r_Data" ? .data : .persistentReference
                 if flag { returns.insert(option) } else { returns.remove(option) }
             case "m_Limit":
@@ -65,29 +67,29 @@ extension KeychainEngine {
                 case .string("m_LimitOne"): limit = 1
                 case .string("m_LimitAll"): limit = nil
                 case .integer(let n) where n > 0: limit = Int(clamping: n)
-                default: return nil
+                default: return .notTaken
                 }
             case "agrp":
-                guard let group = value.stringValue, !group.isEmpty else { return nil }
+                guard let group = value.stringValue, !group.isEmpty else { return .notTaken }
                 accessGroup = group
             case "sync":
                 // kSecAttrSynchronizableAny (both kinds) takes the general path.
-                guard let flag = value.boolValue else { return nil }
+                guard let flag = value.boolValue else { return .notTaken }
                 synchronizable = flag
             default:
                 guard let position = primaryKey.firstIndex(of: key),
                     AttributeSchema.normalize(value, as: kinds[position]) != nil
-                else { return nil }
+                else { return .notTaken }
                 attributes += 1
             }
         }
-        guard attributes == primaryKey.count else { return nil }
+        guard attributes == primaryKey.count else { return .notTaken }
         let group: String
         if let accessGroup {
-            guard caller.mayAccess(accessGroup) else { return nil }
+            guard caller.mayAccess(accessGroup) else { return .notTaken }
             group = accessGroup
         } else {
-            guard let groups = caller.visibleGroups, groups.count == 1 else { return nil }
+            guard let groups = caller.visibleGroups, groups.count == 1 else { return .notTaken }
             group = groups[0]
         }
         return try directLookup(
@@ -102,28 +104,29 @@ extension KeychainEngine {
     /// The hot path for a parsed query (one that came with keys the dictionary's path leaves to the general one,
     /// such as an operation prompt): nil when the query or the row needs the general path (any other filter or
     /// return type, several access groups or both synchronizable values, a row with a list).
-    func directLookup(_ query: ItemQuery, caller: CallerIdentity) throws -> ItemResults? {
+    func directLookup(_ query: ItemQuery, caller: CallerIdentity) throws -> DirectOutcome {
         guard query.persistentReference == nil, !query.caseInsensitive, query.synchronizable != .any,
             query.returns.isSubset(of: Self.directReturns), query.limit.map({ $0 >= 1 }) ?? true,
             let itemClass = query.itemClass, itemClass != .identity
-        else { return nil }
+        else { return .notTaken }
         let primaryKey = AttributeSchema.primaryKey(of: itemClass)
         guard primaryKey.allSatisfy({ query.attributes[$0] != nil }),
             query.attributes.keys.allSatisfy(primaryKey.contains),
             let groups = try searchedGroups(query, caller: caller), groups.count == 1
-        else { return nil }
+        else { return .notTaken }
         return try directLookup(
             itemClass: itemClass, accessGroup: groups[0], synchronizable: query.synchronizable == .yes,
             value: { query.attributes[$0] }, returns: query.returns, isSingle: query.limit == 1)
     }
 
     /// One indexed statement outside any transaction object, the row read where SQLite holds it, its attributes
-    /// left sealed, its data opened (which checks the class key, so a locked keychain still refuses); nil when the
-    /// row has an access-control or trusted-application list (whose decision needs the attributes).
+    /// left sealed, its data opened (which checks the class key, so a locked keychain still refuses); the row is left
+    /// to the general path when it has an access-control or trusted-application list (whose decision needs the
+    /// attributes).
     private func directLookup(
         itemClass: ItemClass, accessGroup: String, synchronizable: Bool, value: (String) -> KeychainValue?,
         returns: ReturnOptions, isSingle: Bool
-    ) throws -> ItemResults? {
+    ) throws -> DirectOutcome {
         let needsData = Self.needsData(returns, itemClass)
         var result: ItemResult?
         let found = try withUnsafeTemporaryAllocation(byteCount: HMACSHA256.byteCount, alignment: 1) { index in
@@ -140,15 +143,26 @@ extension KeychainEngine {
                 }
                 if needsData {
                     item.data = try sealer.openData(row, protectionClass: protectionClass)
-                } else if !enclave.isAvailable(protectionClass) {
-                    throw KeychainStatus(.interactionNotAllowed, "the item's protection class is locked")
+                } else {
+                    try requireAvailable(protectionClass)
                 }
                 result = item
             }
         }
         guard found else { throw KeychainStatus(.itemNotFound, "no item matches") }
         // A row with a list: the general path decides it.
-        return result.map { ItemResults(returns: returns, isSingle: isSingle, items: [$0]) }
+        guard let result else { return .rowNeedsGeneralPath }
+        return .answered(ItemResults(returns: returns, isSingle: isSingle, items: [result]))
+    }
+
+    /// What the hot path made of a lookup.
+    enum DirectOutcome: Equatable {
+        /// The lookup's results.
+        case answered(ItemResults)
+        /// The request is not one the hot path takes.
+        case notTaken
+        /// The row was found, and its list needs the general path's decision (no need to look it up directly again).
+        case rowNeedsGeneralPath
     }
 
     /// What a lookup on the direct path may return.

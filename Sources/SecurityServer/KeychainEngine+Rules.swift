@@ -48,7 +48,11 @@ extension KeychainEngine {
     }
 
     func requireAvailable(_ item: ItemSealer.OpenedItem) throws {
-        guard enclave.isAvailable(item.protectionClass) else {
+        try requireAvailable(item.protectionClass)
+    }
+
+    func requireAvailable(_ protectionClass: ProtectionClass) throws {
+        guard enclave.isAvailable(protectionClass) else {
             throw KeychainStatus(.interactionNotAllowed, "the item's protection class is locked")
         }
     }

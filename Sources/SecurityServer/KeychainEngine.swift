@@ -181,10 +181,12 @@ package final class KeychainEngine: Sendable {
                 return try add(parse(attributes, for: .add, caller: caller, prompting: prompting), caller: caller)
                     .map(KeychainResponse.items) ?? .success
             case .copyMatching(let query):
-                if let results = try directLookup(query, caller: caller) { return .items(results) }
+                let direct = try directLookup(query, caller: caller)
+                if case .answered(let results) = direct { return .items(results) }
                 return .items(
                     try copyMatching(
-                        parse(query, for: .copyMatching, caller: caller, prompting: prompting), caller: caller))
+                        parse(query, for: .copyMatching, caller: caller, prompting: prompting), caller: caller,
+                        direct: direct == .notTaken))
             case .update(let query, let attributes):
                 try update(
                     parse(query, for: .update, caller: caller, prompting: prompting), changes: attributes,
