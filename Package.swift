@@ -61,7 +61,7 @@ let package = Package(
         // Primitives: P-256, ECDSA, ECDH, Apple ECIES, AES-GCM, HKDF, X9.63 KDF, SecureBytes over OpenSSL 3.
         .target(name: "SecureCrypto", dependencies: ["COpenSSL"]),
         // The messages between the public API and the engine, and their one canonical tag-length-value codec.
-        .target(name: "SecurityProtocol", dependencies: ["SecureCrypto"]),
+        .target(name: "SecurityProtocol", dependencies: ["SecureCrypto", "CSocket"]),
         // Private store files: 0700/0600, atomic writes through unpredictable exclusive temporaries, locks, key files.
         .target(name: "StoreFiles", dependencies: ["SecureCrypto"]),
         // State: the encrypted SQLite keychain database and its item codec.
@@ -117,7 +117,7 @@ let package = Package(
             ]),
 
         // A Unix-socket connection's peer as the kernel reports it (SO_PEERCRED): the agent's and the daemon's.
-        .target(name: "SocketPeer", dependencies: ["SecureCrypto", .product(name: "NIOCore", package: "swift-nio")]),
+        .target(name: "SocketPeer", dependencies: ["SecureCrypto", "CSocket", .product(name: "NIOCore", package: "swift-nio")]),
         // The app registry (`<config-directory>/apps.d`): which program is which application, with which groups.
         .target(name: "AppRegistry"),
         // The daemon's server: per-user engines, frames on a Unix socket, one session per connection.
@@ -259,7 +259,7 @@ let package = Package(
             name: "DaemonTests",
             dependencies: [
                 "SecurityClient", "SecurityProtocol", "SecureCrypto", "StoreFiles", "Authenticators", "TestSupport",
-                "SocketPeer", "AppRegistry", "localauthd", "lactl", "isolation-probe-a", "isolation-probe-b",
+                "SocketPeer", "AppRegistry", "localauthd", "lactl", "isolation-probe-a", "isolation-probe-b", "CSocket",
             ]),
         // tpm2-tss against swtpm: sealing, TPM-held P-256 keys, another TPM, changed bytes, left-over objects; the
         // TPM enclave against a copied store directory.

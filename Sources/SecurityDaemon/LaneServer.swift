@@ -1,5 +1,6 @@
 import CSocket
 import Foundation
+import SecureCrypto
 import SecurityProtocol
 import SecurityServer
 import SocketPeer
@@ -137,7 +138,8 @@ final class LaneServer: Sendable {
         }
     }
 
-    /// One connection: the hello, then brief keychain requests until the program hangs up or sends anything else.
+    /// One connection: the hello on the socket, then brief requests through its mailbox until the program hangs up
+    /// or sends anything else.
     private func serve(_ descriptor: Int32) {
         defer {
             // Forgotten and closed under the lock, so `close()` never shuts down a number reused meanwhile.
@@ -149,40 +151,57 @@ final class LaneServer: Sendable {
         let frames = FrameReader(descriptor: descriptor, limit: frameLimit)
         // The hello must come within a few seconds: a connection that says nothing does not keep its thread.
         Self.setReceiveTimeout(descriptor, seconds: Self.helloTimeout)
-        guard let (engine, caller, peer) = welcome(descriptor, frames) else { return }
+        guard let (engine, caller, peer, mailbox) = welcome(descriptor, frames) else { return }
         Self.setReceiveTimeout(descriptor, seconds: 0)
         defer { engine.authentication?.discardAll(owner: caller.connection) }
         let uid = peer.credentials.uid
+        // What the mailbox holds is the client's to change at any moment: its request word, length and frame are
+        // each read once, and only a copy of the frame in the daemon's own memory is decoded.
+        // A new mailbox is all zeros: the client's first request is number 1 (it may be posted before this line).
+        var last: UInt32 = 0
         while true {
-            awaitNextRequest(descriptor, frames)
-            let message: ClientMessage?
-            do {
-                message = try frames.next { try ClientMessage(decoding: $0) }
-            } catch {
-                return refuse(descriptor, "the frame does not decode: \(error)")
+            guard awaitNextRequest(mailbox, after: last, descriptor) else { return }
+            let sequence = mailbox.load(.request)
+            last = sequence
+            let length = Int(mailbox.load(.requestLength))
+            guard length <= LaneMailbox.requestCapacity, length <= frameLimit + 5 else {
+                return refuse(mailbox, sequence, descriptor, "a request of \(length) bytes is over the lane's limit")
             }
-            guard let message else { return }
+            let frame = SecureBytes(count: length) {
+                $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: mailbox.requestArea[0..<length]))
+            }
+            // Copied: from here on the request is served or answered, never lost without a word.
+            mailbox.store(.taken, sequence)
+            let message: ClientMessage
+            do {
+                message = try ClientMessage(decoding: frame)
+            } catch {
+                return refuse(mailbox, sequence, descriptor, "the frame does not decode: \(error)")
+            }
             let id: UInt64
+            let lookup: Bool
             let serve: () throws -> ServerMessage
             switch message {
             case .keychain(let number, let request, let options, interactive: false) where request.isBrief:
                 id = number
+                if case .copyMatching = request { lookup = true } else { lookup = false }
                 serve = {
                     .keychain(number, try engine.handle(request, caller: caller, prompting: Prompting(options: options, channel: nil)))
                 }
             case .key(let number, let request, let options, interactive: false) where request.mayTakeLane:
                 id = number
+                lookup = false
                 serve = {
                     .key(number, try engine.handle(request, caller: caller, prompting: Prompting(options: options, channel: nil)))
                 }
             default:
-                return refuse(descriptor, "the lane serves brief keychain and key requests that cannot prompt")
+                return refuse(mailbox, sequence, descriptor, "the lane serves brief keychain and key requests that cannot prompt")
             }
             guard peer.isCurrent else {
-                return refuse(descriptor, "process \(peer.credentials.pid) no longer runs \(peer.executable)")
+                return refuse(mailbox, sequence, descriptor, "process \(peer.credentials.pid) no longer runs \(peer.executable)")
             }
             engines.requested(by: uid)
-            let answer: ServerMessage
+            var answer: ServerMessage
             if setServing(descriptor, true) {
                 do {
                     answer = try serve()
@@ -193,20 +212,29 @@ final class LaneServer: Sendable {
             } else {
                 answer = .keychainFailure(id, KeychainStatus(.notAvailable, "localauthd is stopping"))
             }
-            guard FrameReader.write(answer.encoded(), to: descriptor) else { return }
+            var encoded = answer.encoded()
+            if encoded.count > LaneMailbox.answerCapacity {
+                // A lookup changes nothing: an empty answer tells the client to ask again on the main socket.
+                // Nothing else the lane serves answers with more than it was sent.
+                encoded = lookup
+                    ? SecureBytes(zeros: 0)
+                    : ServerMessage.keychainFailure(id, KeychainStatus(.allocate, "the answer is too large for the lane")).encoded()
+            }
+            guard encoded.withUnsafeBytes({ mailbox.post($0, as: .answer, sequence: sequence, doorbell: descriptor) })
+            else { return }
         }
     }
 
-    /// Polls for the next request for ``spinBudget`` when no other lane thread takes the last free processor
-    /// (``spinnerLimit``); a program sending requests in a row is then answered without a wake-up.
-    private func awaitNextRequest(_ descriptor: Int32, _ frames: FrameReader) {
-        guard !frames.hasBufferedBytes else { return }
-        guard spinners.wrappingAdd(1, ordering: .acquiring).newValue <= Self.spinnerLimit else {
-            spinners.wrappingSubtract(1, ordering: .releasing)
-            return
+    /// Waits for the next request in `mailbox` (its number no longer `last`): polls for ``spinBudget`` when no other
+    /// lane thread takes the last free processor (``spinnerLimit``), so a program sending requests in a row is
+    /// answered without a wake-up, then sleeps until the client's doorbell. False when the connection ended.
+    private func awaitNextRequest(_ mailbox: LaneMailbox, after last: UInt32, _ descriptor: Int32) -> Bool {
+        var budget = Duration.zero
+        if spinners.wrappingAdd(1, ordering: .acquiring).newValue <= Self.spinnerLimit {
+            budget = Self.spinBudget
         }
-        frames.prefetch(for: Self.spinBudget)
-        spinners.wrappingSubtract(1, ordering: .releasing)
+        defer { spinners.wrappingSubtract(1, ordering: .releasing) }
+        return mailbox.wait(until: .request, true, last, sleeps: .daemonSleeps, socket: descriptor, polling: budget)
     }
 
     /// How long a new lane connection may take to say hello.
@@ -228,10 +256,10 @@ final class LaneServer: Sendable {
     }
 
     /// The hello: the caller identified by the kernel's credentials and the app registry, as on the main socket, and
-    /// welcomed; nil after refusing it.
+    /// welcomed with the connection's mailbox attached; nil after refusing it.
     private func welcome(
         _ descriptor: Int32, _ frames: FrameReader
-    ) -> (KeychainEngine, CallerIdentity, PeerProcess)? {
+    ) -> (KeychainEngine, CallerIdentity, PeerProcess, LaneMailbox)? {
         let hello: ClientMessage?
         do {
             hello = try frames.next { try ClientMessage(decoding: $0) }
@@ -267,12 +295,32 @@ final class LaneServer: Sendable {
             refuse(descriptor, "the store of uid \(credentials.uid) cannot be opened")
             return nil
         }
-        guard FrameReader.write(ServerMessage.welcome(version: 1).encoded(), to: descriptor) else { return nil }
-        return (engine, caller, peer)
+        let mailbox: LaneMailbox
+        let passed: Int32
+        do {
+            (mailbox, passed) = try LaneMailbox.make()
+        } catch {
+            refuse(descriptor, "\(error)")
+            return nil
+        }
+        defer { Glibc.close(passed) }
+        let welcomed = ServerMessage.welcome(version: 1).encoded().withUnsafeBytes { frame in
+            la_send_with_descriptor(descriptor, frame.baseAddress, frame.count, passed) == frame.count
+        }
+        return welcomed ? (engine, caller, peer, mailbox) : nil
     }
 
+    /// Refuses the connection before its welcome: a frame on the socket.
     private func refuse(_ descriptor: Int32, _ reason: String) {
         DaemonServer.logger.notice("refused a lane connection", metadata: ["reason": "\(reason)"])
         _ = FrameReader.write(ServerMessage.refused(reason).encoded(), to: descriptor)
+    }
+
+    /// Refuses the connection after its welcome: the answer to request `sequence` in its mailbox.
+    private func refuse(_ mailbox: LaneMailbox, _ sequence: UInt32, _ descriptor: Int32, _ reason: String) {
+        DaemonServer.logger.notice("refused a lane connection", metadata: ["reason": "\(reason)"])
+        _ = ServerMessage.refused(reason).encoded().withUnsafeBytes {
+            mailbox.post($0, as: .answer, sequence: sequence, doorbell: descriptor)
+        }
     }
 }

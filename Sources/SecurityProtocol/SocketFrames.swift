@@ -1,3 +1,4 @@
+import CSocket
 import SecureCrypto
 
 #if canImport(Glibc)

@@ -23,6 +23,10 @@ package final class PeerProcess: Sendable {
     private let pidfd: Int32
     /// `/proc/<pid>`, opened once: it stays this process's entry (a later process with the pid gets another one).
     private let procEntry: Int32
+    /// The process's executions and exit, as the kernel reports them (nil where it does not: ``ProcessEvents``).
+    private let events: ProcessEvents.Watcher?
+    /// Set once the process was found no longer current: it stays so.
+    private let gone = Atomic<Bool>(false)
 
     /// Which file an executable is: device, inode, size and change times (a file rewritten in place changes them).
     struct FileIdentity: Hashable {
@@ -62,12 +66,16 @@ package final class PeerProcess: Sendable {
         guard pidfd >= 0 else {
             throw Unidentified(description: "process \(credentials.pid) has no pidfd (it is gone)")
         }
+        // Watched before its executable is read: an exec after the read is reported.
+        let events = ProcessEvents.shared?.watch(credentials.pid)
+        self.events = events
         let procEntry = open("/proc/\(credentials.pid)", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard procEntry >= 0, let path = Self.readLink("exe", in: procEntry),
             let file = FileIdentity("exe", in: procEntry)
         else {
             close(pidfd)
             if procEntry >= 0 { close(procEntry) }
+            if let events { ProcessEvents.shared?.unwatch(events) }
             throw Unidentified(description: "the executable of process \(credentials.pid) cannot be read")
         }
         self.pidfd = pidfd
@@ -81,6 +89,7 @@ package final class PeerProcess: Sendable {
     }
 
     deinit {
+        if let events { ProcessEvents.shared?.unwatch(events) }
         close(pidfd)
         close(procEntry)
     }
@@ -88,11 +97,24 @@ package final class PeerProcess: Sendable {
     /// Whether the process still runs the executable it connected with: not exited, and `/proc/<pid>/exe` is still
     /// the same file (an `exec` of anything else, even a copy of the same program, changes it).
     ///
-    /// One system call, on every request: `exe` under the `/proc` entry opened at the connection resolves only while
-    /// this very process has its memory — it fails once the process exited (a zombie has none) and never reaches a
-    /// later process with the same pid, whose entry is another one. So no separate check of the pidfd is needed.
+    /// Where the kernel reports process events (``ProcessEvents``), the queue is drained and the process checked
+    /// the full way only when it executed or exited since its last check (or events were lost). The full way is one
+    /// system call: `exe` under the `/proc` entry opened at the connection resolves only while this very process
+    /// has its memory — it fails once the process exited (a zombie has none) and never reaches a later process
+    /// with the same pid, whose entry is another one. So no separate check of the pidfd is needed.
     package var isCurrent: Bool {
-        FileIdentity("exe", in: procEntry) == file
+        guard !gone.load(ordering: .acquiring) else { return false }
+        if let events, let watch = ProcessEvents.shared {
+            watch.drain()
+            // Cleared before the full check: an exec after this point is reported again, and one before it is
+            // what the full check sees.
+            if !events.takeStale() { return true }
+        }
+        guard FileIdentity("exe", in: procEntry) == file else {
+            gone.store(true, ordering: .releasing)
+            return false
+        }
+        return true
     }
 
     /// The SHA-256 of the executable the process runs, read through `/proc/<pid>/exe` (the very file, even when

@@ -1,5 +1,7 @@
+import CSocket
 import Foundation
 import SecureCrypto
+import Synchronization
 import SecurityClient
 import SecurityProtocol
 import Testing
@@ -110,7 +112,6 @@ struct LaneTests {
         let world = try DaemonWorld()
         defer { world.close() }
         let lane = world.daemon.socket + ".lane"
-        let hello = ClientMessage.hello(versions: [1], accessGroups: ["test.daemon"], allGroups: false)
         let refusedAfterWelcome: [ClientMessage] = [
             .keychain(1, .update(query: genericPassword("a"), attributes: ["labl": .string("x")]), .nonInteractive, interactive: false),
             .keychain(2, .copyMatching(genericPassword("a")), .nonInteractive, interactive: true),
@@ -119,17 +120,25 @@ struct LaneTests {
             .key(6, .sign(handle: Data([1]), digest: Data(count: 32), context: AuthenticationContextID(bytes: [UInt8](repeating: 7, count: 32))), .nonInteractive, interactive: false),
             .key(8, .generate(accessControl: AccessControlPolicy(protection: "ak", flags: 0), item: nil, context: nil), .nonInteractive, interactive: false),
             .subscribeKeychainEvents(5),
+            .hello(versions: [1], accessGroups: ["test.daemon"], allGroups: false),
         ]
         for request in refusedAfterWelcome {
-            let answer = try Self.exchange(lane, [hello, request])
-            #expect(answer.messages.first == .welcome(version: 1))
-            guard answer.messages.count == 2, case .refused = answer.messages[1] else {
+            let answer = try Self.exchange(world, [request.encoded()])
+            guard answer.messages.count == 1, case .refused = answer.messages[0] else {
                 Issue.record("\(request) was answered \(answer.messages)")
                 continue
             }
             #expect(answer.closed)
         }
-        // Garbage, an oversized frame, a request before the hello: refused or closed, nothing served.
+        // In the mailbox: garbage, a frame that claims more than it holds, another format version, nothing at all.
+        for bytes in [
+            Array("GET / HTTP/1.1\r\n\r\n".utf8), [1, 0xFF, 0xFF, 0xFF, 0xFF], [1, 0, 0, 0, 3, 0xEE, 0xEE, 0xEE], [2, 0, 0, 0, 0], [],
+        ] as [[UInt8]] {
+            let answer = try Self.exchange(world, [SecureBytes(bytes)])
+            #expect(answer.closed)
+            #expect(answer.messages.count == 1 && answer.messages.allSatisfy { if case .refused = $0 { true } else { false } }, "\(answer.messages)")
+        }
+        // On the socket: garbage, an oversized frame, a request before the hello: refused or closed, nothing served.
         for bytes in [
             Array("GET / HTTP/1.1\r\n\r\n".utf8), [1, 0xFF, 0xFF, 0xFF, 0xFF], [1, 0, 0, 0, 3, 0xEE, 0xEE, 0xEE],
             Array(ClientMessage.keychain(9, .lockState, .nonInteractive, interactive: false).encoded().unprotectedData()),
@@ -140,10 +149,78 @@ struct LaneTests {
         }
         // A brief request after the hello is served.
         let served = try Self.exchange(
-            lane, [hello, .keychain(7, .add(genericPassword("served", data: "yes")), .nonInteractive, interactive: false)])
-        #expect(served.messages == [.welcome(version: 1), .keychain(7, .success)])
+            world, [ClientMessage.keychain(7, .add(genericPassword("served", data: "yes")), .nonInteractive, interactive: false).encoded()])
+        #expect(served.messages == [.keychain(7, .success)])
+        #expect(!served.closed)
         #expect(world.daemon.isRunning)
         #expect(try await foundPassword(try world.daemon.client(), "served") == "yes")
+    }
+
+    /// The mailbox is memory a client shares with localauthd. The daemon sized and sealed it, so the client can
+    /// neither shrink it under the daemon (whose next access would fault) nor grow it; a length the daemon cannot
+    /// hold is refused; and a client that rewrites its mailbox while its request is being served spoils only its
+    /// own answers: the daemon decodes a copy, keeps running and serves everyone else.
+    @Test func aClientCannotHurtTheDaemonThroughItsMailbox() async throws {
+        let world = try DaemonWorld()
+        defer { world.close() }
+        let (fd, passed) = try Self.welcomed(world)
+        defer { close(fd) }
+        defer { close(passed) }
+        #expect(ftruncate(passed, 0) != 0 && errno == EPERM, "the mailbox cannot shrink")
+        #expect(ftruncate(passed, off_t(LaneMailbox.size * 2)) != 0 && errno == EPERM, "the mailbox cannot grow")
+        #expect(fcntl(passed, 1033 /* F_ADD_SEALS */, 0) != 0, "its seals are sealed")
+        let mailbox = try LaneMailbox(mapping: passed)
+
+        // A length over the mailbox's capacity.
+        mailbox.store(.requestLength, UInt32.max)
+        mailbox.store(.request, mailbox.load(.request) &+ 1)
+        var bell: UInt8 = 1
+        _ = send(fd, &bell, 1, Int32(MSG_NOSIGNAL))
+        #expect(mailbox.wait(until: .answer, false, mailbox.load(.request), sleeps: .clientSleeps, socket: fd, polling: .zero))
+        let answer = try ServerMessage(decoding: UnsafeRawBufferPointer(rebasing: mailbox.answerArea[0..<Int(mailbox.load(.answerLength))]))
+        guard case .refused(let reason) = answer else {
+            Issue.record("answered \(answer)")
+            return
+        }
+        #expect(reason.contains("over the lane's limit"))
+        var byte: UInt8 = 0
+        // Closed (reset, when the daemon left a doorbell unread).
+        let ended = recv(fd, &byte, 1, 0)
+        #expect(ended == 0 || (ended < 0 && errno == ECONNRESET), "then the connection closed")
+
+        // A client that scribbles over its request and length while sending valid requests.
+        let scribbled = try Self.welcomed(world)
+        defer { close(scribbled.fd) }
+        let target = try LaneMailbox(mapping: scribbled.mailbox)
+        close(scribbled.mailbox)
+        let stop = StopFlag()
+        let scribbler = Thread {
+            var generator = SystemRandomNumberGenerator()
+            while !stop.value.load(ordering: .relaxed) {
+                let area = target.requestArea
+                for index in 0..<64 { area[index] = generator.next() }
+                target.store(.requestLength, UInt32.random(in: 0...80, using: &generator))
+            }
+        }
+        scribbler.start()
+        var answered = 0
+        for number in 0..<200 {
+            let frame = ClientMessage.keychain(UInt64(number), .lockState, .nonInteractive, interactive: false).encoded()
+            frame.withUnsafeBytes { target.requestArea.copyMemory(from: $0) }
+            target.store(.requestLength, UInt32(frame.count))
+            let sequence = target.load(.request) &+ 1
+            target.store(.request, sequence)
+            _ = send(scribbled.fd, &bell, 1, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+            guard target.wait(until: .answer, false, sequence, sleeps: .clientSleeps, socket: scribbled.fd, polling: .milliseconds(1))
+            else { break }
+            answered += 1
+        }
+        stop.value.store(true, ordering: .relaxed)
+        #expect(answered > 0)
+        #expect(world.daemon.isRunning, "the daemon survived")
+        let client = try world.daemon.client()
+        _ = try client.sendBlocking(.add(genericPassword("after the scribbler", data: "kept")))
+        #expect(try await foundPassword(client, "after the scribbler") == "kept")
     }
 
     /// A lane connection that never says hello is closed after a few seconds: it does not keep a thread.
@@ -178,10 +255,8 @@ struct LaneTests {
         var query = genericPassword("guarded")
         query["r_Data"] = .bool(true)
         query["u_AuthCtx"] = .data(Data(id.bytes))
-        let answer = try Self.exchange(
-            world.daemon.socket + ".lane",
-            [.hello(versions: [1], accessGroups: ["test.daemon"], allGroups: false), .keychain(1, .copyMatching(query), .nonInteractive, interactive: false)])
-        guard answer.messages.count == 2, case .keychainFailure(1, let status) = answer.messages[1] else {
+        let answer = try Self.exchange(world, [ClientMessage.keychain(1, .copyMatching(query), .nonInteractive, interactive: false).encoded()])
+        guard answer.messages.count == 1, case .keychainFailure(1, let status) = answer.messages[0] else {
             Issue.record("answered \(answer.messages)")
             return
         }
@@ -220,10 +295,43 @@ struct LaneTests {
 
     // MARK: Helpers
 
-    /// Sends `messages` on a new connection to `path`, half-closes, and returns every frame that came back until the
-    /// daemon closed (at most 10 s), and whether it closed.
-    static func exchange(_ path: String, _ messages: [ClientMessage]) throws -> (messages: [ServerMessage], closed: Bool) {
-        try exchange(path, raw: messages.flatMap { Array($0.encoded().unprotectedData()) })
+    final class StopFlag: Sendable {
+        let value = Atomic<Bool>(false)
+    }
+
+    /// Posts `frames` one by one through the mailbox of a new lane connection (welcomed for `test.daemon`) and
+    /// returns the answers until the daemon closed, and whether it closed (a harmless request is then not taken).
+    static func exchange(_ world: DaemonWorld, _ frames: [SecureBytes]) throws -> (messages: [ServerMessage], closed: Bool) {
+        let lane = try LaneConnection(
+            path: world.daemon.socket + ".lane", daemon: world.daemon.pid, accessGroups: ["test.daemon"], allGroups: false)
+        defer { lane.close() }
+        var answers: [ServerMessage] = []
+        for frame in frames {
+            guard let answer = try? lane.exchange(frame) else { return (answers, true) }
+            answers.append(answer)
+        }
+        let harmless = ClientMessage.keychain(99, .lockState, .nonInteractive, interactive: false).encoded()
+        return (answers, (try? lane.exchange(harmless)) == nil)
+    }
+
+    /// A raw lane connection that said hello for `test.daemon`, and the mailbox descriptor its welcome passed.
+    static func welcomed(_ world: DaemonWorld) throws -> (fd: Int32, mailbox: Int32) {
+        let hello = ClientMessage.hello(versions: [1], accessGroups: ["test.daemon"], allGroups: false).encoded()
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard withUnixAddress(world.daemon.socket + ".lane", { connect(fd, $0, $1) }) == 0,
+            FrameReader.write(hello, to: fd)
+        else {
+            close(fd)
+            throw CocoaError(.fileReadUnknown)
+        }
+        var bytes = [UInt8](repeating: 0, count: 64)
+        var passed: Int32 = -1
+        let count = bytes.withUnsafeMutableBytes { la_receive_with_descriptor(fd, $0.baseAddress, $0.count, &passed) }
+        guard count > 0, passed >= 0, case .welcome(1) = try ServerMessage(decoding: bytes[0..<count]) else {
+            close(fd)
+            throw CocoaError(.fileReadUnknown)
+        }
+        return (fd, passed)
     }
 
     static func exchange(_ path: String, raw bytes: [UInt8]) throws -> (messages: [ServerMessage], closed: Bool) {

@@ -15,8 +15,12 @@ struct PeerIdentityTests {
     /// Two programs built for the purpose: `probe-connect` connects and says hello, then either sends a request
     /// itself or executes `probe-send` (another executable) with the open connection, which sends it. The first is
     /// served; the second is refused, and its add never reaches the store.
-    @Test func aConnectionHandedToAnotherProgramByExecIsRefused() async throws {
-        let world = try DaemonWorld()
+    ///
+    /// Run twice: with the kernel's process events (how localauthd runs as root), and with the full check of
+    /// `/proc/<pid>/exe` on every request (`LA_PROCESS_EVENTS=0`, as where events are not delivered).
+    @Test(arguments: [true, false])
+    func aConnectionHandedToAnotherProgramByExecIsRefused(processEvents: Bool) async throws {
+        let world = try DaemonWorld(extraEnvironment: processEvents ? [:] : ["LA_PROCESS_EVENTS": "0"])
         defer { world.close() }
         let probes = try PeerProbes(in: world.directory)
         let hello = ClientMessage.hello(versions: [1], accessGroups: ["probe"], allGroups: false)
@@ -80,6 +84,73 @@ struct PeerIdentityTests {
         #expect(!peer.isCurrent, "a zombie is not current")
         _ = child.wait(timeout: 10)
         #expect(!peer.isCurrent, "a reaped process is not current")
+    }
+}
+
+/// The kernel's process events, which spare localauthd a `/proc/<pid>/exe` lookup per request: an exec or exit of a
+/// watched process marks it, nothing else does, and lost events mark every watched process. The tests run as root,
+/// where the kernel delivers them (elsewhere localauthd does the full check on every request, as
+/// `aConnectionHandedToAnotherProgramByExecIsRefused` covers with `LA_PROCESS_EVENTS=0`).
+@Suite("localauthd: process events", .serialized, .timeLimit(.minutes(2)))
+struct ProcessEventsTests {
+    /// Waits up to 5 s for the executable of `pid` to be `path`.
+    static func runs(_ pid: pid_t, _ path: String) -> Bool {
+        for _ in 0..<500 {
+            if (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")) == path { return true }
+            usleep(10_000)
+        }
+        return false
+    }
+
+    @Test func anExecAndAnExitMarkTheProcessAndNothingElseDoes() throws {
+        let events = try #require(ProcessEvents(), "the kernel delivers process events to root")
+        let quiet = try SpawnedProcess("/bin/sleep", ["30"])
+        let child = try SpawnedProcess("/bin/sh", ["-c", "sleep 0.3; exec /bin/sleep 30"])
+        defer {
+            kill(quiet.pid, SIGKILL)
+            kill(child.pid, SIGKILL)
+            _ = quiet.wait(timeout: 5)
+            _ = child.wait(timeout: 5)
+        }
+        // The two spawns' own execs, reported before anyone watched.
+        events.drain()
+        let watchedQuiet = events.watch(quiet.pid)
+        let watchedChild = events.watch(child.pid)
+        defer {
+            events.unwatch(watchedQuiet)
+            events.unwatch(watchedChild)
+        }
+        // The shell forks its `sleep 0.3`, which execs and exits: events of another process.
+        #expect(Self.runs(child.pid, "/usr/bin/sleep") || Self.runs(child.pid, "/bin/sleep"))
+        events.drain()
+        #expect(watchedChild.takeStale(), "the exec was reported")
+        #expect(!watchedChild.takeStale(), "and taken")
+        #expect(!watchedQuiet.takeStale(), "a process that did nothing is not marked")
+        kill(quiet.pid, SIGKILL)
+        _ = quiet.wait(timeout: 5)
+        events.drain()
+        #expect(watchedQuiet.takeStale(), "the exit was reported")
+        #expect(!watchedChild.takeStale())
+    }
+
+    @Test func lostEventsMarkEveryWatchedProcess() throws {
+        // A queue of a few events, filled by processes nobody drains.
+        let events = try #require(ProcessEvents(receiveBuffer: 2_048))
+        let quiet = try SpawnedProcess("/bin/sleep", ["30"])
+        defer {
+            kill(quiet.pid, SIGKILL)
+            _ = quiet.wait(timeout: 5)
+        }
+        events.drain()
+        let watched = events.watch(quiet.pid)
+        defer { events.unwatch(watched) }
+        #expect(!watched.takeStale())
+        for _ in 0..<50 {
+            let process = try SpawnedProcess("/bin/true", [])
+            _ = process.wait(timeout: 5)
+        }
+        events.drain()
+        #expect(watched.takeStale(), "lost events mark every watched process")
     }
 }
 
