@@ -44,7 +44,7 @@ enum CallgrindBenchmarks {
 
         let executable = BenchDaemon.strippedCopy(of: CommandLine.arguments[0], in: directory)
         var perLookup: [String: Double] = [:]
-        for (side, store) in [("engine", engineDirectory), ("raw-c", rawDirectory)] {
+        for (side, store) in [("engine", engineDirectory), ("codec", engineDirectory), ("raw-c", rawDirectory)] {
             let output = directory.appendingPathComponent("callgrind-\(side).out").path
             guard
                 Measure.run(
@@ -70,6 +70,12 @@ enum CallgrindBenchmarks {
                 String(
                     format: "keychain lookup instructions: embedded %.0f, raw C SQLite %.0f per lookup, %.1fx", ours, rawC,
                     ours / rawC))
+        }
+        if let codec = perLookup["codec"] {
+            print(
+                String(
+                    format: "lane messages of one lookup through localauthd (request and answer, encoded and decoded): %.0f instructions",
+                    codec))
         }
     }
 
@@ -106,7 +112,7 @@ enum CallgrindBenchmarks {
     /// or `perf record` on the daemon (BENCHMARKS.md).
     static func loop(_ arguments: [String]) throws {
         guard arguments.count == 3, let count = Int(arguments[2]) else {
-            throw CallgrindFailure("usage: la-bench lookup-loop fill|engine|raw-c|daemon DIRECTORY-OR-SOCKET COUNT")
+            throw CallgrindFailure("usage: la-bench lookup-loop fill|engine|codec|raw-c|daemon DIRECTORY-OR-SOCKET COUNT")
         }
         let store = URL(fileURLWithPath: arguments[1])
         var random = KeychainBenchmarks.Random(seed: 7)
@@ -131,6 +137,26 @@ enum CallgrindBenchmarks {
                 usleep(UInt32(pause * 1e6))
             }
             for _ in 0..<count { try lookUp(client, &random) }
+        case "codec":
+            // What a lookup through localauthd's lane costs in messages, both sides: the client encodes the request
+            // and decodes the answer, the daemon decodes the request and encodes the answer (the answer taken from
+            // a real lookup in the store at DIRECTORY).
+            let client = try EmbeddedClient(
+                configuration: EmbeddedConfiguration(dataDirectory: store, accessGroups: ["bench"]))
+            let query: [String: KeychainValue] = [
+                "class": .string("genp"), "svce": .string("bench"), "acct": .string("account-1"), "r_Data": .bool(true),
+            ]
+            let answer = ServerMessage.keychain(1, try client.sendBlocking(.copyMatching(query)))
+            for round in 0..<(200 + count) {
+                if round == 200 { raw_callgrind_toggle_collect() }
+                let request = ClientMessage.keychain(
+                    UInt64(round), .copyMatching(query), .nonInteractive, interactive: false
+                ).encoded()
+                guard case .keychain = try ClientMessage(decoding: request),
+                    case .keychain = try ServerMessage(decoding: answer.encoded())
+                else { throw CallgrindFailure("the codec lost a message") }
+            }
+            raw_callgrind_toggle_collect()
         case "raw-c":
             var raw: OpaquePointer?
             guard raw_sqlite_open(store.path + "/keychain.db", 0, 0, 0, &raw) == 0 else {

@@ -53,6 +53,7 @@ package struct MessageReader: ~Copyable {
     // MARK: Primitives
 
     /// One byte.
+    @inline(__always)
     package mutating func byte() throws -> UInt8 {
         try require(1)
         defer { offset += 1 }
@@ -60,6 +61,7 @@ package struct MessageReader: ~Copyable {
     }
 
     /// Four bytes, big-endian.
+    @inline(__always)
     package mutating func uint32() throws -> UInt32 {
         try require(4)
         defer { offset += 4 }
@@ -88,10 +90,31 @@ package struct MessageReader: ~Copyable {
     /// A 32-bit length, then that many bytes of UTF-8.
     package mutating func string() throws -> String {
         let start = offset
-        guard let string = String(validating: try bytes(), as: UTF8.self) else {
+        guard let string = Self.string(utf8: try bytes()) else {
             throw MessageDecodingError(.invalidValue, at: start, "a string is not UTF-8")
         }
         return string
+    }
+
+    /// `bytes` as a string, nil when they are not UTF-8. ASCII, what protocol strings nearly always are, is taken
+    /// as it is; anything else is validated by the standard library (whose validating initializer is generic over
+    /// the encoding and looks up type metadata on every call: a third of a short message's decoding).
+    package static func string(utf8 bytes: UnsafeRawBufferPointer) -> String? {
+        var ascii = true
+        var index = 0
+        let count = bytes.count
+        while index + 8 <= count {
+            if bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self) & 0x8080_8080_8080_8080 != 0 {
+                ascii = false
+                break
+            }
+            index += 8
+        }
+        while ascii && index < count {
+            if bytes[index] & 0x80 != 0 { ascii = false }
+            index += 1
+        }
+        return ascii ? String(decoding: bytes, as: UTF8.self) : String(validating: bytes, as: UTF8.self)
     }
 
     /// The rest of the current scope (a view of the frame, as ``rawBytes(count:)``): a scalar's whole value.
@@ -194,20 +217,21 @@ package struct MessageReader: ~Copyable {
         var readsFields: Bool
     }
 
+    @inline(__always)
     private mutating func length() throws -> Int {
-        let start = offset
         let length = Int(try uint32())
-        guard length <= remainingCount else {
-            throw MessageDecodingError(
-                .truncated, at: start, "a length of \(length) with \(remainingCount) bytes left")
-        }
+        guard length <= remainingCount else { throw lengthBeyondScope(length) }
         return length
     }
 
+    @inline(never)
+    private func lengthBeyondScope(_ length: Int) -> MessageDecodingError {
+        MessageDecodingError(.truncated, at: offset - 4, "a length of \(length) with \(remainingCount) bytes left")
+    }
+
+    @inline(__always)
     private mutating func enterScope(length: Int) throws -> Scope {
-        guard depth < limits.maximumDepth else {
-            throw MessageDecodingError(.tooDeep, at: offset, "values nested more than \(limits.maximumDepth) deep")
-        }
+        guard depth < limits.maximumDepth else { throw tooDeep() }
         let outer = Scope(end: end, lastTag: lastTag, readsFields: readsFields)
         depth += 1
         end = offset + length
@@ -216,6 +240,12 @@ package struct MessageReader: ~Copyable {
         return outer
     }
 
+    @inline(never)
+    private func tooDeep() -> MessageDecodingError {
+        MessageDecodingError(.tooDeep, at: offset, "values nested more than \(limits.maximumDepth) deep")
+    }
+
+    @inline(__always)
     private mutating func leave(_ outer: Scope) throws {
         try finishScope()
         depth -= 1
@@ -225,10 +255,15 @@ package struct MessageReader: ~Copyable {
     }
 
     /// Requires the current scope to be read to its end, naming what is left when it is not.
+    @inline(__always)
     private func finishScope() throws {
-        guard offset != end else { return }
-        if readsFields { throw unexpectedField(buffer[offset]) }
-        throw MessageDecodingError(.trailingBytes, at: offset, "\(end - offset) bytes after the value")
+        guard offset == end else { throw leftOver() }
+    }
+
+    @inline(never)
+    private func leftOver() -> MessageDecodingError {
+        if readsFields { return unexpectedField(buffer[offset]) }
+        return MessageDecodingError(.trailingBytes, at: offset, "\(end - offset) bytes after the value")
     }
 
     private func unexpectedField(_ tag: UInt8) -> MessageDecodingError {
@@ -237,9 +272,13 @@ package struct MessageReader: ~Copyable {
             : MessageDecodingError(.unknownTag, at: offset, "unknown field \(tag)")
     }
 
+    @inline(__always)
     private func require(_ count: Int) throws {
-        guard count <= end - offset else {
-            throw MessageDecodingError(.truncated, at: offset, "\(count) bytes needed, \(end - offset) left")
-        }
+        guard count <= end - offset else { throw shortOf(count) }
+    }
+
+    @inline(never)
+    private func shortOf(_ count: Int) -> MessageDecodingError {
+        MessageDecodingError(.truncated, at: offset, "\(count) bytes needed, \(end - offset) left")
     }
 }

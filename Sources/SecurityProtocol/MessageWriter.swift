@@ -52,6 +52,7 @@ package struct MessageWriter: ~Copyable {
     // MARK: Primitives
 
     /// One byte.
+    @inline(__always)
     package mutating func byte(_ value: UInt8) {
         reserve(1)
         storage.storeBytes(of: value, toByteOffset: count, as: UInt8.self)
@@ -59,6 +60,7 @@ package struct MessageWriter: ~Copyable {
     }
 
     /// Four bytes, big-endian.
+    @inline(__always)
     package mutating func uint32(_ value: UInt32) {
         reserve(4)
         storage.storeBytes(of: value.bigEndian, toByteOffset: count, as: UInt32.self)
@@ -154,9 +156,14 @@ package struct MessageWriter: ~Copyable {
         lastTag = Int(tag)
     }
 
+    @inline(__always)
     private mutating func reserve(_ additional: Int) {
         let needed = count + additional
-        guard needed > capacity else { return }
+        if needed > capacity { grow(to: needed) }
+    }
+
+    @inline(never)
+    private mutating func grow(to needed: Int) {
         var grown = capacity * 2
         while grown < needed { grown *= 2 }
         let larger = UnsafeMutableRawPointer.allocate(byteCount: grown, alignment: 16)

@@ -124,7 +124,7 @@ extension String: ProtocolCodable {
     /// - Throws: `invalidValue` for bytes that are not UTF-8.
     package init(from reader: inout MessageReader) throws {
         let start = reader.offset
-        guard let string = String(validating: reader.remainingBytes(), as: UTF8.self) else {
+        guard let string = MessageReader.string(utf8: reader.remainingBytes()) else {
             throw MessageDecodingError(.invalidValue, at: start, "a string is not UTF-8")
         }
         self = string
@@ -181,7 +181,11 @@ extension Dictionary: ProtocolCodable where Key == String, Value: ProtocolCodabl
     /// value with a 32-bit length.
     package func encode(into writer: inout MessageWriter) {
         writer.uint32(UInt32(count))
-        for (key, value) in sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
+        // The positions are sorted, not the entries: no value is copied.
+        var ordered = Array(indices)
+        ordered.sort { self[$0].key.utf8.lexicographicallyPrecedes(self[$1].key.utf8) }
+        for index in ordered {
+            let (key, value) = self[index]
             writer.string(key)
             writer.lengthPrefixed { value.encode(into: &$0) }
         }
@@ -199,7 +203,7 @@ extension Dictionary: ProtocolCodable where Key == String, Value: ProtocolCodabl
                 throw MessageDecodingError(.nonCanonical, at: start, "dictionary keys out of order or repeated")
             }
             previous = keyBytes
-            guard let key = String(validating: keyBytes, as: UTF8.self) else {
+            guard let key = MessageReader.string(utf8: keyBytes) else {
                 throw MessageDecodingError(.invalidValue, at: start, "a dictionary key is not UTF-8")
             }
             let value = try reader.lengthPrefixed { try Value(from: &$0) }

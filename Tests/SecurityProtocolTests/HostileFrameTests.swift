@@ -257,6 +257,29 @@ struct HostileFrameTests {
             decodingError(handMadeFrame { $0.rawBytes([1, 2, 3]) }, as: PrintIdentifier.self)?.code == .invalidValue)
     }
 
+    /// Strings are read ASCII-first, eight bytes at a time: a byte that is not UTF-8 is found wherever it sits (in
+    /// the first word, after whole words, in the tail), in strings and in dictionary keys, and valid multi-byte text
+    /// at those places still reads back.
+    @Test func aStringIsUTF8WhereverItsFirstNonASCIIByteSits() throws {
+        for prefix in [0, 1, 7, 8, 9, 16, 23] {
+            let ascii = Array(repeating: UInt8(ascii: "k"), count: prefix)
+            #expect(
+                decodingError(handMadeFrame { $0.rawBytes(ascii + [0xC3, 0x28]) }, as: String.self)?.code == .invalidValue,
+                "an invalid byte after \(prefix) ASCII bytes")
+            #expect(
+                decodingError(handMadeFrame { $0.rawBytes(ascii + [0xFF]) }, as: String.self)?.code == .invalidValue)
+            let text = String(decoding: ascii, as: UTF8.self) + "é🔑"
+            let frame = handMadeFrame { $0.rawString(text) }
+            #expect(try String(decoding: frame, limits: .default) == text)
+            let key = handMadeFrame { writer in
+                writer.uint32(1)
+                writer.bytes(ascii + [0xED, 0xA0, 0x80])
+                writer.lengthPrefixed { KeychainValue.bool(true).encode(into: &$0) }
+            }
+            #expect(decodingError(key, as: [String: KeychainValue].self)?.code == .invalidValue, "a surrogate in a key")
+        }
+    }
+
     @Test func aMissingRequiredFieldIsNamed() {
         let frame = handMadeFrame { $0.rawField(1) { $0.rawString("Password: ") } }
         #expect(decodingError(frame, as: PasscodePrompt.self)?.code == .missingField)
