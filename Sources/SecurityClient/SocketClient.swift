@@ -138,6 +138,14 @@ package final class SocketClient: SecurityClient {
 
     /// The free lane connection, made first when there is none (checked against the main connection's daemon).
     private func takeLane() throws -> LaneConnection? {
+        // A free lane is used as it is: asking the main connection whether it is open costs a system call.
+        let free = lane.withLock { state -> LaneConnection? in
+            guard let free = state.idle else { return nil }
+            state.idle = nil
+            state.held = true
+            return free
+        }
+        if let free { return free }
         let daemon = try connection().daemonProcess
         return lane.withLock { state -> LaneConnection? in
             if let free = state.idle {

@@ -181,13 +181,38 @@ extension Dictionary: ProtocolCodable where Key == String, Value: ProtocolCodabl
     /// value with a 32-bit length.
     package func encode(into writer: inout MessageWriter) {
         writer.uint32(UInt32(count))
-        // The positions are sorted, not the entries: no value is copied.
+        // The positions are sorted, not the entries (no value is copied); a few by insertion, as most are.
         var ordered = Array(indices)
-        ordered.sort { self[$0].key.utf8.lexicographicallyPrecedes(self[$1].key.utf8) }
+        if ordered.count <= 16 {
+            for next in ordered.indices.dropFirst() {
+                let moving = ordered[next]
+                var slot = next
+                while slot > 0, Self.precedes(self[moving].key, self[ordered[slot - 1]].key) {
+                    ordered[slot] = ordered[slot - 1]
+                    slot -= 1
+                }
+                ordered[slot] = moving
+            }
+        } else {
+            ordered.sort { Self.precedes(self[$0].key, self[$1].key) }
+        }
         for index in ordered {
             let (key, value) = self[index]
             writer.string(key)
             writer.lengthPrefixed { value.encode(into: &$0) }
+        }
+    }
+
+    /// Whether `first`'s UTF-8 bytes sort before `second`'s (bytewise, as the wire orders keys).
+    private static func precedes(_ first: String, _ second: String) -> Bool {
+        var first = first
+        var second = second
+        return first.withUTF8 { left in
+            second.withUTF8 { right in
+                let common = Swift.min(left.count, right.count)
+                let order = common == 0 ? 0 : memcmp(left.baseAddress!, right.baseAddress!, common)
+                return order != 0 ? order < 0 : left.count < right.count
+            }
         }
     }
 
