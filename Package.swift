@@ -53,6 +53,8 @@ let package = Package(
             providers: [.apt(["libkeyutils-dev"])]),
         // libc's accept4 (not in Swift's Glibc module): localauthd's lane accepts close-on-exec.
         .systemLibrary(name: "CSocket"),
+        // sqlite3_config for localauthd (variadic, so not callable from Swift).
+        .systemLibrary(name: "CSQLiteSettings"),
         // tpm2-tss: ESAPI, the TCTI loader (device, swtpm), marshalling, error texts.
         .systemLibrary(
             name: "CTSS2", pkgConfig: "tss2-esys",
@@ -124,7 +126,7 @@ let package = Package(
         .target(
             name: "SecurityDaemon",
             dependencies: [
-                "SecurityServer", "SecurityProtocol", "SocketPeer", "StoreFiles", "AppRegistry", "Enclave", "CSocket",
+                "SecurityServer", "SecurityProtocol", "SocketPeer", "StoreFiles", "AppRegistry", "Enclave", "CSocket", "CSQLiteSettings",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

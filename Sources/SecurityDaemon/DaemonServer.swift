@@ -1,3 +1,4 @@
+import CSQLiteSettings
 import Enclave
 import Foundation
 import Logging
@@ -184,6 +185,9 @@ package final class DaemonServer: Sendable {
     ///
     /// - Throws: when the socket cannot be bound.
     package static func start(_ configuration: DaemonConfiguration) async throws -> DaemonServer {
+        // Before the first store opens: SQLite's memory statistics cost a process-wide mutex per allocation.
+        let statistics = la_sqlite_disable_memory_statistics() == SQLITE_OK ? "off" : "on (SQLite was initialized already)"
+        logger.debug("SQLite memory statistics", metadata: ["statistics": "\(statistics)"])
         try PrivateFiles.ensureDirectory(configuration.stateDirectory.path)
         // Brief store requests run on the loops (DaemonSession.runStore): one loop per core, at least two, so one
         // connection's request never waits behind another's.

@@ -1,0 +1,13 @@
+#ifndef LA_CSQLITESETTINGS_SHIM_H
+#define LA_CSQLITESETTINGS_SHIM_H
+
+/* sqlite3_config is variadic, which Swift cannot call: localauthd turns SQLite's memory statistics off before its
+ * first connection. With them on, every allocation SQLite makes takes a process-wide mutex (about ten per keychain
+ * lookup, each lane thread contending for the same one); localauthd reads none of those statistics and sets no
+ * soft heap limit. Only the daemon does this: an embedded client leaves its host program's SQLite as it is. */
+#include <sqlite3.h>
+
+/* SQLITE_OK, or SQLITE_MISUSE when SQLite was initialized already in this process (the setting then stays). */
+static inline int la_sqlite_disable_memory_statistics(void) { return sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); }
+
+#endif
