@@ -136,6 +136,7 @@ package struct MessageReader: ~Copyable {
     // MARK: Structure
 
     /// A 32-bit length, then a value read by `body` within exactly that many bytes.
+    @inline(__always)
     package mutating func lengthPrefixed<Value>(_ body: (inout MessageReader) throws -> Value) throws -> Value {
         let scope = try enterScope(length: try length())
         let value = try body(&self)
@@ -164,6 +165,7 @@ package struct MessageReader: ~Copyable {
     ///
     /// - Throws: `missingField` when it is absent; `unknownTag` or `nonCanonical` for a field in its place that
     ///   the record does not define or that is out of order; whatever decoding the value throws.
+    @inline(__always)
     package mutating func field<Value: ProtocolCodable>(
         _ tag: UInt8, as type: Value.Type = Value.self
     ) throws -> Value {
@@ -177,6 +179,7 @@ package struct MessageReader: ~Copyable {
     /// tag order.
     ///
     /// - Throws: as ``field(_:as:)``, except that an absent field is nil.
+    @inline(__always)
     package mutating func optionalField<Value: ProtocolCodable>(
         _ tag: UInt8, as type: Value.Type = Value.self
     ) throws -> Value? {
@@ -195,6 +198,7 @@ package struct MessageReader: ~Copyable {
     /// value, or nil for a tag the enum does not define.
     ///
     /// - Throws: `unknownTag` when `body` returns nil; `nonCanonical` when more than one case follows.
+    @inline(__always)
     package mutating func variant<Value>(_ body: (UInt8, inout MessageReader) throws -> Value?) throws -> Value {
         readsFields = true
         let start = offset

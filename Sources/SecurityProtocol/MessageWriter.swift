@@ -122,6 +122,7 @@ package struct MessageWriter: ~Copyable {
     // MARK: Structure
 
     /// A 32-bit length, then whatever `body` writes (a nested record or value).
+    @inline(__always)
     package mutating func lengthPrefixed(_ body: (inout MessageWriter) -> Void) {
         let start = count
         uint32(0)
@@ -135,6 +136,7 @@ package struct MessageWriter: ~Copyable {
     }
 
     /// A field of the record being written: its tag, its length, its value. Tags must ascend within a record.
+    @inline(__always)
     package mutating func field<Value: ProtocolCodable>(_ tag: UInt8, _ value: Value) {
         precondition(Int(tag) > lastTag, "MessageWriter: field \(tag) written after field \(lastTag)")
         byte(tag)
@@ -143,12 +145,14 @@ package struct MessageWriter: ~Copyable {
     }
 
     /// The field when `value` is not nil; nothing otherwise.
+    @inline(__always)
     package mutating func optionalField<Value: ProtocolCodable>(_ tag: UInt8, _ value: Value?) {
         if let value { field(tag, value) }
     }
 
     /// An enum case: the case's tag, then the payload record `payload` writes (nothing for a case without
     /// associated values).
+    @inline(__always)
     package mutating func variant(_ tag: UInt8, _ payload: (inout MessageWriter) -> Void = { _ in }) {
         precondition(lastTag < 0, "MessageWriter: a variant holds one case")
         byte(tag)
