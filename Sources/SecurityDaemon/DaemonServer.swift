@@ -188,6 +188,9 @@ package final class DaemonServer: Sendable {
         // Before the first store opens: SQLite's memory statistics cost a process-wide mutex per allocation.
         let statistics = la_sqlite_disable_memory_statistics() == SQLITE_OK ? "off" : "on (SQLite was initialized already)"
         logger.debug("SQLite memory statistics", metadata: ["statistics": "\(statistics)"])
+        // Subscribed (and tested) before the first connection rather than during it.
+        let events = ProcessEvents.shared == nil ? "unavailable: /proc/<pid>/exe is checked on every request" : "on"
+        logger.info("kernel process events", metadata: ["events": "\(events)"])
         try PrivateFiles.ensureDirectory(configuration.stateDirectory.path)
         // Brief store requests run on the loops (DaemonSession.runStore): one loop per core, at least two, so one
         // connection's request never waits behind another's.
