@@ -13,10 +13,12 @@ import Glibc
 /// localauthd's lane: the keychain's hot path on a socket of its own beside the main one (`<socket>.lane`).
 ///
 /// Through the main socket a lookup crosses SwiftNIO's event loop: a wake-up in `epoll_wait`, the pipeline's buffers
-/// and handlers, a write queued and flushed. On the lane each connection has a thread of its own that reads a frame,
-/// answers it and writes the answer where it is, and after each answer polls a short while for the next request
-/// before it sleeps in `recv` (a program looking up several items in a row is answered without a wake-up; one thread
-/// at a time polls on a machine of two processors).
+/// and handlers, a write queued and flushed. On the lane each connection has a thread of its own, and after the hello
+/// requests and answers pass through the connection's mailbox (``LaneMailbox``: memory shared with that one client,
+/// made and sealed here, passed with the welcome). The thread copies a request out, answers it in the mailbox, and
+/// polls a short while for the next request before it sleeps in `recv` until the client's doorbell (a program
+/// looking up several items in a row is answered without a system call; one thread at a time polls on a machine of
+/// two processors).
 ///
 /// The lane serves only what involves neither the user nor another connection, and only when it cannot prompt:
 /// brief keychain requests (``KeychainRequest/isBrief``) and uses of an existing key that name no context
@@ -229,12 +231,11 @@ final class LaneServer: Sendable {
     /// lane thread takes the last free processor (``spinnerLimit``), so a program sending requests in a row is
     /// answered without a wake-up, then sleeps until the client's doorbell. False when the connection ended.
     private func awaitNextRequest(_ mailbox: LaneMailbox, after last: UInt32, _ descriptor: Int32) -> Bool {
-        var budget = Duration.zero
-        if spinners.wrappingAdd(1, ordering: .acquiring).newValue <= Self.spinnerLimit {
-            budget = Self.spinBudget
-        }
-        defer { spinners.wrappingSubtract(1, ordering: .releasing) }
-        return mailbox.wait(until: .request, true, last, sleeps: .daemonSleeps, socket: descriptor, polling: budget)
+        // The processor is held only while polling: a thread that goes to sleep gives its turn to another.
+        let mayPoll = spinners.wrappingAdd(1, ordering: .acquiring).newValue <= Self.spinnerLimit
+        let arrived = mayPoll && mailbox.poll(until: .request, true, last, for: Self.spinBudget)
+        spinners.wrappingSubtract(1, ordering: .releasing)
+        return arrived || mailbox.sleep(until: .request, true, last, sleeps: .daemonSleeps, socket: descriptor)
     }
 
     /// How long a new lane connection may take to say hello.

@@ -172,26 +172,41 @@ package final class LaneMailbox: @unchecked Sendable {
 
     // MARK: Waiting
 
-    /// Waits until `word` no longer holds `value` (`differs`) or holds it (`!differs`): polls for `budget`, then sets
-    /// `sleeps` and sleeps in `recv` on `socket` until a doorbell. False when the socket ended or failed first.
+    /// Waits until `word` no longer holds `value` (`differs`) or holds it (`!differs`): polls for `budget` (see
+    /// ``poll(until:_:_:for:)``), then sets `sleeps` and sleeps in `recv` on `socket` until a doorbell. False when the
+    /// socket ended or failed first.
     package func wait(
         until word: Word, _ differs: Bool, _ value: UInt32, sleeps: Word, socket: Int32, polling budget: Duration
     ) -> Bool {
+        if poll(until: word, differs, value, for: budget) { return true }
+        return sleep(until: word, differs, value, sleeps: sleeps, socket: socket)
+    }
+
+    /// Polls `word` for `budget` without sleeping; true as soon as it no longer holds `value` (`differs`) or holds
+    /// it (`!differs`), false when the budget passed first.
+    package func poll(until word: Word, _ differs: Bool, _ value: UInt32, for budget: Duration) -> Bool {
         let target = self.word(word)
         func ready() -> Bool { (la_load_ordered(target) != value) == differs }
         if ready() { return true }
-        if budget > .zero {
-            let clock = ContinuousClock()
-            let deadline = clock.now + budget
-            repeat {
-                // A few pauses between yields: the other side may have been woken on this very processor.
-                for _ in 0..<4 {
-                    if ready() { return true }
-                    la_processor_pause()
-                }
-                sched_yield()
-            } while clock.now < deadline
-        }
+        guard budget > .zero else { return false }
+        let clock = ContinuousClock()
+        let deadline = clock.now + budget
+        repeat {
+            // A few pauses between yields: the other side may have been woken on this very processor.
+            for _ in 0..<4 {
+                if ready() { return true }
+                la_processor_pause()
+            }
+            sched_yield()
+        } while clock.now < deadline
+        return ready()
+    }
+
+    /// Sets `sleeps`, looks once more, and sleeps in `recv` on `socket` until a doorbell, as long as `word` is not
+    /// ready (see ``wait(until:_:_:sleeps:socket:polling:)``). False when the socket ended or failed first.
+    package func sleep(until word: Word, _ differs: Bool, _ value: UInt32, sleeps: Word, socket: Int32) -> Bool {
+        let target = self.word(word)
+        func ready() -> Bool { (la_load_ordered(target) != value) == differs }
         var doorbells: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
         while true {
             store(sleeps, 1)

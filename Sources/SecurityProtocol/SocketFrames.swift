@@ -6,9 +6,9 @@ import Glibc
 #endif
 
 /// Reads frames from a blocking stream socket (a format-version byte, a big-endian UInt32 length, the value) into a
-/// buffer of its own, as many bytes at a time as have arrived, and hands each whole frame where it lies: one
-/// `recv` per request on the lane (localauthd's `LaneServer` and the client's lane connection). The buffer is wiped
-/// as frames are used and when the reader goes, because frames carry secrets.
+/// buffer of its own, as many bytes at a time as have arrived, and hands each whole frame where it lies: the lane's
+/// hello in localauthd's `LaneServer` (its requests then pass through the connection's mailbox). The buffer is
+/// wiped as frames are used and when the reader goes, because frames carry secrets.
 package final class FrameReader {
     private let descriptor: Int32
     private let limit: Int
@@ -30,18 +30,12 @@ package final class FrameReader {
         storage.deallocate()
     }
 
-    /// Whether bytes that were read are not used yet (the next frame may need no `recv`).
-    package var hasBufferedBytes: Bool { end > start }
-
     /// What `body` makes of the next whole frame (its header included), valid only inside `body` and wiped after
-    /// it; nil when the stream ends between frames. While nothing is buffered the socket is first polled for
-    /// `spinning` (see ``prefetch(for:)``).
+    /// it; nil when the stream ends between frames.
     ///
     /// - Throws: ``FrameReadError`` for another format version, a length over the limit, a stream that ends inside
     ///   a frame or fails; what `body` throws.
-    package func next<Result>(
-        spinning budget: Duration = .zero, _ body: (UnsafeRawBufferPointer) throws -> Result
-    ) throws -> Result? {
+    package func next<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) throws -> Result? {
         while true {
             if end - start >= 5 {
                 let version = storage.load(fromByteOffset: start, as: UInt8.self)
@@ -66,11 +60,6 @@ package final class FrameReader {
             } else {
                 makeRoom(for: 5)
             }
-            if start == end && budget > .zero {
-                prefetch(for: budget)
-                // Something arrived: parsed first, and read on only if the frame is not whole yet.
-                if start != end { continue }
-            }
             let count = recv(descriptor, storage + end, capacity - end, 0)
             if count < 0 && errno == EINTR { continue }
             if count == 0 {
@@ -81,28 +70,6 @@ package final class FrameReader {
                 throw FrameReadError(description: "the connection failed: \(String(cString: strerror(errno)))")
             }
             end += count
-        }
-    }
-
-    /// While nothing is buffered, polls the socket for up to `budget` by reading without waiting (and giving the
-    /// processor to whoever else may run between tries, see ``awaitReadable(_:for:)``): bytes that arrive meanwhile
-    /// are taken by the very call that sees them, with no second system call to read them. Returns when some arrived,
-    /// the stream ended or failed (the next blocking read reports it), or the budget passed.
-    package func prefetch(for budget: Duration) {
-        guard start == end, budget > .zero else { return }
-        makeRoom(for: 5)
-        let clock = ContinuousClock()
-        let deadline = clock.now + budget
-        while true {
-            let count = recv(descriptor, storage + end, capacity - end, Int32(MSG_DONTWAIT))
-            if count > 0 {
-                end += count
-                return
-            }
-            guard count < 0, errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR, clock.now < deadline else {
-                return
-            }
-            sched_yield()
         }
     }
 
