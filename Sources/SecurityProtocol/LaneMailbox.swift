@@ -13,7 +13,7 @@ import Glibc
 /// doorbell to a side that stopped polling and sleeps in `recv`.
 ///
 /// localauthd makes the mailbox (a memfd sealed against any change of size, so a client cannot make the daemon's next
-/// access fault) and passes it with the welcome. Layout, every word a little-endian `UInt32`:
+/// access fault) and passes it with the welcome. Layout, every word a `UInt32` in the machine's byte order:
 ///
 /// | offset | word | written by |
 /// |---|---|---|
