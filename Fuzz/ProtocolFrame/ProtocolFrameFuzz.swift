@@ -15,7 +15,7 @@ func protocolFrameFuzz(_ bytes: [UInt8]) {
     }
 }
 
-// The lane's reading (`FrameReader`, localauthd's `LaneServer` and the client's lane connection): any bytes arriving
+// The lane's socket reading (`FrameReader`, localauthd's `LaneServer` reading the hello): any bytes arriving
 // on a socket are cut into frames of at most the limit, each decoded or refused; the reader never hands out more
 // bytes than arrived, and stops at the first malformed header.
 func laneFrameFuzz(_ bytes: [UInt8]) {

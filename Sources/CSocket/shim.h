@@ -89,7 +89,6 @@ static inline ssize_t la_receive_with_descriptor(int socket, void *bytes, size_t
 }
 
 /* The mailbox's words: 32-bit, aligned, shared between two processes. */
-static inline uint32_t la_load_acquire(const uint32_t *word) { return __atomic_load_n(word, __ATOMIC_ACQUIRE); }
 static inline void la_store_release(uint32_t *word, uint32_t value) { __atomic_store_n(word, value, __ATOMIC_RELEASE); }
 static inline uint32_t la_load_ordered(const uint32_t *word) { return __atomic_load_n(word, __ATOMIC_SEQ_CST); }
 static inline void la_store_ordered(uint32_t *word, uint32_t value) { __atomic_store_n(word, value, __ATOMIC_SEQ_CST); }
@@ -100,97 +99,6 @@ static inline void la_processor_pause(void) {
     __builtin_ia32_pause();
 #elif defined(__aarch64__)
     __asm__ __volatile__("yield");
-/* The kernel's process events (the proc connector, NETLINK_CONNECTOR / CN_IDX_PROC): localauthd learns that a
- * connected process executed another program or exited from an event the kernel queues before that process runs
- * another instruction, instead of resolving /proc/<pid>/exe on every request. Needs CAP_NET_ADMIN in the initial
- * namespaces (localauthd runs as root); la_proc_events_open returns -1 elsewhere. */
-#include <poll.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
-
-#define LA_PROC_EVENT_NONE 0u
-#define LA_PROC_EVENT_EXEC 0x00000002u
-#define LA_PROC_EVENT_COMM 0x00000200u
-#define LA_PROC_EVENT_EXIT 0x80000000u
-
-struct la_netlink_address { unsigned short family; unsigned short pad; uint32_t pid; uint32_t groups; };
-struct la_netlink_header { uint32_t length; uint16_t type; uint16_t flags; uint32_t sequence; uint32_t pid; };
-struct la_connector_header { uint32_t index; uint32_t value; uint32_t sequence; uint32_t ack; uint16_t length;
-                             uint16_t flags; };
-
-/* A non-blocking, close-on-exec netlink socket subscribed to process events, with a receive buffer of `buffer`
- * bytes; -1 with errno when the kernel refuses. */
-static inline int la_proc_events_open(int buffer) {
-    int fd = socket(16 /* AF_NETLINK */, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 11 /* NETLINK_CONNECTOR */);
-    if (fd < 0) return -1;
-    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer, sizeof buffer);
-    struct la_netlink_address address = {16, 0, 0, 1 /* CN_IDX_PROC */};
-    struct {
-        struct la_netlink_header netlink;
-        struct la_connector_header connector;
-        uint32_t operation;
-    } __attribute__((packed)) listen = {
-        {sizeof listen, 3 /* NLMSG_DONE */, 0, 0, 0}, {1, 1 /* CN_IDX_PROC, CN_VAL_PROC */, 0, 0, 4, 0},
-        1 /* PROC_CN_MCAST_LISTEN */};
-    if (bind(fd, (struct sockaddr *)&address, sizeof address) != 0 ||
-        send(fd, &listen, sizeof listen, 0) != (ssize_t)sizeof listen) {
-        int saved = errno;
-        close(fd);
-        errno = saved;
-        return -1;
-    }
-    return fd;
-}
-
-/* The next queued event: 1 with *what (LA_PROC_EVENT_*, NONE for events of no interest) and the process's *tgid,
- * 0 when none is queued, -2 when the kernel dropped events (the queue overflowed: ENOBUFS), -1 on another error. */
-static inline int la_proc_events_next(int fd, uint32_t *what, int32_t *tgid) {
-    union { char bytes[512]; struct la_netlink_header align; } buffer;
-    for (;;) {
-        ssize_t count = recv(fd, buffer.bytes, sizeof buffer.bytes, MSG_DONTWAIT);
-        if (count < 0) {
-            if (errno == EINTR) continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
-            return errno == ENOBUFS ? -2 : -1;
-        }
-        *what = LA_PROC_EVENT_NONE;
-        *tgid = 0;
-        size_t offset = sizeof(struct la_netlink_header) + sizeof(struct la_connector_header);
-        if ((size_t)count < offset + 24) return 1;
-        /* struct proc_event: what, cpu, timestamp, then the event's pid and tgid (exec, exit and comm alike). */
-        memcpy(what, buffer.bytes + offset, 4);
-        memcpy(tgid, buffer.bytes + offset + 20, 4);
-        if (*what != LA_PROC_EVENT_EXEC && *what != LA_PROC_EVENT_EXIT && *what != LA_PROC_EVENT_COMM)
-            *what = LA_PROC_EVENT_NONE;
-        return 1;
-    }
-}
-
-/* Whether events reach `fd`: renames this thread to its own name (the kernel reports a comm event for that) and
- * waits up to `milliseconds` for the event of this very thread, as numbered in this namespace. A listener in
- * another pid namespace, or one the kernel does not serve, never sees it. */
-static inline int la_proc_events_work(int fd, int milliseconds) {
-    char name[16] = {0};
-    if (prctl(PR_GET_NAME, name, 0, 0, 0) != 0 || prctl(PR_SET_NAME, name, 0, 0, 0) != 0) return 0;
-    int32_t self = (int32_t)syscall(SYS_gettid);
-    for (int waited = 0; waited <= milliseconds; waited += 10) {
-        union { char bytes[512]; struct la_netlink_header align; } buffer;
-        ssize_t count;
-        while ((count = recv(fd, buffer.bytes, sizeof buffer.bytes, MSG_DONTWAIT)) > 0) {
-            size_t offset = sizeof(struct la_netlink_header) + sizeof(struct la_connector_header);
-            uint32_t what;
-            int32_t pid;
-            if ((size_t)count < offset + 24) continue;
-            memcpy(&what, buffer.bytes + offset, 4);
-            memcpy(&pid, buffer.bytes + offset + 16, 4);
-            if (what == LA_PROC_EVENT_COMM && pid == self) return 1;
-        }
-        struct pollfd readable = {fd, POLLIN, 0};
-        poll(&readable, 1, 10);
-    }
-    return 0;
-}
-
 #endif
 }
 
@@ -236,9 +144,10 @@ static inline int la_proc_events_open(int buffer) {
     return fd;
 }
 
-/* The next queued event: 1 with *what (LA_PROC_EVENT_*, NONE for events of no interest) and the process's *tgid,
- * 0 when none is queued, -2 when the kernel dropped events (the queue overflowed: ENOBUFS), -1 on another error. */
-static inline int la_proc_events_next(int fd, uint32_t *what, int32_t *tgid) {
+/* The next queued event: 1 with *what (LA_PROC_EVENT_*, NONE for events of no interest), the thread's *pid and the
+ * process's *tgid; 0 when none is queued, -2 when the kernel dropped events (the queue overflowed: ENOBUFS), -1 on
+ * another error. */
+static inline int la_proc_events_next(int fd, uint32_t *what, int32_t *pid, int32_t *tgid) {
     union { char bytes[512]; struct la_netlink_header align; } buffer;
     for (;;) {
         ssize_t count = recv(fd, buffer.bytes, sizeof buffer.bytes, MSG_DONTWAIT);
@@ -248,11 +157,13 @@ static inline int la_proc_events_next(int fd, uint32_t *what, int32_t *tgid) {
             return errno == ENOBUFS ? -2 : -1;
         }
         *what = LA_PROC_EVENT_NONE;
+        *pid = 0;
         *tgid = 0;
         size_t offset = sizeof(struct la_netlink_header) + sizeof(struct la_connector_header);
         if ((size_t)count < offset + 24) return 1;
         /* struct proc_event: what, cpu, timestamp, then the event's pid and tgid (exec, exit and comm alike). */
         memcpy(what, buffer.bytes + offset, 4);
+        memcpy(pid, buffer.bytes + offset + 16, 4);
         memcpy(tgid, buffer.bytes + offset + 20, 4);
         if (*what != LA_PROC_EVENT_EXEC && *what != LA_PROC_EVENT_EXIT && *what != LA_PROC_EVENT_COMM)
             *what = LA_PROC_EVENT_NONE;
@@ -268,16 +179,12 @@ static inline int la_proc_events_work(int fd, int milliseconds) {
     if (prctl(PR_GET_NAME, name, 0, 0, 0) != 0 || prctl(PR_SET_NAME, name, 0, 0, 0) != 0) return 0;
     int32_t self = (int32_t)syscall(SYS_gettid);
     for (int waited = 0; waited <= milliseconds; waited += 10) {
-        union { char bytes[512]; struct la_netlink_header align; } buffer;
-        ssize_t count;
-        while ((count = recv(fd, buffer.bytes, sizeof buffer.bytes, MSG_DONTWAIT)) > 0) {
-            size_t offset = sizeof(struct la_netlink_header) + sizeof(struct la_connector_header);
-            uint32_t what;
-            int32_t pid;
-            if ((size_t)count < offset + 24) continue;
-            memcpy(&what, buffer.bytes + offset, 4);
-            memcpy(&pid, buffer.bytes + offset + 16, 4);
-            if (what == LA_PROC_EVENT_COMM && pid == self) return 1;
+        uint32_t what;
+        int32_t pid, tgid;
+        int next;
+        while ((next = la_proc_events_next(fd, &what, &pid, &tgid)) != 0) {
+            if (next == -1) return 0;
+            if (next == 1 && what == LA_PROC_EVENT_COMM && pid == self) return 1;
         }
         struct pollfd readable = {fd, POLLIN, 0};
         poll(&readable, 1, 10);

@@ -76,9 +76,10 @@ package final class ProcessEvents: Sendable {
     package func drain() {
         watchers.withLock { watchers in
             var what: UInt32 = 0
+            var thread: Int32 = 0
             var process: Int32 = 0
             while true {
-                switch la_proc_events_next(descriptor, &what, &process) {
+                switch la_proc_events_next(descriptor, &what, &thread, &process) {
                 case 0:
                     return
                 case 1:

@@ -325,10 +325,10 @@ struct LaneTests {
             throw CocoaError(.fileReadUnknown)
         }
         var bytes = [UInt8](repeating: 0, count: 64)
-        var passed: Int32 = -1
-        let count = bytes.withUnsafeMutableBytes { la_receive_with_descriptor(fd, $0.baseAddress, $0.count, &passed) }
-        guard count > 0, passed >= 0, case .welcome(1) = try ServerMessage(decoding: bytes[0..<count]) else {
+        let (count, passed) = bytes.withUnsafeMutableBytes { LaneMailbox.receive(fd, into: $0) }
+        guard count > 0, passed >= 0, case .welcome(1) = try? ServerMessage(decoding: bytes[0..<count]) else {
             close(fd)
+            if passed >= 0 { close(passed) }
             throw CocoaError(.fileReadUnknown)
         }
         return (fd, passed)
