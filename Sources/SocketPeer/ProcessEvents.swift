@@ -51,6 +51,9 @@ package final class ProcessEvents: Sendable {
             return nil
         }
         self.descriptor = descriptor
+        // Emptied before anyone is watched: an overflow during the test would otherwise leave the queue congested,
+        // and the kernel reports no further loss until it is empty (see `drain()`).
+        drain()
     }
 
     deinit {
@@ -73,25 +76,34 @@ package final class ProcessEvents: Sendable {
 
     /// Takes every queued event, marking the watchers of each process that executed or exited; all of them when
     /// events were lost or the socket failed.
+    ///
+    /// The queue is read to its end even after a loss is reported. The kernel reports a loss (`ENOBUFS`) only once
+    /// until the queue has been emptied, and drops later events silently meanwhile. So every watcher is marked at
+    /// the end, after the read that found the queue empty: any event dropped before then is covered by that mark,
+    /// and any loss after it is reported again.
     package func drain() {
         watchers.withLock { watchers in
             var what: UInt32 = 0
             var thread: Int32 = 0
             var process: Int32 = 0
-            while true {
+            var lost = false
+            reading: while true {
                 switch la_proc_events_next(descriptor, &what, &thread, &process) {
                 case 0:
-                    return
+                    break reading
                 case 1:
-                    guard what == LA_PROC_EVENT_EXEC || what == LA_PROC_EVENT_EXIT
-                    else { continue }
+                    guard what == LA_PROC_EVENT_EXEC || what == LA_PROC_EVENT_EXIT else { continue }
                     watchers[process]?.values.forEach { $0.stale.store(true, ordering: .releasing) }
+                case -2:
+                    lost = true
                 default:
-                    for group in watchers.values {
-                        group.values.forEach { $0.stale.store(true, ordering: .releasing) }
-                    }
-                    return
+                    lost = true
+                    break reading
                 }
+            }
+            guard lost else { return }
+            for group in watchers.values {
+                group.values.forEach { $0.stale.store(true, ordering: .releasing) }
             }
         }
     }
