@@ -25,6 +25,12 @@ package final class SocketClient: SecurityClient {
 
     private let current = Mutex<SocketConnection?>(nil)
     private let lane = Mutex(LaneState())
+    /// How many subscriptions were written on the main connection, and how many of them localauthd has certainly
+    /// registered: as many as were written before a request that has since been answered there. The daemon reads
+    /// one connection's messages in order and registers a subscription as it reads it, but the lane is another
+    /// connection: a request sent there right after a subscription could be served before the subscription is
+    /// read, and its event lost. So requests take the main connection until every subscription is registered.
+    private let subscriptions = Mutex<(written: UInt64, registered: UInt64)>((0, 0))
 
     /// The lane's connection: free (`idle`), held by a request (`held`), or none yet (tried again after a pause
     /// when it could not be made).
@@ -89,7 +95,11 @@ package final class SocketClient: SecurityClient {
     ) async throws -> ServerMessage {
         let connection = try connection()
         let (id, responder) = Self.number(presenter)
-        return try await connection.request(message(id, responder != nil), id: id, responder: responder, progress: progress)
+        let written = subscriptions.withLock { $0.written }
+        let answer = try await connection.request(
+            message(id, responder != nil), id: id, responder: responder, progress: progress)
+        registered(written)
+        return answer
     }
 
     /// ``exchange(presenter:progress:_:)`` for a synchronous edge: the calling thread waits for the answer itself.
@@ -98,7 +108,16 @@ package final class SocketClient: SecurityClient {
     ) throws -> ServerMessage {
         let connection = try connection()
         let (id, responder) = Self.number(presenter)
-        return try connection.requestBlocking(message(id, responder != nil), id: id, responder: responder)
+        let written = subscriptions.withLock { $0.written }
+        let answer = try connection.requestBlocking(message(id, responder != nil), id: id, responder: responder)
+        registered(written)
+        return answer
+    }
+
+    /// A request written after the first `written` subscriptions was answered on the main connection: localauthd
+    /// has read and registered those subscriptions.
+    private func registered(_ written: UInt64) {
+        subscriptions.withLock { $0.registered = max($0.registered, written) }
     }
 
     /// A new request's number, and the responder that answers its prompts through `presenter` when one can.
@@ -122,13 +141,16 @@ package final class SocketClient: SecurityClient {
 
     /// The answer to the request `message` builds (with a new number) over localauthd's lane (its `LaneServer`), or
     /// nil when the request takes the main connection: it may not take the lane (`mayTakeLane`), a presenter would
-    /// answer its prompts, the lane is busy with another request of this process, cannot be made or is not served by
-    /// the process behind the main socket, or the request could not be sent on it (an idle lane whose daemon
-    /// restarted: the main connection connects again, and the next request makes a new lane).
+    /// answer its prompts, a subscription may not be registered yet (``subscriptions``), the lane is busy with
+    /// another request of this process, cannot be made or is not served by the process behind the main socket, or
+    /// the request could not be sent on it (an idle lane whose daemon restarted: the main connection connects
+    /// again, and the next request makes a new lane).
     private func throughLane(
         _ mayTakeLane: Bool, _ presenter: (any EvaluationPresenter)?, _ message: (UInt64) -> ClientMessage
     ) throws -> ServerMessage? {
-        guard mayTakeLane, presenter == nil || PresenterQueue.isCurrent, let connection = try takeLane() else {
+        guard mayTakeLane, presenter == nil || PresenterQueue.isCurrent,
+            subscriptions.withLock({ $0.written == $0.registered }), let connection = try takeLane()
+        else {
             return nil
         }
         defer { giveBackLane(connection) }
@@ -269,6 +291,8 @@ package final class SocketClient: SecurityClient {
             }, end: { continuation.finish() })
             do {
                 try connection.write(subscribe(id))
+                // Counted once written, so that only a request written after it can count it as registered.
+                subscriptions.withLock { $0.written += 1 }
             } catch {
                 continuation.finish()
             }
