@@ -183,7 +183,19 @@ struct DaemonTests {
         }
         usleep(300_000)
         #expect(verify.stop(SIGKILL).bySignal)
-        async let matched = client.send(.verifyFinger)
+        // The finger goes to the reader once the next verification waits for it: sent earlier, it could reach the
+        // killed client's scan while that is still being cancelled.
+        let (waiting, signal) = AsyncStream.makeStream(of: Void.self)
+        async let matched = client.send(.verifyFinger) { event in
+            if case .verification(.waitingForFinger) = event { signal.yield() }
+        }
+        let patience = Task {
+            try? await Task.sleep(for: .seconds(20))
+            signal.finish()
+        }
+        var waits = waiting.makeAsyncIterator()
+        #expect(await waits.next() != nil, "the next verification reached the reader")
+        patience.cancel()
         try await world.reader.send("SCAN alice-1")
         guard case .matched(let print) = try await matched else {
             Issue.record("no match")
