@@ -40,16 +40,18 @@ struct ItemSealer: Sendable {
         var index = Data(count: HMACSHA256.byteCount)
         index.withUnsafeMutableBytes {
             blindIndex(
-                itemClass: itemClass, accessGroup: accessGroup, synchronizable: synchronizable, value: { attributes[$0] },
+                itemClass: itemClass, accessGroup: accessGroup, synchronizable: synchronizable,
+                value: { attributes[$1] },
                 into: $0)
         }
         return index
     }
 
     /// Writes the blind index into `index` (``HMACSHA256/byteCount`` bytes), with each primary-key attribute's
-    /// (normalized) value from `value`, its default when that gives none.
+    /// (normalized) value from `value` (given its position in the class's primary key and its name), its default
+    /// when that gives none.
     func blindIndex(
-        itemClass: ItemClass, accessGroup: String, synchronizable: Bool, value: (String) -> KeychainValue?,
+        itemClass: ItemClass, accessGroup: String, synchronizable: Bool, value: (Int, String) -> KeychainValue?,
         into index: UnsafeMutableRawBufferPointer
     ) {
         var out = MessageWriter()
@@ -57,9 +59,10 @@ struct ItemSealer: Sendable {
         out.string(itemClass.rawValue)
         out.string(accessGroup)
         out.byte(synchronizable ? 1 : 0)
-        for key in AttributeSchema.primaryKey(of: itemClass) {
+        for (position, key) in AttributeSchema.primaryKey(of: itemClass).enumerated() {
             out.string(key)
-            let value = value(key) ?? AttributeSchema.defaultValue(for: AttributeSchema.attributes(of: itemClass)[key]!)
+            let value =
+                value(position, key) ?? AttributeSchema.defaultValue(for: AttributeSchema.attributes(of: itemClass)[key]!)
             AttributeCodec.encode(AttributeSchema.indexForm(value), into: &out)
         }
         out.withUnsafeBytes { enclave.indexMAC.authenticationCode(for: $0, into: index) }

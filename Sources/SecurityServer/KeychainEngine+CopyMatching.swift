@@ -47,6 +47,30 @@ extension KeychainEngine {
             itemClass != .identity
         else { return .notTaken }
         let primaryKey = AttributeSchema.primaryKey(of: itemClass)
+        // The primary key's normalized values by position, on the stack: found while the dictionary is walked once,
+        // not hashed and normalized again for the blind index.
+        return try withUnsafeTemporaryAllocation(of: KeychainValue.self, capacity: primaryKey.count) { values in
+            var present: UInt32 = 0
+            defer {
+                for position in primaryKey.indices where present & (1 << position) != 0 {
+                    (values.baseAddress! + position).deinitialize(count: 1)
+                }
+            }
+            return try directLookup(dictionary, itemClass, primaryKey, caller: caller) { position, value in
+                (values.baseAddress! + position).initialize(to: value)
+                present |= 1 << position
+            } value: { position in
+                present & (1 << position) != 0 ? values[position] : nil
+            }
+        }
+    }
+
+    /// The dictionary's hot path, given where to keep the primary key's values (`keep`: a position in the primary
+    /// key and the normalized value, at most once each) and where to find them again (`value`).
+    private func directLookup(
+        _ dictionary: [String: KeychainValue], _ itemClass: ItemClass, _ primaryKey: [String], caller: CallerIdentity,
+        keep: (Int, KeychainValue) -> Void, value: (Int) -> KeychainValue?
+    ) throws -> DirectOutcome {
         let kinds = AttributeSchema.primaryKeyKinds(of: itemClass)
         // Not `[]`: an array literal of another module's option set builds it through the generic initializer.
         var returns = ReturnOptions(rawValue: 0)
@@ -78,8 +102,9 @@ extension KeychainEngine {
                 synchronizable = flag
             default:
                 guard let position = primaryKey.firstIndex(of: key),
-                    AttributeSchema.normalize(value, as: kinds[position]) != nil
+                    let normalized = AttributeSchema.normalize(value, as: kinds[position])
                 else { return .notTaken }
+                keep(position, normalized)
                 attributes += 1
             }
         }
@@ -94,11 +119,7 @@ extension KeychainEngine {
         }
         return try directLookup(
             itemClass: itemClass, accessGroup: group, synchronizable: synchronizable,
-            value: { key in
-                guard let position = primaryKey.firstIndex(of: key), let value = dictionary[key] else { return nil }
-                return AttributeSchema.normalize(value, as: kinds[position])
-            },
-            returns: returns, isSingle: limit == 1)
+            value: { position, _ in value(position) }, returns: returns, isSingle: limit == 1)
     }
 
     /// The hot path for a parsed query (one that came with keys the dictionary's path leaves to the general one,
@@ -116,7 +137,7 @@ extension KeychainEngine {
         else { return .notTaken }
         return try directLookup(
             itemClass: itemClass, accessGroup: groups[0], synchronizable: query.synchronizable == .yes,
-            value: { query.attributes[$0] }, returns: query.returns, isSingle: query.limit == 1)
+            value: { query.attributes[$1] }, returns: query.returns, isSingle: query.limit == 1)
     }
 
     /// One indexed statement outside any transaction object, the row read where SQLite holds it, its attributes
@@ -124,7 +145,7 @@ extension KeychainEngine {
     /// to the general path when it has an access-control or trusted-application list (whose decision needs the
     /// attributes).
     private func directLookup(
-        itemClass: ItemClass, accessGroup: String, synchronizable: Bool, value: (String) -> KeychainValue?,
+        itemClass: ItemClass, accessGroup: String, synchronizable: Bool, value: (Int, String) -> KeychainValue?,
         returns: ReturnOptions, isSingle: Bool
     ) throws -> DirectOutcome {
         let needsData = Self.needsData(returns, itemClass)
