@@ -45,7 +45,9 @@ final class DirectLookup: Sendable {
         private var withValue: OpaquePointer?
         private var withoutValue: OpaquePointer?
 
-        private static let columns = "id, class, agrp, pdmn, sync, blind_index, attributes, wrapped_key, acl, gen"
+        /// What the hot path reads: not the sealed attributes, which it leaves sealed, nor the blind index, which it
+        /// looked the row up by (SQLite copies every text and blob column a statement selects, read or not).
+        private static let columns = "id, class, agrp, pdmn, sync, wrapped_key, acl, gen"
 
         init(path: String) throws {
             let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
@@ -104,10 +106,10 @@ final class DirectLookup: Sendable {
                 synchronizable: sqlite3_column_int64(statement, 4) != 0,
                 // The row was found by equality on this column.
                 blindIndex: blindIndex,
-                wrappedKey: Self.bytes(statement, 7),
-                hasAccessControl: Self.optionalInteger(statement, 8).map { $0 != 0 },
-                generation: Self.optionalInteger(statement, 9),
-                value: includingValue ? Self.bytes(statement, 10) : nil)
+                wrappedKey: Self.bytes(statement, 5),
+                hasAccessControl: Self.optionalInteger(statement, 6).map { $0 != 0 },
+                generation: Self.optionalInteger(statement, 7),
+                value: includingValue ? Self.bytes(statement, 8) : nil)
             try body(row)
             return true
         }

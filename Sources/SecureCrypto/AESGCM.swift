@@ -160,9 +160,24 @@ package enum AESGCM {
         }
         let context = try ReusableContext.take()
         defer { context.giveBack() }
-        guard key.withUnsafeBytes({ EVP_DecryptInit_ex2(context.ctx, nil, $0.nonNilBytes, nonce.nonNilBytes, nil) }) == 1
+        guard key.withUnsafeBytes({ start(context.ctx, key: $0, nonce: nonce, tag: tag) })
         else { throw CryptoError.drainingQueue(.internalFailure, "AES-GCM initialization failed") }
-        return try decrypt(context.ctx, ciphertext: ciphertext, tag: tag, authenticating: authenticatedData)
+        return try decrypt(context.ctx, ciphertext: ciphertext, tag: nil, authenticating: authenticatedData)
+    }
+
+    /// Starts a decryption on `ctx`: keys it anew when `key` is given, sets the nonce and the expected tag in one
+    /// call. The tag travels as the provider's parameter: `EVP_CTRL_AEAD_SET_TAG` would only translate itself into
+    /// that parameter on a second call.
+    fileprivate static func start(
+        _ ctx: OpaquePointer, key: UnsafeRawBufferPointer?, nonce: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer
+    ) -> Bool {
+        withUnsafeTemporaryAllocation(of: OSSL_PARAM.self, capacity: 2) { params in
+            params.initialize(repeating: OSSL_PARAM_construct_end())
+            params[0] = OSSL_PARAM_construct_octet_string(
+                ParameterName.tag, UnsafeMutableRawPointer(mutating: tag.baseAddress), tag.count)
+            return EVP_DecryptInit_ex2(
+                ctx, nil, key?.nonNilBytes, nonce.nonNilBytes, params.baseAddress) == 1
+        }
     }
 
     /// An AES-256-GCM decryption context kept for keys used once each (a row's own key): allocating, setting up and
@@ -204,15 +219,18 @@ package enum AESGCM {
     /// Decrypts with `ctx`, keyed and with its nonce set: the plaintext only when the tag verifies, wiped
     /// otherwise.
     fileprivate static func decrypt(
-        _ ctx: OpaquePointer, ciphertext: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer,
+        _ ctx: OpaquePointer, ciphertext: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer?,
         authenticating authenticatedData: UnsafeRawBufferPointer
     ) throws -> SecureBytes {
         try addAuthenticatedData(authenticatedData, to: ctx)
         var plaintext = SecureBytes(zeros: ciphertext.count)
         try plaintext.withUnsafeMutableBytes { try update(ctx, input: ciphertext, output: $0) }
-        let tagSet = EVP_CIPHER_CTX_ctrl(
-            ctx, EVP_CTRL_AEAD_SET_TAG, Int32(tag.count), UnsafeMutableRawPointer(mutating: tag.baseAddress))
-        guard tagSet == 1 else { throw CryptoError.drainingQueue(.internalFailure, "AES-GCM could not set the tag") }
+        // nil: set by `start(_:key:nonce:tag:)`.
+        if let tag {
+            let tagSet = EVP_CIPHER_CTX_ctrl(
+                ctx, EVP_CTRL_AEAD_SET_TAG, Int32(tag.count), UnsafeMutableRawPointer(mutating: tag.baseAddress))
+            guard tagSet == 1 else { throw CryptoError.drainingQueue(.internalFailure, "AES-GCM could not set the tag") }
+        }
         var outLength: Int32 = 0
         var scratch: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
         let finished = withUnsafeMutableBytes(of: &scratch) {
@@ -345,11 +363,11 @@ extension AESGCM {
         ) throws -> SecureBytes {
             let (nonce, ciphertext, tag) = try AESGCM.split(combined: combined)
             return try lock.withLock { _ in
-                // The key stays; setting only the nonce starts a new message.
-                guard EVP_DecryptInit_ex2(ctx, nil, nil, nonce.nonNilBytes, nil) == 1 else {
+                // The key stays; setting only the nonce (and the tag to expect) starts a new message.
+                guard AESGCM.start(ctx, key: nil, nonce: nonce, tag: tag) else {
                     throw CryptoError.drainingQueue(.internalFailure, "AES-GCM initialization failed")
                 }
-                return try AESGCM.decrypt(ctx, ciphertext: ciphertext, tag: tag, authenticating: authenticatedData)
+                return try AESGCM.decrypt(ctx, ciphertext: ciphertext, tag: nil, authenticating: authenticatedData)
             }
         }
     }

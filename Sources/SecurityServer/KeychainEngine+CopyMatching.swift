@@ -155,8 +155,10 @@ extension KeychainEngine {
                 itemClass: itemClass, accessGroup: accessGroup, synchronizable: synchronizable, value: value, into: index)
             return try database.withItem(blindIndex: UnsafeRawBufferPointer(index), includingValue: needsData) { row in
                 guard row.hasAccessControl == false else { return }
-                guard ItemClass(rawValue: String(decoding: row.itemClass, as: UTF8.self)) != nil,
-                    let protectionClass = ProtectionClass(rawValue: String(decoding: row.protectionClass, as: UTF8.self))
+                // The blind index names the class, so the row's is the one asked for (its data's associated data
+                // binds the column as it is).
+                guard row.itemClass.elementsEqual(itemClass.rawValue.utf8),
+                    let protectionClass = ProtectionClass(utf8: row.protectionClass)
                 else { throw KeychainStatus(.decode, "a row names an unknown class") }
                 var item = ItemResult(itemClass: itemClass)
                 if returns.contains(.persistentReference) {

@@ -14,6 +14,17 @@ struct EnclaveTests {
         (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int) ?? -1
     }
 
+    /// A row's protection class read from its bytes: every class's raw value, and nothing else.
+    @Test func aProtectionClassIsReadFromItsRawBytesAndNothingElse() {
+        for protectionClass in ProtectionClass.allCases {
+            let read = Array(protectionClass.rawValue.utf8).withUnsafeBytes { ProtectionClass(utf8: $0) }
+            #expect(read == protectionClass)
+        }
+        for other in ["", "a", "k", "ak ", "akp", "akpx", "akuu", "bk", "Ak", "aK", "ck\u{0}", "dkpu", "ckpu", "akpuu", "ek"] {
+            #expect(Array(other.utf8).withUnsafeBytes { ProtectionClass(utf8: $0) } == nil, "\(other)")
+        }
+    }
+
     @Test func firstUseCreatesAPrivateRootKeyAndKeybag() throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
