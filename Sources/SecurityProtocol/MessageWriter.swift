@@ -22,7 +22,7 @@ package struct MessageWriter: ~Copyable {
     /// An empty writer with room for `capacity` bytes before it first grows.
     package init(capacity: Int = 256) {
         self.capacity = Swift.max(capacity, 16)
-        storage = UnsafeMutableRawPointer.allocate(byteCount: self.capacity, alignment: 16)
+        storage = UnsafeMutableRawPointer.allocate(byteCount: self.capacity, alignment: byteBufferAlignment)
     }
 
     deinit {
@@ -170,7 +170,7 @@ package struct MessageWriter: ~Copyable {
     private mutating func grow(to needed: Int) {
         var grown = capacity * 2
         while grown < needed { grown *= 2 }
-        let larger = UnsafeMutableRawPointer.allocate(byteCount: grown, alignment: 16)
+        let larger = UnsafeMutableRawPointer.allocate(byteCount: grown, alignment: byteBufferAlignment)
         larger.copyMemory(from: storage, byteCount: count)
         secureZero(UnsafeMutableRawBufferPointer(start: storage, count: count))
         storage.deallocate()

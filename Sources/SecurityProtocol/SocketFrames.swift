@@ -22,7 +22,7 @@ package final class FrameReader {
     package init(descriptor: Int32, limit: Int) {
         self.descriptor = descriptor
         self.limit = limit
-        storage = .allocate(byteCount: capacity, alignment: 16)
+        storage = .allocate(byteCount: capacity, alignment: byteBufferAlignment)
     }
 
     deinit {
@@ -78,7 +78,7 @@ package final class FrameReader {
         guard capacity - start < total || end == capacity else { return }
         let unread = end - start
         let size = Swift.max(capacity, total)
-        let fresh = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
+        let fresh = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: byteBufferAlignment)
         fresh.copyMemory(from: storage + start, byteCount: unread)
         secureZero(UnsafeMutableRawBufferPointer(start: storage, count: end))
         storage.deallocate()
