@@ -229,7 +229,9 @@ package enum AESGCM {
         if let tag {
             let tagSet = EVP_CIPHER_CTX_ctrl(
                 ctx, EVP_CTRL_AEAD_SET_TAG, Int32(tag.count), UnsafeMutableRawPointer(mutating: tag.baseAddress))
-            guard tagSet == 1 else { throw CryptoError.drainingQueue(.internalFailure, "AES-GCM could not set the tag") }
+            guard tagSet == 1 else {
+                throw CryptoError.drainingQueue(.internalFailure, "AES-GCM could not set the tag")
+            }
         }
         var outLength: Int32 = 0
         var scratch: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)

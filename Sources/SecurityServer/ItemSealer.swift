@@ -62,7 +62,8 @@ struct ItemSealer: Sendable {
         for (position, key) in AttributeSchema.primaryKey(of: itemClass).enumerated() {
             out.string(key)
             let value =
-                value(position, key) ?? AttributeSchema.defaultValue(for: AttributeSchema.attributes(of: itemClass)[key]!)
+                value(position, key)
+                ?? AttributeSchema.defaultValue(for: AttributeSchema.attributes(of: itemClass)[key]!)
             AttributeCodec.encode(AttributeSchema.indexForm(value), into: &out)
         }
         out.withUnsafeBytes { enclave.indexMAC.authenticationCode(for: $0, into: index) }

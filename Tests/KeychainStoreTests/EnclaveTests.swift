@@ -20,7 +20,10 @@ struct EnclaveTests {
             let read = Array(protectionClass.rawValue.utf8).withUnsafeBytes { ProtectionClass(utf8: $0) }
             #expect(read == protectionClass)
         }
-        for other in ["", "a", "k", "ak ", "akp", "akpx", "akuu", "bk", "Ak", "aK", "ck\u{0}", "dkpu", "ckpu", "akpuu", "ek"] {
+        let nearMisses = [
+            "", "a", "k", "ak ", "akp", "akpx", "akuu", "bk", "Ak", "aK", "ck\u{0}", "dkpu", "ckpu", "akpuu", "ek",
+        ]
+        for other in nearMisses {
             #expect(Array(other.utf8).withUnsafeBytes { ProtectionClass(utf8: $0) } == nil, "\(other)")
         }
     }
