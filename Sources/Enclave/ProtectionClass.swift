@@ -18,20 +18,12 @@ package enum ProtectionClass: String, CaseIterable, Sendable {
     /// The class whose raw value is `bytes` (UTF-8), nil for any other bytes: how a row's clear column is read on
     /// the hot path, without making a string of it first.
     package init?(utf8 bytes: UnsafeRawBufferPointer) {
-        let k = UInt8(ascii: "k"), u = UInt8(ascii: "u")
-        guard bytes.count >= 2, bytes.count <= 4, bytes[1] == k else { return nil }
-        switch (bytes.count, bytes[0]) {
-        case (2, UInt8(ascii: "a")): self = .whenUnlocked
-        case (2, UInt8(ascii: "c")): self = .afterFirstUnlock
-        case (2, UInt8(ascii: "d")): self = .always
-        case (3, UInt8(ascii: "a")) where bytes[2] == u: self = .whenUnlockedThisDeviceOnly
-        case (3, UInt8(ascii: "c")) where bytes[2] == u: self = .afterFirstUnlockThisDeviceOnly
-        case (3, UInt8(ascii: "d")) where bytes[2] == u: self = .alwaysThisDeviceOnly
-        case (4, UInt8(ascii: "a")) where bytes[2] == UInt8(ascii: "p") && bytes[3] == u:
-            self = .whenPasscodeSetThisDeviceOnly
-        default: return nil
-        }
+        guard let match = Self.everyCase.first(where: { $0.rawValue.utf8.elementsEqual(bytes) }) else { return nil }
+        self = match
     }
+
+    /// `allCases`, made once (the synthesized property builds a new array on every call).
+    private static let everyCase = allCases
 
     /// Hashed by case, not through its raw string (a raw-valued enum's default): the enclave looks its keys up by
     /// class on every use.

@@ -47,30 +47,10 @@ extension KeychainEngine {
             itemClass != .identity
         else { return .notTaken }
         let primaryKey = AttributeSchema.primaryKey(of: itemClass)
-        // The primary key's normalized values by position, on the stack: found while the dictionary is walked once,
-        // not hashed and normalized again for the blind index.
-        return try withUnsafeTemporaryAllocation(of: KeychainValue.self, capacity: primaryKey.count) { values in
-            var present: UInt32 = 0
-            defer {
-                for position in primaryKey.indices where present & (1 << position) != 0 {
-                    (values.baseAddress! + position).deinitialize(count: 1)
-                }
-            }
-            return try directLookup(dictionary, itemClass, primaryKey, caller: caller) { position, value in
-                (values.baseAddress! + position).initialize(to: value)
-                present |= 1 << position
-            } value: { position in
-                present & (1 << position) != 0 ? values[position] : nil
-            }
-        }
-    }
-
-    /// The dictionary's hot path, given where to keep the primary key's values (`keep`: a position in the primary
-    /// key and the normalized value, at most once each) and where to find them again (`value`).
-    private func directLookup(
-        _ dictionary: [String: KeychainValue], _ itemClass: ItemClass, _ primaryKey: [String], caller: CallerIdentity,
-        keep: (Int, KeychainValue) -> Void, value: (Int) -> KeychainValue?
-    ) throws -> DirectOutcome {
+        // The primary key's normalized values by position, found while the dictionary is walked once (not hashed and
+        // normalized again for the blind index), inline: no class's primary key has more than seven attributes.
+        var values = InlineArray<7, KeychainValue?>(repeating: nil)
+        precondition(primaryKey.count <= values.count, "a primary key longer than the lookup keeps")
         let kinds = AttributeSchema.primaryKeyKinds(of: itemClass)
         // Not `[]`: an array literal of another module's option set builds it through the generic initializer.
         var returns = ReturnOptions(rawValue: 0)
@@ -104,7 +84,7 @@ extension KeychainEngine {
                 guard let position = primaryKey.firstIndex(of: key),
                     let normalized = AttributeSchema.normalize(value, as: kinds[position])
                 else { return .notTaken }
-                keep(position, normalized)
+                values[position] = normalized
                 attributes += 1
             }
         }
@@ -119,7 +99,7 @@ extension KeychainEngine {
         }
         return try directLookup(
             itemClass: itemClass, accessGroup: group, synchronizable: synchronizable,
-            value: { position, _ in value(position) }, returns: returns, isSingle: limit == 1)
+            value: { position, _ in values[position] }, returns: returns, isSingle: limit == 1)
     }
 
     /// The hot path for a parsed query (one that came with keys the dictionary's path leaves to the general one,
