@@ -189,13 +189,8 @@ struct DaemonTests {
         async let matched = client.send(.verifyFinger) { event in
             if case .verification(.waitingForFinger) = event { signal.yield() }
         }
-        let patience = Task {
-            try? await Task.sleep(for: .seconds(20))
-            signal.finish()
-        }
-        var waits = waiting.makeAsyncIterator()
-        #expect(await waits.next() != nil, "the next verification reached the reader")
-        patience.cancel()
+        let reached = await firstElement(of: waiting, within: .seconds(20))
+        #expect(reached != nil, "the next verification reached the reader")
         try await world.reader.send("SCAN alice-1")
         guard case .matched(let print) = try await matched else {
             Issue.record("no match")

@@ -84,8 +84,6 @@ struct LaneTests {
         #expect(found.items.count == 1)
     }
 
-    /// A key is made over the main socket; signing with it, naming no context and with nobody to prompt, takes the
-    /// lane, and the signature verifies under the key's public key.
     /// A subscription sees every request the client sends after making it, though the subscription travels on the
     /// main socket and a brief request on the lane, where the daemon could serve it before it has read the
     /// subscription: until the subscription is certainly registered, requests take the main socket behind it.
@@ -99,21 +97,13 @@ struct LaneTests {
         for round in 0..<100 {
             let events = client.keychainEvents()
             _ = try client.sendBlocking(.add(genericPassword("round-\(round)", data: "x")))
-            let reader = Task {
-                var iterator = events.makeAsyncIterator()
-                return await iterator.next()
-            }
-            let timer = Task {
-                try? await Task.sleep(for: .seconds(5))
-                reader.cancel()
-            }
-            let first = await reader.value
-            timer.cancel()
-            if first?.kind != .added { missed += 1 }
+            if await firstElement(of: events, within: .seconds(5))?.kind != .added { missed += 1 }
         }
         #expect(missed == 0, "subscriptions that missed the add sent right after them")
     }
 
+    /// A key is made over the main socket; signing with it, naming no context and with nobody to prompt, takes the
+    /// lane, and the signature verifies under the key's public key.
     @Test func aSignatureWithAnExistingKeyTakesTheLane() throws {
         let world = try DaemonWorld()
         defer { world.close() }
