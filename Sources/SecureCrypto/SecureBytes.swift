@@ -14,14 +14,13 @@ package struct SecureBytes: Sendable {
 
         init(count: Int) {
             self.count = count
-            self.pointer = UnsafeMutableRawPointer.allocate(
-                byteCount: Swift.max(count, 1), alignment: byteBufferAlignment)
+            self.pointer = allocateBytes(count)
             self.pointer.initializeMemory(as: UInt8.self, repeating: 0, count: Swift.max(count, 1))
         }
 
         deinit {
             OPENSSL_cleanse(pointer, count)
-            pointer.deallocate()
+            deallocateBytes(pointer)
         }
     }
 
@@ -139,8 +138,17 @@ package func secureZero(_ buffer: UnsafeMutableRawBufferPointer) {
     OPENSSL_cleanse(base, buffer.count)
 }
 
-/// The alignment to ask for when allocating a byte buffer: malloc's own. Swift passes any larger alignment (16,
-/// asked for here before) to `posix_memalign`, which skips glibc's per-thread cache and takes the arena's lock: four
-/// such allocations were among a keychain lookup's costliest steps. glibc's malloc aligns to 16 bytes on 64-bit
-/// targets anyway.
-package let byteBufferAlignment = MemoryLayout<Int>.alignment
+/// `count` bytes (at least one) from `malloc`, for a byte buffer; given back with ``deallocateBytes(_:)``.
+///
+/// Not `UnsafeMutableRawPointer.allocate`: Swift sends every allocation of its own through `posix_memalign` (any
+/// alignment up to 16 included), which skips glibc's per-thread cache and takes the arena's lock. Four such
+/// allocations were among a keychain lookup's costliest steps in a threaded process. `malloc` aligns to 16 bytes.
+package func allocateBytes(_ count: Int) -> UnsafeMutableRawPointer {
+    guard let pointer = malloc(Swift.max(count, 1)) else { fatalError("out of memory allocating \(count) bytes") }
+    return pointer
+}
+
+/// Gives back a buffer from ``allocateBytes(_:)``.
+package func deallocateBytes(_ pointer: UnsafeMutableRawPointer) {
+    free(pointer)
+}

@@ -22,12 +22,12 @@ package struct MessageWriter: ~Copyable {
     /// An empty writer with room for `capacity` bytes before it first grows.
     package init(capacity: Int = 256) {
         self.capacity = Swift.max(capacity, 16)
-        storage = UnsafeMutableRawPointer.allocate(byteCount: self.capacity, alignment: byteBufferAlignment)
+        storage = allocateBytes(self.capacity)
     }
 
     deinit {
         secureZero(UnsafeMutableRawBufferPointer(start: storage, count: count))
-        storage.deallocate()
+        deallocateBytes(storage)
     }
 
     /// The bytes written, in a new zeroizing buffer.
@@ -170,10 +170,10 @@ package struct MessageWriter: ~Copyable {
     private mutating func grow(to needed: Int) {
         var grown = capacity * 2
         while grown < needed { grown *= 2 }
-        let larger = UnsafeMutableRawPointer.allocate(byteCount: grown, alignment: byteBufferAlignment)
+        let larger = allocateBytes(grown)
         larger.copyMemory(from: storage, byteCount: count)
         secureZero(UnsafeMutableRawBufferPointer(start: storage, count: count))
-        storage.deallocate()
+        deallocateBytes(storage)
         storage = larger
         capacity = grown
     }

@@ -22,12 +22,12 @@ package final class FrameReader {
     package init(descriptor: Int32, limit: Int) {
         self.descriptor = descriptor
         self.limit = limit
-        storage = .allocate(byteCount: capacity, alignment: byteBufferAlignment)
+        storage = allocateBytes(capacity)
     }
 
     deinit {
         secureZero(UnsafeMutableRawBufferPointer(start: storage, count: end))
-        storage.deallocate()
+        deallocateBytes(storage)
     }
 
     /// What `body` makes of the next whole frame (its header included), valid only inside `body` and wiped after
@@ -78,10 +78,10 @@ package final class FrameReader {
         guard capacity - start < total || end == capacity else { return }
         let unread = end - start
         let size = Swift.max(capacity, total)
-        let fresh = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: byteBufferAlignment)
+        let fresh = allocateBytes(size)
         fresh.copyMemory(from: storage + start, byteCount: unread)
         secureZero(UnsafeMutableRawBufferPointer(start: storage, count: end))
-        storage.deallocate()
+        deallocateBytes(storage)
         (storage, capacity, start, end) = (fresh, size, 0, unread)
     }
 
