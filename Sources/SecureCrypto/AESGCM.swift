@@ -67,7 +67,7 @@ package enum AESGCM {
         authenticating authenticatedData: UnsafeRawBufferPointer = UnsafeRawBufferPointer(start: nil, count: 0)
     ) throws -> SealedBox {
         let nonce = try nonce ?? Nonce.random()
-        let ctx = try makeContext(key: key, nonce: nonce, encrypting: true)
+        let ctx = try encryptionContext(key: key, nonce: nonce)
         defer { EVP_CIPHER_CTX_free(ctx) }
         try addAuthenticatedData(authenticatedData, to: ctx)
         var ciphertext = Data(count: plaintext.count)
@@ -147,66 +147,129 @@ package enum AESGCM {
         )
     }
 
-    /// The one opening both forms share. An AES-256 key with a 12-byte nonce (every row key of the keychain) is
-    /// opened on a context kept for reuse and keyed anew; other sizes on a context of their own.
+    /// The one opening both forms share. An AES-256 key (every row key of the keychain) is opened on a context kept
+    /// for reuse and keyed anew; other sizes on a context of their own.
     private static func open(
         nonce: UnsafeRawBufferPointer, ciphertext: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer,
         using key: SecureBytes, authenticating authenticatedData: UnsafeRawBufferPointer
     ) throws -> SecureBytes {
-        guard key.count == 32, nonce.count == 12 else {
-            let ctx = try makeContext(key: key, nonce: nonce, encrypting: false)
-            defer { EVP_CIPHER_CTX_free(ctx) }
-            return try decrypt(ctx, ciphertext: ciphertext, tag: tag, authenticating: authenticatedData)
+        guard key.count == 32 else {
+            let context = try DecryptionContext(functions: ProviderFunctions.forKeyByteCount(key.count))
+            try key.withUnsafeBytes { try context.start(key: $0, nonce: nonce, tag: tag) }
+            return try context.decrypt(ciphertext, authenticating: authenticatedData)
         }
-        let context = try ReusableContext.take()
+        let context = try DecryptionContext.take()
         defer { context.giveBack() }
-        guard key.withUnsafeBytes({ start(context.ctx, key: $0, nonce: nonce, tag: tag) })
-        else { throw CryptoError.drainingQueue(.internalFailure, "AES-GCM initialization failed") }
-        return try decrypt(context.ctx, ciphertext: ciphertext, tag: nil, authenticating: authenticatedData)
+        try key.withUnsafeBytes { try context.start(key: $0, nonce: nonce, tag: tag) }
+        return try context.decrypt(ciphertext, authenticating: authenticatedData)
     }
 
-    /// Starts a decryption on `ctx`: keys it anew when `key` is given, sets the nonce and the expected tag in one
-    /// call. The tag travels as the provider's parameter: `EVP_CTRL_AEAD_SET_TAG` would only translate itself into
-    /// that parameter on a second call.
-    fileprivate static func start(
-        _ ctx: OpaquePointer, key: UnsafeRawBufferPointer?, nonce: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer
-    ) -> Bool {
-        withUnsafeTemporaryAllocation(of: OSSL_PARAM.self, capacity: 2) { params in
-            params.initialize(repeating: OSSL_PARAM_construct_end())
-            params[0] = OSSL_PARAM_construct_octet_string(
-                ParameterName.tag, UnsafeMutableRawPointer(mutating: tag.baseAddress), tag.count)
-            return EVP_DecryptInit_ex2(
-                ctx, nil, key?.nonNilBytes, nonce.nonNilBytes, params.baseAddress) == 1
+    /// The cipher functions of the provider that implements one AES-GCM cipher, looked up once: a decryption calls
+    /// them as `EVP_DecryptInit_ex2`, `EVP_DecryptUpdate` and `EVP_DecryptFinal_ex` would, without the parameter
+    /// searches OpenSSL 3.0's EVP layer adds around each call (`la_cipher_functions` in the C shim says more).
+    fileprivate final class ProviderFunctions: @unchecked Sendable {
+        // @unchecked: filled once in init, only read afterwards.
+        let table: UnsafeMutablePointer<la_cipher_functions>
+
+        private init(_ cipher: OpaquePointer, name: String) {
+            table = .allocate(capacity: 1)
+            guard la_cipher_functions_load(cipher, table) == 1 else {
+                fatalError("OpenSSL's provider of \(name) lacks a decryption function")
+            }
+        }
+
+        static let aes128 = ProviderFunctions(OpenSSLAlgorithms.aes128GCM, name: "AES-128-GCM")
+        static let aes192 = ProviderFunctions(OpenSSLAlgorithms.aes192GCM, name: "AES-192-GCM")
+        static let aes256 = ProviderFunctions(OpenSSLAlgorithms.aes256GCM, name: "AES-256-GCM")
+
+        static func forKeyByteCount(_ count: Int) throws -> ProviderFunctions {
+            switch count {
+            case 16: aes128
+            case 24: aes192
+            case 32: aes256
+            default: throw CryptoError(.invalidParameter, "AES-GCM key must be 16, 24 or 32 bytes, not \(count)")
+            }
         }
     }
 
-    /// An AES-256-GCM decryption context kept for keys used once each (a row's own key): allocating, setting up and
-    /// freeing a context per opening cost more than opening a short value. Each opening keys it anew (the key
-    /// schedule of the last key stays in it until then, as an ``Opener`` keeps its key's); it is wiped when freed.
-    /// A few are kept idle, one per thread opening at the same time.
-    private final class ReusableContext: @unchecked Sendable {
-        // @unchecked: used by one thread at a time, between `take()` and `giveBack()`.
-        let ctx: OpaquePointer
-        private static let idle = Mutex<[ReusableContext]>([])
-        private static let idleLimit = 8
+    /// A provider's decryption context: keyed once and used for many nonces (``Opener``), or keyed anew for each
+    /// opening. The key schedule of the last key stays in it until then; the provider wipes it when it is freed.
+    /// Used by one thread at a time.
+    fileprivate final class DecryptionContext: @unchecked Sendable {
+        // @unchecked: used by one thread at a time (an opener's lock, or between `take()` and `giveBack()`).
+        private let functions: ProviderFunctions
+        private let context: UnsafeMutableRawPointer
 
-        private init() throws {
-            guard let ctx = EVP_CIPHER_CTX_new() else {
-                throw CryptoError.drainingQueue(.internalFailure, "EVP_CIPHER_CTX_new failed")
+        init(functions: ProviderFunctions) throws {
+            guard let context = la_cipher_new(functions.table) else {
+                throw CryptoError.drainingQueue(.internalFailure, "AES-GCM: the provider made no context")
             }
-            guard EVP_DecryptInit_ex2(ctx, OpenSSLAlgorithms.aes256GCM, nil, nil, nil) == 1 else {
-                EVP_CIPHER_CTX_free(ctx)
-                throw CryptoError.drainingQueue(.internalFailure, "AES-GCM initialization failed")
-            }
-            self.ctx = ctx
+            self.functions = functions
+            self.context = context
         }
 
         deinit {
-            EVP_CIPHER_CTX_free(ctx)
+            la_cipher_free(functions.table, context)
         }
 
-        static func take() throws -> ReusableContext {
-            try idle.withLock { $0.popLast() } ?? ReusableContext()
+        /// Keys the context, for decryptions started with no key of their own.
+        func setKey(_ key: UnsafeRawBufferPointer) throws {
+            let keyed = la_cipher_decrypt_init(functions.table, context, key.nonNilBytes, key.count, nil, 0, nil, 0)
+            guard keyed == 1 else { throw CryptoError.drainingQueue(.internalFailure, "AES-GCM initialization failed") }
+        }
+
+        /// Starts a decryption: keys the context anew when `key` is given, sets the nonce (12 or 16 bytes) and the
+        /// tag to expect.
+        func start(key: UnsafeRawBufferPointer?, nonce: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer) throws {
+            guard nonce.count == 12 || nonce.count == 16 else {
+                throw CryptoError(.invalidParameter, "AES-GCM nonce must be 12 or 16 bytes, not \(nonce.count)")
+            }
+            let started = la_cipher_decrypt_init(
+                functions.table, context, key?.nonNilBytes, key?.count ?? 0, nonce.nonNilBytes, nonce.count,
+                tag.nonNilBytes, tag.count)
+            guard started == 1 else {
+                throw CryptoError.drainingQueue(.internalFailure, "AES-GCM initialization failed")
+            }
+        }
+
+        /// Decrypts `ciphertext` after `authenticatedData`: the plaintext only when the tag verifies, wiped
+        /// otherwise.
+        func decrypt(
+            _ ciphertext: UnsafeRawBufferPointer, authenticating authenticatedData: UnsafeRawBufferPointer
+        ) throws -> SecureBytes {
+            if !authenticatedData.isEmpty {
+                let added = la_cipher_update(
+                    functions.table, context, nil, authenticatedData.nonNilBytes, authenticatedData.count)
+                guard added == 1 else {
+                    throw CryptoError.drainingQueue(.internalFailure, "AES-GCM could not add associated data")
+                }
+            }
+            var plaintext = SecureBytes(zeros: ciphertext.count)
+            if !ciphertext.isEmpty {
+                let decrypted = plaintext.withUnsafeMutableBytes {
+                    la_cipher_update(
+                        functions.table, context, $0.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                        ciphertext.nonNilBytes, ciphertext.count)
+                }
+                guard decrypted == 1 else { throw CryptoError.drainingQueue(.internalFailure, "AES-GCM update failed") }
+            }
+            guard la_cipher_final(functions.table, context) == 1 else {
+                OpenSSLErrorQueue.clear()
+                // Wipe what was decrypted before the tag was checked; nothing of it leaves.
+                plaintext = SecureBytes(zeros: 0)
+                throw CryptoError(.authenticationFailure, "AES-GCM authentication failed")
+            }
+            return plaintext
+        }
+
+        private static let idle = Mutex<[DecryptionContext]>([])
+        private static let idleLimit = 8
+
+        /// An idle AES-256 context, kept for keys used once each (a row's own key): allocating, setting up and
+        /// freeing a context per opening cost more than opening a short value. A few are kept idle, one per thread
+        /// opening at the same time.
+        static func take() throws -> DecryptionContext {
+            try idle.withLock { $0.popLast() } ?? DecryptionContext(functions: .aes256)
         }
 
         func giveBack() {
@@ -214,37 +277,6 @@ package enum AESGCM {
                 if contexts.count < Self.idleLimit { contexts.append(self) }
             }
         }
-    }
-
-    /// Decrypts with `ctx`, keyed and with its nonce set: the plaintext only when the tag verifies, wiped
-    /// otherwise.
-    fileprivate static func decrypt(
-        _ ctx: OpaquePointer, ciphertext: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer?,
-        authenticating authenticatedData: UnsafeRawBufferPointer
-    ) throws -> SecureBytes {
-        try addAuthenticatedData(authenticatedData, to: ctx)
-        var plaintext = SecureBytes(zeros: ciphertext.count)
-        try plaintext.withUnsafeMutableBytes { try update(ctx, input: ciphertext, output: $0) }
-        // nil: set by `start(_:key:nonce:tag:)`.
-        if let tag {
-            let tagSet = EVP_CIPHER_CTX_ctrl(
-                ctx, EVP_CTRL_AEAD_SET_TAG, Int32(tag.count), UnsafeMutableRawPointer(mutating: tag.baseAddress))
-            guard tagSet == 1 else {
-                throw CryptoError.drainingQueue(.internalFailure, "AES-GCM could not set the tag")
-            }
-        }
-        var outLength: Int32 = 0
-        var scratch: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
-        let finished = withUnsafeMutableBytes(of: &scratch) {
-            EVP_DecryptFinal_ex(ctx, $0.baseAddress!.assumingMemoryBound(to: UInt8.self), &outLength)
-        }
-        guard finished == 1 else {
-            OpenSSLErrorQueue.clear()
-            // Wipe what was decrypted before the tag was checked; nothing of it leaves.
-            plaintext = SecureBytes(zeros: 0)
-            throw CryptoError(.authenticationFailure, "AES-GCM authentication failed")
-        }
-        return plaintext
     }
 
     /// Verifies and decrypts `box`. - Throws: `authenticationFailure` when anything does not match.
@@ -263,25 +295,22 @@ package enum AESGCM {
         }
     }
 
-    private static func makeContext(key: SecureBytes, nonce: Nonce, encrypting: Bool) throws -> OpaquePointer {
-        try nonce.bytes.withUnsafeBytes { try makeContext(key: key, nonce: $0, encrypting: encrypting) }
-    }
-
-    /// A context keyed with `key` and `nonce`: one initialization for a 12-byte nonce (GCM's default length), a
-    /// length set in between for 16 bytes.
-    private static func makeContext(
-        key: SecureBytes, nonce: UnsafeRawBufferPointer, encrypting: Bool
-    ) throws -> OpaquePointer {
+    /// An encryption context keyed with `key` and `nonce`: one initialization for a 12-byte nonce (GCM's default
+    /// length), a length set in between for 16 bytes.
+    private static func encryptionContext(key: SecureBytes, nonce: Nonce) throws -> OpaquePointer {
         let cipher = try cipher(forKeyByteCount: key.count)
         guard let ctx = EVP_CIPHER_CTX_new() else {
             throw CryptoError.drainingQueue(.internalFailure, "EVP_CIPHER_CTX_new failed")
         }
-        let initialize = encrypting ? EVP_EncryptInit_ex2 : EVP_DecryptInit_ex2
         let ok = key.withUnsafeBytes { k in
-            if nonce.count == 12 { return initialize(ctx, cipher, k.nonNilBytes, nonce.nonNilBytes, nil) == 1 }
-            return initialize(ctx, cipher, nil, nil, nil) == 1
-                && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_IVLEN, Int32(nonce.count), nil) == 1
-                && initialize(ctx, nil, k.nonNilBytes, nonce.nonNilBytes, nil) == 1
+            nonce.bytes.withUnsafeBytes { nonce in
+                if nonce.count == 12 {
+                    return EVP_EncryptInit_ex2(ctx, cipher, k.nonNilBytes, nonce.nonNilBytes, nil) == 1
+                }
+                return EVP_EncryptInit_ex2(ctx, cipher, nil, nil, nil) == 1
+                    && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_IVLEN, Int32(nonce.count), nil) == 1
+                    && EVP_EncryptInit_ex2(ctx, nil, k.nonNilBytes, nonce.nonNilBytes, nil) == 1
+            }
         }
         guard ok else {
             EVP_CIPHER_CTX_free(ctx)
@@ -290,7 +319,7 @@ package enum AESGCM {
         return ctx
     }
 
-    fileprivate static func addAuthenticatedData(_ data: UnsafeRawBufferPointer, to ctx: OpaquePointer) throws {
+    private static func addAuthenticatedData(_ data: UnsafeRawBufferPointer, to ctx: OpaquePointer) throws {
         var offset = 0
         while offset < data.count {
             let chunk = Swift.min(data.count - offset, 1 << 30)
@@ -302,7 +331,7 @@ package enum AESGCM {
         }
     }
 
-    fileprivate static func update(
+    private static func update(
         _ ctx: OpaquePointer, input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer
     ) throws {
         var offset = 0
@@ -326,7 +355,7 @@ extension AESGCM {
     /// same class key). The context is wiped and freed with the opener; openings are serialized.
     package final class Opener: Sendable {
         // The context is only touched under `lock`.
-        private nonisolated(unsafe) let ctx: OpaquePointer
+        private let context: DecryptionContext
         private let lock = Mutex(())
         /// The key, to tell whether this opener still serves a caller's current key.
         private let key: SecureBytes
@@ -335,20 +364,10 @@ extension AESGCM {
         ///
         /// - Throws: `invalidParameter` for another key length, `internalFailure` when OpenSSL fails.
         package init(key: SecureBytes) throws {
-            let cipher = try AESGCM.cipher(forKeyByteCount: key.count)
-            guard let ctx = EVP_CIPHER_CTX_new() else {
-                throw CryptoError.drainingQueue(.internalFailure, "EVP_CIPHER_CTX_new failed")
-            }
-            guard key.withUnsafeBytes({ EVP_DecryptInit_ex2(ctx, cipher, $0.nonNilBytes, nil, nil) }) == 1 else {
-                EVP_CIPHER_CTX_free(ctx)
-                throw CryptoError.drainingQueue(.internalFailure, "AES-GCM initialization failed")
-            }
-            self.ctx = ctx
+            let context = try DecryptionContext(functions: ProviderFunctions.forKeyByteCount(key.count))
+            try key.withUnsafeBytes { try context.setKey($0) }
+            self.context = context
             self.key = key
-        }
-
-        deinit {
-            EVP_CIPHER_CTX_free(ctx)
         }
 
         /// Whether this opener was keyed with `candidate` (compared in constant time).
@@ -366,10 +385,8 @@ extension AESGCM {
             let (nonce, ciphertext, tag) = try AESGCM.split(combined: combined)
             return try lock.withLock { _ in
                 // The key stays; setting only the nonce (and the tag to expect) starts a new message.
-                guard AESGCM.start(ctx, key: nil, nonce: nonce, tag: tag) else {
-                    throw CryptoError.drainingQueue(.internalFailure, "AES-GCM initialization failed")
-                }
-                return try AESGCM.decrypt(ctx, ciphertext: ciphertext, tag: nil, authenticating: authenticatedData)
+                try context.start(key: nil, nonce: nonce, tag: tag)
+                return try context.decrypt(ciphertext, authenticating: authenticatedData)
             }
         }
     }
