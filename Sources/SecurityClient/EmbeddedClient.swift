@@ -88,7 +88,7 @@ package final class EmbeddedClient: SecurityClient {
     package func sendBlocking(
         _ request: KeyRequest, options: EvaluationOptions, presenter: (any EvaluationPresenter)?
     ) throws -> KeyResponse {
-        try serveStore(request, options, presenter) { try engine.handle($0, caller: caller, prompting: $1) }
+        try serveStore(request, options, presenter) { try engine.handle($0, caller: caller, prompting: $1()) }
     }
 
     // MARK: Authentication and administration
@@ -135,19 +135,30 @@ package final class EmbeddedClient: SecurityClient {
 
     /// Serves a store request (keychain or key) on the calling thread through `handle`, with a prompt channel to
     /// `presenter` for as long as it runs, the request, options and answer through the codec when round-tripping.
+    /// The channel is set up when `handle` first asks for the prompting (a lookup the hot path answers never does).
     private func serveStore<Request: ProtocolCodable, Response: ProtocolCodable>(
         _ request: Request, _ options: EvaluationOptions, _ presenter: (any EvaluationPresenter)?,
-        _ handle: (Request, Prompting) throws -> Response
+        _ handle: (Request, () -> Prompting) throws -> Response
     ) throws -> Response {
-        let responding = Self.respondingChannel(to: presenter, roundTrips: roundTripsMessages)
-        let channel = responding?.channel
+        var responding: (channel: PromptChannel, responder: PromptResponder)?
+        var asked = false
         defer {
-            channel?.close()
+            responding?.channel.close()
             responding?.responder.waitUntilShown()
         }
-        guard roundTripsMessages else { return try handle(request, Prompting(options: options, channel: channel)) }
-        let prompting = Prompting(options: MessageRoundTrip.value(options), channel: channel)
-        return try MessageRoundTrip.result { try handle(MessageRoundTrip.value(request), prompting) }
+        let roundTrips = roundTripsMessages
+        guard roundTrips else {
+            return try handle(request) {
+                if !asked { (asked, responding) = (true, Self.respondingChannel(to: presenter, roundTrips: false)) }
+                return Prompting(options: options, channel: responding?.channel)
+            }
+        }
+        return try MessageRoundTrip.result {
+            try handle(MessageRoundTrip.value(request)) {
+                if !asked { (asked, responding) = (true, Self.respondingChannel(to: presenter, roundTrips: true)) }
+                return Prompting(options: MessageRoundTrip.value(options), channel: responding?.channel)
+            }
+        }
     }
 
     /// A channel for one request to `presenter`, as this client makes them (for engine-level tests too).

@@ -175,25 +175,33 @@ package final class KeychainEngine: Sendable {
     package func handle(
         _ request: KeychainRequest, caller: CallerIdentity, prompting: Prompting = .none
     ) throws -> KeychainResponse {
+        try handle(request, caller: caller) { prompting }
+    }
+
+    /// ``handle(_:caller:prompting:)``, with the prompting made only when the request may need it: a lookup the hot
+    /// path answers never prompts, so an embedded client sets up no prompt channel for it.
+    package func handle(
+        _ request: KeychainRequest, caller: CallerIdentity, prompting: () -> Prompting
+    ) throws -> KeychainResponse {
         do {
             switch request {
             case .add(let attributes):
-                return try add(parse(attributes, for: .add, caller: caller, prompting: prompting), caller: caller)
+                return try add(parse(attributes, for: .add, caller: caller, prompting: prompting()), caller: caller)
                     .map(KeychainResponse.items) ?? .success
             case .copyMatching(let query):
                 let direct = try directLookup(query, caller: caller)
                 if case .answered(let results) = direct { return .items(results) }
                 return .items(
                     try copyMatching(
-                        parse(query, for: .copyMatching, caller: caller, prompting: prompting), caller: caller,
+                        parse(query, for: .copyMatching, caller: caller, prompting: prompting()), caller: caller,
                         direct: direct == .notTaken))
             case .update(let query, let attributes):
                 try update(
-                    parse(query, for: .update, caller: caller, prompting: prompting), changes: attributes,
+                    parse(query, for: .update, caller: caller, prompting: prompting()), changes: attributes,
                     caller: caller)
                 return .success
             case .delete(let query):
-                try delete(parse(query, for: .delete, caller: caller, prompting: prompting), caller: caller)
+                try delete(parse(query, for: .delete, caller: caller, prompting: prompting()), caller: caller)
                 return .success
             case .lock:
                 try lockKeychain()
