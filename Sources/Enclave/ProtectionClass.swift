@@ -1,3 +1,5 @@
+import SecureCrypto
+
 /// A data-protection class for keychain items, named by its `kSecAttrAccessible` string value.
 package enum ProtectionClass: String, CaseIterable, Sendable {
     /// `kSecAttrAccessibleWhenUnlocked`: only while unlocked (the default).
@@ -18,7 +20,7 @@ package enum ProtectionClass: String, CaseIterable, Sendable {
     /// The class whose raw value is `bytes` (UTF-8), nil for any other bytes: how a row's clear column is read on
     /// the hot path, without making a string of it first.
     package init?(utf8 bytes: UnsafeRawBufferPointer) {
-        guard let match = Self.everyCase.first(where: { $0.rawValue.utf8.elementsEqual(bytes) }) else { return nil }
+        guard let match = Self.everyCase.first(where: { $0.rawValue.utf8Equals(bytes) }) else { return nil }
         self = match
     }
 

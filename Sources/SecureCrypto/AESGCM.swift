@@ -370,9 +370,11 @@ extension AESGCM {
             self.key = key
         }
 
-        /// Whether this opener was keyed with `candidate` (compared in constant time).
+        /// Whether this opener was keyed with `candidate`: the same buffer (the caller still holds the key it was
+        /// made with), or bytes equal in constant time.
         package func isKeyed(with candidate: SecureBytes) -> Bool {
-            key.withUnsafeBytes { mine in candidate.withUnsafeBytes { constantTimeEquals(mine, $0) } }
+            if key.storage === candidate.storage { return true }
+            return key.withUnsafeBytes { mine in candidate.withUnsafeBytes { constantTimeEquals(mine, $0) } }
         }
 
         /// Verifies and decrypts `nonce (12 bytes) || ciphertext || tag`, as

@@ -47,10 +47,11 @@ extension KeychainEngine {
             itemClass != .identity
         else { return .notTaken }
         let primaryKey = AttributeSchema.primaryKey(of: itemClass)
-        // The primary key's normalized values by position, found while the dictionary is walked once (not hashed and
-        // normalized again for the blind index), inline: no class's primary key has more than seven attributes.
-        var values = InlineArray<7, KeychainValue?>(repeating: nil)
-        precondition(primaryKey.count <= values.count, "a primary key longer than the lookup keeps")
+        // Where the primary key's values are in the dictionary, by position, found while it is walked once (not
+        // hashed again for the blind index), inline: no class's primary key has more than seven attributes. Positions
+        // in the dictionary, not the values: an array of these is made and dropped with no copy or release.
+        var positions = InlineArray<7, Dictionary<String, KeychainValue>.Index?>(repeating: nil)
+        precondition(primaryKey.count <= positions.count, "a primary key longer than the lookup keeps")
         let kinds = AttributeSchema.primaryKeyKinds(of: itemClass)
         // Not `[]`: an array literal of another module's option set builds it through the generic initializer.
         var returns = ReturnOptions(rawValue: 0)
@@ -58,7 +59,8 @@ extension KeychainEngine {
         var accessGroup: String?
         var synchronizable = false
         var attributes = 0
-        for (key, value) in dictionary {
+        for entry in dictionary.indices {
+            let (key, value) = dictionary[entry]
             switch key {
             case "class":
                 continue
@@ -81,10 +83,9 @@ extension KeychainEngine {
                 guard let flag = value.boolValue else { return .notTaken }
                 synchronizable = flag
             default:
-                guard let position = primaryKey.firstIndex(of: key),
-                    let normalized = AttributeSchema.normalize(value, as: kinds[position])
+                guard let position = primaryKey.firstIndex(of: key), AttributeSchema.normalize(value, as: kinds[position]) != nil
                 else { return .notTaken }
-                values[position] = normalized
+                positions[position] = entry
                 attributes += 1
             }
         }
@@ -99,7 +100,9 @@ extension KeychainEngine {
         }
         return try directLookup(
             itemClass: itemClass, accessGroup: group, synchronizable: synchronizable,
-            value: { position, _ in values[position] }, returns: returns, isSingle: limit == 1)
+            value: { position, _ in
+                positions[position].flatMap { AttributeSchema.normalize(dictionary[$0].value, as: kinds[position]) }
+            }, returns: returns, isSingle: limit == 1)
     }
 
     /// The hot path for a parsed query (one that came with keys the dictionary's path leaves to the general one,
@@ -137,7 +140,7 @@ extension KeychainEngine {
                 guard row.hasAccessControl == false else { return }
                 // The blind index names the class, so the row's is the one asked for (its data's associated data
                 // binds the column as it is).
-                guard row.itemClass.elementsEqual(itemClass.rawValue.utf8),
+                guard itemClass.rawValue.utf8Equals(row.itemClass),
                     let protectionClass = ProtectionClass(utf8: row.protectionClass)
                 else { throw KeychainStatus(.decode, "a row names an unknown class") }
                 var item = ItemResult(itemClass: itemClass)
