@@ -129,7 +129,8 @@ extension String {
     package func utf8Equals(_ bytes: UnsafeRawBufferPointer) -> Bool {
         var string = self
         return string.withUTF8 { utf8 in
-            utf8.count == bytes.count && (utf8.isEmpty || memcmp(utf8.baseAddress!, bytes.baseAddress!, utf8.count) == 0)
+            guard utf8.count == bytes.count else { return false }
+            return utf8.isEmpty || memcmp(utf8.baseAddress!, bytes.baseAddress!, utf8.count) == 0
         }
     }
 }

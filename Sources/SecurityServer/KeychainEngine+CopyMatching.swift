@@ -83,7 +83,8 @@ extension KeychainEngine {
                 guard let flag = value.boolValue else { return .notTaken }
                 synchronizable = flag
             default:
-                guard let position = primaryKey.firstIndex(of: key), AttributeSchema.normalize(value, as: kinds[position]) != nil
+                guard let position = primaryKey.firstIndex(of: key),
+                    AttributeSchema.normalize(value, as: kinds[position]) != nil
                 else { return .notTaken }
                 positions[position] = entry
                 attributes += 1
