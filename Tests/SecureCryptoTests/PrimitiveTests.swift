@@ -79,6 +79,24 @@ struct PrimitiveTests {
         #expect(try SecureBytes(randomCount: 32) != SecureBytes(randomCount: 32))
     }
 
+    @Test("A string's UTF-8 bytes equal only the same bytes, small and large strings alike")
+    func utf8Equality() {
+        let long = String(repeating: "genp-", count: 20)
+        for text in ["", "ak", "genp", "ké", long] {
+            let bytes = Data(text.utf8)
+            bytes.withUnsafeBytes { #expect(text.utf8Equals($0), "\(text)") }
+            var others = [bytes + [0]]
+            if !bytes.isEmpty {
+                var changed = bytes
+                changed[changed.count - 1] ^= 1
+                others += [Data(bytes.dropLast()), changed]
+            }
+            for other in others {
+                other.withUnsafeBytes { #expect(!text.utf8Equals($0), "\(text) against \(Array(other))") }
+            }
+        }
+    }
+
     @Test("The storage is wiped when the last copy is released")
     func wipedOnRelease() {
         var pointer: UnsafeMutableRawPointer?

@@ -166,6 +166,7 @@ struct WycheproofTests {
                 let opener = try openers[test.key] ?? AESGCM.Opener(key: key)
                 openers[test.key] = opener
                 #expect(opener.isKeyed(with: key))
+                #expect(opener.isKeyed(with: SecureBytes(Data(hex: test.key))), "the same bytes in another buffer")
                 let combined = Data(hex: test.iv) + Data(hex: test.ct) + Data(hex: test.tag)
                 let aad = Data(hex: test.aad)
                 let reference = try? AESGCM.open(AESGCM.SealedBox(combined: combined), using: key, authenticating: aad)
