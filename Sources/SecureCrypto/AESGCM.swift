@@ -153,13 +153,10 @@ package enum AESGCM {
         nonce: UnsafeRawBufferPointer, ciphertext: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer,
         using key: SecureBytes, authenticating authenticatedData: UnsafeRawBufferPointer
     ) throws -> SecureBytes {
-        guard key.count == 32 else {
-            let context = try DecryptionContext(functions: ProviderFunctions.forKeyByteCount(key.count))
-            try key.withUnsafeBytes { try context.start(key: $0, nonce: nonce, tag: tag) }
-            return try context.decrypt(ciphertext, authenticating: authenticatedData)
-        }
-        let context = try DecryptionContext.take()
-        defer { context.giveBack() }
+        let pooled = key.count == 32
+        let context =
+            try pooled ? DecryptionContext.take() : DecryptionContext(functions: .forKeyByteCount(key.count))
+        defer { if pooled { context.giveBack() } }
         try key.withUnsafeBytes { try context.start(key: $0, nonce: nonce, tag: tag) }
         return try context.decrypt(ciphertext, authenticating: authenticatedData)
     }

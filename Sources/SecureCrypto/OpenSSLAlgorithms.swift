@@ -45,8 +45,6 @@ enum ParameterName {
     nonisolated(unsafe) static let publicKey = strdup("pub")!
     nonisolated(unsafe) static let privateKey = strdup("priv")!
     nonisolated(unsafe) static let digest = strdup("digest")!
-    /// OSSL_CIPHER_PARAM_AEAD_TAG: an AEAD's expected tag.
-    nonisolated(unsafe) static let tag = strdup("tag")!
     nonisolated(unsafe) static let key = strdup("key")!
     nonisolated(unsafe) static let salt = strdup("salt")!
     nonisolated(unsafe) static let info = strdup("info")!

@@ -146,6 +146,8 @@ package final class EmbeddedClient: SecurityClient {
             responding?.channel.close()
             responding?.responder.waitUntilShown()
         }
+        // The two closures repeat each other on purpose: passed as literals, their captured state stays on the
+        // stack; a local function shared by both boxes it on the heap (two allocations per request).
         let roundTrips = roundTripsMessages
         guard roundTrips else {
             return try handle(request) {
