@@ -61,7 +61,8 @@ clean:
 	rm -rf .build
 
 # localauthd, lactl, the PAM service file, the systemd units (socket activation) and lactl's registration as an
-# administrative tool (/etc/localauthd/apps.d/lactl.conf). As root; DESTDIR for staging.
+# administrative tool (/etc/localauthd/apps.d/lactl.conf), pinned to the installed build's SHA-256 (installing again
+# pins the new build). As root; DESTDIR for staging.
 PREFIX ?= /usr/local
 SBINDIR = $(PREFIX)/sbin
 BINDIR = $(PREFIX)/bin
@@ -83,8 +84,8 @@ install: bootstrap pam
 	install -D -m 0644 screen-lock.service.tmp $(DESTDIR)$(SYSTEMD_USER_UNIT_DIR)/localauthd-screen-lock.service
 	rm -f screen-lock.service.tmp
 	install -d -m 0755 $(DESTDIR)/etc/localauthd/apps.d
-	printf 'application-identifier = localauthentication.lactl\nexecutable = %s\nadministrative = yes\n' \
-		"$(BINDIR)/lactl" > lactl.conf.tmp
+	printf 'application-identifier = localauthentication.lactl\nexecutable = %s\nsha256 = %s\nadministrative = yes\n' \
+		"$(BINDIR)/lactl" "$$(sha256sum $(DESTDIR)$(BINDIR)/lactl | cut -d' ' -f1)" > lactl.conf.tmp
 	install -m 0644 lactl.conf.tmp $(DESTDIR)/etc/localauthd/apps.d/lactl.conf
 	rm -f lactl.conf.tmp
 	@echo "Installed. Enable with: systemctl daemon-reload && systemctl enable --now localauthd.socket"

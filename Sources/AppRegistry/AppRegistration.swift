@@ -26,17 +26,39 @@ package struct AppRegistration: Sendable, Hashable {
     package var keychainAccessGroups: [String]
     /// An administrative tool (`lactl`): it may act in every access group of the user it runs as.
     package var isAdministrative: Bool
+    /// `interpreter = yes`: the administrator knows `executable` runs scripts, and that every script it runs is
+    /// this app (a script's process runs the interpreter: the kernel knows no other executable for it). Without
+    /// it, a registration whose executable is a known interpreter (``isInterpreter(_:)``) is refused.
+    package var isInterpreter: Bool
 
     package init(
         applicationIdentifier: String, executable: String?, digests: [Data] = [], keychainAccessGroups: [String] = [],
-        isAdministrative: Bool = false
+        isAdministrative: Bool = false, isInterpreter: Bool = false
     ) {
         self.applicationIdentifier = applicationIdentifier
         self.executable = executable
         self.digests = digests
         self.keychainAccessGroups = keychainAccessGroups
         self.isAdministrative = isAdministrative
+        self.isInterpreter = isInterpreter
     }
+
+    /// Whether the program at `path` is, by its name, an interpreter of scripts or a launcher of other code
+    /// (`python3`, `python3.11`, `perl`, `node`, `bash`, `java`, …): registering it would give its identity to every
+    /// script it runs.
+    package static func isInterpreter(_ path: String) -> Bool {
+        var name = Substring(path.split(separator: "/").last ?? "")
+        // python3.11, perl5.36.0, lua5.4, tclsh8.6, php8.2, ruby3.1, guile-3.0, pypy3
+        while let last = name.last, last.isNumber || last == "." || last == "-" { name = name.dropLast() }
+        return interpreterNames.contains(String(name))
+    }
+
+    static let interpreterNames: Set<String> = [
+        "python", "pypy", "perl", "ruby", "irb", "node", "nodejs", "deno", "bun", "php", "lua", "luajit", "tclsh",
+        "wish", "expect", "guile", "Rscript", "R", "julia", "java", "jshell", "swift", "swift-frontend", "pwsh",
+        "sh", "bash", "dash", "zsh", "ksh", "mksh", "fish", "csh", "tcsh", "busybox", "awk", "gawk", "mawk", "sed",
+        "env", "gjs", "osascript", "qemu",
+    ]
 
     /// The team identifier: what `applicationIdentifier` starts with, up to the first dot.
     package var teamIdentifier: Substring {
@@ -50,9 +72,10 @@ package struct AppRegistration: Sendable, Hashable {
             ? keychainAccessGroups : keychainAccessGroups + [applicationIdentifier]
     }
 
-    /// Whether a program at canonical path `path` with executable digest `digest` is this app.
-    package func matches(path: String, digest: () -> Data?) -> Bool {
-        if let executable, executable != path { return false }
+    /// Whether a program at canonical path `path` with executable digest `digest` is this app; `isFile` tells
+    /// whether the registered path names the program's very file (device and inode, as the daemon sees it).
+    package func matches(path: String, isFile: (String) -> Bool = { _ in true }, digest: () -> Data?) -> Bool {
+        if let executable, executable != path || !isFile(executable) { return false }
         if digests.isEmpty { return true }
         guard let digest = digest() else { return false }
         return digests.contains(digest)
@@ -80,6 +103,7 @@ package struct AppRegistration: Sendable, Hashable {
         var digests: [Data] = []
         var groups: [(String, line: Int)] = []
         var administrative = false
+        var interpreter = false
         for (index, rawLine) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
             let number = index + 1
             guard rawLine.utf8.count <= Self.maximumLineByteCount else {
@@ -137,16 +161,28 @@ package struct AppRegistration: Sendable, Hashable {
                 case "no", "false": administrative = false
                 default: throw fail(number, "administrative must be yes or no, found \(Self.quoted(value))")
                 }
+            case "interpreter":
+                switch value {
+                case "yes", "true": interpreter = true
+                case "no", "false": interpreter = false
+                default: throw fail(number, "interpreter must be yes or no, found \(Self.quoted(value))")
+                }
             default:
                 throw fail(
                     number,
                     "unknown key \(Self.quoted(key)) (known: application-identifier, executable, sha256, "
-                        + "keychain-access-groups, administrative)")
+                        + "keychain-access-groups, administrative, interpreter)")
             }
         }
         guard let identifier else { throw fail(0, "application-identifier is missing") }
         guard executable != nil || !digests.isEmpty else {
             throw fail(0, "the file names no program: give executable, sha256, or both")
+        }
+        if let executable, Self.isInterpreter(executable), !interpreter {
+            throw fail(
+                seen["executable"] ?? 0,
+                "\(executable) runs scripts: registered, every script it runs would be this app; add "
+                    + "`interpreter = yes` if that is meant")
         }
         let team = Self.team(of: identifier)
         for (group, number) in groups where !group.hasPrefix(team + ".") || group.count == team.count + 1 {
@@ -155,7 +191,7 @@ package struct AppRegistration: Sendable, Hashable {
         self.init(
             applicationIdentifier: identifier, executable: executable, digests: digests,
             keychainAccessGroups: groups.map(\.0).reduce(into: []) { if !$0.contains($1) { $0.append($1) } },
-            isAdministrative: administrative)
+            isAdministrative: administrative, isInterpreter: interpreter)
     }
 
     /// The file's text, in the format ``init(parsing:file:)`` reads.
@@ -167,6 +203,7 @@ package struct AppRegistration: Sendable, Hashable {
             lines.append("keychain-access-groups = \(keychainAccessGroups.joined(separator: ", "))")
         }
         lines.append("administrative = \(isAdministrative ? "yes" : "no")")
+        if isInterpreter { lines.append("interpreter = yes") }
         return lines.joined(separator: "\n") + "\n"
     }
 

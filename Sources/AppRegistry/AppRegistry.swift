@@ -58,7 +58,12 @@ package struct AppRegistry: Sendable {
 
     /// The registration of a program running `path` whose executable's digest `digest` gives (asked only when a
     /// registration names digests): one that names its digest first, else one that names its path alone.
-    package func registration(path: String, digest: () -> Data?) -> (file: String, registration: AppRegistration)? {
+    /// `isFile` tells whether a registered path names the program's very file as the daemon sees it (the daemon's
+    /// mount namespace: a path can name another file in another one); a registration whose path is not the
+    /// program's file does not name it.
+    package func registration(
+        path: String, isFile: (String) -> Bool = { _ in true }, digest: () -> Data?
+    ) -> (file: String, registration: AppRegistration)? {
         var known: Data??
         func digestOnce() -> Data? {
             if let known { return known }
@@ -68,7 +73,7 @@ package struct AppRegistry: Sendable {
         }
         for byDigest in [true, false] {
             for entry in registrations where entry.registration.digests.isEmpty != byDigest {
-                if entry.registration.matches(path: path, digest: digestOnce) { return entry }
+                if entry.registration.matches(path: path, isFile: isFile, digest: digestOnce) { return entry }
             }
         }
         return nil

@@ -11,6 +11,10 @@ import Synchronization
 package protocol AttemptClock: Sendable {
     /// The current time.
     func now() -> Date
+    /// Seconds since the machine booted, counting suspend, on a clock nobody can set (`CLOCK_BOOTTIME`): what the
+    /// windows that guard secrets run on (the fingerprint unlock, reuse windows), so that stepping the wall clock
+    /// back never stretches them. Not persisted: it starts again at every boot.
+    func sinceBoot() -> TimeInterval
 }
 
 /// The system's real-time clock.
@@ -19,6 +23,12 @@ package struct SystemAttemptClock: AttemptClock {
     package init() {}
     /// `Date()`.
     package func now() -> Date { Date() }
+    /// `CLOCK_BOOTTIME`.
+    package func sinceBoot() -> TimeInterval {
+        var time = timespec()
+        clock_gettime(CLOCK_BOOTTIME, &time)
+        return TimeInterval(time.tv_sec) + TimeInterval(time.tv_nsec) / 1e9
+    }
 }
 
 /// Which authenticator an attempt belongs to.

@@ -240,6 +240,8 @@ package final class Enclave: Sendable {
         try updateState { $0.locked = true }
         unlockedKeys.remove(.unlocked)
         state.withLock { $0.openers = [:] }
+        // The pooled contexts are wiped when returned; freeing them leaves not even the all-zero key's schedule.
+        AESGCM.discardIdleContexts()
     }
 
     /// The passcode classes' unlocked keys, when this process holds them (localauthd, a protected store, unlocked):

@@ -105,6 +105,21 @@ package enum AESGCM {
         }
     }
 
+    /// Frees the idle decryption contexts kept for row keys (the provider wipes each as it frees it): called when
+    /// the keychain locks, so nothing of the keys used while it was unlocked stays in memory.
+    package static func discardIdleContexts() {
+        let idle = DecryptionContext.idle.withLock { contexts in
+            defer { contexts = [] }
+            return contexts
+        }
+        _ = idle
+    }
+
+    /// How many idle decryption contexts are kept now (for tests).
+    package static var idleContextCount: Int {
+        DecryptionContext.idle.withLock { $0.count }
+    }
+
     /// Verifies and decrypts `box`. - Throws: `authenticationFailure` when anything does not match.
     package static func open(
         _ box: SealedBox, using key: SecureBytes,
@@ -259,7 +274,7 @@ package enum AESGCM {
             return plaintext
         }
 
-        private static let idle = Mutex<[DecryptionContext]>([])
+        static let idle = Mutex<[DecryptionContext]>([])
         private static let idleLimit = 8
 
         /// An idle AES-256 context, kept for keys used once each (a row's own key): allocating, setting up and
@@ -269,7 +284,23 @@ package enum AESGCM {
             try idle.withLock { $0.popLast() } ?? DecryptionContext(functions: .aes256)
         }
 
+        /// Returns the context to the pool, wiped first: keyed with an all-zero key and nonce, and one byte
+        /// decrypted, so neither the last key's schedule and hash key nor the keystream of its last partial block
+        /// stays in memory while it waits (a context that cannot be wiped is freed instead, which the provider wipes).
         func giveBack() {
+            let zeros = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
+            let wiped = withUnsafeBytes(of: zeros) { zero -> Bool in
+                var byte: UInt8 = 0
+                guard
+                    la_cipher_decrypt_init(
+                        functions.table, context, zero.nonNilBytes, 32, zero.nonNilBytes, 12, nil, 0) == 1
+                else { return false }
+                return la_cipher_update(functions.table, context, &byte, zero.nonNilBytes, 1) == 1
+            }
+            guard wiped else {
+                OpenSSLErrorQueue.clear()
+                return
+            }
             Self.idle.withLock { contexts in
                 if contexts.count < Self.idleLimit { contexts.append(self) }
             }

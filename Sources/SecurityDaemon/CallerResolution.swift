@@ -1,6 +1,7 @@
 import AppRegistry
 import Foundation
 import Logging
+import SecureCrypto
 import SecurityProtocol
 import SecurityServer
 import SocketPeer
@@ -62,20 +63,48 @@ final class RegistryWatcher: Sendable {
     /// ignored and logged). An administrative tool acts for whichever app it says: it holds exactly the groups it
     /// claims, and every group when it claims `allGroups`.
     ///
+    /// A registration names the program only when its path is the program's very file in localauthd's own mount
+    /// namespace (device and inode) and the program is not tainted (``ProgramIntegrity``: another namespace, loader
+    /// injection, foreign code mapped, traced). A tainted program holds a private group no untainted program gets,
+    /// and no trusted-application list knows its code. An executable not hashed (over the size limit, or over its
+    /// user's budget: ``ExecutableDigests``) is named by its file version instead of its digest. Each case is logged.
+    ///
+    /// Reads and hashes the executable: call it off the threads that serve requests.
+    ///
     /// - Throws: ``PeerProcess/Unidentified`` when an unregistered program's executable cannot be read.
     func identity(of peer: PeerProcess, claimed: [String], allGroups: Bool) throws(PeerProcess.Unidentified)
         -> CallerIdentity
     {
-        let found = current.registration(path: peer.executable) { peer.executableDigest() }
+        let taint = peer.integrity().taint
+        let digest = peer.digestOutcome()
+        var found: (file: String, registration: AppRegistration)?
+        if let taint {
+            DaemonServer.logger.notice(
+                "served as unregistered: the program is tainted",
+                metadata: [
+                    "executable": "\(peer.executable)", "pid": "\(peer.credentials.pid)",
+                    "uid": "\(peer.credentials.uid)", "reason": "\(taint)",
+                ])
+        } else {
+            found = current.registration(path: peer.executable, isFile: peer.runsFile(at:)) { peer.executableDigest() }
+        }
         let held: [String]
         let administrative = found?.registration.isAdministrative ?? false
         if let found {
             held = found.registration.accessGroups
         } else {
-            guard let digest = peer.executableDigest() else {
+            let named: Data
+            switch digest {
+            case .digest(let value): named = value
+            case .unreadable:
                 throw PeerProcess.Unidentified(description: "the executable \(peer.executable) cannot be read")
+            case .notHashed(let reason):
+                DaemonServer.logger.notice(
+                    "served as unregistered by file version: the executable was not hashed",
+                    metadata: ["executable": "\(peer.executable)", "uid": "\(peer.credentials.uid)", "reason": "\(reason)"])
+                named = peer.fileVersionDigest
             }
-            held = [TrustedApplication.unregisteredIdentifier(digest)]
+            held = [TrustedApplication.unregisteredIdentifier(taint == nil ? named : Self.taintedName(named))]
         }
         let groups: [String]
         if administrative {
@@ -99,12 +128,23 @@ final class RegistryWatcher: Sendable {
             accessGroups: groups, mayAccessAllGroups: mayAccessAllGroups,
             identified: CallerInfo(
                 mode: "daemon", uid: uid, userName: DataLocations.userName(of: uid) ?? String(uid),
-                pid: peer.credentials.pid, executable: peer.executable, executableDigest: peer.knownDigest,
+                pid: peer.credentials.pid, executable: peer.executable,
+                executableDigest: taint == nil ? peer.knownDigest : nil,
                 applicationIdentifier: found?.registration.applicationIdentifier, registrationFile: found?.file,
                 accessGroups: groups, mayAccessAllGroups: mayAccessAllGroups),
             registeredApplication: { [self] executable, digest in
                 current.registration(path: executable) { digest }?.registration.applicationIdentifier
             },
-            codeDigest: { peer.executableDigest() })
+            // Known from the hello on, or never: nothing is hashed on the threads that serve requests.
+            codeDigest: { taint == nil ? peer.knownDigest : nil })
+    }
+
+    /// The private group's name for a tainted program whose executable is named `digest`: unlike any digest an
+    /// untainted program is named by, so a tainted run of an unregistered app never holds that app's group.
+    static func taintedName(_ digest: Data) -> Data {
+        var hash = SHA256()
+        hash.update(Data("localauthd tainted program".utf8))
+        hash.update(digest)
+        return hash.finalize()
     }
 }

@@ -26,6 +26,12 @@ package struct DaemonConfiguration: Sendable {
     /// The configuration directory (`/etc/localauthd`): the app registry is its `apps.d`. Nil = no registry,
     /// every program unregistered.
     package var configurationDirectory: URL?
+    /// The most connections one user may have open on each of the two sockets (main and lane).
+    package var connectionsPerUser = 128
+    /// The most bytes of large frames held while they arrive, in all and for one user's connections.
+    package var frameBudget = (total: 256 << 20, perUser: 64 << 20)
+    /// How long a new connection may take to send its hello.
+    package var helloTimeout: Duration = .seconds(5)
 
     package init(
         socketPath: String, stateDirectory: URL,
@@ -136,6 +142,55 @@ final class UserEngines: Sendable {
     }
 }
 
+/// How many connections each user has open on one socket, capped: one user cannot take every connection the daemon
+/// serves.
+final class UserConnections: Sendable {
+    let limit: Int
+    private let counts = Mutex<[UInt32: Int]>([:])
+
+    init(limit: Int) {
+        self.limit = limit
+    }
+
+    /// Counts a new connection of `uid`; false (not counted) when the user has `limit` open already.
+    func admit(_ uid: UInt32) -> Bool {
+        counts.withLock { counts in
+            guard counts[uid, default: 0] < limit else { return false }
+            counts[uid, default: 0] += 1
+            return true
+        }
+    }
+
+    func leave(_ uid: UInt32) {
+        counts.withLock { counts in
+            let left = counts[uid, default: 0] - 1
+            counts[uid] = left > 0 ? left : nil
+        }
+    }
+}
+
+/// Where callers are identified at their hello: a serial queue per user, on threads that serve no request. Reading
+/// and hashing an executable, reading the registry and opening a store can take long; done per user, one user's
+/// slow or hostile programs delay only that user's next hellos, never another user's, and never a request.
+final class IdentificationQueues: Sendable {
+    private let queues = Mutex<[UInt32: DispatchQueue]>([:])
+
+    /// Runs `body` on user `uid`'s queue; its result completes on `eventLoop`.
+    func run<Value: Sendable>(
+        for uid: UInt32, eventLoop: any EventLoop, _ body: @escaping @Sendable () throws -> Value
+    ) -> EventLoopFuture<Value> {
+        let queue = queues.withLock { queues in
+            if let queue = queues[uid] { return queue }
+            let queue = DispatchQueue(label: "localauthd.identify.\(uid)")
+            queues[uid] = queue
+            return queue
+        }
+        let promise = eventLoop.makePromise(of: Value.self)
+        queue.async { promise.completeWith(Result(catching: body)) }
+        return promise.futureResult
+    }
+}
+
 /// `localauthd`'s listening socket and its connections.
 package final class DaemonServer: Sendable {
     package static let logger = Logger(label: "localauthd")
@@ -204,15 +259,22 @@ package final class DaemonServer: Sendable {
         let logins = LoginSessions()
         let registry = RegistryWatcher(directory: configuration.registryDirectory)
         let limit = configuration.frameLimit
+        let budget = FrameBudget(total: configuration.frameBudget.total, perUser: configuration.frameBudget.perUser)
+        let connections = UserConnections(limit: configuration.connectionsPerUser)
+        let identification = IdentificationQueues()
+        let helloTimeout = configuration.helloTimeout
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder(limit: limit)))
+                    let allowance = FrameAllowance(budget: budget)
+                    try channel.pipeline.syncOperations.addHandler(
+                        ByteToMessageHandler(FrameDecoder(limit: limit, allowance: allowance)))
                     try channel.pipeline.syncOperations.addHandler(
                         ConnectionHandler(
                             engines: engines, sessions: sessions, logins: logins, registry: registry,
-                            storeThreads: storeThreads))
+                            storeThreads: storeThreads, identification: identification, connections: connections,
+                            allowance: allowance, helloTimeout: helloTimeout))
                 }
             }
         let channel: any Channel
@@ -231,7 +293,8 @@ package final class DaemonServer: Sendable {
         let lane: LaneServer?
         do {
             let bound = try LaneServer(
-                besides: configuration.socketPath, engines: engines, registry: registry, frameLimit: limit)
+                besides: configuration.socketPath, engines: engines, registry: registry, frameLimit: limit,
+                connections: UserConnections(limit: min(configuration.connectionsPerUser, LaneServer.connectionLimit / 4)))
             bound.start()
             lane = bound
             logger.info("lane listening", metadata: ["socket": "\(LaneServer.path(besides: configuration.socketPath))"])
@@ -309,31 +372,55 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     private let logins: LoginSessions
     private let storeThreads: NIOThreadPool
     private let registry: RegistryWatcher
+    private let identification: IdentificationQueues
+    private let connections: UserConnections
+    private let allowance: FrameAllowance
+    private let helloTimeout: Duration
     /// The connected process, or why it could not be identified (refused at the hello).
     private var peer: Result<PeerProcess, PeerProcess.Unidentified>?
+    /// The user this connection counts against (``UserConnections``), once admitted.
+    private var admitted: UInt32?
     private var session: DaemonSession?
     /// The hello arrived and the caller is being identified (off the loop: its executable may be hashed).
     private var identifying = false
 
     init(
         engines: UserEngines, sessions: SessionRegistry, logins: LoginSessions, registry: RegistryWatcher,
-        storeThreads: NIOThreadPool
+        storeThreads: NIOThreadPool, identification: IdentificationQueues, connections: UserConnections,
+        allowance: FrameAllowance, helloTimeout: Duration
     ) {
         self.engines = engines
         self.sessions = sessions
         self.logins = logins
         self.registry = registry
         self.storeThreads = storeThreads
+        self.identification = identification
+        self.connections = connections
+        self.allowance = allowance
+        self.helloTimeout = helloTimeout
     }
 
     func channelActive(context: ChannelHandlerContext) {
         sessions.add(context.channel)
         // On the event loop the socket options are read at once.
         let channel = context.channel
+        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
         channel.peerCredentials().and(channel.peerPidfd()).whenSuccess { [weak self] credentials, pidfd in
-            self?.peer = Result { () throws(PeerProcess.Unidentified) in
+            guard let self else { return }
+            guard connections.admit(credentials.uid) else {
+                if pidfd >= 0 { close(pidfd) }
+                return refuse(
+                    bound.value, "uid \(credentials.uid) has \(connections.limit) connections open to localauthd already")
+            }
+            admitted = credentials.uid
+            peer = Result { () throws(PeerProcess.Unidentified) in
                 try PeerProcess(credentials: credentials, pidfd: pidfd)
             }
+        }
+        // A connection that says nothing does not stay: the hello must come within the timeout.
+        context.eventLoop.scheduleTask(in: TimeAmount(helloTimeout)) { [weak self] in
+            guard let self, session == nil, !identifying, bound.value.channel.isActive else { return }
+            refuse(bound.value, "no hello within \(helloTimeout)")
         }
         context.fireChannelActive()
     }
@@ -341,6 +428,9 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     func channelInactive(context: ChannelHandlerContext) {
         session?.close()
         session = nil
+        allowance.release()
+        if let admitted { connections.leave(admitted) }
+        admitted = nil
         sessions.remove(context.channel)
         context.fireChannelInactive()
     }
@@ -375,9 +465,10 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
         case nil: return refuse(context, "the kernel gave no peer credentials")
         }
         identifying = true
-        // Off the loop: the registry may be read again, the executable hashed, the user's store opened.
+        // Off the loop and off the threads that serve requests (on the user's own queue): the registry may be read
+        // again, the executable hashed, the user's store opened.
         let (engines, registry) = (engines, registry)
-        let identified = storeThreads.runIfActive(eventLoop: context.eventLoop) {
+        let identified = identification.run(for: peer.credentials.uid, eventLoop: context.eventLoop) {
             () throws -> (KeychainEngine, CallerIdentity) in
             let caller: CallerIdentity
             do {
@@ -427,6 +518,7 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
         }
         self.session = session
         identifying = false
+        allowance.welcomedUser = uid
         sessions.attach(session, to: channel)
         DaemonServer.logger.debug(
             "connected",

@@ -30,7 +30,8 @@ import Glibc
 final class LaneServer: Sendable {
     /// The lane's socket for the main socket at `socketPath`.
     static func path(besides socketPath: String) -> String { socketPath + ".lane" }
-    /// The most lane connections served at once; a program whose lane is refused uses the main socket.
+    /// The most lane connections served at once; a program whose lane is refused uses the main socket. One user
+    /// may hold a quarter of them at most (``connections``), so no user takes the lane from the others.
     static let connectionLimit = 256
     /// How long a lane thread polls for the next request after an answer before it sleeps.
     static let spinBudget: Duration = .microseconds(50)
@@ -44,6 +45,8 @@ final class LaneServer: Sendable {
     private let engines: UserEngines
     private let registry: RegistryWatcher
     private let frameLimit: Int
+    /// Each user's open lane connections, capped.
+    private let connections: UserConnections
 
     private struct State {
         /// Each open connection's descriptor, and whether a request of it is being served.
@@ -58,8 +61,12 @@ final class LaneServer: Sendable {
     /// Binds the lane beside `socketPath` (replacing a stale socket file), mode 0666 like the main socket.
     ///
     /// - Throws: `KeychainStatus(.notAvailable)` when the socket cannot be bound.
-    init(besides socketPath: String, engines: UserEngines, registry: RegistryWatcher, frameLimit: Int) throws {
+    init(
+        besides socketPath: String, engines: UserEngines, registry: RegistryWatcher, frameLimit: Int,
+        connections: UserConnections
+    ) throws {
         path = Self.path(besides: socketPath)
+        self.connections = connections
         self.engines = engines
         self.registry = registry
         self.frameLimit = frameLimit
@@ -122,12 +129,17 @@ final class LaneServer: Sendable {
                 if errno == EINTR || errno == ECONNABORTED { continue }
                 return
             }
+            guard let credentials = PeerCredentials.of(descriptor: descriptor), connections.admit(credentials.uid) else {
+                Glibc.close(descriptor)
+                continue
+            }
             let admitted = state.withLock { state -> Bool in
                 guard !state.closed, !state.draining, state.connections.count < Self.connectionLimit else { return false }
                 state.connections[descriptor] = false
                 return true
             }
             guard admitted else {
+                connections.leave(credentials.uid)
                 Glibc.close(descriptor)
                 continue
             }
@@ -135,6 +147,7 @@ final class LaneServer: Sendable {
                 // Named from the thread itself: that is when Foundation passes it to the kernel (ps, /proc/…/comm).
                 Thread.current.name = "lane.connection"
                 serve(descriptor)
+                connections.leave(credentials.uid)
             }
             thread.start()
         }
@@ -150,7 +163,8 @@ final class LaneServer: Sendable {
                 Glibc.close(descriptor)
             }
         }
-        let frames = FrameReader(descriptor: descriptor, limit: frameLimit)
+        // Only the hello is read as a frame here (requests come through the mailbox): small, as on the main socket.
+        let frames = FrameReader(descriptor: descriptor, limit: FrameAllowance.helloLimit)
         // The hello must come within a few seconds: a connection that says nothing does not keep its thread.
         Self.setReceiveTimeout(descriptor, seconds: Self.helloTimeout)
         guard let (engine, caller, peer, mailbox) = welcome(descriptor, frames) else { return }

@@ -137,8 +137,8 @@ extension AuthenticationContexts {
     func reusableBiometricCredential(policy: EvaluationPolicy, window: TimeInterval) throws -> Credential? {
         guard policy == .biometrics || policy == .deviceOwner, window > 0 else { return nil }
         guard let last = state.withLock({ $0.lastBiometricSuccess }) else { return nil }
-        let now = configuration.clock.now()
-        let age = now.timeIntervalSince(last.time)
+        // On the boot-time clock: a wall clock stepped back does not make an old match young again.
+        let age = configuration.clock.sinceBoot() - last.sinceBoot
         guard age >= 0, age <= min(window, Self.maximumReuseDuration) else { return nil }
         let hash = try currentStateHash()
         guard hash != nil, hash == last.hash else { return nil }
@@ -215,7 +215,8 @@ extension AuthenticationContexts {
         }
         let hash = try currentStateHash()
         let now = configuration.clock.now()
-        state.withLock { $0.lastBiometricSuccess = (now, hash, id) }
+        let sinceBoot = configuration.clock.sinceBoot()
+        state.withLock { $0.lastBiometricSuccess = (now, sinceBoot, hash, id) }
         return Credential(method: .biometry, time: now, enrolledSetHash: hash, user: configuration.username)
     }
 

@@ -41,7 +41,9 @@ package final class AuthenticationContexts: Sendable {
     struct State {
         var records: [AuthenticationContextID: Record] = [:]
         /// The last fingerprint match, what the reuse window offers, and the context that made it.
-        var lastBiometricSuccess: (time: Date, hash: Data?, context: AuthenticationContextID)?
+        /// The last fingerprint match: when (wall clock, for the credential; seconds since boot, for the reuse window),
+        /// the enrolled set's hash then, and the context it was for.
+        var lastBiometricSuccess: (time: Date, sinceBoot: TimeInterval, hash: Data?, context: AuthenticationContextID)?
         var nextToken: UInt64 = 0
         var passcodeSuccessHandler: (@Sendable (PasscodeSuccess) -> Void)?
         var passcodeUnusableHandler: (@Sendable () -> Void)?

@@ -6,7 +6,8 @@ import Synchronization
 /// unlocked the keychain in this daemon's lifetime, locking it keeps the passcode classes' keys in the daemon's
 /// memory, AES-256-GCM-sealed under a fresh random key that only a fingerprint match releases (the engine decides
 /// the match). The keys are dropped for good, and only the passcode unlocks again, when:
-/// - 48 hours have passed since the last passcode unlock (``lifetime``; the engine's clock);
+/// - 48 hours have passed since the last passcode unlock (``lifetime``; counted on the engine's boot-time clock,
+///   `CLOCK_BOOTTIME`, which nobody can set: stepping the wall clock back does not stretch it);
 /// - biometry locks out (5 failed scans: the engine checks the attempt policy before and after each try);
 /// - the daemon stops (a reboot, a restart): nothing of this is ever written anywhere.
 ///
@@ -23,7 +24,7 @@ final class FingerprintUnlockWindow: Sendable {
 
     private struct State {
         /// When the window closes; nil: closed (no passcode unlock yet, or dropped).
-        var deadline: Date?
+        var deadline: TimeInterval?
         /// The locked classes' keys, sealed; nil while unlocked (or nothing kept).
         var kept: Kept?
     }
@@ -31,9 +32,9 @@ final class FingerprintUnlockWindow: Sendable {
     private let state = Mutex(State())
     private static let associatedData = Data("localauthd fingerprint unlock".utf8)
 
-    /// The passcode unlocked the keychain at `now`: the window (re)opens for ``lifetime``.
-    func passcodeUnlocked(at now: Date) {
-        state.withLock { $0 = State(deadline: now.addingTimeInterval(Self.lifetime), kept: nil) }
+    /// The passcode unlocked the keychain at `now` (seconds since boot): the window (re)opens for ``lifetime``.
+    func passcodeUnlocked(at now: TimeInterval) {
+        state.withLock { $0 = State(deadline: now + Self.lifetime, kept: nil) }
     }
 
     /// Drops whatever is kept and closes the window, until the next passcode unlock.
@@ -43,7 +44,7 @@ final class FingerprintUnlockWindow: Sendable {
 
     /// Whether a fingerprint may unlock at `now` (the window is open and keys are kept); a window past its
     /// deadline is dropped here.
-    func canUnlock(at now: Date) -> Bool {
+    func canUnlock(at now: TimeInterval) -> Bool {
         state.withLock { state in
             guard let deadline = state.deadline, now < deadline else {
                 state = State()
@@ -54,7 +55,7 @@ final class FingerprintUnlockWindow: Sendable {
     }
 
     /// The keychain is being locked at `now`: keeps `keys` sealed if the window is open.
-    func keep(_ keys: SecureBytes, at now: Date) {
+    func keep(_ keys: SecureBytes, at now: TimeInterval) {
         guard let key = try? SecureBytes(randomCount: 32),
             let sealed = try? AESGCM.seal(keys, using: key, authenticating: Self.associatedData)
         else { return }
@@ -69,7 +70,7 @@ final class FingerprintUnlockWindow: Sendable {
 
     /// The kept keys, after a fingerprint match at `now`; nil when the window closed meanwhile. The window stays
     /// open (the next lock keeps the keys again, under a new key) until its deadline.
-    func release(at now: Date) -> SecureBytes? {
+    func release(at now: TimeInterval) -> SecureBytes? {
         let kept = state.withLock { state -> Kept? in
             guard let deadline = state.deadline, now < deadline else {
                 state = State()

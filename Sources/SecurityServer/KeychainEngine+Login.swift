@@ -13,7 +13,7 @@ extension KeychainEngine {
     ///
     /// - Throws: `EnclaveError` when the state file cannot be written.
     package func lockKeychain() throws {
-        if let keys = enclave.unlockedClassKeysHeldInProcess() { fingerprintWindow.keep(keys, at: clock.now()) }
+        if let keys = enclave.unlockedClassKeysHeldInProcess() { fingerprintWindow.keep(keys, at: clock.sinceBoot()) }
         try enclave.lock()
         hub.emit([EngineEvent(kind: .locked)])
     }
@@ -52,7 +52,7 @@ extension KeychainEngine {
         _ contexts: AuthenticationContexts, options: EvaluationOptions, prompts: PromptChannel?
     ) async throws {
         if (try? contexts.attemptPolicy.checkBiometryAllowed()) == nil { fingerprintWindow.close() }
-        guard fingerprintWindow.canUnlock(at: clock.now()) else {
+        guard fingerprintWindow.canUnlock(at: clock.sinceBoot()) else {
             throw AuthenticationError(
                 .biometryNotAvailable,
                 "a fingerprint unlocks the keychain only in localauthd, within 48 hours of an unlock by passcode since it started, and before 5 failed scans: use the passcode"
@@ -66,7 +66,7 @@ extension KeychainEngine {
             if (try? contexts.attemptPolicy.checkBiometryAllowed()) == nil { fingerprintWindow.close() }
             throw error
         }
-        guard let keys = fingerprintWindow.release(at: clock.now()) else {
+        guard let keys = fingerprintWindow.release(at: clock.sinceBoot()) else {
             throw AuthenticationError(.biometryNotAvailable, "the fingerprint unlock expired: use the passcode")
         }
         do {

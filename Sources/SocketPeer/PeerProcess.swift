@@ -19,17 +19,17 @@ package final class PeerProcess: Sendable {
     /// The executable's canonical path, as the kernel reports it (`/proc/<pid>/exe`); `(deleted)` is kept when the
     /// file was removed or replaced while the process ran.
     package let executable: String
-    private let file: FileIdentity
+    let file: FileIdentity
     private let pidfd: Int32
     /// `/proc/<pid>`, opened once: it stays this process's entry (a later process with the pid gets another one).
-    private let procEntry: Int32
+    let procEntry: Int32
     /// The process's executions and exit, as the kernel reports them (nil where it does not: ``ProcessEvents``).
     private let events: ProcessEvents.Watcher?
     /// Set once the process was found no longer current: it stays so.
     private let gone = Atomic<Bool>(false)
 
     /// Which file an executable is: device, inode, size and change times (a file rewritten in place changes them).
-    struct FileIdentity: Hashable {
+    package struct FileIdentity: Hashable, Sendable {
         var device: UInt64
         var inode: UInt64
         var size: Int64
@@ -118,38 +118,60 @@ package final class PeerProcess: Sendable {
     }
 
     /// The SHA-256 of the executable the process runs, read through `/proc/<pid>/exe` (the very file, even when
-    /// its path was replaced) and remembered per file version, so each program is hashed once; nil when it cannot
-    /// be read or the process no longer runs it.
+    /// its path was replaced) and remembered per file version (``ExecutableDigests``), so each program is hashed
+    /// once; nil when it cannot be read, the process no longer runs it, or it was not hashed (over the size limit or
+    /// its user's budget: ``digestOutcome()`` says which).
+    ///
+    /// Reading may take long (a large executable): call it on threads that serve no other caller's requests.
     package func executableDigest() -> Data? {
-        if let known = Self.digests.withLock({ $0[file] }) { return known }
-        let descriptor = openat(procEntry, "exe", O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return nil }
-        defer { close(descriptor) }
-        var hash = SHA256()
-        var buffer = [UInt8](repeating: 0, count: 1 << 16)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count >= 0 else { return nil }
-            if count == 0 { break }
-            buffer.withUnsafeBytes { hash.update(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+        if case .digest(let digest) = digestOutcome() { return digest }
+        return nil
+    }
+
+    /// The executable's digest, or why it has none: ``ExecutableDigests/shared`` hashes it within the limits of the
+    /// process's user.
+    package func digestOutcome() -> ExecutableDigests.Outcome {
+        let outcome = ExecutableDigests.shared.digest(of: file, uid: credentials.uid) {
+            openat(procEntry, "exe", O_RDONLY | O_CLOEXEC)
         }
         // The file read was this process's executable only if it still runs it now.
-        guard isCurrent else { return nil }
-        let digest = hash.finalize()
-        Self.digests.withLock { digests in
-            if digests.count >= 4_096 { digests.removeAll() }
-            digests[file] = digest
-        }
-        return digest
+        if case .digest = outcome, !isCurrent { return .unreadable }
+        return outcome
     }
 
     /// The executable's SHA-256 if it was read already (by this connection or another of the same file version).
     package var knownDigest: Data? {
-        Self.digests.withLock { $0[file] }
+        ExecutableDigests.shared.known(file)
     }
 
-    private static let digests = Mutex<[FileIdentity: Data]>([:])
+    /// A digest naming the executable's file version (device, inode, size and times) rather than its contents: the
+    /// private group of a program that was not hashed.
+    package var fileVersionDigest: Data {
+        var hash = SHA256()
+        hash.update(Data("localauthd file version".utf8))
+        for value in [file.device, file.inode, UInt64(bitPattern: file.size), UInt64(bitPattern: file.modified),
+            UInt64(bitPattern: file.changed)]
+        {
+            withUnsafeBytes(of: value.bigEndian) { hash.update($0) }
+        }
+        return hash.finalize()
+    }
+
+    /// Whether the executable is the file at `path` as the daemon sees it (its own mount namespace, links
+    /// followed): the same device and inode.
+    package func runsFile(at path: String) -> Bool {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return false }
+        return UInt64(info.st_dev) == file.device && UInt64(info.st_ino) == file.inode
+    }
+
+    /// How the process was started and what code it maps (``ProgramIntegrity``), checked now; a process that no
+    /// longer runs its executable is tainted.
+    package func integrity() -> ProgramIntegrity {
+        let found = ProgramIntegrity.check(procEntry: procEntry, executable: (file.device, file.inode))
+        guard isCurrent else { return ProgramIntegrity(taint: "it no longer runs \(executable)") }
+        return found
+    }
 
     /// `pidfd_open(pid, 0)` through glibc (2.36 and later), for kernels that give no `SO_PEERPIDFD`; -1 when
     /// neither has it.

@@ -37,8 +37,13 @@ struct RegisterApp: ParsableCommand {
         abstract: "Register the program at PATH as an application.",
         discussion: """
             Writes <application-identifier>.conf. Every --group must start with the identifier's team prefix
-            (TEAMID.). --pin also records the executable's SHA-256, so only this build is the app; without it any
-            file at PATH is.
+            (TEAMID.). The executable's SHA-256 is recorded, so only this build at PATH is the app (register again
+            after an upgrade); --path-only leaves it out, so whatever file lies at PATH is the app: only for a
+            path nobody but root can write.
+
+            An interpreter (python3, perl, node, bash, java, …) is refused: every script it runs would be the app,
+            since a script's process runs the interpreter. --interpreter registers it all the same. A script itself
+            cannot be registered: register a compiled program.
             """)
 
     @OptionGroup var registry: RegistryOptions
@@ -46,7 +51,9 @@ struct RegisterApp: ParsableCommand {
     @Option(name: .customLong("application-identifier"), help: "TEAMID.reverse.dns") var applicationIdentifier: String
     @Option(name: .customLong("group"), help: "A keychain access group (repeat for several; the first is the default).")
     var groups: [String] = []
-    @Flag(help: "Record the executable's SHA-256 too.") var pin = false
+    @Flag(help: .hidden) var pin = false
+    @Flag(help: "Do not record the executable's SHA-256: any file at PATH is the app (warns).") var pathOnly = false
+    @Flag(help: "Register an interpreter, knowing every script it runs becomes the app.") var interpreter = false
     @Flag(help: "An administrative tool: it may act in every access group of its user.") var administrative = false
 
     func run() throws {
@@ -55,10 +62,30 @@ struct RegisterApp: ParsableCommand {
         guard FileManager.default.isExecutableFile(atPath: executable) else {
             throw ValidationError("\(path) is not an executable file")
         }
+        if let handle = FileHandle(forReadingAtPath: executable), let start = try? handle.read(upToCount: 2),
+            start == Data("#!".utf8)
+        {
+            throw ValidationError(
+                "\(path) is a script: its process runs its interpreter, which is what localauthd sees; register a "
+                    + "compiled program instead")
+        }
+        if AppRegistration.isInterpreter(executable) && !interpreter {
+            throw ValidationError(
+                "\(executable) runs scripts: registered, every script it runs would be \(applicationIdentifier) "
+                    + "(a script's identity is its interpreter's); pass --interpreter if that is meant")
+        }
+        if pin && pathOnly { throw ValidationError("--pin and --path-only contradict each other") }
         var registration = AppRegistration(
             applicationIdentifier: applicationIdentifier, executable: executable, keychainAccessGroups: groups,
-            isAdministrative: administrative)
-        if pin { registration.digests = [try Self.digest(of: executable)] }
+            isAdministrative: administrative, isInterpreter: interpreter)
+        if pathOnly {
+            FileHandle.standardError.write(
+                Data(
+                    ("warning: \(applicationIdentifier) is registered by path only: whoever can write \(executable) "
+                        + "or its directory can be the app\n").utf8))
+        } else {
+            registration.digests = [try Self.digest(of: executable)]
+        }
         let name = applicationIdentifier + ".conf"
         // What the daemon will read, checked the way it will read it.
         do {

@@ -36,6 +36,8 @@ final class TestClock: AttemptClock, @unchecked Sendable {
 
     func now() -> Date { lock.withLock { current } }
 
+    func sinceBoot() -> TimeInterval { lock.withLock { current.timeIntervalSince1970 - 1_700_000_000 } }
+
     func advance(by seconds: TimeInterval) {
         lock.withLock { current += seconds }
     }

@@ -114,6 +114,22 @@ struct KeychainFingerprintUnlockTests {
         await world.close()
     }
 
+    /// Issue "Caller identity", attack 8: the window runs on `CLOCK_BOOTTIME`. A wall clock stepped back 46 hours
+    /// after 49 hours have passed (as root, timedated or a forged time source could) does not keep it open, and a
+    /// wall clock stepped forward does not close it early.
+    @Test(.embeddedOnly("moves the engine's clocks"))
+    func steppingTheWallClockNeitherStretchesNorShortensTheWindow() async throws {
+        let world = try await lockedAfterPasscodeUnlock()
+        world.clock.setWallClock(by: 72 * 3600)
+        #expect(try await unlockWithFinger(world, scanning: "alice-right") == nil, "stepped forward: still open")
+        _ = try await world.client.send(.lock)
+        world.clock.advance(by: 49 * 3600)
+        world.clock.setWallClock(by: -(72 + 46) * 3600)
+        #expect(try await unlockWithFinger(world, scanning: nil) == .biometryNotAvailable)
+        #expect(try await readAK(world) == errSecInteractionNotAllowed)
+        await world.close()
+    }
+
     @Test func afterFiveFailedScansOnlyThePasscodeUnlocks() async throws {
         let world = try await lockedAfterPasscodeUnlock()
         for _ in 0..<5 {

@@ -29,13 +29,24 @@ struct ScratchDirectory: Sendable {
 
 /// A clock the test moves by hand.
 final class ManualClock: AttemptClock, Sendable {
-    private let current: Mutex<Date>
+    private let current: Mutex<(wall: Date, boot: TimeInterval)>
 
-    init(_ start: Date = Date(timeIntervalSince1970: 1_800_000_000)) { current = Mutex(start) }
+    init(_ start: Date = Date(timeIntervalSince1970: 1_800_000_000)) { current = Mutex((start, 1_000)) }
 
-    func now() -> Date { current.withLock { $0 } }
+    func now() -> Date { current.withLock { $0.wall } }
 
-    func advance(by seconds: TimeInterval) { current.withLock { $0 += seconds } }
+    func sinceBoot() -> TimeInterval { current.withLock { $0.boot } }
+
+    /// Time passes: both clocks move.
+    func advance(by seconds: TimeInterval) {
+        current.withLock {
+            $0.wall += seconds
+            $0.boot += seconds
+        }
+    }
+
+    /// Someone sets the wall clock (root, timedated, a time source): only the wall clock moves.
+    func setWallClock(by seconds: TimeInterval) { current.withLock { $0.wall += seconds } }
 }
 
 import Synchronization
