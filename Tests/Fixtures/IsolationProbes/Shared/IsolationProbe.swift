@@ -21,6 +21,9 @@ import SecurityProtocol
 ///     add-trusted SERVICE ACCOUNT SECRET GROUP [PROGRAM…]
 ///                                           status=   (kSecAttrAccess: this program and the PROGRAMs)
 ///     trusted SERVICE ACCOUNT GROUP         status= trusted=<application identifier> <path> (one line each)
+///     flood SOCKET COUNT BYTES [hello]      opened= refused=, then `holding` and sleeps (an attacker's flood:
+///                                           COUNT raw connections each declaring a frame of BYTES and sending all
+///                                           but its last byte; after a hello first with `hello`)
 ///
 /// With `PROBE_CHOICE` (deny, once, always) set, the program's presenter answers "<app> wants to use the item"
 /// with it, printing `asked=<question>` and `changed=<bool>`, and gives `PROBE_PASSCODE` when the daemon then asks
@@ -153,6 +156,9 @@ package enum IsolationProbe {
             for application in access?.trustedApplications ?? [] {
                 print("trusted=\(application.applicationIdentifier) \(application.path)")
             }
+        case "flood"?:
+            guard arguments.count >= 4, let count = Int(arguments[2]), let bytes = Int(arguments[3]) else { usage() }
+            flood(socket: arguments[1], count: count, bytes: bytes, hello: arguments.count > 4)
         case "whoami"?:
             do {
                 let client = try ClientSelection.fromEnvironment()
@@ -168,6 +174,65 @@ package enum IsolationProbe {
         default:
             usage()
         }
+    }
+
+    /// Opens `count` connections that each declare a frame of `bytes` and send all of it but the last byte, then
+    /// holds them: what a hostile program does to make the daemon buffer. Prints how many connections the daemon
+    /// let send their bytes and how many it refused or closed, then `holding`, and sleeps until killed.
+    private static func flood(socket path: String, count: Int, bytes: Int, hello: Bool) -> Never {
+        var opened: [Int32] = []
+        var refused = 0
+        let chunk = [UInt8](repeating: 0x41, count: 1 << 20)
+        for _ in 0..<count {
+            let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
+            }
+            guard connected == 0 else {
+                refused += 1
+                close(descriptor)
+                continue
+            }
+            if hello {
+                let frame = ClientMessage.hello(versions: [1], accessGroups: [], allGroups: false).encoded()
+                var answer = [UInt8](repeating: 0, count: 4096)
+                // The answer (a welcome, or a refusal after which the daemon closes: seen below) is read whole.
+                guard FrameReader.write(frame, to: descriptor), recv(descriptor, &answer, answer.count, 0) > 0 else {
+                    refused += 1
+                    close(descriptor)
+                    continue
+                }
+            }
+            var header: [UInt8] = [1]
+            withUnsafeBytes(of: UInt32(bytes).bigEndian) { header += $0 }
+            var sent = send(descriptor, header, header.count, Int32(MSG_NOSIGNAL)) == header.count
+            var left = bytes - 1
+            while sent && left > 0 {
+                let count = chunk.withUnsafeBytes { send(descriptor, $0.baseAddress, min(left, $0.count), Int32(MSG_NOSIGNAL)) }
+                if count < 0 && errno == EINTR { continue }
+                if count <= 0 { sent = false }
+                left -= max(count, 0)
+            }
+            // The daemon closes a connection it refused: a peek then reads its end (or its refusal).
+            usleep(20_000)
+            var peek: UInt8 = 0
+            let ended = recv(descriptor, &peek, 1, Int32(MSG_DONTWAIT | MSG_PEEK)) >= 0
+            if sent && !ended {
+                opened.append(descriptor)
+            } else {
+                refused += 1
+                close(descriptor)
+            }
+        }
+        // Written straight to the descriptor: the test reads the log while this process sleeps.
+        let report = "opened=\(opened.count)\nrefused=\(refused)\nholding\n"
+        _ = report.withCString { write(1, $0, strlen($0)) }
+        while true { sleep(60) }
     }
 
     private static func identity(_ service: String, _ account: String, group: String?) -> [String: Any] {
