@@ -2,13 +2,22 @@ import Foundation
 import SSHAgentProtocol
 import LocalAuthentication
 import SecureCrypto
+import SocketPeer
 import Synchronization
 
 /// The agent's answers to requests: its own keys listed and used after an authentication for each signature,
 /// outside keys refused, lock and unlock with a passphrase, extensions as the protocol says.
 ///
-/// An approval is kept per (key, requesting program) for the key's reuse window: within it the same program signs
-/// again without a prompt (with a notice); another program, a locked agent or an expired window asks again.
+/// An approval is kept per (key, requesting program, destination host) for the key's reuse window: within it the same
+/// program signs again for the same host without a prompt (with a notice); another program, another host, a locked
+/// agent or an expired window asks again.
+///
+/// "The same program" is decided as localauthd decides who asks (``Session/program``): the file the process runs
+/// (device, inode, size and times, never its path), and only for a process that is not tainted (another mount or
+/// user namespace, loader injection, foreign code mapped, traced: `ProgramIntegrity`) and still runs that file. A
+/// tainted program is asked every time and never leaves an approval behind. The destination host is the host key
+/// of OpenSSH's `session-bind@openssh.com` (ssh 8.9 and later sends it before its first signature); a program
+/// that binds no host gets a window of its own for unbound requests.
 public final class Agent: Sendable {
     /// Where each signature's prompt is drawn.
     let prompts: AgentPrompts
@@ -25,7 +34,7 @@ public final class Agent: Sendable {
     private struct State {
         /// SHA-256 of the lock passphrase while locked.
         var lockedWith: Data?
-        /// Approvals by key name and program (its executable, or its pid when that is unreadable).
+        /// Approvals by key name, program and bound host.
         var approvals: [ApprovalKey: Approval] = [:]
         /// The keys as last read, to find a blob's key without reading the keychain on every request.
         var keys: [AgentKeyring.Key]?
@@ -33,7 +42,8 @@ public final class Agent: Sendable {
 
     struct ApprovalKey: Hashable {
         var key: String
-        var program: String
+        var program: PeerProcess.FileIdentity
+        var host: String?
     }
 
     private let state = Mutex(State())
@@ -53,8 +63,23 @@ public final class Agent: Sendable {
     final class Session: Sendable {
         let peer: AgentPeer?
         let boundHost = Mutex<String?>(nil)
+        /// The connected process, held by its pidfd.
+        let process: PeerProcess?
+        /// Why the process may not share a reuse window (tainted), checked when it connected.
+        let taint: String?
 
-        init(peer: AgentPeer? = nil) { self.peer = peer }
+        init(peer: AgentPeer? = nil, process: PeerProcess? = nil) {
+            self.peer = peer
+            self.process = process
+            taint = process.map { $0.integrity().taint } ?? "the connected process could not be identified"
+        }
+
+        /// The file version a reuse window of this connection is keyed by; nil when the program is tainted or no
+        /// longer runs what it connected with (a connection handed on by `exec`).
+        var program: PeerProcess.FileIdentity? {
+            guard taint == nil, let process, process.isCurrent else { return nil }
+            return process.fileVersion
+        }
     }
 
     /// Answers one message body (type and contents); a malformed message gets the failure reply.
@@ -113,15 +138,16 @@ public final class Agent: Sendable {
         var key = await currentKeys(refresh: false).first(where: { $0.blob == blob })
         if key == nil { key = await currentKeys(refresh: true).first(where: { $0.blob == blob }) }
         guard let key else { return AgentResponse.failure }
-        let program = session.peer.map { $0.executable ?? "pid \($0.pid)" } ?? "unknown program"
-        let approvalKey = ApprovalKey(key: key.name, program: program)
+        let approvalKey = session.program.map {
+            ApprovalKey(key: key.name, program: $0, host: session.boundHost.withLock { $0 })
+        }
         let programName = session.peer?.programName ?? "an unknown program"
         let reason = Self.describe(data, host: session.boundHost.withLock { $0 }, key: key.name)
             + " (asked by \(programName))"
 
         let now = ContinuousClock.now
         let kept = state.withLock { state -> Approval? in
-            guard let approval = state.approvals[approvalKey] else { return nil }
+            guard let approvalKey, let approval = state.approvals[approvalKey] else { return nil }
             if approval.expires > now { return approval }
             state.approvals[approvalKey] = nil
             return nil
@@ -134,7 +160,7 @@ public final class Agent: Sendable {
                 return AgentResponse.signature(signature)
             } catch {
                 // The right stopped working (deauthorized, enrollment changed): forget it and ask again.
-                state.withLock { $0.approvals[approvalKey] = nil }
+                state.withLock { if let approvalKey { $0.approvals[approvalKey] = nil } }
                 await kept.right.deauthorize()
             }
         }
@@ -149,12 +175,13 @@ public final class Agent: Sendable {
                 await right.deauthorize()
                 throw error
             }
-            if key.reuseSeconds > 0, state.withLock({ $0.lockedWith == nil }) {
+            if key.reuseSeconds > 0, let approvalKey, state.withLock({ $0.lockedWith == nil }) {
                 keep(right, for: approvalKey, seconds: key.reuseSeconds)
                 notice?("lactl ssh-agent: signed with \(key.name), approval kept \(key.reuseSeconds) s for \(programName): \(reason)")
             } else {
                 await right.deauthorize()
-                notice?("lactl ssh-agent: signed with \(key.name): \(reason)")
+                let unkept = key.reuseSeconds > 0 && approvalKey == nil ? " (approval not kept: \(session.taint ?? "the program changed"))" : ""
+                notice?("lactl ssh-agent: signed with \(key.name)\(unkept): \(reason)")
             }
             return AgentResponse.signature(signature)
         } catch {

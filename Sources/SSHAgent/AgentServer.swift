@@ -23,12 +23,12 @@ public final class AgentServer: Sendable {
         defer { umask(previous) }
         channel = try await ServerBootstrap(group: group)
             .childChannelInitializer { channel in
-                Self.peer(of: channel).flatMapThrowing { peer in
+                Self.peer(of: channel).flatMapThrowing { peer, process in
                     guard peer.uid == getuid() else { throw AgentServerError.otherUser(peer.uid) }
                     try channel.pipeline.syncOperations.addHandler(
                         ByteToMessageHandler(AgentFrameDecoder(limit: Self.maximumMessageByteCount)))
                     try channel.pipeline.syncOperations.addHandler(
-                        AgentConnectionHandler(agent: agent, session: Agent.Session(peer: peer)))
+                        AgentConnectionHandler(agent: agent, session: Agent.Session(peer: peer, process: process)))
                 }
             }
             .bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true).get()
@@ -40,9 +40,13 @@ public final class AgentServer: Sendable {
         try await group.shutdownGracefully()
     }
 
-    /// The connected program's credentials (`SO_PEERCRED`) and executable.
-    static func peer(of channel: any Channel) -> EventLoopFuture<AgentPeer> {
-        channel.peerCredentials().map { AgentPeer(pid: $0.pid, uid: $0.uid) }
+    /// The connected program's credentials (`SO_PEERCRED`) and executable, and the process held by its pidfd (nil
+    /// when it is gone).
+    static func peer(of channel: any Channel) -> EventLoopFuture<(AgentPeer, PeerProcess?)> {
+        channel.peerCredentials().and(channel.peerPidfd()).map { credentials, pidfd in
+            let process = try? PeerProcess(credentials: credentials, pidfd: pidfd)
+            return (AgentPeer(pid: credentials.pid, uid: credentials.uid), process)
+        }
     }
 
     /// Runs until the listening channel closes.

@@ -157,6 +157,10 @@ package final class PeerProcess: Sendable {
         return hash.finalize()
     }
 
+    /// Which file version the process runs: what a reuse window is keyed by (a rebuilt or replaced executable is
+    /// another program).
+    package var fileVersion: FileIdentity { file }
+
     /// Whether the executable is the file at `path` as the daemon sees it (its own mount namespace, links
     /// followed): the same device and inode.
     package func runsFile(at path: String) -> Bool {

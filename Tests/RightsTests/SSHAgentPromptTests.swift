@@ -65,6 +65,55 @@ extension SSHAgentTests {
         await world.close()
     }
 
+    /// Issue "Caller identity", attack 7: a window approved for ssh-keygen is not inherited by another program
+    /// started as `/usr/bin/ssh-keygen` — with the loader told to load code from a folder the user writes, or in a
+    /// mount and user namespace of its own (where a bind mount could put any program at that path). Each is asked,
+    /// and a stranger's finger refuses it; the honest ssh-keygen still signs within its window.
+    @Test func aReuseWindowIsNotInheritedByAnInjectedOrNamespacedProgram() async throws {
+        let world = try RightsWorld()
+        try await enrollForThisUser(world, "alice-1", finger: .rightIndex)
+        let lactl = try lactlExecutable()
+        let env = environment(world)
+        let (created, line) = try run(lactl, ["ssh-key", "create", "quick", "--reuse", "60"], environment: env)
+        #expect(created == 0)
+        let socket = world.directory + "/agent.sock"
+        let agent = try startAgent(world, socket: socket)
+        defer { agent.terminate() }
+        var ssh = env
+        ssh["SSH_AUTH_SOCK"] = socket
+        let publicKey = world.directory + "/quick.pub"
+        try line.write(toFile: publicKey, atomically: true, encoding: .utf8)
+        let message = world.directory + "/message"
+        try Data("release 8".utf8).write(to: URL(fileURLWithPath: message))
+        let keygen = "/usr/bin/ssh-keygen"
+        let sign = ["-Y", "sign", "-n", "file", "-f", publicKey, "-U", message]
+        let scan = Task { try await world.socket.send("SCAN alice-1") }
+        #expect(try run(URL(fileURLWithPath: keygen), sign, environment: ssh).0 == 0, "the first signature needs the finger")
+        try await scan.value
+        try FileManager.default.removeItem(atPath: message + ".sig")
+
+        var injected = ssh
+        injected["LD_LIBRARY_PATH"] = world.directory
+        let stranger = Task { try await world.socket.send("SCAN mallory") }
+        #expect(try run(URL(fileURLWithPath: keygen), sign, environment: injected).0 != 0, "asked: the loader was steered")
+        try await stranger.value
+        #expect(!FileManager.default.fileExists(atPath: message + ".sig"))
+
+        if FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare") {
+            let another = Task { try await world.socket.send("SCAN mallory") }
+            #expect(
+                try run(URL(fileURLWithPath: "/usr/bin/unshare"), ["-Urm", keygen] + sign, environment: ssh).0 != 0,
+                "asked: another mount namespace")
+            try await another.value
+            #expect(!FileManager.default.fileExists(atPath: message + ".sig"))
+        }
+
+        #expect(try run(URL(fileURLWithPath: keygen), sign, environment: ssh).0 == 0, "the honest one is still in its window")
+        let log = (try? String(contentsOfFile: world.directory + "/agent.log", encoding: .utf8)) ?? ""
+        #expect(log.contains("refused to sign with quick"), "\(log)")
+        await world.close()
+    }
+
     /// ssh-keygen on a terminal of its own: the agent (no terminal, `LA_PRESENTER=none`) draws the prompt there,
     /// naming what is signed and who asks; Enter picks the passcode, which is typed on that terminal.
     @Test func thePromptAppearsOnTheRequestingProgramsTerminal() async throws {
