@@ -180,7 +180,9 @@ public final class Agent: Sendable {
                 notice?("lactl ssh-agent: signed with \(key.name), approval kept \(key.reuseSeconds) s for \(programName): \(reason)")
             } else {
                 await right.deauthorize()
-                let unkept = key.reuseSeconds > 0 && approvalKey == nil ? " (approval not kept: \(session.taint ?? "the program changed"))" : ""
+                let unkept =
+                    key.reuseSeconds > 0 && approvalKey == nil
+                    ? " (approval not kept: \(session.taint ?? "the program changed"))" : ""
                 notice?("lactl ssh-agent: signed with \(key.name)\(unkept): \(reason)")
             }
             return AgentResponse.signature(signature)

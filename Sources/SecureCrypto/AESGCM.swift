@@ -115,9 +115,12 @@ package enum AESGCM {
         _ = idle
     }
 
-    /// How many idle decryption contexts are kept now (for tests).
-    package static var idleContextCount: Int {
-        DecryptionContext.idle.withLock { $0.count }
+    /// Whether any idle decryption context holds `bytes` anywhere in its memory (the provider's context, as large
+    /// as malloc made it): for tests that a returned context keeps nothing of its last key.
+    package static func idleContextsContain(_ bytes: [UInt8]) -> Bool {
+        DecryptionContext.idle.withLock { contexts in
+            contexts.contains { $0.memoryContains(bytes) }
+        }
     }
 
     /// Verifies and decrypts `box`. - Throws: `authenticationFailure` when anything does not match.
@@ -222,6 +225,19 @@ package enum AESGCM {
 
         deinit {
             la_cipher_free(functions.table, context)
+        }
+
+        /// Whether the provider's context memory holds `needle` (for ``AESGCM/idleContextsContain(_:)``).
+        func memoryContains(_ needle: [UInt8]) -> Bool {
+            // glibc's malloc_usable_size, which Swift's Glibc module leaves out (malloc.h).
+            typealias UsableSize = @convention(c) (UnsafeMutableRawPointer?) -> Int
+            guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_usable_size") else { return false }
+            let size = unsafeBitCast(symbol, to: UsableSize.self)(context)
+            guard size >= needle.count, !needle.isEmpty else { return false }
+            let memory = UnsafeRawBufferPointer(start: context, count: size)
+            return (0...(size - needle.count)).contains { start in
+                memory[start..<start + needle.count].elementsEqual(needle)
+            }
         }
 
         /// Keys the context, for decryptions started with no key of their own.

@@ -101,7 +101,9 @@ final class RegistryWatcher: Sendable {
             case .notHashed(let reason):
                 DaemonServer.logger.notice(
                     "served as unregistered by file version: the executable was not hashed",
-                    metadata: ["executable": "\(peer.executable)", "uid": "\(peer.credentials.uid)", "reason": "\(reason)"])
+                    metadata: [
+                        "executable": "\(peer.executable)", "uid": "\(peer.credentials.uid)", "reason": "\(reason)",
+                    ])
                 named = peer.fileVersionDigest
             }
             held = [TrustedApplication.unregisteredIdentifier(taint == nil ? named : Self.taintedName(named))]

@@ -294,7 +294,8 @@ package final class DaemonServer: Sendable {
         do {
             let bound = try LaneServer(
                 besides: configuration.socketPath, engines: engines, registry: registry, frameLimit: limit,
-                connections: UserConnections(limit: min(configuration.connectionsPerUser, LaneServer.connectionLimit / 4)))
+                connections: UserConnections(
+                    limit: min(configuration.connectionsPerUser, LaneServer.connectionLimit / 4)))
             bound.start()
             lane = bound
             logger.info("lane listening", metadata: ["socket": "\(LaneServer.path(besides: configuration.socketPath))"])
@@ -410,7 +411,8 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
             guard connections.admit(credentials.uid) else {
                 if pidfd >= 0 { close(pidfd) }
                 return refuse(
-                    bound.value, "uid \(credentials.uid) has \(connections.limit) connections open to localauthd already")
+                    bound.value,
+                    "uid \(credentials.uid) has \(connections.limit) connections open to localauthd already")
             }
             admitted = credentials.uid
             peer = Result { () throws(PeerProcess.Unidentified) in

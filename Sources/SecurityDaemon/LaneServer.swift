@@ -129,7 +129,8 @@ final class LaneServer: Sendable {
                 if errno == EINTR || errno == ECONNABORTED { continue }
                 return
             }
-            guard let credentials = PeerCredentials.of(descriptor: descriptor), connections.admit(credentials.uid) else {
+            guard let credentials = PeerCredentials.of(descriptor: descriptor), connections.admit(credentials.uid)
+            else {
                 Glibc.close(descriptor)
                 continue
             }

@@ -81,7 +81,9 @@ package final class KeychainEngine: Sendable {
             // Every passcode success that leaves the keychain unlocked in this process (localauthd) opens the
             // fingerprint window anew for 48 hours.
             defer {
-                if enclave.unlockedClassKeysHeldInProcess() != nil { fingerprintWindow.passcodeUnlocked(at: clock.sinceBoot()) }
+                if enclave.unlockedClassKeysHeldInProcess() != nil {
+                    fingerprintWindow.passcodeUnlocked(at: clock.sinceBoot())
+                }
             }
             // A verified passcode is proof that one is set, for kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly.
             if !enclave.isPasscodeSet { try? enclave.setPasscodeSet(true) }

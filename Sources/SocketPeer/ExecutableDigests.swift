@@ -3,7 +3,7 @@ import SecureCrypto
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The SHA-256 of connected programs' executables, bounded so that no user can make the daemon spend its time

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Whether a connected process runs its executable as the daemon sees it, or as something else arranged it: the
@@ -61,7 +61,8 @@ package struct ProgramIntegrity: Sendable, Equatable {
         guard let status = read("status", in: procEntry, limit: 1 << 16) else { return "its status cannot be read" }
         for line in status.split(separator: UInt8(ascii: "\n")) where line.starts(with: "TracerPid:".utf8) {
             let value = line.dropFirst("TracerPid:".utf8.count).filter { $0 != UInt8(ascii: " ") && $0 != 9 }
-            return value.elementsEqual("0".utf8) ? nil : "it is being traced (TracerPid \(String(decoding: value, as: UTF8.self)))"
+            return value.elementsEqual("0".utf8)
+                ? nil : "it is being traced (TracerPid \(String(decoding: value, as: UTF8.self)))"
         }
         return "its status names no tracer"
     }

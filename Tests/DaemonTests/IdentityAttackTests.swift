@@ -1,10 +1,10 @@
 import AppRegistry
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Issue "Caller identity that holds against the user's own programs, and a daemon that no other user can starve":
@@ -41,7 +41,8 @@ struct IdentityAttackTests {
         environment["LA_DAEMON_SOCKET"] = socket
         environment["LA_PRESENTER"] = "none"
         return AppIsolationTests.values(
-            try runCapturingOutput(URL(fileURLWithPath: command[0]), Array(command.dropFirst()), environment: environment))
+            try runCapturingOutput(
+                URL(fileURLWithPath: command[0]), Array(command.dropFirst()), environment: environment))
     }
 
     // MARK: Attack 2: a path-only registration taken over through a user namespace
@@ -65,7 +66,9 @@ struct IdentityAttackTests {
         #expect(who["application"] == "", "\(who)")
         let read = try inNamespace(mounted + " read svc acct")
         #expect(read["status"] == Self.notFound && read["value"] == "", "\(read)")
-        #expect(try inNamespace(mounted + " read svc acct TEAMV.vault")["status"] == String(AppIsolationTests.missingEntitlement))
+        #expect(
+            try inNamespace(mounted + " read svc acct TEAMV.vault")["status"]
+                == String(AppIsolationTests.missingEntitlement))
         // The registered program itself, in another namespace, is not the app.
         #expect(try inNamespace("exec \(app.executable) whoami")["application"] == "")
         #expect(world.daemon.logText.contains("runs in another"), "the reason is logged")
@@ -98,17 +101,18 @@ struct IdentityAttackTests {
         let library = world.directory + "/evil.so"
         let source = world.directory + "/evil.c"
         try """
-            #include <stdlib.h>
-            #include <string.h>
-            extern char **environ;
-            unsigned int la_version(unsigned int version) { return version; }
-            __attribute__((constructor)) static void start(void) {
-                if (!getenv("EVIL_HIDE")) return;
-                for (char **entry = environ; *entry; entry++)
-                    if (strncmp(*entry, "LD_PRELOAD=", 11) == 0) memset(*entry, 'X', strlen(*entry));
-            }
-            """.write(toFile: source, atomically: true, encoding: .utf8)
-        let built = try runCapturingOutput(URL(fileURLWithPath: "/usr/bin/cc"), ["-shared", "-fPIC", "-o", library, source])
+        #include <stdlib.h>
+        #include <string.h>
+        extern char **environ;
+        unsigned int la_version(unsigned int version) { return version; }
+        __attribute__((constructor)) static void start(void) {
+            if (!getenv("EVIL_HIDE")) return;
+            for (char **entry = environ; *entry; entry++)
+                if (strncmp(*entry, "LD_PRELOAD=", 11) == 0) memset(*entry, 'X', strlen(*entry));
+        }
+        """.write(toFile: source, atomically: true, encoding: .utf8)
+        let built = try runCapturingOutput(
+            URL(fileURLWithPath: "/usr/bin/cc"), ["-shared", "-fPIC", "-o", library, source])
         try #require(built.status == 0, "\(built.output)")
         var environment: [String: String] = [:]
         switch injection {
@@ -126,8 +130,9 @@ struct IdentityAttackTests {
         #expect(who["groups"] != "unregistered." + (try AppIsolationTests.digest(app.executable)))
         let read = try app.run(["read", "svc", "acct"], environment: environment)
         #expect(read["status"] == Self.notFound && read["value"] == "", "\(read)")
-        #expect(try app.run(["read", "svc", "acct", "TEAMV.vault"], environment: environment)["status"]
-            == String(AppIsolationTests.missingEntitlement))
+        #expect(
+            try app.run(["read", "svc", "acct", "TEAMV.vault"], environment: environment)["status"]
+                == String(AppIsolationTests.missingEntitlement))
         #expect(world.daemon.logText.contains("served as unregistered: the program is tainted"))
         if injection == .preloadThatHidesItself {
             #expect(world.daemon.logText.contains("which belongs to uid 65534"), "the mapped library gave it away")
@@ -148,7 +153,10 @@ struct IdentityAttackTests {
         func register(_ path: String, _ more: [String] = []) throws -> (status: Int32, output: String) {
             try runCapturingOutput(
                 lactl,
-                ["apps", "register", path, "--application-identifier", "TEAMI.tool", "--config-directory", configuration]
+                [
+                    "apps", "register", path, "--application-identifier", "TEAMI.tool", "--config-directory",
+                    configuration,
+                ]
                     + more)
         }
         let refused = try register("/usr/bin/python3")
@@ -197,8 +205,9 @@ struct IdentityAttackTests {
     /// served the same way, while another user's program is still hashed.
     @Test(.enabled(if: canMakeUsers))
     func anotherUsersHugeExecutablesAreNotHashedAndItsBudgetIsItsOwn() async throws {
-        let probeSize = try FileManager.default.attributesOfItem(atPath: try builtExecutable("isolation-probe-b").path)[
-            .size] as! Int
+        let probeSize =
+            try FileManager.default.attributesOfItem(atPath: try builtExecutable("isolation-probe-b").path)[
+                .size] as! Int
         // Room for one probe's hash per user per minute, not two.
         let world = try DaemonWorld(extraEnvironment: ["LA_DIGEST_BUDGET": String(probeSize * 3 / 2)])
         defer { world.close() }
@@ -302,10 +311,12 @@ struct IdentityAttackTests {
         var timeout = timeval(tv_sec: 2, tv_usec: 0)
         setsockopt(silent[129], SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         let refusal = recv(silent[129], &answer, answer.count, 0)
-        #expect(refusal > 0 && String(decoding: answer[0..<max(refusal, 0)], as: UTF8.self).contains("connections open"))
+        #expect(
+            refusal > 0 && String(decoding: answer[0..<max(refusal, 0)], as: UTF8.self).contains("connections open"))
         let probe = world.directory + "/other"
         try AppIsolationTests.copyExecutable(try builtExecutable("isolation-probe-b").path, to: probe)
-        let other = try Self.run(user.asUser + [probe, "whoami"], socket: world.daemon.socket, environment: ["HOME": "/"])
+        let other = try Self.run(
+            user.asUser + [probe, "whoami"], socket: world.daemon.socket, environment: ["HOME": "/"])
         #expect(other["groups"]?.hasPrefix("unregistered.") == true, "another user is served: \(other)")
         // A silent connection is closed within the hello timeout (5 s).
         timeout = timeval(tv_sec: 20, tv_usec: 0)

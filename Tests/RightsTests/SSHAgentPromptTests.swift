@@ -88,14 +88,14 @@ extension SSHAgentTests {
         let keygen = "/usr/bin/ssh-keygen"
         let sign = ["-Y", "sign", "-n", "file", "-f", publicKey, "-U", message]
         let scan = Task { try await world.socket.send("SCAN alice-1") }
-        #expect(try run(URL(fileURLWithPath: keygen), sign, environment: ssh).0 == 0, "the first signature needs the finger")
+        #expect(try run(URL(fileURLWithPath: keygen), sign, environment: ssh).0 == 0, "the first one needs the finger")
         try await scan.value
         try FileManager.default.removeItem(atPath: message + ".sig")
 
         var injected = ssh
         injected["LD_LIBRARY_PATH"] = world.directory
         let stranger = Task { try await world.socket.send("SCAN mallory") }
-        #expect(try run(URL(fileURLWithPath: keygen), sign, environment: injected).0 != 0, "asked: the loader was steered")
+        #expect(try run(URL(fileURLWithPath: keygen), sign, environment: injected).0 != 0, "asked: loader steered")
         try await stranger.value
         #expect(!FileManager.default.fileExists(atPath: message + ".sig"))
 
@@ -108,7 +108,7 @@ extension SSHAgentTests {
             #expect(!FileManager.default.fileExists(atPath: message + ".sig"))
         }
 
-        #expect(try run(URL(fileURLWithPath: keygen), sign, environment: ssh).0 == 0, "the honest one is still in its window")
+        #expect(try run(URL(fileURLWithPath: keygen), sign, environment: ssh).0 == 0, "the honest one still signs")
         let log = (try? String(contentsOfFile: world.directory + "/agent.log", encoding: .utf8)) ?? ""
         #expect(log.contains("refused to sign with quick"), "\(log)")
         await world.close()

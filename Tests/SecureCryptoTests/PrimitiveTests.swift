@@ -28,6 +28,20 @@ struct PrimitiveTests {
         #expect(!HMACSHA256.isValidAuthenticationCode(code, for: Data("what do ya want for nothing!".utf8), using: SecureBytes(Data("Jefe".utf8))))
     }
 
+    /// Issue "Caller identity", item 6: a decryption context returned to the pool keeps nothing of the row key it
+    /// last opened with (neither the key nor its schedule, whose first round keys are the key itself).
+    @Test func aPooledDecryptionContextKeepsNothingOfItsLastKey() throws {
+        for _ in 0..<20 {
+            let key = try SecureBytes(randomCount: 32)
+            let box = try AESGCM.seal(Data("a row's value, longer than a block".utf8), using: key)
+            _ = try AESGCM.open(box, using: key)
+            let firstHalf = key.withUnsafeBytes { Array($0.prefix(16)) }
+            // The bool alone is checked: a failure must not print the key's bytes.
+            let found = AESGCM.idleContextsContain(firstHalf)
+            #expect(!found, "a pooled context still holds the key it last opened with")
+        }
+    }
+
     @Test("X9.63 KDF with SHA-256 matches the NIST CAVS ANSI X9.63 vector")
     func x963KDF() throws {
         // CAVS 12.0 "ansx963_2001.rsp", SHA-256, shared secret 192 bits, shared info 0, key data 128 bits, COUNT = 0.

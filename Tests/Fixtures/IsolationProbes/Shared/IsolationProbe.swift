@@ -213,7 +213,9 @@ package enum IsolationProbe {
             var sent = send(descriptor, header, header.count, Int32(MSG_NOSIGNAL)) == header.count
             var left = bytes - 1
             while sent && left > 0 {
-                let count = chunk.withUnsafeBytes { send(descriptor, $0.baseAddress, min(left, $0.count), Int32(MSG_NOSIGNAL)) }
+                let count = chunk.withUnsafeBytes {
+                    send(descriptor, $0.baseAddress, min(left, $0.count), Int32(MSG_NOSIGNAL))
+                }
                 if count < 0 && errno == EINTR { continue }
                 if count <= 0 { sent = false }
                 left -= max(count, 0)
