@@ -106,6 +106,8 @@ static inline void la_processor_pause(void) {
  * connected process executed another program or exited from an event the kernel queues before that process runs
  * another instruction, instead of resolving /proc/<pid>/exe on every request. Needs CAP_NET_ADMIN in the initial
  * namespaces (localauthd runs as root); la_proc_events_open returns -1 elsewhere. */
+#include <arpa/inet.h>
+#include <linux/filter.h>
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -125,7 +127,33 @@ struct la_connector_header { uint32_t index; uint32_t value; uint32_t sequence; 
 static inline int la_proc_events_open(int buffer) {
     int fd = socket(16 /* AF_NETLINK */, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 11 /* NETLINK_CONNECTOR */);
     if (fd < 0) return -1;
-    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer, sizeof buffer);
+    /* Past net.core.rmem_max where allowed (CAP_NET_ADMIN, which the subscription needs anyway). */
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buffer, sizeof buffer) != 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer, sizeof buffer);
+    /* Only the events localauthd reads take room in the queue: an exec, the exit of a whole process (its leader:
+     * a thread's exit changes nothing a caller's identity rests on) and a rename (for la_proc_events_work). Forks
+     * and thread exits, most of a busy machine's events, never queue, so a loss is rarer. The classic BPF program
+     * reads from the netlink header: `what` at 36, the event's pid at 52 and tgid at 56, each as a big-endian word
+     * (hence ntohl on the host's values). */
+    struct sock_filter code[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 36),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ntohl(LA_PROC_EVENT_EXEC), 6, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ntohl(LA_PROC_EVENT_COMM), 5, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ntohl(LA_PROC_EVENT_EXIT), 0, 5),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 56),
+        BPF_STMT(BPF_MISC | BPF_TAX, 0),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 52),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_X, 0, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, 0xffffffff),
+        BPF_STMT(BPF_RET | BPF_K, 0),
+    };
+    struct sock_fprog program = {sizeof code / sizeof code[0], code};
+    if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &program, sizeof program) != 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
     struct la_netlink_address address = {16, 0, 0, 1 /* CN_IDX_PROC */};
     struct {
         struct la_netlink_header netlink;

@@ -80,8 +80,8 @@ package final class ProcessEvents: Sendable {
     /// The queue is read to its end even after a loss is reported. The kernel reports a loss (`ENOBUFS`) only once
     /// until the queue has been emptied, and drops later events silently meanwhile. So every watcher is marked at
     /// the end, after the read that found the queue empty: any event dropped before then is covered by that mark,
-    /// and any loss after it is reported again.
-    package func drain() {
+    /// and any loss after it is reported again. Returns whether events were lost.
+    @discardableResult package func drain() -> Bool {
         watchers.withLock { watchers in
             var what: UInt32 = 0
             var thread: Int32 = 0
@@ -101,10 +101,11 @@ package final class ProcessEvents: Sendable {
                     break reading
                 }
             }
-            guard lost else { return }
+            guard lost else { return false }
             for group in watchers.values {
                 group.values.forEach { $0.stale.store(true, ordering: .releasing) }
             }
+            return true
         }
     }
 }

@@ -102,8 +102,19 @@ struct ProcessEventsTests {
         return false
     }
 
+    /// Where events were lost meanwhile (a machine busy enough to fill the queue), every watched process is marked,
+    /// as it must be, and "nothing else marks" cannot be seen: the round is repeated, up to five times.
     @Test func anExecAndAnExitMarkTheProcessAndNothingElseDoes() throws {
         let events = try #require(ProcessEvents(), "the kernel delivers process events to root")
+        var observed = false
+        for _ in 0..<5 where !observed {
+            observed = try Self.execAndExitRound(events)
+        }
+        #expect(observed, "five rounds in a row lost events")
+    }
+
+    /// One round of the test above: false when events were lost, so its observations do not count.
+    static func execAndExitRound(_ events: ProcessEvents) throws -> Bool {
         let quiet = try SpawnedProcess("/bin/sleep", ["30"])
         let child = try SpawnedProcess("/bin/sh", ["-c", "sleep 0.3; exec /bin/sleep 30"])
         defer {
@@ -122,15 +133,16 @@ struct ProcessEventsTests {
         }
         // The shell forks its `sleep 0.3`, which execs and exits: events of another process.
         #expect(Self.runs(child.pid, "/usr/bin/sleep") || Self.runs(child.pid, "/bin/sleep"))
-        events.drain()
+        if events.drain() { return false }
         #expect(watchedChild.takeStale(), "the exec was reported")
         #expect(!watchedChild.takeStale(), "and taken")
         #expect(!watchedQuiet.takeStale(), "a process that did nothing is not marked")
         kill(quiet.pid, SIGKILL)
         _ = quiet.wait(timeout: 5)
-        events.drain()
+        if events.drain() { return false }
         #expect(watchedQuiet.takeStale(), "the exit was reported")
         #expect(!watchedChild.takeStale())
+        return true
     }
 
     @Test func lostEventsMarkEveryWatchedProcess() throws {
