@@ -18,11 +18,11 @@ struct AdministrativeGrant {
     /// What waits for the user; nil when nothing does.
     let heldBack: AccessClaim?
 
-    /// The grant for a tool whose registration gives `held`, claiming `claimed` (and every group with `allGroups`);
-    /// a claim that names no group asks for the tool's own.
+    /// The grant for a tool whose registration gives `held`, claiming `claimed` (and every group with `allGroups`).
+    /// Held back, a claim that names no group asks for the tool's own; trusted, exactly what it names.
     init(held: [String], claimed: [String], allGroups: Bool, trustingClaims: Bool) {
         if trustingClaims {
-            accessGroups = claimed.isEmpty ? held : claimed
+            accessGroups = claimed
             mayAccessAllGroups = allGroups
             heldBack = nil
             return
