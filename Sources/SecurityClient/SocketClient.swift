@@ -40,6 +40,9 @@ package final class SocketClient: SecurityClient {
         /// `disconnect()` came while a request held it: it closes when given back.
         var closeWhenGivenBack = false
         var retryAfter = ContinuousClock.now
+        /// The main connection asked to hold more than its hello was granted (`widenAccessGroups`): the lane, whose
+        /// own hello is never widened, is not used any more.
+        var widening = false
     }
 
     /// A client of the daemon at `path`, connected at once.
@@ -144,7 +147,7 @@ package final class SocketClient: SecurityClient {
     /// answer its prompts, a subscription may not be registered yet (``subscriptions``), the lane is busy with
     /// another request of this process, cannot be made or is not served by the process behind the main socket, or
     /// the request could not be sent on it (an idle lane whose daemon restarted: the main connection connects
-    /// again, and the next request makes a new lane).
+    /// again, and the next request makes a new lane), or the main connection's access groups were widened.
     private func throughLane(
         _ mayTakeLane: Bool, _ presenter: (any EvaluationPresenter)?, _ message: (UInt64) -> ClientMessage
     ) throws -> ServerMessage? {
@@ -162,7 +165,7 @@ package final class SocketClient: SecurityClient {
     private func takeLane() throws -> LaneConnection? {
         // A free lane is used as it is: asking the main connection whether it is open costs a system call.
         let free = lane.withLock { state -> LaneConnection? in
-            guard let free = state.idle else { return nil }
+            guard !state.widening, let free = state.idle else { return nil }
             state.idle = nil
             state.held = true
             return free
@@ -170,12 +173,12 @@ package final class SocketClient: SecurityClient {
         if let free { return free }
         let daemon = try connection().daemonProcess
         return lane.withLock { state -> LaneConnection? in
-            if let free = state.idle {
+            if !state.widening, let free = state.idle {
                 state.idle = nil
                 state.held = true
                 return free
             }
-            guard !state.held, ContinuousClock.now >= state.retryAfter, let daemon else { return nil }
+            guard !state.held, !state.widening, ContinuousClock.now >= state.retryAfter, let daemon else { return nil }
             do {
                 let made = try LaneConnection(
                     path: path + ".lane", daemon: daemon, accessGroups: accessGroups, allGroups: allGroups)
@@ -251,6 +254,10 @@ package final class SocketClient: SecurityClient {
     package func send(
         _ request: AdministrationRequest, progress: @escaping @Sendable (AdministrationEvent) -> Void
     ) async throws -> AdministrationEvent {
+        if case .widenAccessGroups = request {
+            // From now on every request takes the main connection, the one whose groups are widened.
+            lane.withLock { $0.widening = true }
+        }
         do {
             switch try await exchange(presenter: nil, progress: progress, { id, _ in .administration(id, request) }) {
             case .administration(_, let event): return event

@@ -13,11 +13,14 @@ import Synchronization
 /// Each read logs the files it leaves out, naming file and line.
 final class RegistryWatcher: Sendable {
     let directory: String?
+    /// Whether administrative tools get what they claim at the hello (``AdministrativeGrant``).
+    let trustsAdministrativeClaims: Bool
     private let registry: Mutex<AppRegistry>
 
     /// Watches `directory`; nil = no registry (every program unregistered).
-    init(directory: String?) {
+    init(directory: String?, trustsAdministrativeClaims: Bool = false) {
         self.directory = directory
+        self.trustsAdministrativeClaims = trustsAdministrativeClaims
         let registry = directory.map { AppRegistry(directory: $0) } ?? AppRegistry()
         self.registry = Mutex(registry)
         Self.log(registry, directory: directory)
@@ -60,8 +63,8 @@ final class RegistryWatcher: Sendable {
     /// A registered program holds its registration's groups (its `keychain-access-groups`, then its application
     /// identifier); an unregistered one holds one private group, `unregistered.<SHA-256 of its executable>`. The
     /// groups the hello claims only narrow and order what the program holds (claims of groups it does not hold are
-    /// ignored and logged). An administrative tool acts for whichever app it says: it holds exactly the groups it
-    /// claims, and every group when it claims `allGroups`.
+    /// ignored and logged). An administrative tool holds its own groups the same way; what it claims beyond them
+    /// waits for the user (``AdministrativeGrant``).
     ///
     /// A registration names the program only when its path is the program's very file in localauthd's own mount
     /// namespace (device and inode) and the program is not tainted (``ProgramIntegrity``: another namespace, loader
@@ -108,9 +111,14 @@ final class RegistryWatcher: Sendable {
             }
             held = [TrustedApplication.unregisteredIdentifier(taint == nil ? named : Self.taintedName(named))]
         }
+        let grant =
+            administrative
+            ? AdministrativeGrant(
+                held: held, claimed: claimed, allGroups: allGroups, trustingClaims: trustsAdministrativeClaims) : nil
         let groups: [String]
-        if administrative {
-            groups = claimed
+        if let grant {
+            groups = grant.accessGroups
+            grant.logHeldBack(executable: peer.executable, registration: found?.file)
         } else {
             let kept = claimed.filter(held.contains)
             let ignored = claimed.filter { !held.contains($0) }
@@ -124,7 +132,7 @@ final class RegistryWatcher: Sendable {
             }
             groups = kept.isEmpty ? held : kept
         }
-        let mayAccessAllGroups = administrative && allGroups
+        let mayAccessAllGroups = grant?.mayAccessAllGroups ?? false
         let uid = peer.credentials.uid
         return CallerIdentity(
             accessGroups: groups, mayAccessAllGroups: mayAccessAllGroups,
@@ -138,7 +146,7 @@ final class RegistryWatcher: Sendable {
                 current.registration(path: executable) { digest }?.registration.applicationIdentifier
             },
             // Known from the hello on, or never: nothing is hashed on the threads that serve requests.
-            codeDigest: { taint == nil ? peer.knownDigest : nil })
+            codeDigest: { taint == nil ? peer.knownDigest : nil }, heldBackClaim: grant?.heldBack)
     }
 
     /// The private group's name for a tainted program whose executable is named `digest`: unlike any digest an

@@ -74,6 +74,14 @@ package struct DaemonConfiguration: Sendable {
         return .seconds(seconds)
     }
 
+    /// Whether administrative tools get the groups they claim at the hello without the user (``AdministrativeGrant``):
+    /// `LA_ADMINISTRATIVE_CLAIMS=trusted`, for test harnesses that act for many apps from one registered process.
+    /// Anything else (the default, `authenticated`) holds back what such a tool claims beyond its own groups until
+    /// the user authenticates on its connection.
+    package var trustsAdministrativeClaims: Bool {
+        environment["LA_ADMINISTRATIVE_CLAIMS"] == "trusted"
+    }
+
     /// The app registry's directory: `<configuration directory>/apps.d`.
     package var registryDirectory: String? {
         configurationDirectory?.appendingPathComponent("apps.d", isDirectory: true).path
@@ -257,7 +265,14 @@ package final class DaemonServer: Sendable {
         let engines = UserEngines(configuration: configuration, enclave: enclave)
         let sessions = SessionRegistry()
         let logins = LoginSessions()
-        let registry = RegistryWatcher(directory: configuration.registryDirectory)
+        let registry = RegistryWatcher(
+            directory: configuration.registryDirectory,
+            trustsAdministrativeClaims: configuration.trustsAdministrativeClaims)
+        if configuration.trustsAdministrativeClaims {
+            logger.warning(
+                "administrative tools get what they claim without asking the user (LA_ADMINISTRATIVE_CLAIMS=trusted): for test harnesses only"
+            )
+        }
         let limit = configuration.frameLimit
         let budget = FrameBudget(total: configuration.frameBudget.total, perUser: configuration.frameBudget.perUser)
         let connections = UserConnections(limit: configuration.connectionsPerUser)

@@ -14,7 +14,11 @@ import Synchronization
 /// is released at once) and the connection's contexts are discarded.
 final class DaemonSession: Sendable {
     let engine: KeychainEngine
-    let caller: CallerIdentity
+    /// The caller as identified at the hello.
+    private let identified: CallerIdentity
+    /// The caller after the user let it use what its hello claimed (``widen(_:)``); kept apart so that the
+    /// connections of programs with nothing held back (every app's) read their caller without a lock.
+    private let widened = Mutex<CallerIdentity?>(nil)
     /// The connected process, held for the connection.
     let peer: PeerProcess
     private let send: @Sendable (ServerMessage) -> Void
@@ -45,15 +49,22 @@ final class DaemonSession: Sendable {
         self.logins = logins
         self.requested = requested
         self.engine = engine
-        self.caller = caller
+        self.identified = caller
         self.peer = peer
         self.storeThreads = storeThreads
         self.send = send
     }
 
+    /// Who the connection's requests come from: the caller identified at the hello, or widened since.
+    var caller: CallerIdentity {
+        guard identified.heldBackClaim != nil else { return identified }
+        return widened.withLock { $0 } ?? identified
+    }
+
     /// Serves one message of the client (after the hello).
     func handle(_ message: ClientMessage) {
         requested()
+        let caller = self.caller
         switch message {
         case .hello:
             send(.refused("hello was already said"))
@@ -69,6 +80,16 @@ final class DaemonSession: Sendable {
             run(id, interactive: interactive) { [engine, caller] channel in
                 do {
                     return .authentication(id, try await engine.handle(request, caller: caller, prompts: channel))
+                } catch {
+                    return .authenticationFailure(id, AuthenticationError(error))
+                }
+            }
+        case .administration(let id, .widenAccessGroups(let context)):
+            run(id, interactive: false) { [self] _ in
+                do {
+                    return .administration(id, .caller(try widen(context)))
+                } catch let status as KeychainStatus {
+                    return .keychainFailure(id, status)
                 } catch {
                     return .authenticationFailure(id, AuthenticationError(error))
                 }
@@ -104,6 +125,26 @@ final class DaemonSession: Sendable {
                 }
             }
         }
+    }
+
+    /// Grants what the hello claimed beyond the caller's own groups, once `context` (of this connection) holds
+    /// the user's finger or passcode from just now (``KeychainEngine/widening(_:context:)``); requests read after
+    /// this use the widened caller, requests in flight keep theirs. The lane's connection of the same program is
+    /// not widened: it holds what its own hello was granted.
+    ///
+    /// - Returns: who the caller is now (`lactl whoami`'s fields).
+    /// - Throws: what ``KeychainEngine/widening(_:context:)`` throws.
+    private func widen(_ context: AuthenticationContextID) throws -> CallerInfo {
+        let widened = try engine.widening(caller, context: context)
+        self.widened.withLock { $0 = widened }
+        DaemonServer.logger.notice(
+            "access widened after the user authenticated",
+            metadata: [
+                "pid": "\(peer.credentials.pid)", "executable": "\(peer.executable)",
+                "groups": "\(widened.accessGroups.joined(separator: ","))",
+                "allGroups": "\(widened.mayAccessAllGroups)",
+            ])
+        return widened.info
     }
 
     /// Records request `id` as in flight; `.some` of its prompt channel (nil when the client cannot answer

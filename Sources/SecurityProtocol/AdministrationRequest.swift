@@ -24,6 +24,12 @@ package enum AdministrationRequest: Sendable, Equatable {
     case closeReader
     /// Who the engine takes the caller for (`lactl whoami`); the answer is ``AdministrationEvent/caller(_:)``.
     case callerIdentity
+    /// Grants an administrative tool's connection what its hello claimed beyond the tool's own groups (other
+    /// groups, or every group), after the user authenticated: the context, created on this connection, must hold a
+    /// finger or passcode credential the daemon evaluated (not a reused one) in the last few seconds, and is spent.
+    /// The answer is ``AdministrationEvent/caller(_:)`` with the groups held from then on. Only localauthd widens
+    /// (embedded, the configuration names the groups).
+    case widenAccessGroups(context: AuthenticationContextID)
 }
 
 /// What an administrative request reports: progress while it runs, then one answer.
@@ -42,7 +48,7 @@ extension AdministrationRequest {
     /// The context the request names, whose owner must be the calling connection.
     package var contextID: AuthenticationContextID? {
         switch self {
-        case .enroll(_, let id), .removePrint(_, let id), .passcodeRemoved(let id): id
+        case .enroll(_, let id), .removePrint(_, let id), .passcodeRemoved(let id), .widenAccessGroups(let id): id
         case .enrolledPrints, .reader, .verifyFinger, .closeReader, .callerIdentity: nil
         }
     }
@@ -50,7 +56,8 @@ extension AdministrationRequest {
 
 extension AdministrationRequest: ProtocolCodable {
     /// A variant: 1 enroll (fields 1 finger, 2 context), 2 removePrint (1 identifier, 2 context), 3 enrolledPrints,
-    /// 4 reader, 5 verifyFinger, 6 passcodeRemoved (1 context), 7 closeReader, 8 callerIdentity.
+    /// 4 reader, 5 verifyFinger, 6 passcodeRemoved (1 context), 7 closeReader, 8 callerIdentity, 9 widenAccessGroups
+    /// (1 context).
     package func encode(into writer: inout MessageWriter) {
         switch self {
         case .enroll(let finger, let context):
@@ -69,6 +76,7 @@ extension AdministrationRequest: ProtocolCodable {
         case .passcodeRemoved(let context): writer.variant(6) { $0.field(1, context) }
         case .closeReader: writer.variant(7)
         case .callerIdentity: writer.variant(8)
+        case .widenAccessGroups(let context): writer.variant(9) { $0.field(1, context) }
         }
     }
 
@@ -84,6 +92,7 @@ extension AdministrationRequest: ProtocolCodable {
             case 6: .passcodeRemoved(context: try payload.field(1))
             case 7: .closeReader
             case 8: .callerIdentity
+            case 9: .widenAccessGroups(context: try payload.field(1))
             default: nil
             }
         }

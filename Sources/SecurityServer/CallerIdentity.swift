@@ -25,11 +25,15 @@ package struct CallerIdentity: Sendable {
     /// The SHA-256 of the identified caller's executable, read (once per executable) when an item's trusted-application
     /// list first needs it; `identified.executableDigest` when that is known already.
     package var codeDigest: (@Sendable () -> Data?)?
+    /// What an administrative tool's hello claimed beyond its own groups, held back until the user authenticates on
+    /// this connection (``KeychainEngine/widening(_:context:)``); nil when nothing is held back.
+    package var heldBackClaim: AccessClaim?
 
     /// A caller holding `accessGroups` on a new connection (unless `connection` names one).
     package init(
         accessGroups: [String], mayAccessAllGroups: Bool = false, connection: UInt64? = nil, identified: CallerInfo? = nil,
-        registeredApplication: (@Sendable (String, Data) -> String?)? = nil, codeDigest: (@Sendable () -> Data?)? = nil
+        registeredApplication: (@Sendable (String, Data) -> String?)? = nil, codeDigest: (@Sendable () -> Data?)? = nil,
+        heldBackClaim: AccessClaim? = nil
     ) {
         self.accessGroups = accessGroups
         self.mayAccessAllGroups = mayAccessAllGroups
@@ -37,6 +41,20 @@ package struct CallerIdentity: Sendable {
         self.identified = identified
         self.registeredApplication = registeredApplication
         self.codeDigest = codeDigest
+        self.heldBackClaim = heldBackClaim
+    }
+
+    /// This caller holding its held-back claim: exactly the groups claimed (its own when the claim names none), and
+    /// every group when it asked for all.
+    var grantingHeldBackClaim: CallerIdentity {
+        guard let claim = heldBackClaim else { return self }
+        var widened = self
+        if !claim.accessGroups.isEmpty { widened.accessGroups = claim.accessGroups }
+        widened.mayAccessAllGroups = mayAccessAllGroups || claim.allGroups
+        widened.identified?.accessGroups = widened.accessGroups
+        widened.identified?.mayAccessAllGroups = widened.mayAccessAllGroups
+        widened.heldBackClaim = nil
+        return widened
     }
 
     /// The calling program as a trusted-application list names it: what the daemon found, or (embedded) this
@@ -60,7 +78,7 @@ package struct CallerIdentity: Sendable {
 
     /// What `lactl whoami` shows: the daemon's finding, or (embedded) this process and the groups its
     /// configuration names, which nothing checks.
-    var info: CallerInfo {
+    package var info: CallerInfo {
         if let identified { return identified }
         let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         return CallerInfo(
@@ -83,4 +101,15 @@ package struct CallerIdentity: Sendable {
 
     /// The groups a query may see; nil = all.
     var visibleGroups: [String]? { mayAccessAllGroups ? nil : accessGroups }
+}
+
+/// The access a hello claims: groups (`LA_ACCESS_GROUPS`), and whether it asks for every group of its user.
+package struct AccessClaim: Sendable, Equatable {
+    package var accessGroups: [String]
+    package var allGroups: Bool
+
+    package init(accessGroups: [String], allGroups: Bool) {
+        self.accessGroups = accessGroups
+        self.allGroups = allGroups
+    }
 }

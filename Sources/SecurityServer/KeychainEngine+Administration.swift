@@ -45,6 +45,9 @@ extension KeychainEngine {
             return .success
         case .callerIdentity:
             return .caller(caller.info)
+        case .widenAccessGroups:
+            // A connection's groups change only in localauthd's session (DaemonSession), which answers this itself.
+            throw KeychainStatus(.unimplemented, "only localauthd widens a connection's access groups")
         }
     }
 }

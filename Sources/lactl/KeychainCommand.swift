@@ -30,25 +30,32 @@ struct KeychainOptions: ParsableArguments {
     @Option(help: "The store directory (default: $LA_DATA_DIR, else $XDG_DATA_HOME/local-authentication).")
     var dataDir: String?
 
-    /// Runs `body` with the SecItem functions bound to this store. `lactl` acts for the user who owns the files,
-    /// so it sees every access group; new items go to the first of `$LA_ACCESS_GROUPS` (default `local.lactl`).
-    func run<T>(_ body: () throws -> T) throws -> T {
-        let client = try client()
+    /// Runs `body` with the SecItem functions bound to this store, reaching the groups `reach` names.
+    ///
+    /// Embedded, `lactl` acts for the user who owns the files, so it sees every access group; new items go to the
+    /// first of `$LA_ACCESS_GROUPS` (default `local.lactl`). Through localauthd it holds its own groups (its
+    /// registration's), and the user is asked for a finger or the passcode first when `reach` or
+    /// `$LA_ACCESS_GROUPS` goes beyond them (``OtherApplicationsAccess``).
+    func run<T>(reaching reach: KeychainReach = .claimed, _ body: () throws -> T) throws -> T {
+        let client = try client(reaching: reach)
         return try KeychainClientSelection.$current.withValue(client) { try body() }
     }
 
     /// The daemon's client when one is configured (`LA_DAEMON_SOCKET`, `client.conf`; `--data-dir` does not apply
-    /// then: the daemon owns the store), else an embedded client on this store whose authenticators (PAM,
-    /// fingerprint reader) come from the environment. Either prompts on the terminal, so protected items can be
-    /// read after authenticating.
-    func client() throws -> any SecurityClient {
+    /// then: the daemon owns the store), its connection widened to `reach` after asking the user when that goes
+    /// beyond lactl's own groups; else an embedded client on this store whose authenticators (PAM, fingerprint
+    /// reader) come from the environment, which sees every group. Either prompts on the terminal, so protected
+    /// items can be read after authenticating.
+    ///
+    /// - Throws: `KeychainCommandFailure` when the keychain cannot be opened or the user did not allow `reach`.
+    func client(reaching reach: KeychainReach = .claimed) throws -> any SecurityClient {
         do {
-            if case .daemon = ClientSelection.mode() {
+            if case .daemon(let socket) = ClientSelection.mode() {
                 guard dataDir == nil else {
                     throw KeychainCommandFailure(
                         status: errSecParam, operation: "use --data-dir (the daemon configured owns the store)")
                 }
-                return try ClientSelection.fromEnvironment(mayAccessAllGroups: true)
+                return try daemonClient(socket: socket, reaching: reach)
             }
             var configuration = EmbeddedConfiguration.fromEnvironment()
             if let dataDir { configuration.dataDirectory = URL(fileURLWithPath: dataDir, isDirectory: true) }
@@ -64,6 +71,30 @@ struct KeychainOptions: ParsableArguments {
         } catch {
             throw KeychainCommandFailure(status: errSecNotAvailable, operation: "open the keychain")
         }
+    }
+}
+
+extension KeychainOptions {
+    /// localauthd's client, claiming the groups `$LA_ACCESS_GROUPS` names (when set) and the one `reach` names,
+    /// or every group; what goes beyond lactl's own groups is asked of the user before the client is returned.
+    private func daemonClient(socket: String, reaching reach: KeychainReach) throws -> SocketClient {
+        let environment = ProcessInfo.processInfo.environment
+        // Only what the environment names: lactl's default group (`local.lactl`) is not its own here.
+        var claimed: [String] = []
+        if environment["LA_ACCESS_GROUPS"] != nil {
+            claimed = EmbeddedConfiguration.fromEnvironment(environment).accessGroups
+        }
+        var everyGroup = false
+        switch reach {
+        case .claimed, .group(nil): break
+        case .group(let group?): if !claimed.contains(group) { claimed.append(group) }
+        case .everyGroup: everyGroup = true
+        }
+        let client = try SocketClient(
+            path: socket, accessGroups: claimed, allGroups: everyGroup,
+            defaultPresenter: TerminalPresenter.environmentDefault())
+        try OtherApplicationsAccess.request(client, claimed: claimed, everyGroup: everyGroup)
+        return client
     }
 }
 
@@ -240,9 +271,18 @@ struct DeleteGenericPassword: ParsableCommand {
     }
 }
 
+/// The access group `query` names (`-G`), if any.
+private func accessGroup(of query: [String: Any]) -> String? {
+    query[kSecAttrAccessGroup as String] as? String
+}
+
 /// Deletes every item that matches `query`, as `security delete-*-password` does, and says so.
 private func delete(_ query: [String: Any], options: KeychainOptions) throws {
-    try reporting { try options.run { try check(SecItemDelete(query as CFDictionary), "delete the item") } }
+    try reporting {
+        try options.run(reaching: .group(accessGroup(of: query))) {
+            try check(SecItemDelete(query as CFDictionary), "delete the item")
+        }
+    }
     print("password has been deleted.")
 }
 
@@ -250,7 +290,7 @@ private func delete(_ query: [String: Any], options: KeychainOptions) throws {
 private func addOrUpdate(
     _ item: [String: Any], attributes: [String: Any], update: Bool, options: KeychainOptions
 ) throws {
-    try options.run {
+    try options.run(reaching: .group(accessGroup(of: item))) {
         let status = SecItemAdd(item.merging(attributes) { _, new in new } as CFDictionary, nil)
         if status == errSecDuplicateItem && update {
             try check(SecItemUpdate(item as CFDictionary, attributes as CFDictionary), "update the item")
@@ -265,7 +305,7 @@ private func find(_ query: [String: Any], options: KeychainOptions, showPassword
     query[kSecReturnAttributes as String] = true
     if showPassword || passwordOnly { query[kSecReturnData as String] = true }
     try reporting {
-        try options.run {
+        try options.run(reaching: .group(accessGroup(of: query))) {
             var result: CFTypeRef?
             try check(SecItemCopyMatching(query as CFDictionary, &result), "find the item")
             guard let item = result as? [String: Any] else { return }
@@ -308,7 +348,7 @@ struct TrustedItemOptions: ParsableArguments {
     /// then for the user's finger or passcode.
     func changeList(options: KeychainOptions, _ change: (ItemAccess) throws -> ItemAccess) throws {
         try reporting {
-            try options.run {
+            try options.run(reaching: .group(accessGroup)) {
                 var found: CFTypeRef?
                 var lookup = query
                 lookup[kSecReturnAttributes as String] = true
@@ -476,7 +516,7 @@ struct DumpKeychain: ParsableCommand {
 
     func run() throws {
         try reporting {
-            try options.run {
+            try options.run(reaching: .everyGroup) {
                 for itemClass in [kSecClassGenericPassword, kSecClassInternetPassword, kSecClassCertificate, kSecClassKey] {
                     var query: [String: Any] = [
                         kSecClass as String: itemClass, kSecMatchLimit as String: kSecMatchLimitAll,
@@ -595,7 +635,7 @@ struct ExportKeychain: ParsableCommand {
         let password = try readSecret(prompt: "backup password: ")
         guard !password.isEmpty else { throw ValidationError("the backup password is empty") }
         try reporting {
-            let count = try options.run {
+            let count = try options.run(reaching: .everyGroup) {
                 do {
                     return try Keychain.default.exportBackup(to: URL(fileURLWithPath: file), secret: password)
                 } catch let error as KeychainError {
@@ -617,7 +657,7 @@ struct ImportKeychain: ParsableCommand {
     func run() throws {
         let password = try readSecret(prompt: "backup password: ")
         try reporting {
-            let count = try options.run {
+            let count = try options.run(reaching: .everyGroup) {
                 do {
                     return try Keychain.default.importBackup(from: URL(fileURLWithPath: file), secret: password)
                 } catch let error as KeychainError {

@@ -76,7 +76,8 @@ struct KeysAttest: AsyncParsableCommand {
                 Data("lactl keys attest: \(challenge) is not a challenge (JSON with credentialBlob and encryptedSecret)\n".utf8))
             throw ExitCode(65)
         }
-        let client = try options.client()
+        // A right is an application's item (through localauthd the user is asked first); an SSH key is lactl's own.
+        let client = try options.client(reaching: right == nil ? .claimed : .everyGroup)
         do {
             let attestation = try await KeychainClientSelection.$current.withValue(client) {
                 let right = try await LARightStore.shared.right(forIdentifier: identifier)

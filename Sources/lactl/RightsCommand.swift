@@ -11,7 +11,8 @@ struct Rights: AsyncParsableCommand {
         subcommands: [ListRights.self, RemoveRight.self])
 }
 
-/// `lactl rights list`: one line per right: identifier, access group, requirement. Never shows secrets.
+/// `lactl rights list`: one line per right: identifier, access group, requirement. Never shows secrets. Through
+/// localauthd the rights are other applications' items: the user is asked first.
 struct ListRights: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "list", abstract: "List saved rights: identifier, access group and requirement.")
@@ -19,7 +20,7 @@ struct ListRights: AsyncParsableCommand {
     @OptionGroup var options: KeychainOptions
 
     func run() async throws {
-        let client = try options.client()
+        let client = try options.client(reaching: .everyGroup)
         let rights = try KeychainClientSelection.$current.withValue(client) { try LARightStore.shared.listing() }
         if rights.isEmpty {
             print("No rights are saved.")
@@ -32,7 +33,7 @@ struct ListRights: AsyncParsableCommand {
 }
 
 /// `lactl rights remove <identifier>`: removes the right, its key and its secret (in every access group that has
-/// one under this identifier, since lactl sees them all).
+/// one under this identifier, since lactl sees them all; through localauthd after asking the user).
 struct RemoveRight: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "remove", abstract: "Remove a saved right with its key and secret.")
@@ -43,7 +44,7 @@ struct RemoveRight: AsyncParsableCommand {
     var identifier: String
 
     func run() async throws {
-        let client = try options.client()
+        let client = try options.client(reaching: .everyGroup)
         do {
             try await KeychainClientSelection.$current.withValue(client) {
                 try await LARightStore.shared.removeRight(forIdentifier: identifier)

@@ -84,7 +84,7 @@ struct AppIsolationTests {
 
     /// A program with no registration holds one group, named after its executable's SHA-256, whatever it claims.
     @Test func anUnregisteredProgramHoldsOnlyAPrivateGroupNamedAfterItsExecutable() throws {
-        let world = try DaemonWorld()
+        let world = try DaemonWorld(extraEnvironment: DaemonProcess.enforcingAdministrativeClaims)
         defer { world.close() }
         let (a, b) = try Self.probes(world)
         let whoA = try a.run(["whoami"], claiming: "TEAM.someone-else, other")
@@ -107,7 +107,7 @@ struct AppIsolationTests {
     /// B cannot read, update, delete, list or use what A stored: not by query, not by naming A's group, not by A's
     /// persistent reference, and its attempts change nothing of A's.
     @Test func anotherProgramCannotReachAnAppsItemsKeysOrReferences() throws {
-        let world = try DaemonWorld()
+        let world = try DaemonWorld(extraEnvironment: DaemonProcess.enforcingAdministrativeClaims)
         defer { world.close() }
         let (a, b) = try Self.probes(world)
         let groupA = try a.run(["whoami"])["group"] ?? ""
@@ -145,7 +145,7 @@ struct AppIsolationTests {
     /// Registrations written while the daemon runs count from the next connection; a removed one stops counting;
     /// a file with a group outside its team is refused with its file and line in the log.
     @Test func aRegisteredSharedGroupWorksForBothAppsAndRegistrationChangesCountAtOnce() throws {
-        let world = try DaemonWorld()
+        let world = try DaemonWorld(extraEnvironment: DaemonProcess.enforcingAdministrativeClaims)
         defer { world.close() }
         let (a, b) = try Self.probes(world)
         let registry = world.daemon.registryDirectory
@@ -197,7 +197,7 @@ struct AppIsolationTests {
     /// A registration pinned to a build (`lactl apps register --pin`) names that build only: the same path holding
     /// another executable is not the app.
     @Test func aPinnedRegistrationNamesOneBuildNotWhateverLiesAtItsPath() throws {
-        let world = try DaemonWorld()
+        let world = try DaemonWorld(extraEnvironment: DaemonProcess.enforcingAdministrativeClaims)
         defer { world.close() }
         let (a, b) = try Self.probes(world)
         let installed = world.directory + "/probe"
@@ -243,7 +243,7 @@ struct AppIsolationTests {
     /// other, not even when the group is named.
     @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/sbin/useradd")))
     func twoUsersRunningTheSameAppSeeNothingOfEachOther() throws {
-        let world = try DaemonWorld()
+        let world = try DaemonWorld(extraEnvironment: DaemonProcess.enforcingAdministrativeClaims)
         defer { world.close() }
         chmod(world.directory, 0o755)
         let probe = world.directory + "/probe-a"

@@ -62,7 +62,10 @@ final class LoginWorld {
         else { throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "useradd failed"]) }
         uid = entry.pointee.pw_uid
         gid = entry.pointee.pw_gid
-        world = try DaemonWorld(extraEnvironment: ["LA_PAM_SERVICE": Self.service])
+        // As installed: lactl, claiming nothing, holds its own group.
+        var environment = DaemonProcess.enforcingAdministrativeClaims
+        environment["LA_PAM_SERVICE"] = Self.service
+        world = try DaemonWorld(extraEnvironment: environment)
         // The user's programs reach the socket inside the world's directory.
         chmod(world.directory, 0o755)
         stack = world.directory + "/login"

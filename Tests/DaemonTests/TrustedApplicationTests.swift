@@ -52,7 +52,7 @@ struct TrustedApplicationTests {
     /// A lists only itself. B, of the same group, is asked; its own Deny, and its own Allow without the user's
     /// passcode, get nothing; Allow once with the passcode reads once; updating and deleting are asked too.
     @Test func aProgramTheListDoesNotNameIsAskedAndOnlyTheUsersPasscodeLetsItIn() throws {
-        let world = try DaemonWorld()
+        let world = try DaemonWorld(extraEnvironment: DaemonProcess.enforcingAdministrativeClaims)
         defer { world.close() }
         let (a, b, _) = try Self.apps(world)
         #expect(try a.run(["add-trusted", "svc", "acct", "a-secret", Self.group])["status"] == "0")
@@ -94,7 +94,7 @@ struct TrustedApplicationTests {
     /// its path). C is asked again, as a program that changed, and Always allow with the passcode trusts the new
     /// code in place of the old. B, allowed always, joins the list and is not asked again.
     @Test func aProgramReplacedAfterItWasTrustedIsAskedWhetherItChanged() throws {
-        let world = try DaemonWorld()
+        let world = try DaemonWorld(extraEnvironment: DaemonProcess.enforcingAdministrativeClaims)
         defer { world.close() }
         let (a, b, c) = try Self.apps(world)
         #expect(try a.run(["add-trusted", "svc", "acct", "a-secret", Self.group, c.executable])["status"] == "0")
@@ -128,30 +128,39 @@ struct TrustedApplicationTests {
     }
 
     /// `lactl keychain trust` edits a list: B trusted by path reads without a question; `untrust` asks it again.
-    /// lactl, not on the list, must itself be allowed: with no terminal to ask on, it cannot change a list.
+    /// The group is an app's, not lactl's: without a terminal lactl cannot act in it at all, and with one the user
+    /// allows it with the passcode first. lactl, not on the list, must then itself be allowed to change it: denied,
+    /// the list stays as it was.
     @Test func lactlTrustAndUntrustEditTheList() throws {
-        let world = try DaemonWorld()
+        let world = try DaemonWorld(extraEnvironment: DaemonProcess.enforcingAdministrativeClaims)
         defer { world.close() }
         let (a, b, _) = try Self.apps(world)
         var environment = ProcessInfo.processInfo.environment
         environment["LA_DAEMON_SOCKET"] = world.daemon.socket
         environment["LA_PRESENTER"] = "none"
-        // An item with no list yet: lactl gives it one naming B.
+        let trust = "\(try lactlExecutable().path) keychain trust -s svc -a open -G \(Self.group) \(b.executable)"
+        // An item with no list yet: lactl gives it one naming B, once the user allowed it into the app's group.
         #expect(try a.run(["add", "svc", "open", "o-secret", Self.group])["status"] == "0")
-        let trusted = try runCapturingOutput(
+        let refused = try runCapturingOutput(
             try lactlExecutable(), ["keychain", "trust", "-s", "svc", "-a", "open", "-G", Self.group, b.executable],
             environment: environment)
-        #expect(trusted.status == 0, "\(trusted.output)")
-        #expect(trusted.output.contains("trusted: TEAMT.probe-b \(b.executable)"), "\(trusted.output)")
+        #expect(refused.status != 0, "\(refused.output)")
+        #expect(refused.output.contains("User interaction is not allowed"), "\(refused.output)")
+        #expect(try a.run(["read", "svc", "open", Self.group])["value"] == "o-secret", "no list yet")
+
+        environment["LA_PRESENTER"] = nil
+        let trusted = try runOnTerminal(trust, environment: environment, answering: [("Password:", "secret\r")])
+        #expect(trusted.status == 0, "\(trusted.screen)")
+        #expect(trusted.screen.contains("trusted: TEAMT.probe-b \(b.executable)"), "\(trusted.screen)")
         #expect(try b.run(["read", "svc", "open", Self.group])["value"] == "o-secret")
         #expect(try a.run(["read", "svc", "open", Self.group])["status"] == Self.interactionNotAllowed, "A is not on it")
 
-        // Now lactl is not on the list either: it is asked, and without a terminal it cannot answer.
-        let untrusted = try runCapturingOutput(
-            try lactlExecutable(), ["keychain", "untrust", "-s", "svc", "-a", "open", "-G", Self.group, b.executable],
-            environment: environment)
-        #expect(untrusted.status != 0, "\(untrusted.output)")
-        #expect(untrusted.output.contains("User interaction is not allowed"), "\(untrusted.output)")
+        // Now lactl is not on the list either: after the passcode it is asked, and a denial changes nothing.
+        let untrusted = try runOnTerminal(
+            trust.replacingOccurrences(of: " trust ", with: " untrust "), environment: environment,
+            answering: [("Password:", "secret\r"), ("[a]lways allow: ", "d\r")])
+        #expect(untrusted.status != 0, "\(untrusted.screen)")
+        #expect(untrusted.screen.contains("wants to use the item"), "\(untrusted.screen)")
         #expect(try b.run(["read", "svc", "open", Self.group])["value"] == "o-secret", "unchanged")
     }
 }

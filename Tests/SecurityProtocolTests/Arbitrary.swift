@@ -549,7 +549,7 @@ extension VerificationEvent: Arbitrary {
 extension AdministrationRequest: Arbitrary {
     static func arbitrary(using rng: inout any SeededRandomNumberGenerator) -> AdministrationRequest {
         let id = AuthenticationContextID.arbitrary(using: &rng)
-        switch Int.random(in: 0..<8, using: &rng) {
+        switch Int.random(in: 0..<9, using: &rng) {
         case 0: return .enroll(Finger.arbitrary(using: &rng), context: id)
         case 1: return .removePrint(PrintIdentifier.arbitrary(using: &rng), context: id)
         case 2: return .enrolledPrints
@@ -557,6 +557,7 @@ extension AdministrationRequest: Arbitrary {
         case 4: return .verifyFinger
         case 5: return .passcodeRemoved(context: id)
         case 6: return .callerIdentity
+        case 7: return .widenAccessGroups(context: id)
         default: return .closeReader
         }
     }

@@ -21,7 +21,9 @@ package final class DaemonProcess: @unchecked Sendable {
 
     /// Starts the daemon and waits until its socket accepts connections (at most 20 s). The registry holds
     /// `registrations` (file name → registration); by default the test runner and `lactl`, as administrative
-    /// tools: the suites act for many apps from one process, as `lactl` does for people.
+    /// tools: the suites act for many apps from one process, as `lactl` does for people. Unless `environment`
+    /// says otherwise (``enforcingAdministrativeClaims``), the daemon grants administrative tools what they claim
+    /// without asking the user (`LA_ADMINISTRATIVE_CLAIMS=trusted`), which the suites' own process needs.
     ///
     /// - Throws: when the executable is missing or the daemon does not come up.
     package init(
@@ -42,7 +44,7 @@ package final class DaemonProcess: @unchecked Sendable {
                 "--socket", socket, "--state-directory", stateDirectory, "--config-directory", directory + "/config",
                 "--log-level", "debug",
             ],
-            environment: environment, log: log)
+            environment: ["LA_ADMINISTRATIVE_CLAIMS": "trusted"].merging(environment) { $1 }, log: log)
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline {
             if (try? SocketClient(path: socket, accessGroups: [])) != nil { return }
@@ -52,6 +54,10 @@ package final class DaemonProcess: @unchecked Sendable {
         process.stop(SIGKILL)
         throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "localauthd did not start"])
     }
+
+    /// The daemon's environment as installed: what an administrative tool claims beyond its own groups waits for
+    /// the user's finger or passcode on its connection.
+    package static let enforcingAdministrativeClaims = ["LA_ADMINISTRATIVE_CLAIMS": "authenticated"]
 
     /// The test runner (this process's executable), `lactl` and `keychain-stress` (the suites' second process,
     /// which acts for the group its arguments name), registered as administrative tools.
