@@ -13,12 +13,17 @@ let sections: [(name: String, run: () async throws -> Void)] = [
     ("context", ContextBenchmarks.run),
     ("agent", AgentBenchmarks.run),
     ("daemon", DaemonBenchmarks.run),
+    ("pressure", PressureBenchmarks.run),
     ("callgrind", CallgrindBenchmarks.run),
 ]
 // The child the callgrind section runs under valgrind.
 if CommandLine.arguments.dropFirst().first == "lookup-loop" {
     try CallgrindBenchmarks.loop(Array(CommandLine.arguments.dropFirst(2)))
     exit(0)
+}
+// The flood the pressure section runs as another user.
+if CommandLine.arguments.dropFirst().first == "flood", CommandLine.arguments.count > 2 {
+    PressureBenchmarks.flood(socket: CommandLine.arguments[2])
 }
 let chosen = Set(CommandLine.arguments.dropFirst())
 print("la-bench: ratios against baselines measured in this run (higher is better unless said)")
