@@ -33,6 +33,12 @@ package struct DaemonConfiguration: Sendable {
     /// How long a new connection may take to send its hello.
     package var helloTimeout: Duration = .seconds(5)
 
+    /// How long a client may read none of the answers waiting for it before its connection closes: `LA_READ_STALL`
+    /// seconds (the test suites shorten it), else 30.
+    package var readStall: Duration {
+        environment["LA_READ_STALL"].flatMap { Int($0) }.map { .seconds(max($0, 1)) } ?? .seconds(30)
+    }
+
     package init(
         socketPath: String, stateDirectory: URL,
         environment: [String: String] = ProcessInfo.processInfo.environment, frameLimit: Int = MessageLimits.default.maximumFrameByteCount,
@@ -278,6 +284,7 @@ package final class DaemonServer: Sendable {
         let connections = UserConnections(limit: configuration.connectionsPerUser)
         let identification = IdentificationQueues()
         let helloTimeout = configuration.helloTimeout
+        let stallLimit = configuration.readStall
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .childChannelInitializer { channel in
@@ -289,7 +296,7 @@ package final class DaemonServer: Sendable {
                         ConnectionHandler(
                             engines: engines, sessions: sessions, logins: logins, registry: registry,
                             storeThreads: storeThreads, identification: identification, connections: connections,
-                            allowance: allowance, helloTimeout: helloTimeout))
+                            allowance: allowance, helloTimeout: helloTimeout, stallLimit: stallLimit))
                 }
             }
         let channel: any Channel
@@ -399,12 +406,25 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     private var session: DaemonSession?
     /// The hello arrived and the caller is being identified (off the loop: its executable may be hashed).
     private var identifying = false
+    /// Reading from the client is paused (``regulateReading(_:)``).
+    private var readingPaused = false
+    /// Messages of the client read while paused (the rest of one read: bounded by what NIO reads at once), served
+    /// in order once it is not crowded.
+    private var held = CircularBuffer<ClientMessage>()
+    /// Answers wait for the client beyond the high-water mark and are watched (``watchStall(_:)``).
+    private var stallWatched = false
+    /// Answers and events that may wait for a client that does not read them; more, and the connection closes.
+    static let outboundLimit = 256 << 20
+    /// How long a client may read none of the answers waiting for it (beyond the high-water mark) before its
+    /// connection closes (``DaemonConfiguration/readStall``).
+    private let stallLimit: TimeAmount
 
     init(
         engines: UserEngines, sessions: SessionRegistry, logins: LoginSessions, registry: RegistryWatcher,
         storeThreads: NIOThreadPool, identification: IdentificationQueues, connections: UserConnections,
-        allowance: FrameAllowance, helloTimeout: Duration
+        allowance: FrameAllowance, helloTimeout: Duration, stallLimit: Duration
     ) {
+        self.stallLimit = TimeAmount(stallLimit)
         self.engines = engines
         self.sessions = sessions
         self.logins = logins
@@ -461,14 +481,9 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
             return refuse(context, "the frame does not decode: \(error)")
         }
         if let session {
-            // Every request is the connected program's: once it exited or executed another file, the connection
-            // (which an exec hands on) serves nothing more.
-            let peer = session.peer
-            guard peer.isCurrent else {
-                return refuse(context, "process \(peer.credentials.pid) no longer runs \(peer.executable)")
-            }
-            session.handle(message)
-            return
+            // Read while paused (the rest of the read that paused it): served once the client is no longer crowded.
+            guard !readingPaused else { return held.append(message) }
+            return serve(context, session, message)
         }
         guard !identifying else { return refuse(context, "a request came before the welcome") }
         guard case .hello(let versions, let groups, let allGroups) = message else {
@@ -533,6 +548,10 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
         ) { message in
             channel.writeAndFlush(message.frame(channel.allocator), promise: nil)
         }
+        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        session.relieved = { [weak self] in
+            bound.eventLoop.execute { self?.regulateReading(bound.value) }
+        }
         self.session = session
         identifying = false
         allowance.welcomedUser = uid
@@ -545,6 +564,78 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
                 "groups": "\(caller.accessGroups.joined(separator: ","))",
             ])
         context.writeAndFlush(wrapOutbound(ServerMessage.welcome(version: 1)), promise: nil)
+    }
+
+    /// Serves a message of the welcomed client, and pauses reading when that made it crowded.
+    private func serve(_ context: ChannelHandlerContext, _ session: DaemonSession, _ message: ClientMessage) {
+        // Every request is the connected program's: once it exited or executed another file, the connection
+        // (which an exec hands on) serves nothing more.
+        let peer = session.peer
+        guard peer.isCurrent else {
+            return refuse(context, "process \(peer.credentials.pid) no longer runs \(peer.executable)")
+        }
+        session.handle(message)
+        if !context.channel.isWritable || session.load >= DaemonSession.inFlightLimit { regulateReading(context) }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        regulateReading(context)
+        context.fireChannelWritabilityChanged()
+    }
+
+    /// Reads the client's requests only while fewer than ``DaemonSession/inFlightLimit`` are in flight and its
+    /// answers do not wait beyond the channel's high-water mark (64 KiB): a client that writes requests faster than
+    /// they are served, or does not read its answers, fills its own socket and waits, and holds no more of the
+    /// daemon than that. A client that reads none of its waiting answers for ``stallLimit``, or lets more than
+    /// ``outboundLimit`` wait (subscribed events keep coming), is disconnected (``watchStall(_:)``).
+    private func regulateReading(_ context: ChannelHandlerContext) {
+        guard let session, context.channel.isActive else { return }
+        var crowded: Bool { !context.channel.isWritable || session.load >= DaemonSession.inFlightLimit }
+        // Messages read while paused go first, as long as the client is not crowded again.
+        while !held.isEmpty && !crowded && context.channel.isActive {
+            serve(context, session, held.removeFirst())
+        }
+        let paused = crowded || !held.isEmpty
+        if paused != readingPaused {
+            readingPaused = paused
+            session.readingPaused.store(paused, ordering: .releasing)
+            try? context.channel.syncOptions?.setOption(ChannelOptions.autoRead, value: !paused)
+        }
+        if !context.channel.isWritable { watchStall(context) }
+    }
+
+    /// Checks every second, while answers wait for the client beyond the high-water mark, that the client reads:
+    /// the waiting bytes went down at least once in ``stallLimit``, and never exceed ``outboundLimit``.
+    private func watchStall(_ context: ChannelHandlerContext) {
+        guard !stallWatched else { return }
+        stallWatched = true
+        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        let channel = context.channel
+        var waiting = Int.max
+        var progressed = NIODeadline.now()
+        context.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { [weak self] task in
+            guard let self, channel.isActive, !channel.isWritable else {
+                self?.stallWatched = false
+                return task.cancel()
+            }
+            let bytes = (try? channel.syncOptions?.getOption(ChannelOptions.bufferedWritableBytes)) ?? 0
+            if bytes < waiting { progressed = .now() }
+            waiting = bytes
+            let reason: String
+            if bytes > Self.outboundLimit {
+                reason = "more than \(Self.outboundLimit >> 20) MiB of answers wait for the client"
+            } else if NIODeadline.now() - progressed > self.stallLimit {
+                reason = "the client read none of its answers for \(self.stallLimit.nanoseconds / 1_000_000_000) s"
+            } else {
+                return
+            }
+            task.cancel()
+            self.stallWatched = false
+            DaemonServer.logger.notice(
+                "closed a connection whose client does not read",
+                metadata: ["reason": "\(reason)", "pid": "\(session?.peer.credentials.pid ?? 0)"])
+            bound.value.close(promise: nil)
+        }
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {

@@ -41,6 +41,21 @@ final class DaemonSession: Sendable {
 
     private let state = Mutex(State())
 
+    /// Requests in flight at which the connection stops reading (``ConnectionHandler``) until one ends: a client
+    /// cannot start more work than this at once, however fast it writes.
+    static let inFlightLimit = 64
+    /// Subscriptions one connection may hold (each observer of a program holds one); more are not served: their
+    /// streams get nothing.
+    static let subscriptionLimit = 256
+    /// Set while the connection does not read: a request that ends then calls ``relieved``.
+    let readingPaused = Atomic<Bool>(false)
+    /// Called (on the thread that finished a request) when a request ends while reading is paused.
+    var relieved: (@Sendable () -> Void)? {
+        get { reliefCall.withLock { $0 } }
+        set { reliefCall.withLock { $0 = newValue } }
+    }
+    private let reliefCall = Mutex<(@Sendable () -> Void)?>(nil)
+
     init(
         engine: KeychainEngine, caller: CallerIdentity, peer: PeerProcess, storeThreads: NIOThreadPool,
         logins: LoginSessions, requested: @escaping @Sendable () -> Void = {},
@@ -172,7 +187,11 @@ final class DaemonSession: Sendable {
             state.inFlight[id] = nil
         }
         send(answer)
+        if readingPaused.load(ordering: .acquiring) { relieved?() }
     }
+
+    /// Requests in flight (compared with ``inFlightLimit``).
+    var load: Int { state.withLock { $0.inFlight.count } }
 
     /// Stops taking requests (the daemon is stopping); those in flight finish.
     func drain() {
@@ -227,13 +246,25 @@ final class DaemonSession: Sendable {
         let task = Task {
             for await element in stream { send(message(element)) }
         }
-        let kept = state.withLock { state -> Bool in
+        // nil: over the limit.
+        let kept = state.withLock { state -> Bool? in
             guard !state.closed else { return false }
+            guard state.subscriptions[id] != nil || state.subscriptions.count < Self.subscriptionLimit else {
+                return nil
+            }
             state.subscriptions[id]?.cancel()
             state.subscriptions[id] = task
             return true
         }
-        if !kept { task.cancel() }
+        if kept != true { task.cancel() }
+        if kept == nil {
+            DaemonServer.logger.notice(
+                "a subscription over the connection's limit is not served",
+                metadata: [
+                    "pid": "\(peer.credentials.pid)", "executable": "\(peer.executable)",
+                    "limit": "\(Self.subscriptionLimit)",
+                ])
+        }
     }
 
     /// The connection closed: prompts in progress end (`systemCancel`), requests still running are cancelled (a

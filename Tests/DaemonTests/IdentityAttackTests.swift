@@ -294,6 +294,46 @@ struct IdentityAttackTests {
         #expect(try victim.run(["read", "svc", "acct"])["value"] == "victim-secret")
     }
 
+    /// Another user's client that writes 4,000 lookups of a 1 MiB item and reads no answer: localauthd stops reading
+    /// from it once its answers wait (its socket fills and it can write no more), holds far less than the 4 GiB it
+    /// asked for, serves the victim meanwhile, and closes the connection once the client read nothing for the
+    /// stall limit (`LA_READ_STALL`, 5 s here). Before, the daemon read every request and kept every answer.
+    @Test(.enabled(if: canMakeUsers))
+    func aClientThatReadsNoAnswerHoldsLittleAndIsDisconnected() throws {
+        let world = try DaemonWorld(extraEnvironment: ["LA_READ_STALL": "5"])
+        defer { world.close() }
+        chmod(world.directory, 0o755)
+        let user = try OtherUser()
+        defer { user.remove() }
+        let victim = try Self.registeredApp(world)
+        let probe = world.directory + "/unread"
+        try AppIsolationTests.copyExecutable(try builtExecutable("isolation-probe-b").path, to: probe)
+        let log = world.directory + "/unread.log"
+        let process = try SpawnedProcess(
+            "/usr/bin/setpriv", Array(user.asUser.dropFirst()) + [probe, "unread", world.daemon.socket, "4000"],
+            environment: ["HOME": "/"], log: log)
+        defer { process.stop(SIGKILL) }
+        var text = ""
+        for _ in 0..<1_200 where !text.contains("holding") {
+            usleep(50_000)
+            text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        }
+        let values = AppIsolationTests.values((0, text))
+        let written = try #require(values["written"].flatMap { Int($0) }, "\(text)")
+        #expect(written > 0 && written < 4_000, "the client wrote \(written) lookups before its socket stayed full")
+        let resident = try Self.residentBytes(of: world.daemon.pid)
+        #expect(resident < 400 << 20, "localauthd holds \(resident >> 20) MiB for a client that reads nothing")
+        #expect(try victim.run(["read", "svc", "acct"])["value"] == "victim-secret")
+        // Closed within the stall limit and the watch's period after the answers began to wait.
+        var closed = false
+        for _ in 0..<300 where !closed {
+            usleep(50_000)
+            let daemonLog = (try? String(contentsOfFile: world.daemon.log, encoding: .utf8)) ?? ""
+            closed = daemonLog.contains("closed a connection whose client does not read")
+        }
+        #expect(closed, "localauthd closed the connection of the client that does not read")
+    }
+
     /// A connection that never says hello is closed; one user's connections are capped while another user's
     /// program is still served.
     @Test(.enabled(if: canMakeUsers))

@@ -1,7 +1,7 @@
 import Foundation
 import KeychainServices
-import SecurityClient
 import SecureCrypto
+import SecurityClient
 import SecurityProtocol
 
 /// What the two isolation probes (`isolation-probe-a`, `isolation-probe-b`: two programs built for the purpose, so
@@ -24,6 +24,10 @@ import SecurityProtocol
 ///     flood SOCKET COUNT BYTES [hello]      opened= refused=, then `holding` and sleeps (an attacker's flood:
 ///                                           COUNT raw connections each declaring a frame of BYTES and sending all
 ///                                           but its last byte; after a hello first with `hello`)
+///     unread SOCKET COUNT                   written=, then `holding` and sleeps (a client that reads no answer:
+///                                           stores a 1 MiB item, then writes COUNT lookups of every item with
+///                                           their data and never reads; stops writing when the socket stays full
+///                                           for 3 s)
 ///
 /// With `PROBE_CHOICE` (deny, once, always) set, the program's presenter answers "<app> wants to use the item"
 /// with it, printing `asked=<question>` and `changed=<bool>`, and gives `PROBE_PASSCODE` when the daemon then asks
@@ -133,7 +137,8 @@ package enum IsolationProbe {
             var applications: [SecTrustedApplication] = []
             for path in [nil] + arguments.dropFirst(5).map(Optional.some) {
                 var application: SecTrustedApplication?
-                let status = path.map { SecTrustedApplicationCreateFromPath($0, &application) }
+                let status =
+                    path.map { SecTrustedApplicationCreateFromPath($0, &application) }
                     ?? SecTrustedApplicationCreateFromPath(nil, &application)
                 guard status == errSecSuccess, let application else { usage() }
                 applications.append(application)
@@ -159,6 +164,9 @@ package enum IsolationProbe {
         case "flood"?:
             guard arguments.count >= 4, let count = Int(arguments[2]), let bytes = Int(arguments[3]) else { usage() }
             flood(socket: arguments[1], count: count, bytes: bytes, hello: arguments.count > 4)
+        case "unread"?:
+            guard arguments.count >= 3, let count = Int(arguments[2]) else { usage() }
+            unread(socket: arguments[1], count: count)
         case "whoami"?:
             do {
                 let client = try ClientSelection.fromEnvironment()
@@ -237,6 +245,72 @@ package enum IsolationProbe {
         while true { sleep(60) }
     }
 
+    /// Says hello, stores a 1 MiB generic password, then writes `count` lookups of every item with their data
+    /// without reading one answer: what a client does to make the daemon hold its answers. Prints how many lookups
+    /// it wrote before the socket stayed full for 3 s, then `holding`, and sleeps until killed.
+    private static func unread(socket path: String, count: Int) -> Never {
+        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        let reader = FrameReader(descriptor: descriptor, limit: 1 << 20)
+        func exchange(_ message: ClientMessage) -> Bool {
+            guard FrameReader.write(message.encoded(), to: descriptor),
+                let answer = try? reader.next({ try ServerMessage(decoding: $0) })
+            else { return false }
+            switch answer {
+            case .welcome, .keychain: return true
+            default: return false
+            }
+        }
+        let item: [String: KeychainValue] = [
+            "class": .string("genp"), "svce": .string("unread"), "acct": .string("large"),
+            "v_Data": .secret(SecureBytes([UInt8](repeating: 0x5a, count: 1 << 20))),
+        ]
+        guard connected == 0, exchange(.hello(versions: [1], accessGroups: [], allGroups: false)),
+            exchange(.keychain(1, .add(item), .nonInteractive, interactive: false))
+        else {
+            print("written=0\nerror=the daemon did not welcome or store")
+            exit(1)
+        }
+        _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
+        let query: [String: KeychainValue] = [
+            "class": .string("genp"), "svce": .string("unread"), "m_Limit": .string("m_LimitAll"),
+            "r_Data": .bool(true),
+        ]
+        var written = 0
+        writing: for id in 0..<count {
+            let frame = ClientMessage.keychain(
+                UInt64(id + 2), .copyMatching(query), .nonInteractive, interactive: false
+            )
+            .encoded()
+            let complete = frame.withUnsafeBytes { bytes -> Bool in
+                var sent = 0
+                while sent < bytes.count {
+                    let count = send(descriptor, bytes.baseAddress! + sent, bytes.count - sent, Int32(MSG_NOSIGNAL))
+                    if count > 0 {
+                        sent += count
+                        continue
+                    }
+                    guard count < 0, errno == EAGAIN || errno == EINTR else { return false }
+                    var writable = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
+                    guard poll(&writable, 1, 3_000) == 1 else { return false }
+                }
+                return true
+            }
+            guard complete else { break writing }
+            written += 1
+        }
+        let report = "written=\(written)\nholding\n"
+        _ = report.withCString { write(1, $0, strlen($0)) }
+        while true { sleep(60) }
+    }
+
     private static func identity(_ service: String, _ account: String, group: String?) -> [String: Any] {
         var query: [String: Any] = [
             kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: service,
@@ -267,7 +341,8 @@ package enum IsolationProbe {
     }
 
     private static func usage() -> Never {
-        FileHandle.standardError.write(Data("isolation-probe: unknown command \(CommandLine.arguments.dropFirst())\n".utf8))
+        FileHandle.standardError.write(
+            Data("isolation-probe: unknown command \(CommandLine.arguments.dropFirst())\n".utf8))
         exit(2)
     }
 }
