@@ -83,6 +83,9 @@ install: bootstrap pam
 	sed 's|@BINDIR@|$(BINDIR)|' Resources/systemd/user/localauthd-screen-lock.service > screen-lock.service.tmp
 	install -D -m 0644 screen-lock.service.tmp $(DESTDIR)$(SYSTEMD_USER_UNIT_DIR)/localauthd-screen-lock.service
 	rm -f screen-lock.service.tmp
+	sed 's|@BINDIR@|$(BINDIR)|' Resources/systemd/user/localauthd-agent.service > agent.service.tmp
+	install -D -m 0644 agent.service.tmp $(DESTDIR)$(SYSTEMD_USER_UNIT_DIR)/localauthd-agent.service
+	rm -f agent.service.tmp
 	install -d -m 0755 $(DESTDIR)/etc/localauthd/apps.d
 	printf 'application-identifier = localauthentication.lactl\nexecutable = %s\nsha256 = %s\nadministrative = yes\n' \
 		"$(BINDIR)/lactl" "$$(sha256sum $(DESTDIR)$(BINDIR)/lactl | cut -d' ' -f1)" > lactl.conf.tmp
@@ -92,9 +95,11 @@ install: bootstrap pam
 	@echo "Point programs at it with LA_DAEMON_SOCKET=/run/localauthd/socket or /etc/local-authentication/client.conf"
 	@echo "Login keychain: add the pam_localauth.so lines of docs/LOGIN-KEYCHAIN.md to /etc/pam.d/common-auth,"
 	@echo "common-session and common-password (not edited here); screen lock: systemctl --user enable --now localauthd-screen-lock"
+	@echo "Prompt agent (pinentry draws the questions, programs never see the passcode): systemctl --user enable --now localauthd-agent"
 
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/localauthd $(DESTDIR)$(BINDIR)/lactl $(DESTDIR)/etc/pam.d/local-authentication
 	rm -f $(DESTDIR)/etc/localauthd/apps.d/lactl.conf
 	rm -f $(DESTDIR)$(SYSTEMD_UNIT_DIR)/localauthd.socket $(DESTDIR)$(SYSTEMD_UNIT_DIR)/localauthd.service
 	rm -f $(DESTDIR)$(PAM_MODULE_DIR)/pam_localauth.so $(DESTDIR)$(SYSTEMD_USER_UNIT_DIR)/localauthd-screen-lock.service
+	rm -f $(DESTDIR)$(SYSTEMD_USER_UNIT_DIR)/localauthd-agent.service

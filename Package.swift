@@ -249,7 +249,10 @@ let package = Package(
         // Two programs built for the isolation tests (distinct executables, one shared command set): what one
         // app's items, keys and references are to another program of the same user.
         .target(
-            name: "IsolationProbe", dependencies: ["KeychainServices", "SecureCrypto", "SecurityClient", "SecurityProtocol"],
+            name: "IsolationProbe",
+            dependencies: [
+                "KeychainServices", "LocalAuthentication", "SecureCrypto", "SecurityClient", "SecurityProtocol",
+            ],
             path: "Tests/Fixtures/IsolationProbes/Shared"),
         .executableTarget(
             name: "isolation-probe-a", dependencies: ["IsolationProbe"], path: "Tests/Fixtures/IsolationProbes/ProbeA"),

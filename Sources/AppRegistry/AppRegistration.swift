@@ -30,10 +30,13 @@ package struct AppRegistration: Sendable, Hashable {
     /// this app (a script's process runs the interpreter: the kernel knows no other executable for it). Without
     /// it, a registration whose executable is a known interpreter (``isInterpreter(_:)``) is refused.
     package var isInterpreter: Bool
+    /// `own-prompts = yes`: the program draws its own prompts (its presenter) even while its user's prompt agent
+    /// runs, and so sees the passcode typed into them; without it, the agent draws them when one is registered.
+    package var drawsOwnPrompts: Bool
 
     package init(
         applicationIdentifier: String, executable: String?, digests: [Data] = [], keychainAccessGroups: [String] = [],
-        isAdministrative: Bool = false, isInterpreter: Bool = false
+        isAdministrative: Bool = false, isInterpreter: Bool = false, drawsOwnPrompts: Bool = false
     ) {
         self.applicationIdentifier = applicationIdentifier
         self.executable = executable
@@ -41,6 +44,7 @@ package struct AppRegistration: Sendable, Hashable {
         self.keychainAccessGroups = keychainAccessGroups
         self.isAdministrative = isAdministrative
         self.isInterpreter = isInterpreter
+        self.drawsOwnPrompts = drawsOwnPrompts
     }
 
     /// Whether the program at `path` is, by its name, an interpreter of scripts or a launcher of other code
@@ -104,6 +108,7 @@ package struct AppRegistration: Sendable, Hashable {
         var groups: [(String, line: Int)] = []
         var administrative = false
         var interpreter = false
+        var ownPrompts = false
         for (index, rawLine) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
             let number = index + 1
             guard rawLine.utf8.count <= Self.maximumLineByteCount else {
@@ -167,11 +172,17 @@ package struct AppRegistration: Sendable, Hashable {
                 case "no", "false": interpreter = false
                 default: throw fail(number, "interpreter must be yes or no, found \(Self.quoted(value))")
                 }
+            case "own-prompts":
+                switch value {
+                case "yes", "true": ownPrompts = true
+                case "no", "false": ownPrompts = false
+                default: throw fail(number, "own-prompts must be yes or no, found \(Self.quoted(value))")
+                }
             default:
                 throw fail(
                     number,
                     "unknown key \(Self.quoted(key)) (known: application-identifier, executable, sha256, "
-                        + "keychain-access-groups, administrative, interpreter)")
+                        + "keychain-access-groups, administrative, interpreter, own-prompts)")
             }
         }
         guard let identifier else { throw fail(0, "application-identifier is missing") }
@@ -191,7 +202,7 @@ package struct AppRegistration: Sendable, Hashable {
         self.init(
             applicationIdentifier: identifier, executable: executable, digests: digests,
             keychainAccessGroups: groups.map(\.0).reduce(into: []) { if !$0.contains($1) { $0.append($1) } },
-            isAdministrative: administrative, isInterpreter: interpreter)
+            isAdministrative: administrative, isInterpreter: interpreter, drawsOwnPrompts: ownPrompts)
     }
 
     /// The file's text, in the format ``init(parsing:file:)`` reads.
@@ -204,6 +215,7 @@ package struct AppRegistration: Sendable, Hashable {
         }
         lines.append("administrative = \(isAdministrative ? "yes" : "no")")
         if isInterpreter { lines.append("interpreter = yes") }
+        if drawsOwnPrompts { lines.append("own-prompts = yes") }
         return lines.joined(separator: "\n") + "\n"
     }
 

@@ -147,7 +147,9 @@ package final class SocketClient: SecurityClient {
     /// answer its prompts, a subscription may not be registered yet (``subscriptions``), the lane is busy with
     /// another request of this process, cannot be made or is not served by the process behind the main socket, or
     /// the request could not be sent on it (an idle lane whose daemon restarted: the main connection connects
-    /// again, and the next request makes a new lane), or the main connection's access groups were widened.
+    /// again, and the next request makes a new lane), or the main connection's access groups were widened; and when
+    /// the lane's answer is `errSecInteractionNotAllowed` (the main connection then asks it again: there the user's
+    /// prompt agent can ask).
     private func throughLane(
         _ mayTakeLane: Bool, _ presenter: (any EvaluationPresenter)?, _ message: (UInt64) -> ClientMessage
     ) throws -> ServerMessage? {
@@ -158,7 +160,15 @@ package final class SocketClient: SecurityClient {
         }
         defer { giveBackLane(connection) }
         let id = PromptResponder.nextRequest()
-        return try connection.request(message(id), id: id)
+        let answer = try connection.request(message(id), id: id)
+        // Stopped where it needed the user: the main connection, where the user's prompt agent may ask (the lane
+        // never prompts). Not for a request made from a presenter's callback, which may not prompt again.
+        if case .keychainFailure(_, let status) = answer, status.code == .interactionNotAllowed,
+            !PresenterQueue.isCurrent
+        {
+            return nil
+        }
+        return answer
     }
 
     /// The free lane connection, made first when there is none (checked against the main connection's daemon).
@@ -602,8 +612,12 @@ final class SocketConnection: Sendable {
         case .keychainEvent(let id, _), .environment(let id, _):
             state.withLock { $0.subscriptions[id]?.deliver }?(message)
         case .keychain(let id, _), .key(let id, _), .authentication(let id, _), .administration(let id, _),
-            .keychainFailure(let id, _), .authenticationFailure(let id, _), .login(let id, _):
+            .keychainFailure(let id, _), .authenticationFailure(let id, _), .login(let id, _),
+            .agentRegistered(let id, _):
             state.withLock { $0.pending.removeValue(forKey: id) }?.waiter.resume(with: .success(message))
+        case .agentPrompt, .agentPromptEnded:
+            // Only an agent's connection gets these (lactl agent reads its own); never a SocketClient's.
+            break
         case .welcome, .refused:
             shutDown()
         }
@@ -844,5 +858,19 @@ package final class LaneConnection: @unchecked Sendable {
     package func close() {
         isOpen = false
         shutdown(fd, Int32(SHUT_RDWR))
+    }
+}
+
+extension SocketClient {
+    /// A bare connection to localauthd's socket at `path`, for a client that speaks the protocol itself (`lactl
+    /// agent`), with the uid of the process that serves it (`SO_PEERCRED`; nil when the kernel gives none).
+    ///
+    /// - Throws: `KeychainStatus(.notAvailable)` when the socket cannot be reached.
+    package static func connectBare(_ path: String) throws -> (descriptor: Int32, serverUID: UInt32?) {
+        let fd = try SocketConnection.connect(path)
+        var credentials: (Int32, UInt32, UInt32) = (0, 0, 0)
+        var length = socklen_t(MemoryLayout.size(ofValue: credentials))
+        let known = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0 && credentials.0 > 0
+        return (fd, known ? credentials.1 : nil)
     }
 }

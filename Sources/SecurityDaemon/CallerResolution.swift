@@ -78,6 +78,14 @@ final class RegistryWatcher: Sendable {
     func identity(of peer: PeerProcess, claimed: [String], allGroups: Bool) throws(PeerProcess.Unidentified)
         -> CallerIdentity
     {
+        try identification(of: peer, claimed: claimed, allGroups: allGroups).caller
+    }
+
+    /// ``identity(of:claimed:allGroups:)``, with the registration that named the program (nil: none did, or it is
+    /// tainted).
+    func identification(of peer: PeerProcess, claimed: [String], allGroups: Bool) throws(PeerProcess.Unidentified)
+        -> (caller: CallerIdentity, registration: AppRegistration?)
+    {
         let taint = peer.integrity().taint
         let digest = peer.digestOutcome()
         var found: (file: String, registration: AppRegistration)?
@@ -134,7 +142,7 @@ final class RegistryWatcher: Sendable {
         }
         let mayAccessAllGroups = grant?.mayAccessAllGroups ?? false
         let uid = peer.credentials.uid
-        return CallerIdentity(
+        let caller = CallerIdentity(
             accessGroups: groups, mayAccessAllGroups: mayAccessAllGroups,
             identified: CallerInfo(
                 mode: "daemon", uid: uid, userName: DataLocations.userName(of: uid) ?? String(uid),
@@ -147,6 +155,7 @@ final class RegistryWatcher: Sendable {
             },
             // Known from the hello on, or never: nothing is hashed on the threads that serve requests.
             codeDigest: { taint == nil ? peer.knownDigest : nil }, heldBackClaim: grant?.heldBack)
+        return (caller, found?.registration)
     }
 
     /// The private group's name for a tainted program whose executable is named `digest`: unlike any digest an

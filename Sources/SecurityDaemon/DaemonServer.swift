@@ -271,6 +271,7 @@ package final class DaemonServer: Sendable {
         let engines = UserEngines(configuration: configuration, enclave: enclave)
         let sessions = SessionRegistry()
         let logins = LoginSessions()
+        let agents = PromptAgents()
         let registry = RegistryWatcher(
             directory: configuration.registryDirectory,
             trustsAdministrativeClaims: configuration.trustsAdministrativeClaims)
@@ -294,7 +295,7 @@ package final class DaemonServer: Sendable {
                         ByteToMessageHandler(FrameDecoder(limit: limit, allowance: allowance)))
                     try channel.pipeline.syncOperations.addHandler(
                         ConnectionHandler(
-                            engines: engines, sessions: sessions, logins: logins, registry: registry,
+                            engines: engines, sessions: sessions, logins: logins, agents: agents, registry: registry,
                             storeThreads: storeThreads, identification: identification, connections: connections,
                             allowance: allowance, helloTimeout: helloTimeout, stallLimit: stallLimit))
                 }
@@ -393,6 +394,7 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     private let engines: UserEngines
     private let sessions: SessionRegistry
     private let logins: LoginSessions
+    private let agents: PromptAgents
     private let storeThreads: NIOThreadPool
     private let registry: RegistryWatcher
     private let identification: IdentificationQueues
@@ -420,7 +422,8 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     private let stallLimit: TimeAmount
 
     init(
-        engines: UserEngines, sessions: SessionRegistry, logins: LoginSessions, registry: RegistryWatcher,
+        engines: UserEngines, sessions: SessionRegistry, logins: LoginSessions, agents: PromptAgents,
+        registry: RegistryWatcher,
         storeThreads: NIOThreadPool, identification: IdentificationQueues, connections: UserConnections,
         allowance: FrameAllowance, helloTimeout: Duration, stallLimit: Duration
     ) {
@@ -428,6 +431,7 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
         self.engines = engines
         self.sessions = sessions
         self.logins = logins
+        self.agents = agents
         self.registry = registry
         self.storeThreads = storeThreads
         self.identification = identification
@@ -500,16 +504,23 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
         // Off the loop and off the threads that serve requests (on the user's own queue): the registry may be read
         // again, the executable hashed, the user's store opened.
         let (engines, registry) = (engines, registry)
+        let agents = self.agents
         let identified = identification.run(for: peer.credentials.uid, eventLoop: context.eventLoop) {
-            () throws -> (KeychainEngine, CallerIdentity) in
+            () throws -> (KeychainEngine, CallerIdentity, DaemonSession.PromptRouting) in
             let caller: CallerIdentity
+            let routing: DaemonSession.PromptRouting
             do {
-                caller = try registry.identity(of: peer, claimed: groups, allGroups: allGroups)
+                let found = try registry.identification(of: peer, claimed: groups, allGroups: allGroups)
+                caller = found.caller
+                routing = DaemonSession.PromptRouting(
+                    agents: agents, loginSession: peer.loginSession,
+                    mayServeAsAgent: found.registration?.isAdministrative ?? false,
+                    drawsOwnPrompts: found.registration?.drawsOwnPrompts ?? false)
             } catch {
                 throw Refusal("the connected process cannot be identified: \(error)")
             }
             do {
-                return (try engines.engine(for: peer.credentials.uid), caller)
+                return (try engines.engine(for: peer.credentials.uid), caller, routing)
             } catch {
                 DaemonServer.logger.error(
                     "cannot open a store", metadata: ["uid": "\(peer.credentials.uid)", "error": "\(error)"])
@@ -521,7 +532,8 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
             let context = bound.value
             guard context.channel.isActive else { return }
             switch result {
-            case .success(let (engine, caller)): welcome(context, engine: engine, caller: caller, peer: peer)
+            case .success(let (engine, caller, routing)):
+                welcome(context, engine: engine, caller: caller, routing: routing, peer: peer)
             case .failure(let refusal as Refusal): refuse(context, refusal.reason)
             case .failure(let error): refuse(context, "\(error)")
             }
@@ -538,12 +550,15 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     }
 
     /// Starts the session of an identified caller and answers its hello.
-    private func welcome(_ context: ChannelHandlerContext, engine: KeychainEngine, caller: CallerIdentity, peer: PeerProcess) {
+    private func welcome(
+        _ context: ChannelHandlerContext, engine: KeychainEngine, caller: CallerIdentity,
+        routing: DaemonSession.PromptRouting, peer: PeerProcess
+    ) {
         let channel = context.channel
         let engines = self.engines
         let uid = peer.credentials.uid
         let session = DaemonSession(
-            engine: engine, caller: caller, peer: peer, storeThreads: storeThreads, logins: logins,
+            engine: engine, caller: caller, peer: peer, storeThreads: storeThreads, logins: logins, routing: routing,
             requested: { engines.requested(by: uid) }
         ) { message in
             channel.writeAndFlush(message.frame(channel.allocator), promise: nil)

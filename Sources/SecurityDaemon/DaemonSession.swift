@@ -30,8 +30,26 @@ final class DaemonSession: Sendable {
     /// Tells the daemon the user is active (each request; the idle lock counts from the last).
     private let requested: @Sendable () -> Void
 
+    /// Where the connection's prompts go (``PromptAgents``), and whether it may serve as an agent.
+    struct PromptRouting: Sendable {
+        var agents: PromptAgents
+        /// The caller's login session (``SocketPeer/PeerProcess/loginSession``).
+        var loginSession: String?
+        /// The caller may register as its user's prompt agent: an administrative tool (`lactl`), untainted.
+        var mayServeAsAgent = false
+        /// The caller's registration lets it draw its own prompts while an agent runs (`own-prompts = yes`).
+        var drawsOwnPrompts = false
+    }
+
+    private let routing: PromptRouting
+    /// This connection's role as a prompt agent, once registered.
+    private let agentRole = Mutex<PromptAgents.Agent?>(nil)
+
     private struct State {
+        /// The prompt channels of requests whose prompts the client itself answers.
         var channels: [UInt64: PromptChannel] = [:]
+        /// The requests whose prompts an agent draws, with their channels.
+        var agentPrompts: [UInt64: (PromptAgents.Agent, PromptChannel)] = [:]
         var subscriptions: [UInt64: Task<Void, Never>] = [:]
         var inFlight: [UInt64: Task<Void, Never>?] = [:]
         var closed = false
@@ -58,9 +76,10 @@ final class DaemonSession: Sendable {
 
     init(
         engine: KeychainEngine, caller: CallerIdentity, peer: PeerProcess, storeThreads: NIOThreadPool,
-        logins: LoginSessions, requested: @escaping @Sendable () -> Void = {},
+        logins: LoginSessions, routing: PromptRouting, requested: @escaping @Sendable () -> Void = {},
         send: @escaping @Sendable (ServerMessage) -> Void
     ) {
+        self.routing = routing
         self.logins = logins
         self.requested = requested
         self.engine = engine
@@ -121,7 +140,13 @@ final class DaemonSession: Sendable {
                 }
             }
         case .answer(let answer):
-            state.withLock { $0.channels[answer.request] }?.receive(answer)
+            if let channel = state.withLock({ $0.channels[answer.request] }) {
+                channel.receive(answer)
+            } else {
+                agentRole.withLock { $0 }?.receive(answer)
+            }
+        case .registerAgent(let id):
+            registerAgent(id)
         case .subscribeKeychainEvents(let id):
             subscribe(id, engine.events(for: caller)) { .keychainEvent(id, $0) }
         case .subscribeEnvironment(let id):
@@ -162,30 +187,61 @@ final class DaemonSession: Sendable {
         return widened.info
     }
 
-    /// Records request `id` as in flight; `.some` of its prompt channel (nil when the client cannot answer
-    /// prompts), or `.none` after answering the request with the reason it cannot run.
-    private func admit(_ id: UInt64, interactive: Bool) -> PromptChannel?? {
+    /// The agent that draws this caller's prompts (its session's, else its user's), nil when none is registered or
+    /// the caller draws its own (`interactive`, and its registration says `own-prompts = yes`).
+    private func agent(interactive: Bool) -> PromptAgents.Agent? {
+        if interactive && routing.drawsOwnPrompts { return nil }
+        return routing.agents.agent(uid: peer.credentials.uid, session: routing.loginSession)
+    }
+
+    /// A prompt channel for request `id`: to the caller's agent when one draws its prompts (``agent(interactive:)``;
+    /// not when `mayUseAgent` is false), else to the client when it can answer prompts (`interactive`), else nil.
+    private func promptChannel(_ id: UInt64, interactive: Bool, mayUseAgent: Bool = true) -> (
+        PromptChannel?, PromptAgents.Agent?
+    ) {
+        if mayUseAgent, let agent = agent(interactive: interactive), let channel = agent.channel(for: caller.info) {
+            return (channel, agent)
+        }
         let send = self.send
-        let channel = interactive ? PromptChannel(request: id) { send(.prompt($0)) } : nil
+        return (interactive ? PromptChannel(request: id) { send(.prompt($0)) } : nil, nil)
+    }
+
+    /// Records request `id` as in flight; `.some` of its prompt channel
+    /// (``promptChannel(_:interactive:mayUseAgent:)``), or `.none` after answering the request with the reason it
+    /// cannot run.
+    private func admit(_ id: UInt64, interactive: Bool, mayUseAgent: Bool = true) -> PromptChannel?? {
+        let (channel, agent) = promptChannel(id, interactive: interactive, mayUseAgent: mayUseAgent)
         let refusal = state.withLock { state -> KeychainStatus? in
             if state.draining || state.closed { return KeychainStatus(.notAvailable, "localauthd is stopping") }
             guard state.inFlight[id] == nil else { return KeychainStatus(.param, "request \(id) is already in flight") }
             state.inFlight[id] = .some(nil)
-            if let channel { state.channels[id] = channel }
+            if let channel { attach(channel, agent, to: id, in: &state) }
             return nil
         }
         guard let refusal else { return .some(channel) }
+        if let channel, let agent { agent.end(channel) }
         send(.keychainFailure(id, refusal))
         return nil
     }
 
-    /// Request `id` is done: its prompts end, and `answer` goes to the client.
+    /// Records where the answers to `channel` come from: the client, or `agent`.
+    private func attach(_ channel: PromptChannel, _ agent: PromptAgents.Agent?, to id: UInt64, in state: inout State) {
+        if let agent {
+            state.agentPrompts[id] = (agent, channel)
+        } else {
+            state.channels[id] = channel
+        }
+    }
+
+    /// Request `id` is done: its prompts end (its agent is told), and `answer` goes to the client.
     private func finish(_ id: UInt64, _ channel: PromptChannel?, _ answer: ServerMessage) {
         channel?.close()
-        state.withLock { state in
+        let drawn = state.withLock { state in
             state.channels[id] = nil
             state.inFlight[id] = nil
+            return state.agentPrompts.removeValue(forKey: id)
         }
+        if let (agent, channel) = drawn { agent.end(channel) }
         send(answer)
         if readingPaused.load(ordering: .acquiring) { relieved?() }
     }
@@ -222,7 +278,40 @@ final class DaemonSession: Sendable {
         _ id: UInt64, _ options: EvaluationOptions, interactive: Bool, inline: Bool,
         _ body: @escaping @Sendable (Prompting) throws -> ServerMessage
     ) {
+        if inline && !interactive {
+            // On the loop with nobody to ask; when it needed someone and an agent can ask, again on a store thread
+            // with the agent (the request changed nothing: it stopped where it needed the user).
+            guard case .some = admit(id, interactive: false, mayUseAgent: false) else { return }
+            do {
+                return finish(id, nil, try body(Prompting(options: options, channel: nil)))
+            } catch let status as KeychainStatus
+                where status.code == .interactionNotAllowed && !options.interactionNotAllowed
+            {
+                guard let agent = agent(interactive: false), let channel = agent.channel(for: caller.info) else {
+                    return finish(id, nil, .keychainFailure(id, status))
+                }
+                state.withLock { attach(channel, agent, to: id, in: &$0) }
+                return serveOnStoreThread(id, options, channel, body)
+            } catch {
+                return finish(id, nil, .keychainFailure(id, KeychainStatus(error)))
+            }
+        }
         guard case .some(let channel) = admit(id, interactive: interactive) else { return }
+        if inline && channel == nil {
+            do {
+                return finish(id, nil, try body(Prompting(options: options, channel: nil)))
+            } catch {
+                return finish(id, nil, .keychainFailure(id, KeychainStatus(error)))
+            }
+        }
+        serveOnStoreThread(id, options, channel, body)
+    }
+
+    /// Runs admitted store request `id` on a store thread, prompting through `channel`.
+    private func serveOnStoreThread(
+        _ id: UInt64, _ options: EvaluationOptions, _ channel: PromptChannel?,
+        _ body: @escaping @Sendable (Prompting) throws -> ServerMessage
+    ) {
         let serve = { @Sendable in
             do {
                 self.finish(id, channel, try body(Prompting(options: options, channel: channel)))
@@ -230,7 +319,6 @@ final class DaemonSession: Sendable {
                 self.finish(id, channel, .keychainFailure(id, KeychainStatus(error)))
             }
         }
-        if inline && channel == nil { return serve() }
         storeThreads.submit { poolState in
             guard case .active = poolState else {
                 return self.finish(id, channel, .keychainFailure(id, KeychainStatus(.notAvailable, "localauthd is stopping")))
@@ -270,17 +358,61 @@ final class DaemonSession: Sendable {
     /// The connection closed: prompts in progress end (`systemCancel`), requests still running are cancelled (a
     /// scan in progress releases the reader), subscriptions stop, and the connection's contexts are discarded.
     func close() {
-        let (channels, tasks) = state.withLock { state in
+        let (channels, drawn, tasks) = state.withLock { state in
             state.closed = true
             defer {
                 state.channels = [:]
+                state.agentPrompts = [:]
                 state.subscriptions = [:]
             }
-            return (Array(state.channels.values), Array(state.subscriptions.values) + state.inFlight.values.compactMap { $0 })
+            return (
+                Array(state.channels.values), Array(state.agentPrompts.values),
+                Array(state.subscriptions.values) + state.inFlight.values.compactMap { $0 }
+            )
         }
         for channel in channels { channel.close() }
+        for (agent, channel) in drawn {
+            channel.close()
+            agent.end(channel)
+        }
         for task in tasks { task.cancel() }
+        if let agent = agentRole.withLock({ $0 }) { routing.agents.remove(agent) }
         engine.authentication?.discardAll(owner: caller.connection)
+    }
+
+    /// Makes this connection its user's prompt agent for the caller's login session (or, outside any, for the
+    /// user's programs with no agent of their own session). Only an administrative tool that is not tainted
+    /// (`lactl agent`) may: any other program of the user would otherwise receive the questions other programs
+    /// ask, with the names the daemon verified, and could collect what the user types.
+    private func registerAgent(_ id: UInt64) {
+        guard routing.mayServeAsAgent else {
+            return send(
+                .keychainFailure(
+                    id,
+                    KeychainStatus(
+                        .authFailed,
+                        "only an administrative tool registered with localauthd (lactl agent) may draw the user's "
+                            + "prompts; \(peer.executable) is not one")))
+        }
+        let key = PromptAgents.Key(uid: peer.credentials.uid, session: routing.loginSession)
+        let registered = state.withLock { state -> Result<PromptAgents.Agent, PromptAgents.Refusal> in
+            guard !state.closed else { return .failure(PromptAgents.Refusal(description: "the connection closed")) }
+            guard agentRole.withLock({ $0 }) == nil else {
+                return .failure(PromptAgents.Refusal(description: "this connection is an agent already"))
+            }
+            let registered = Result { () throws(PromptAgents.Refusal) in
+                try routing.agents.register(key, pid: peer.credentials.pid, send: send)
+            }
+            // Inside the lock: a close() after it finds the role and removes the agent.
+            if case .success(let agent) = registered { agentRole.withLock { $0 = agent } }
+            return registered
+        }
+        switch registered {
+        case .success:
+            send(.agentRegistered(id, key.description))
+        case .failure(let refusal):
+            send(.keychainFailure(id, KeychainStatus(.duplicateItem, refusal.description)))
+        }
     }
 
     /// Whether a request of this connection is in flight.

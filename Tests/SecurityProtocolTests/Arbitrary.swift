@@ -585,7 +585,7 @@ extension AdministrationEvent: Arbitrary {
 extension ClientMessage: Arbitrary {
     static func arbitrary(using rng: inout any SeededRandomNumberGenerator) -> ClientMessage {
         let id = Draw.uint64(&rng)
-        switch Int.random(in: 0..<10, using: &rng) {
+        switch Int.random(in: 0..<11, using: &rng) {
         case 0:
             return .hello(
                 versions: (0..<Draw.count(0...3, &rng)).map { _ in Draw.uint64(&rng) },
@@ -604,6 +604,7 @@ extension ClientMessage: Arbitrary {
         case 6: return .subscribeKeychainEvents(id)
         case 7: return .subscribeEnvironment(id)
         case 8: return .login(id, LoginRequest.arbitrary(using: &rng))
+        case 9: return .registerAgent(id)
         default: return .unsubscribe(id)
         }
     }
@@ -622,7 +623,7 @@ extension LoginRequest: Arbitrary {
 extension ServerMessage: Arbitrary {
     static func arbitrary(using rng: inout any SeededRandomNumberGenerator) -> ServerMessage {
         let id = Draw.uint64(&rng)
-        switch Int.random(in: 0..<13, using: &rng) {
+        switch Int.random(in: 0..<16, using: &rng) {
         case 0: return .welcome(version: Draw.uint64(&rng))
         case 1: return .keychain(id, KeychainResponse.arbitrary(using: &rng))
         case 2: return .key(id, KeyResponse.arbitrary(using: &rng))
@@ -639,6 +640,9 @@ extension ServerMessage: Arbitrary {
                 id,
                 LoginOutcome(
                     unlocked: Draw.bool(&rng), sessions: Draw.int(&rng), note: Draw.optional(&rng) { Draw.string(&$0) }))
+        case 12: return .agentRegistered(id, Draw.string(&rng))
+        case 13: return .agentPrompt(PromptEvent.arbitrary(using: &rng), CallerInfo.arbitrary(using: &rng))
+        case 14: return .agentPromptEnded(id)
         default: return .refused(Draw.string(&rng))
         }
     }

@@ -15,17 +15,28 @@ package final class SpawnedProcess: @unchecked Sendable {
 
     /// Starts `executable arguments` with this process's environment merged with `environment`, standard output and
     /// error appended to `log` (or discarded), standard input read from `input` (a file or FIFO; else inherited).
+    /// With `terminal` (a terminal device), the child runs in a session of its own with that terminal as its
+    /// controlling terminal and its standard input, output and error; `newSession` alone starts it in a session of
+    /// its own (no controlling terminal).
     package init(
         _ executable: String, _ arguments: [String], environment: [String: String] = [:], log: String? = nil,
-        input: String? = nil
+        input: String? = nil, terminal: String? = nil, newSession: Bool = false
     ) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        if let input { posix_spawn_file_actions_addopen(&actions, 0, input, O_RDONLY, 0) }
-        let output = log ?? "/dev/null"
-        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        if let terminal {
+            // Opened after setsid (POSIX_SPAWN_SETSID acts before the file actions) and without O_NOCTTY: the
+            // session's controlling terminal.
+            posix_spawn_file_actions_addopen(&actions, 0, terminal, O_RDWR, 0)
+            posix_spawn_file_actions_adddup2(&actions, 0, 1)
+            posix_spawn_file_actions_adddup2(&actions, 0, 2)
+        } else {
+            if let input { posix_spawn_file_actions_addopen(&actions, 0, input, O_RDONLY, 0) }
+            let output = log ?? "/dev/null"
+            posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+            posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        }
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -35,7 +46,8 @@ package final class SpawnedProcess: @unchecked Sendable {
         sigfillset(&allSignals)
         posix_spawnattr_setsigmask(&attributes, &emptyMask)
         posix_spawnattr_setsigdefault(&attributes, &allSignals)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let session: Int32 = terminal != nil || newSession ? 0x80 : 0  // POSIX_SPAWN_SETSID
+        posix_spawnattr_setflags(&attributes, Int16(Int32(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF) | session))
         let merged = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
         let envp: [UnsafeMutablePointer<CChar>?] = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]

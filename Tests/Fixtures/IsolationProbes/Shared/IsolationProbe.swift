@@ -1,5 +1,6 @@
 import Foundation
 import KeychainServices
+import LocalAuthentication
 import SecureCrypto
 import SecurityClient
 import SecurityProtocol
@@ -24,6 +25,9 @@ import SecurityProtocol
 ///     flood SOCKET COUNT BYTES [hello]      opened= refused=, then `holding` and sleeps (an attacker's flood:
 ///                                           COUNT raw connections each declaring a frame of BYTES and sending all
 ///                                           but its last byte; after a hello first with `hello`)
+///     authenticate REASON                   status=success, or status=<LAError code> error=<message>
+///                                           (LAContext, .deviceOwnerAuthentication; with PROBE_HOLD set, then
+///                                           `holding` and sleeps until killed, so that its memory can be read)
 ///     unread SOCKET COUNT                   written=, then `holding` and sleeps (a client that reads no answer:
 ///                                           stores a 1 MiB item, then writes COUNT lookups of every item with
 ///                                           their data and never reads; stops writing when the socket stays full
@@ -167,6 +171,24 @@ package enum IsolationProbe {
         case "unread"?:
             guard arguments.count >= 3, let count = Int(arguments[2]) else { usage() }
             unread(socket: arguments[1], count: count)
+        case "authenticate"?:
+            guard arguments.count >= 2 else { usage() }
+            let context = LAContext()
+            do {
+                _ = try await context.evaluatePolicy(.deviceOwnerAuthentication, localizedReason: arguments[1])
+                print("status=success")
+            } catch let error as LAError {
+                print("status=\(error.code.rawValue)")
+                print("error=\(error.localizedDescription)")
+            } catch {
+                print("status=other")
+                print("error=\(error)")
+            }
+            if ProcessInfo.processInfo.environment["PROBE_HOLD"] != nil {
+                print("holding")
+                fflush(nil)
+                while true { sleep(60) }
+            }
         case "whoami"?:
             do {
                 let client = try ClientSelection.fromEnvironment()

@@ -1,0 +1,378 @@
+import ArgumentParser
+import Foundation
+import SecureCrypto
+import SecurityClient
+import SecurityProtocol
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `lactl agent`: the user's prompt agent for a login session.
+struct PromptAgentCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "agent",
+        abstract: "Draw the keychain's prompts for this login session (fingerprint, passcode, access), with pinentry.",
+        discussion: """
+            Registers with localauthd as the prompt agent of the login session it runs in (logind's session, else \
+            the audit session of the login; outside any session, as a systemd user service, it serves the user's \
+            programs that have no agent of their own session). From then on the daemon sends this agent the \
+            questions of the session's programs instead of asking them to draw prompts themselves: the agent shows \
+            each with pinentry, naming the program as localauthd identified it, and answers the daemon directly. \
+            The passcode goes from pinentry to the agent to localauthd and PAM; the asking program only learns the \
+            outcome. A fingerprint and the passcode are offered at once: the scan runs while pinentry asks, and \
+            whichever comes first ends the other.
+
+            One agent per user and session; a second is refused while the first runs. Only lactl as registered \
+            with localauthd (administrative) may be an agent. Embedded mode has no agent: programs draw their own \
+            prompts there.
+
+            The pinentry program: --pinentry, else $PINENTRY_PROGRAM, else `pinentry` (Debian's alternative, which \
+            picks GNOME's, GTK, Qt or curses as installed). Text-mode pinentries (tty, curses) use the agent's \
+            terminal; graphical ones the session's $DISPLAY or $WAYLAND_DISPLAY.
+            """)
+
+    @Option(help: "The pinentry program (default: $PINENTRY_PROGRAM, else pinentry).")
+    var pinentry: String?
+
+    @Option(help: "Seconds a question waits for the user before it counts as cancelled.")
+    var timeout: Int = 120
+
+    @Flag(help: "Print each prompt's program and reason to standard output.")
+    var verbose = false
+
+    func validate() throws {
+        guard timeout > 0 && timeout <= 3_600 else { throw ValidationError("--timeout must be 1 to 3600 seconds") }
+    }
+
+    func run() throws {
+        guard case .daemon(let socket) = ClientSelection.mode() else {
+            throw AgentFailure(
+                "no localauthd is configured (LA_DAEMON_SOCKET, client.conf): in embedded mode programs draw their "
+                    + "own prompts")
+        }
+        let environment = ProcessInfo.processInfo.environment
+        let program = pinentry ?? environment["PINENTRY_PROGRAM"] ?? "pinentry"
+        let tty = Self.terminalName()
+        let place = Pinentry.Place(
+            program: program, ttyName: tty, ttyType: tty == nil ? nil : environment["TERM"] ?? "xterm",
+            environment: [:], timeout: timeout)
+        let agent = try PromptAgent(socket: socket, place: place, verbose: verbose)
+        let session = try agent.register()
+        print("lactl agent: drawing the prompts of \(session) with \(program)")
+        fflush(nil)
+        try agent.serve()
+    }
+
+    /// The terminal on standard input, output or error, for text-mode pinentries.
+    static func terminalName() -> String? {
+        for descriptor: Int32 in [0, 1, 2] where isatty(descriptor) == 1 {
+            if let name = ttyname(descriptor) { return String(cString: name) }
+        }
+        return nil
+    }
+}
+
+/// Why the agent stopped.
+struct AgentFailure: Error, CustomStringConvertible {
+    var description: String
+
+    init(_ description: String) {
+        self.description = "lactl agent: " + description
+    }
+}
+
+/// The agent's connection to localauthd and the dialogs it shows.
+final class PromptAgent: Sendable {
+    private let descriptor: Int32
+    private let reader: Mutex<FrameReader>
+    private let writing = Mutex(())
+    private let place: Pinentry.Place
+    private let verbose: Bool
+    private let conversations = Mutex<[UInt64: Conversation]>([:])
+
+    /// Connects to localauthd at `socket` (served by root, as installed: a socket anyone else serves could collect
+    /// the passcodes typed into the agent) and says hello.
+    init(socket: String, place: Pinentry.Place, verbose: Bool) throws {
+        let (descriptor, server) = try SocketClient.connectBare(socket)
+        guard server == 0 else {
+            close(descriptor)
+            throw AgentFailure(
+                "\(socket) is served by uid \(server.map(String.init) ?? "unknown"), not by root: it is not localauthd")
+        }
+        self.descriptor = descriptor
+        reader = Mutex(FrameReader(descriptor: descriptor, limit: MessageLimits.default.maximumFrameByteCount))
+        self.place = place
+        self.verbose = verbose
+        guard write(.hello(versions: [1], accessGroups: [], allGroups: false)), case .welcome? = next() else {
+            throw AgentFailure("localauthd at \(socket) did not welcome the agent")
+        }
+    }
+
+    deinit {
+        close(descriptor)
+    }
+
+    /// Registers as the prompt agent; returns the session the daemon found.
+    func register() throws -> String {
+        guard write(.registerAgent(1)) else { throw AgentFailure("the connection to localauthd failed") }
+        switch next() {
+        case .agentRegistered(1, let session)?: return session
+        case .keychainFailure(1, let status)?: throw AgentFailure(status.message)
+        case .refused(let reason)?: throw AgentFailure("localauthd refused the agent: \(reason)")
+        default: throw AgentFailure("localauthd did not answer the registration")
+        }
+    }
+
+    /// Serves prompts until the daemon closes the connection.
+    func serve() throws {
+        while let message = next() {
+            switch message {
+            case .agentPrompt(let event, let caller):
+                let conversation = conversations.withLock { conversations in
+                    if let known = conversations[event.request] { return known }
+                    let started = Conversation(number: event.request, caller: caller, agent: self)
+                    conversations[event.request] = started
+                    return started
+                }
+                if verbose, case .fingerprintBegan(let prompt) = event.kind {
+                    print("prompt \(event.request): \(caller.executable) (pid \(caller.pid)): \(prompt.reason)")
+                    fflush(nil)
+                }
+                conversation.receive(event.kind)
+            case .agentPromptEnded(let number):
+                conversations.withLock { $0.removeValue(forKey: number) }?.end()
+            case .refused(let reason):
+                throw AgentFailure("localauthd closed the connection: \(reason)")
+            default:
+                continue
+            }
+        }
+        conversations.withLock { conversations in
+            defer { conversations = [:] }
+            return Array(conversations.values)
+        }.forEach { $0.end() }
+        throw AgentFailure("localauthd closed the connection")
+    }
+
+    /// Sends an answer to prompt `number`.
+    func answer(_ number: UInt64, _ kind: PromptAnswer.Kind) {
+        _ = write(.answer(PromptAnswer(request: number, kind)))
+    }
+
+    /// A pinentry for one dialog; nil (with the reason on standard error) when it cannot start.
+    func startPinentry() -> Pinentry? {
+        do {
+            return try Pinentry(place)
+        } catch {
+            FileHandle.standardError.write(Data("lactl agent: \(error)\n".utf8))
+            return nil
+        }
+    }
+
+    private func write(_ message: ClientMessage) -> Bool {
+        writing.withLock { _ in FrameReader.write(message.encoded(), to: descriptor) }
+    }
+
+    private func next() -> ServerMessage? {
+        reader.withLock { reader in
+            (try? reader.next { try ServerMessage(decoding: $0) }) ?? nil
+        }
+    }
+}
+
+/// The prompts of one request of one program: its events are handled in order on a thread of their own (a dialog
+/// blocks it), except the end of a fingerprint prompt and the end of the request, which close the dialog at once.
+final class Conversation: Sendable {
+    let number: UInt64
+    let caller: CallerInfo
+    private unowned let agent: PromptAgent
+    private let queue: DispatchQueue
+
+    private struct State {
+        /// The dialog on screen.
+        var dialog: Pinentry?
+        /// The fingerprint prompt is running (its dialog offers the passcode meanwhile).
+        var scanning = false
+        /// The passcode typed while the fingerprint prompt ran, for the passcode question that follows.
+        var typed: SecureBytes?
+        /// The last error message (a passcode not accepted), shown with the next question.
+        var error: String?
+        var ended = false
+    }
+
+    private let state = Mutex(State())
+
+    init(number: UInt64, caller: CallerInfo, agent: PromptAgent) {
+        self.number = number
+        self.caller = caller
+        self.agent = agent
+        queue = DispatchQueue(label: "lactl.agent.prompt.\(number)")
+    }
+
+    /// An event of the daemon for this request.
+    func receive(_ event: PromptEvent.Kind) {
+        if case .fingerprintEnded = event {
+            // The finger matched, failed or was cancelled: the dialog offering the passcode meanwhile goes.
+            let dialog = state.withLock { state in
+                state.scanning = false
+                return state.dialog
+            }
+            dialog?.kill()
+            return
+        }
+        // Marked here, in the daemon's order, so that an end that comes before the dialog opens is not missed.
+        if case .fingerprintBegan = event { state.withLock { $0.scanning = true } }
+        queue.async { self.handle(event) }
+    }
+
+    /// The request ended: whatever shows goes, and nothing more is answered.
+    func end() {
+        let dialog = state.withLock { state in
+            state.ended = true
+            state.typed = nil
+            return state.dialog
+        }
+        dialog?.kill()
+    }
+
+    private func handle(_ event: PromptEvent.Kind) {
+        guard !state.withLock({ $0.ended }) else { return }
+        switch event {
+        case .fingerprintBegan(let prompt):
+            fingerprint(prompt)
+        case .question(let question, let prompt, let passcode, let isApplicationPassword):
+            ask(question, prompt, passcode, isApplicationPassword: isApplicationPassword)
+        case .message(let message):
+            if message.isError { state.withLock { $0.error = message.text } }
+        case .confirmation(let question, let trust):
+            confirm(question, trust)
+        case .fingerprint, .fingerprintEnded:
+            break
+        }
+    }
+
+    /// What the dialog says: the program, as localauthd identified it, wants `what`; then where it runs from and
+    /// whether the app registry knows it.
+    private func description(_ what: String) -> String {
+        let name = caller.applicationIdentifier ?? URL(fileURLWithPath: caller.executable).lastPathComponent
+        var lines = [
+            "\u{201C}\(name)\u{201D} wants to \(what)", "", "Program: \(caller.executable) (pid \(caller.pid))",
+        ]
+        if let identifier = caller.applicationIdentifier, let team = identifier.split(separator: ".").first {
+            lines.append("Registered with localauthd, team \(team)")
+        } else {
+            lines.append("Not registered with localauthd")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// The fingerprint prompt: a dialog that says to touch the reader and, when the evaluation offers the passcode,
+    /// takes it meanwhile (typing it chooses the fallback, and the passcode answers the question that follows).
+    private func fingerprint(_ prompt: EvaluationPrompt) {
+        guard state.withLock({ $0.scanning }) else { return }
+        guard let dialog = open(whileScanning: true) else {
+            // Over already, or pinentry cannot start (then nobody can be asked here).
+            if state.withLock({ $0.scanning && !$0.ended }) { agent.answer(number, .action(.cancel)) }
+            return
+        }
+        defer { close(dialog) }
+        let description = description(prompt.reason)
+        let outcome: Pinentry.Outcome
+        if prompt.offersFallback {
+            outcome = dialog.getPin(
+                title: "Authentication",
+                description: description + "\n\nTouch the fingerprint reader, or type your passcode.",
+                prompt: "Passcode:",
+                ok: "OK", cancel: prompt.cancelTitle ?? "Cancel", error: nil)
+        } else {
+            outcome = dialog.message(
+                title: "Authentication", description: description + "\n\nTouch the fingerprint reader.",
+                ok: prompt.cancelTitle ?? "Cancel")
+        }
+        let scanning = state.withLock { $0.scanning && !$0.ended }
+        guard scanning else { return }
+        switch outcome {
+        case .secret(let passcode) where prompt.offersFallback:
+            state.withLock { $0.typed = passcode }
+            agent.answer(number, .action(.fallback))
+        case .secret, .confirmed, .notConfirmed, .cancelled:
+            agent.answer(number, .action(.cancel))
+        case .ended:
+            // pinentry failed or timed out: nobody can be asked here.
+            agent.answer(number, .action(.cancel))
+        }
+    }
+
+    /// A question (PAM's passcode, an application password): the passcode typed during the fingerprint prompt
+    /// answers it at once; otherwise a dialog asks.
+    private func ask(
+        _ question: UInt64, _ prompt: EvaluationPrompt, _ passcode: PasscodePrompt, isApplicationPassword: Bool
+    ) {
+        if !passcode.echo, !isApplicationPassword,
+            let typed = state.withLock({ state -> SecureBytes? in
+                defer { state.typed = nil }
+                return state.typed
+            })
+        {
+            return agent.answer(number, .answer(question: question, typed))
+        }
+        guard let dialog = open() else { return agent.answer(number, .answer(question: question, nil)) }
+        defer { close(dialog) }
+        let error = state.withLock { state in
+            defer { state.error = nil }
+            return state.error
+        }
+        let text = passcode.text.trimmingCharacters(in: .whitespaces)
+        let outcome = dialog.getPin(
+            title: "Authentication", description: description(prompt.reason),
+            prompt: text.isEmpty ? (isApplicationPassword ? "Password:" : "Passcode:") : text, ok: "OK",
+            cancel: prompt.cancelTitle ?? "Cancel", error: error)
+        guard !state.withLock({ $0.ended }) else { return }
+        if case .secret(let secret) = outcome {
+            agent.answer(number, .answer(question: question, secret))
+        } else {
+            agent.answer(number, .answer(question: question, nil))
+        }
+    }
+
+    /// A program not on an item's list of trusted applications wants it.
+    private func confirm(_ question: UInt64, _ trust: TrustPrompt) {
+        guard let dialog = open() else { return agent.answer(number, .choice(question: question, nil)) }
+        defer { close(dialog) }
+        let outcome = dialog.confirm(
+            title: "Keychain access", description: description("use an item of the keychain") + "\n\n\(trust.text)",
+            ok: "Allow once", notOK: "Always allow",
+            cancel: "Deny")
+        guard !state.withLock({ $0.ended }) else { return }
+        let choice: TrustChoice?
+        switch outcome {
+        case .confirmed: choice = .allowOnce
+        case .notConfirmed: choice = .alwaysAllow
+        case .cancelled: choice = .deny
+        case .secret, .ended: choice = nil
+        }
+        agent.answer(number, .choice(question: question, choice))
+    }
+
+    /// A new dialog, held so that ``end()`` and the end of the fingerprint prompt can close it; nil when the
+    /// request ended meanwhile (or, `whileScanning`, the fingerprint prompt did) or pinentry cannot start.
+    private func open(whileScanning: Bool = false) -> Pinentry? {
+        guard let dialog = agent.startPinentry() else { return nil }
+        let kept = state.withLock { state -> Bool in
+            guard !state.ended, !whileScanning || state.scanning else { return false }
+            state.dialog = dialog
+            return true
+        }
+        if !kept { dialog.kill() }
+        return kept ? dialog : nil
+    }
+
+    private func close(_ dialog: Pinentry) {
+        state.withLock { state in
+            if state.dialog === dialog { state.dialog = nil }
+        }
+        dialog.kill()
+    }
+}

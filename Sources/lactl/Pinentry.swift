@@ -1,0 +1,306 @@
+import Foundation
+import SecureCrypto
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// One run of a pinentry program (GnuPG's: `pinentry-gnome3`, `-gtk-2`, `-qt`, `-curses`, `-tty`), spoken to in
+/// the Assuan protocol over its standard input and output: one dialog, then it is ended.
+///
+/// The passcode it returns arrives in a `D` line, percent-encoded; it is decoded straight into zeroizing memory
+/// and the line's buffer is wiped. ``kill()`` (from any thread) ends the dialog at once: a blocked call then
+/// returns ``Outcome/ended``.
+final class Pinentry: Sendable {
+    /// How a dialog ended.
+    enum Outcome {
+        /// The user typed this and pressed OK (GETPIN).
+        case secret(SecureBytes)
+        /// The user pressed OK (CONFIRM).
+        case confirmed
+        /// The user pressed the third button (CONFIRM with SETNOTOK).
+        case notConfirmed
+        /// The user cancelled, or the dialog timed out.
+        case cancelled
+        /// ``kill()`` ended it, or the program failed or went silent.
+        case ended
+    }
+
+    /// Why pinentry could not show a dialog.
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// Where the dialog appears: the terminal (pinentry-tty and -curses need it) and the display.
+    struct Place: Sendable {
+        var program: String
+        var ttyName: String?
+        var ttyType: String?
+        var environment: [String: String]
+        /// How long a dialog may wait for the user before it counts as cancelled (its own SETTIMEOUT, and a
+        /// watchdog that kills a pinentry that does not keep it).
+        var timeout: Int
+    }
+
+    private let pid: pid_t
+    private let input: Int32
+    private let output: Int32
+    private let killed = Atomic<Bool>(false)
+    private let deadline: ContinuousClock.Instant
+
+    /// Starts `place.program` and reads its greeting.
+    ///
+    /// - Throws: ``Failure`` when it cannot be started or does not greet within 10 s.
+    init(_ place: Place) throws(Failure) {
+        var toChild: [Int32] = [-1, -1]
+        var fromChild: [Int32] = [-1, -1]
+        guard pipe(&toChild) == 0, pipe(&fromChild) == 0 else {
+            throw Failure(description: "cannot make pipes for pinentry: \(String(cString: strerror(errno)))")
+        }
+        // Close-on-exec, so that no other program the agent starts keeps a dialog's pipe open.
+        for descriptor in toChild + fromChild { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, toChild[0], 0)
+        posix_spawn_file_actions_adddup2(&actions, fromChild[1], 1)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        var environment = ProcessInfo.processInfo.environment.merging(place.environment) { $1 }
+        // Never handed on: the agent's connection and anything about the daemon.
+        environment["LA_DAEMON_SOCKET"] = nil
+        let argv: [UnsafeMutablePointer<CChar>?] = [strdup(place.program), nil]
+        let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var pid: pid_t = 0
+        let spawned =
+            place.program.contains("/")
+            ? posix_spawn(&pid, place.program, &actions, nil, argv, envp)
+            : posix_spawnp(&pid, place.program, &actions, nil, argv, envp)
+        close(toChild[0])
+        close(fromChild[1])
+        guard spawned == 0 else {
+            close(toChild[1])
+            close(fromChild[0])
+            throw Failure(description: "cannot start \(place.program): \(String(cString: strerror(spawned)))")
+        }
+        self.pid = pid
+        input = toChild[1]
+        output = fromChild[0]
+        deadline = .now + .seconds(place.timeout + 5)
+        guard case .ok = readResponse(until: .now + .seconds(10)).status else {
+            kill()
+            throw Failure(description: "\(place.program) did not greet within 10 s")
+        }
+        var options: [String] = []
+        if let tty = place.ttyName { options.append("OPTION ttyname=\(tty)") }
+        if let type = place.ttyType { options.append("OPTION ttytype=\(type)") }
+        options.append("OPTION lc-ctype=C.UTF-8")
+        options.append("SETTIMEOUT \(place.timeout)")
+        for option in options {
+            // A pinentry that knows no such option says so; the dialog works without it.
+            _ = send(option)
+        }
+    }
+
+    deinit {
+        kill()
+    }
+
+    /// Ends the dialog and the program, from any thread: a call blocked on it returns ``Outcome/ended``.
+    func kill() {
+        guard !killed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        Glibc.kill(pid, SIGTERM)
+        close(input)
+        close(output)
+        // Reaped off the caller's thread: a pinentry slow to die does not hold it.
+        let pid = self.pid
+        Thread.detachNewThread {
+            var status: Int32 = 0
+            for _ in 0..<50 where waitpid(pid, &status, WNOHANG) == 0 { usleep(20_000) }
+            if waitpid(pid, &status, WNOHANG) == 0 {
+                Glibc.kill(pid, SIGKILL)
+                waitpid(pid, &status, 0)
+            }
+        }
+    }
+
+    /// Asks for a secret: `description` above the field, `prompt` beside it, `error` (a failed try) in red.
+    func getPin(title: String, description: String, prompt: String, ok: String?, cancel: String?, error: String?)
+        -> Outcome
+    {
+        var lines = ["SETTITLE \(Self.escaped(title))", "SETDESC \(Self.escaped(description))"]
+        lines.append("SETPROMPT \(Self.escaped(prompt))")
+        if let ok { lines.append("SETOK \(Self.escaped(ok))") }
+        if let cancel { lines.append("SETCANCEL \(Self.escaped(cancel))") }
+        if let error { lines.append("SETERROR \(Self.escaped(error))") }
+        for line in lines where send(line).status == .failed {
+            return .ended
+        }
+        let answer = send("GETPIN")
+        switch answer.status {
+        case .ok: return .secret(answer.data ?? SecureBytes([]))
+        case .error(let code): return Self.isCancel(code) ? .cancelled : .ended
+        case .failed: return .ended
+        }
+    }
+
+    /// Asks to confirm: OK, the optional third button (`notOK`), or cancel.
+    func confirm(title: String, description: String, ok: String, notOK: String?, cancel: String?) -> Outcome {
+        var lines = ["SETTITLE \(Self.escaped(title))", "SETDESC \(Self.escaped(description))"]
+        lines.append("SETOK \(Self.escaped(ok))")
+        if let notOK { lines.append("SETNOTOK \(Self.escaped(notOK))") }
+        if let cancel { lines.append("SETCANCEL \(Self.escaped(cancel))") }
+        for line in lines where send(line).status == .failed {
+            return .ended
+        }
+        switch send("CONFIRM").status {
+        case .ok: return .confirmed
+        case .error(let code) where code & 0xffff == 114: return .notConfirmed
+        case .error(let code): return Self.isCancel(code) ? .cancelled : .ended
+        case .failed: return .ended
+        }
+    }
+
+    /// Shows a message with one button (OK); returns when the user pressed it, or when killed.
+    func message(title: String, description: String, ok: String) -> Outcome {
+        for line in [
+            "SETTITLE \(Self.escaped(title))", "SETDESC \(Self.escaped(description))", "SETOK \(Self.escaped(ok))",
+        ]
+        where send(line).status == .failed {
+            return .ended
+        }
+        switch send("CONFIRM --one-button").status {
+        case .ok: return .confirmed
+        case .error(let code): return Self.isCancel(code) ? .cancelled : .ended
+        case .failed: return .ended
+        }
+    }
+
+    /// GPG_ERR_CANCELED (99), GPG_ERR_TIMEOUT (62), GPG_ERR_FULLY_CANCELED (198) in an Assuan error code.
+    private static func isCancel(_ code: UInt32) -> Bool {
+        [99, 62, 198].contains(code & 0xffff)
+    }
+
+    // MARK: The protocol
+
+    private struct Response {
+        enum Status: Equatable {
+            case ok
+            case error(UInt32)
+            case failed
+        }
+
+        var status: Status
+        /// The `D` lines, decoded, in zeroizing memory.
+        var data: SecureBytes?
+    }
+
+    /// Sends one command line and reads its response.
+    private func send(_ line: String) -> Response {
+        guard !killed.load(ordering: .acquiring) else { return Response(status: .failed) }
+        let bytes = Array((line + "\n").utf8)
+        var sent = 0
+        while sent < bytes.count {
+            let count = bytes.withUnsafeBytes { write(input, $0.baseAddress! + sent, $0.count - sent) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { return Response(status: .failed) }
+            sent += count
+        }
+        return readResponse(until: deadline)
+    }
+
+    /// Reads lines until `OK` or `ERR`, collecting `D` lines (percent-decoded) and skipping status (`S`), comments
+    /// (`#`) and inquiries it cannot answer (`INQUIRE`, answered with `CAN`).
+    private func readResponse(until deadline: ContinuousClock.Instant) -> Response {
+        // Room reserved once, so that no copy of a secret is left behind by a reallocation.
+        var data = [UInt8]()
+        data.reserveCapacity(8_192)
+        defer { data.withUnsafeMutableBytes { secureZero($0) } }
+        var line = [UInt8]()
+        line.reserveCapacity(8_192)
+        defer { line.withUnsafeMutableBytes { secureZero($0) } }
+        while true {
+            guard readLine(into: &line, until: deadline) else { return Response(status: .failed) }
+            if line.starts(with: Array("OK".utf8)) && (line.count == 2 || line[2] == 0x20) {
+                return Response(status: .ok, data: data.isEmpty ? nil : SecureBytes(data))
+            }
+            if line.starts(with: Array("ERR ".utf8)) {
+                let digits = line.dropFirst(4).prefix { $0 >= 0x30 && $0 <= 0x39 }
+                return Response(status: .error(UInt32(String(decoding: digits, as: UTF8.self)) ?? 0))
+            }
+            if line.starts(with: Array("D ".utf8)) {
+                Self.percentDecode(line.dropFirst(2), into: &data)
+            } else if line.starts(with: Array("INQUIRE".utf8)) {
+                let cancel = Array("CAN\n".utf8)
+                guard cancel.withUnsafeBytes({ write(input, $0.baseAddress, $0.count) }) == cancel.count else {
+                    return Response(status: .failed)
+                }
+            }
+        }
+    }
+
+    /// Reads one line (without its newline) into `line`, byte by byte (a pinentry writes little), waiting until
+    /// `deadline`; false at the end of the output, on an error, at the deadline or once killed.
+    private func readLine(into line: inout [UInt8], until deadline: ContinuousClock.Instant) -> Bool {
+        line.withUnsafeMutableBytes { secureZero($0) }
+        line.removeAll(keepingCapacity: true)
+        var byte: UInt8 = 0
+        while true {
+            guard !killed.load(ordering: .acquiring), ContinuousClock.now < deadline else { return false }
+            var readable = pollfd(fd: output, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&readable, 1, 200)
+            if ready < 0 && errno == EINTR { continue }
+            guard ready >= 0 else { return false }
+            if ready == 0 { continue }
+            let count = read(output, &byte, 1)
+            if count < 0 && errno == EINTR { continue }
+            guard count == 1 else { return false }
+            if byte == 0x0a { return true }
+            guard line.count < 8_192 else { return false }
+            line.append(byte)
+        }
+    }
+
+    /// `%XX` escapes decoded, appended to `output`.
+    private static func percentDecode(_ text: ArraySlice<UInt8>, into output: inout [UInt8]) {
+        var index = text.startIndex
+        while index < text.endIndex {
+            if text[index] == 0x25, index + 2 < text.endIndex, let high = hexValue(text[index + 1]),
+                let low = hexValue(text[index + 2])
+            {
+                output.append(high << 4 | low)
+                index += 3
+            } else {
+                output.append(text[index])
+                index += 1
+            }
+        }
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case 0x30...0x39: byte - 0x30
+        case 0x41...0x46: byte - 0x41 + 10
+        case 0x61...0x66: byte - 0x61 + 10
+        default: nil
+        }
+    }
+
+    /// A parameter as Assuan carries it: `%`, CR and LF percent-escaped.
+    static func escaped(_ text: String) -> String {
+        var result = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "%": result += "%25"
+            case "\r": result += "%0D"
+            case "\n": result += "%0A"
+            default: result.unicodeScalars.append(scalar)
+            }
+        }
+        return result
+    }
+}

@@ -1,0 +1,380 @@
+import AppRegistry
+import Foundation
+import SecurityClient
+import SecurityProtocol
+import StoreFiles
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `lactl agent` as a real process with real pinentry programs, against a real localauthd: a program without a
+/// terminal authenticates by the agent (pinentry-tty on a pseudo-terminal, typed into as a person would; GTK's
+/// pinentry under Xvfb, screenshot kept), never holding the passcode; the fingerprint is taken while pinentry
+/// waits; a second agent, another user's agent, an agent killed mid-prompt and a pinentry that hangs each end with
+/// a clear error and nothing granted.
+@Suite(
+    "lactl agent: prompts drawn where the asking program cannot see them", .serialized, .virtualReaderLock,
+    .timeLimit(.minutes(5)))
+struct PromptAgentTests {
+    /// The passcode of the PAM service these tests use: distinctive, so that finding it in a process's memory
+    /// means that process held it.
+    static let passcode = "Qv7-agent-pinentry-8Kz"
+    static let service = "la-agent-test"
+
+    /// A daemon whose PAM service knows ``passcode``, with lactl registered as the administrative tool (as `make
+    /// install` does) and the asking probe copied beside it.
+    struct World {
+        let daemon: DaemonWorld
+        let lactl: String
+        let probe: String
+
+        init() throws {
+            daemon = try DaemonWorld(extraEnvironment: ["LA_PAM_SERVICE": PromptAgentTests.service])
+            let user = DataLocations.currentUserName() ?? "root"
+            try MatrixPAM.writeService(
+                PromptAgentTests.service, in: daemon.directory, users: [(user, PromptAgentTests.passcode)])
+            chmod(daemon.directory, 0o755)
+            lactl = daemon.directory + "/lactl"
+            try AppIsolationTests.copyExecutable(try lactlExecutable().path, to: lactl)
+            guard let digest = AppRegistration.digest(hex: try AppIsolationTests.digest(lactl)) else {
+                throw CocoaError(.fileReadCorruptFile)
+            }
+            try DaemonProcess.register(
+                AppRegistration(
+                    applicationIdentifier: "LOCALAUTH.lactl", executable: lactl,
+                    digests: [digest], isAdministrative: true),
+                as: "lactl.conf", in: daemon.daemon.registryDirectory)
+            probe = daemon.directory + "/asker"
+            try AppIsolationTests.copyExecutable(try builtExecutable("isolation-probe-a").path, to: probe)
+            usleep(300_000)
+        }
+
+        var socket: String { daemon.daemon.socket }
+
+        /// `lactl agent` on `terminal` with `pinentry`, started and registered.
+        func agent(
+            on terminal: PseudoTerminal, pinentry: String, timeout: Int = 60, environment: [String: String] = [:]
+        ) throws -> SpawnedProcess {
+            let agent = try terminal.spawn(
+                lactl, ["agent", "--pinentry", pinentry, "--timeout", String(timeout)],
+                environment: ["LA_DAEMON_SOCKET": socket, "TERM": "xterm"].merging(environment) { $1 })
+            #expect(terminal.waitFor("drawing the prompts of", timeout: 20), "\(terminal.transcript)")
+            return agent
+        }
+
+        /// The probe asking for `.deviceOwnerAuthentication` from a session of its own with no terminal (standard
+        /// input /dev/null, no presenter), holding on after its answer; its log.
+        func asker(reason: String = "open the vault") throws -> (SpawnedProcess, String) {
+            let log = daemon.directory + "/asker-\(UUID().uuidString.prefix(6)).log"
+            let process = try SpawnedProcess(
+                probe, ["authenticate", reason],
+                environment: ["LA_DAEMON_SOCKET": socket, "LA_PRESENTER": "none", "PROBE_HOLD": "1"], log: log,
+                input: "/dev/null", newSession: true)
+            return (process, log)
+        }
+
+        func close() { daemon.close() }
+    }
+
+    /// This process's environment with `extra`.
+    static func environment(_ extra: [String: String]) -> [String: String] {
+        ProcessInfo.processInfo.environment.merging(extra) { $1 }
+    }
+
+    /// The asker's answer (`status=` and `error=`), once it printed one; nil after `timeout` seconds.
+    static func answer(_ log: String, timeout: Double = 30) -> [String: String]? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            if text.contains("holding") { return AppIsolationTests.values((0, text)) }
+            usleep(50_000)
+        }
+        return nil
+    }
+
+    @Test func aProgramWithoutATerminalAuthenticatesByTheAgentAndNeverHoldsThePasscode() throws {
+        let world = try World()
+        defer { world.close() }
+        let terminal = try PseudoTerminal()
+        let agent = try world.agent(on: terminal, pinentry: "/usr/bin/pinentry-tty")
+        defer { agent.stop(SIGKILL) }
+        let (asker, log) = try world.asker()
+        defer { asker.stop(SIGKILL) }
+        // pinentry-tty on the agent's terminal names the program as localauthd identified it, and the reason.
+        #expect(terminal.waitFor("Password:", timeout: 20), "\(terminal.transcript)")
+        let transcript = terminal.transcript
+        #expect(transcript.contains(world.probe), "the dialog names the asking program's executable")
+        #expect(transcript.contains("open the vault"), "and its reason")
+        terminal.type(Self.passcode + "\n")
+        let answer = try #require(Self.answer(log), "the asker answered")
+        #expect(answer["status"] == "success", "\(answer)")
+        // Nothing the asker received or holds contains the passcode; the scan finds it where it is.
+        #expect(try !ProcessMemory.contains(asker.pid, Self.passcode), "the asking program's memory holds the passcode")
+        let holder = try SpawnedProcess("/bin/sleep", ["600"], environment: ["HELD": Self.passcode])
+        defer { holder.stop(SIGKILL) }
+        usleep(100_000)
+        #expect(try ProcessMemory.contains(holder.pid, Self.passcode), "the scan finds a passcode a process holds")
+        // What a person saw, for the record.
+        try? Data(terminal.transcript.utf8).write(to: TestArtifacts.file("agent-pinentry-tty.txt"))
+    }
+
+    @Test func aWrongPasscodeFailsAndACancelledDialogCancels() throws {
+        let world = try World()
+        defer { world.close() }
+        let terminal = try PseudoTerminal()
+        let agent = try world.agent(on: terminal, pinentry: "/usr/bin/pinentry-tty")
+        defer { agent.stop(SIGKILL) }
+        let (wrong, wrongLog) = try world.asker()
+        defer { wrong.stop(SIGKILL) }
+        #expect(terminal.waitFor("Password:", timeout: 20), "\(terminal.transcript)")
+        terminal.type("not-the-passcode\n")
+        let failed = try #require(Self.answer(wrongLog), "the asker answered")
+        #expect(failed["status"] == String(LAErrorCodes.authenticationFailed), "\(failed)")
+        // pinentry-tty takes Ctrl-D on an empty line as Cancel.
+        let (cancelled, cancelledLog) = try world.asker()
+        defer { cancelled.stop(SIGKILL) }
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline && terminal.transcript.components(separatedBy: "Password:").count < 3 {
+            usleep(50_000)
+        }
+        #expect(terminal.transcript.components(separatedBy: "Password:").count >= 3, "\(terminal.transcript)")
+        terminal.type("\u{04}")
+        let answer = try #require(Self.answer(cancelledLog), "the asker answered")
+        #expect(answer["status"] == String(LAErrorCodes.userCancel), "\(answer)")
+    }
+
+    @Test func theFingerIsTakenWhilePinentryWaits() async throws {
+        let world = try World()
+        defer { world.close() }
+        // Enrolled before the agent runs (the enrollment's own passcode prompt is this test's).
+        try MatrixPAM.writeService(
+            PromptAgentTests.service, in: world.daemon.directory,
+            users: [(DataLocations.currentUserName() ?? "root", "secret")])
+        let client = try world.daemon.daemon.client()
+        _ = try await enrollThroughRequests(
+            client, socket: world.daemon.reader, printID: "alice-1", finger: .rightIndex)
+        let terminal = try PseudoTerminal()
+        let agent = try world.agent(on: terminal, pinentry: "/usr/bin/pinentry-tty")
+        defer { agent.stop(SIGKILL) }
+        let (asker, log) = try world.asker()
+        defer { asker.stop(SIGKILL) }
+        #expect(
+            terminal.waitFor("Touch the fingerprint reader, or type your passcode", timeout: 20),
+            "\(terminal.transcript)")
+        try await world.daemon.reader.send("SCAN alice-1")
+        let answer = try #require(Self.answer(log), "the asker answered")
+        #expect(answer["status"] == "success", "\(answer)")
+    }
+
+    @Test func aSecondAgentForTheSessionIsRefused() throws {
+        let world = try World()
+        defer { world.close() }
+        let terminal = try PseudoTerminal()
+        let first = try world.agent(on: terminal, pinentry: "/usr/bin/pinentry-tty")
+        defer { first.stop(SIGKILL) }
+        let second = try runCapturingOutput(
+            URL(fileURLWithPath: world.lactl), ["agent", "--pinentry", "/usr/bin/pinentry-tty"],
+            environment: Self.environment(["LA_DAEMON_SOCKET": world.socket]))
+        #expect(second.status != 0)
+        #expect(second.output.contains("serves") && second.output.contains("already"), "\(second.output)")
+        #expect(first.isRunning, "the first agent still serves")
+    }
+
+    @Test func onlyTheRegisteredToolMayBeAnAgent() throws {
+        let world = try World()
+        defer { world.close() }
+        // The same lactl at a path nobody registered: an unregistered program.
+        let copy = world.daemon.directory + "/lactl-copy"
+        try AppIsolationTests.copyExecutable(try lactlExecutable().path, to: copy)
+        let refused = try runCapturingOutput(
+            URL(fileURLWithPath: copy), ["agent", "--pinentry", "/usr/bin/pinentry-tty"],
+            environment: Self.environment(["LA_DAEMON_SOCKET": world.socket]))
+        #expect(refused.status != 0)
+        #expect(refused.output.contains("only an administrative tool"), "\(refused.output)")
+    }
+
+    @Test(.enabled(if: IdentityAttackTests.canMakeUsers))
+    func anotherUsersAgentGetsNothingOfThisUsersPrograms() throws {
+        let world = try World()
+        defer { world.close() }
+        let user = try IdentityAttackTests.OtherUser()
+        defer { user.remove() }
+        let terminal = try PseudoTerminal()
+        let other = try terminal.spawn(
+            "/usr/bin/setpriv",
+            Array(user.asUser.dropFirst()) + [world.lactl, "agent", "--pinentry", "/usr/bin/pinentry-tty"],
+            environment: ["LA_DAEMON_SOCKET": world.socket, "HOME": "/"])
+        defer { other.stop(SIGKILL) }
+        #expect(terminal.waitFor("drawing the prompts of", timeout: 20), "\(terminal.transcript)")
+        let (asker, log) = try world.asker()
+        defer { asker.stop(SIGKILL) }
+        let answer = try #require(Self.answer(log), "the asker answered")
+        // No agent of this user, no terminal: nobody to ask.
+        #expect(answer["status"] == String(LAErrorCodes.notInteractive), "\(answer)")
+        #expect(!terminal.transcript.contains("open the vault"), "the other user's agent saw nothing")
+    }
+
+    @Test func anAgentKilledMidPromptGrantsNothing() throws {
+        let world = try World()
+        defer { world.close() }
+        let terminal = try PseudoTerminal()
+        let agent = try world.agent(on: terminal, pinentry: "/usr/bin/pinentry-tty")
+        let (asker, log) = try world.asker()
+        defer { asker.stop(SIGKILL) }
+        #expect(terminal.waitFor("Password:", timeout: 20), "\(terminal.transcript)")
+        agent.stop(SIGKILL)
+        let answer = try #require(Self.answer(log, timeout: 15), "the asker answered once the agent was gone")
+        #expect(answer["status"] != "success", "\(answer)")
+    }
+
+    @Test func aPinentryThatHangsEndsInACancel() throws {
+        let world = try World()
+        defer { world.close() }
+        // Greets, acknowledges every setting, and never answers GETPIN.
+        let hanging = world.daemon.directory + "/pinentry-hangs"
+        try Data(
+            """
+            #!/bin/sh
+            echo "OK hanging pinentry"
+            while read line; do
+              case "$line" in GETPIN*) sleep 600;; *) echo OK;; esac
+            done
+
+            """.utf8
+        ).write(to: URL(fileURLWithPath: hanging))
+        chmod(hanging, 0o755)
+        let terminal = try PseudoTerminal()
+        let agent = try world.agent(on: terminal, pinentry: hanging, timeout: 2)
+        defer { agent.stop(SIGKILL) }
+        let started = Date()
+        let (asker, log) = try world.asker()
+        defer { asker.stop(SIGKILL) }
+        let answer = try #require(Self.answer(log, timeout: 30), "the asker answered")
+        #expect(
+            answer["status"] == String(LAErrorCodes.userCancel)
+                || answer["status"] == String(LAErrorCodes.authenticationFailed), "\(answer)")
+        #expect(Date().timeIntervalSince(started) < 25, "the agent's timeout ended the dialog")
+    }
+
+    @Test(
+        .enabled(
+            if: FileManager.default.isExecutableFile(atPath: "/usr/bin/Xvfb")
+                && FileManager.default.isExecutableFile(atPath: "/usr/bin/pinentry-gtk-2")))
+    func gtkPinentryUnderXvfbIsAnsweredAndKeptAsAScreenshot() throws {
+        let world = try World()
+        defer { world.close() }
+        let display = ":\(90 + Int(getpid() % 9))"
+        let xvfb = try SpawnedProcess("/usr/bin/Xvfb", [display, "-screen", "0", "900x600x24", "-nolisten", "tcp"])
+        defer { xvfb.stop(SIGKILL) }
+        var ready = false
+        for _ in 0..<100 where !ready {
+            usleep(100_000)
+            ready =
+                (try? runCapturingOutput(
+                    URL(fileURLWithPath: "/usr/bin/xdotool"), ["getdisplaygeometry"],
+                    environment: Self.environment(["DISPLAY": display])))?.status == 0
+        }
+        #expect(ready, "Xvfb runs")
+        let terminal = try PseudoTerminal()
+        let agent = try world.agent(
+            on: terminal, pinentry: "/usr/bin/pinentry-gtk-2", environment: ["DISPLAY": display])
+        defer { agent.stop(SIGKILL) }
+        let (asker, log) = try world.asker(reason: "sign in to the build server")
+        defer { asker.stop(SIGKILL) }
+        var window = ""
+        for _ in 0..<200 where window.isEmpty {
+            usleep(100_000)
+            window =
+                (try? runCapturingOutput(
+                    URL(fileURLWithPath: "/usr/bin/xdotool"), ["search", "--onlyvisible", "--class", "pinentry"],
+                    environment: Self.environment(["DISPLAY": display])))?.output.split(separator: "\n").first.map(
+                    String.init) ?? ""
+        }
+        #expect(!window.isEmpty, "pinentry-gtk-2 shows a window")
+        usleep(700_000)
+        let dump = world.daemon.directory + "/screen.xwd"
+        let shot = TestArtifacts.file("agent-pinentry-gtk2.png")
+        let dumped = try runCapturingOutput(
+            URL(fileURLWithPath: "/bin/sh"), ["-c", "xwd -root -silent -display \(display) > \(dump)"])
+        #expect(dumped.status == 0, "\(dumped.output)")
+        let converted = try runCapturingOutput(
+            URL(fileURLWithPath: TestArtifacts.repository + "/scripts/xwd-to-png"), [dump, shot.path])
+        #expect(converted.status == 0, "\(converted.output)")
+        let typed = try runCapturingOutput(
+            URL(fileURLWithPath: "/usr/bin/xdotool"),
+            ["type", "--delay", "30", Self.passcode], environment: Self.environment(["DISPLAY": display]))
+        #expect(typed.status == 0)
+        _ = try runCapturingOutput(
+            URL(fileURLWithPath: "/usr/bin/xdotool"), ["key", "Return"],
+            environment: Self.environment(["DISPLAY": display]))
+        let answer = try #require(Self.answer(log), "the asker answered")
+        #expect(answer["status"] == "success", "\(answer)")
+    }
+}
+
+/// LAError's codes, as the probe prints them.
+enum LAErrorCodes {
+    static let authenticationFailed = -1
+    static let userCancel = -2
+    static let notInteractive = -1004
+}
+
+/// Reads another process's memory (as root, through `/proc/<pid>/mem`).
+enum ProcessMemory {
+    /// Whether any readable mapping of process `pid` holds the bytes of `text`.
+    static func contains(_ pid: pid_t, _ text: String) throws -> Bool {
+        let needle = Array(text.utf8)
+        let maps = try String(contentsOfFile: "/proc/\(pid)/maps", encoding: .utf8)
+        let memory = open("/proc/\(pid)/mem", O_RDONLY | O_CLOEXEC)
+        guard memory >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        defer { close(memory) }
+        for line in maps.split(separator: "\n") {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard fields.count >= 2, fields[1].hasPrefix("r") else { continue }
+            let range = fields[0].split(separator: "-")
+            guard range.count == 2, let start = UInt64(range[0], radix: 16), let end = UInt64(range[1], radix: 16)
+            else { continue }
+            // vsyscall and the like cannot be read; skip what fails.
+            var offset = start
+            var previous: [UInt8] = []
+            while offset < end {
+                let count = Int(min(end - offset, 1 << 20))
+                var chunk = [UInt8](repeating: 0, count: count)
+                let read = pread(memory, &chunk, count, off_t(Int64(bitPattern: offset)))
+                guard read > 0 else { break }
+                // Carry the tail over, so that a match across two chunks is found.
+                let window = previous + chunk[0..<read]
+                if Self.find(needle, in: window) { return true }
+                previous = Array(window.suffix(needle.count - 1))
+                offset += UInt64(read)
+            }
+        }
+        return false
+    }
+
+    private static func find(_ needle: [UInt8], in haystack: [UInt8]) -> Bool {
+        guard needle.count <= haystack.count, let first = needle.first else { return false }
+        var index = 0
+        let last = haystack.count - needle.count
+        while index <= last {
+            if haystack[index] == first && haystack[index..<index + needle.count].elementsEqual(needle) { return true }
+            index += 1
+        }
+        return false
+    }
+}
+
+/// Files a test keeps for people to look at: `.build/test-artifacts/` in the repository.
+enum TestArtifacts {
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../..").standardized.path
+
+    static func file(_ name: String) -> URL {
+        let directory = URL(fileURLWithPath: repository + "/.build/test-artifacts")
+        try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        return directory.appendingPathComponent(name)
+    }
+}
