@@ -39,6 +39,7 @@ demo: bootstrap
 bench: bootstrap
 	$(SWIFT) build -c release $(SWIFT_BUILD_FLAGS) --product la-bench
 	$(SWIFT) build -c release $(SWIFT_BUILD_FLAGS) --product localauthd
+	$(SWIFT) build -c release $(SWIFT_BUILD_FLAGS) --product lactl
 	$(SWIFT) run -c release --skip-build $(SWIFT_BUILD_FLAGS) la-bench
 
 # libFuzzer for FUZZ_SECONDS each (default 60): the SSH agent's message parser, localauthd's frames and

@@ -35,16 +35,28 @@ final class PromptAgents: Sendable {
         }
 
         /// A prompt channel whose events go to this agent, naming `caller`; nil once the agent is gone.
+        ///
+        /// The agent learns of it with its first event (most requests never prompt, and the agent hears nothing of
+        /// them); an event after the agent is gone closes the channel, so the question it asked ends unanswered.
         func channel(for caller: CallerInfo) -> PromptChannel? {
+            guard prompts.withLock({ $0 != nil }) else { return nil }
             let number = PromptAgents.nextPrompt.add(1, ordering: .relaxed).newValue
-            let send = self.send
-            let channel = PromptChannel(request: number) { send(.agentPrompt($0, caller)) }
-            let open = prompts.withLock { prompts -> Bool in
-                guard prompts != nil else { return false }
-                prompts?[number] = channel
-                return true
+            let reference = ChannelReference()
+            let channel = PromptChannel(request: number) { [weak self] event in
+                let shown =
+                    self?.prompts.withLock { prompts -> Bool in
+                        guard prompts != nil else { return false }
+                        if prompts?[number] == nil, let channel = reference.channel { prompts?[number] = channel }
+                        return true
+                    } ?? false
+                guard shown, let self else {
+                    reference.channel?.close()
+                    return
+                }
+                self.send(.agentPrompt(event, caller))
             }
-            return open ? channel : nil
+            reference.channel = channel
+            return channel
         }
 
         /// The prompts of `channel` are over: the agent is told, so that it closes what it shows.
@@ -67,6 +79,12 @@ final class PromptAgents: Sendable {
             }
             for channel in open { channel.close() }
         }
+    }
+
+    /// A channel its own sink names without keeping it alive.
+    private final class ChannelReference: @unchecked Sendable {
+        // Set once, before the channel is handed out; read by the channel's events after.
+        weak var channel: PromptChannel?
     }
 
     /// Prompt numbers, unique in the daemon (so an agent cannot name another agent's prompt by accident).

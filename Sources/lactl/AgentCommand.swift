@@ -343,8 +343,7 @@ final class Conversation: Sendable {
         defer { close(dialog) }
         let outcome = dialog.confirm(
             title: "Keychain access", description: description("use an item of the keychain") + "\n\n\(trust.text)",
-            ok: "Allow once", notOK: "Always allow",
-            cancel: "Deny")
+            ok: "Allow _once", notOK: "Al_ways allow", cancel: "_Deny")
         guard !state.withLock({ $0.ended }) else { return }
         let choice: TrustChoice?
         switch outcome {

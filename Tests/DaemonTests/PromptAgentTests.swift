@@ -146,6 +146,39 @@ struct PromptAgentTests {
         #expect(answer["status"] == String(LAErrorCodes.userCancel), "\(answer)")
     }
 
+    /// A program not on an item's list of trusted applications is asked by the agent, not by itself: the program's
+    /// own presenter (which would answer Always allow with a guessed passcode) is never called; the user's choice
+    /// in pinentry and passcode let it read once.
+    @Test func aTrustedApplicationQuestionIsTheAgentsNotTheProgramsOwn() throws {
+        let world = try World()
+        defer { world.close() }
+        let (a, b, _) = try TrustedApplicationTests.apps(world.daemon)
+        let group = TrustedApplicationTests.group
+        #expect(try a.run(["add-trusted", "svc", "acct", "a-secret", group])["status"] == "0")
+        let terminal = try PseudoTerminal()
+        let agent = try world.agent(on: terminal, pinentry: "/usr/bin/pinentry-tty")
+        defer { agent.stop(SIGKILL) }
+        let log = world.daemon.directory + "/b.log"
+        let reader = try SpawnedProcess(
+            b.executable, ["read", "svc", "acct", group],
+            environment: [
+                "LA_DAEMON_SOCKET": world.socket, "PROBE_CHOICE": "always", "PROBE_PASSCODE": "guess",
+            ], log: log, input: "/dev/null")
+        defer { reader.stop(SIGKILL) }
+        #expect(terminal.waitFor("[odw]?", timeout: 20), "\(terminal.transcript)")
+        #expect(terminal.transcript.contains("TEAMT.probe-b wants to use the item svc"), "\(terminal.transcript)")
+        terminal.type("o")
+        #expect(terminal.waitFor("Password:", timeout: 20), "\(terminal.transcript)")
+        terminal.type(Self.passcode + "\n")
+        #expect(reader.wait(timeout: 30) != nil, "B finished")
+        let values = AppIsolationTests.values((0, (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""))
+        #expect(values["status"] == "0", "\(values)")
+        #expect(values["value"] == "a-secret", "\(values)")
+        #expect(values["asked"] == nil, "B's own presenter was not asked: \(values)")
+        // Allow once: B is not on the list now either.
+        #expect(try a.run(["trusted", "svc", "acct", group])["trusted"] == "TEAMT.probe-a \(a.executable)")
+    }
+
     @Test func theFingerIsTakenWhilePinentryWaits() async throws {
         let world = try World()
         defer { world.close() }
