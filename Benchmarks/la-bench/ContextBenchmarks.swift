@@ -88,7 +88,8 @@ enum PromptAgentBenchmarks {
     static func run() async throws {
         print("== LAContext.evaluatePolicy by passcode through localauthd: the program's presenter vs lactl agent")
         let release = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        let lactl = release.appendingPathComponent("lactl").path
+        // Canonical, as the registry compares it (`.build/release` is a symbolic link).
+        let lactl = release.appendingPathComponent("lactl").resolvingSymlinksInPath().path
         guard FileManager.default.isExecutableFile(atPath: lactl) else {
             print("prompt agent: skipped, \(lactl) missing (make bench builds it)")
             return

@@ -55,6 +55,9 @@ struct RegisterApp: ParsableCommand {
     @Flag(help: "Do not record the executable's SHA-256: any file at PATH is the app (warns).") var pathOnly = false
     @Flag(help: "Register an interpreter, knowing every script it runs becomes the app.") var interpreter = false
     @Flag(help: "An administrative tool: it may act in every access group of its user.") var administrative = false
+    @Flag(
+        help: "The program draws its own prompts even while a prompt agent (lactl agent) runs, and sees the passcode.")
+    var ownPrompts = false
 
     func run() throws {
         try registry.requireRoot()
@@ -77,7 +80,7 @@ struct RegisterApp: ParsableCommand {
         if pin && pathOnly { throw ValidationError("--pin and --path-only contradict each other") }
         var registration = AppRegistration(
             applicationIdentifier: applicationIdentifier, executable: executable, keychainAccessGroups: groups,
-            isAdministrative: administrative, isInterpreter: interpreter)
+            isAdministrative: administrative, isInterpreter: interpreter, drawsOwnPrompts: ownPrompts)
         if pathOnly {
             FileHandle.standardError.write(
                 Data(

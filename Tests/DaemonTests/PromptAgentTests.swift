@@ -179,6 +179,32 @@ struct PromptAgentTests {
         #expect(try a.run(["trusted", "svc", "acct", group])["trusted"] == "TEAMT.probe-a \(a.executable)")
     }
 
+    /// A program registered with `own-prompts = yes` keeps drawing its own prompts while the agent runs (and so
+    /// answers them itself, passcode included); the agent shows nothing.
+    @Test func aProgramRegisteredToDrawItsOwnPromptsStillDoes() throws {
+        let world = try World()
+        defer { world.close() }
+        let (a, b, _) = try TrustedApplicationTests.apps(world.daemon)
+        let group = TrustedApplicationTests.group
+        try DaemonProcess.register(
+            AppRegistration(
+                applicationIdentifier: "TEAMT.probe-b", executable: b.executable, keychainAccessGroups: [group],
+                drawsOwnPrompts: true),
+            as: "probe-b.conf", in: world.daemon.daemon.registryDirectory)
+        usleep(500_000)
+        #expect(try a.run(["add-trusted", "svc", "acct", "a-secret", group])["status"] == "0")
+        let terminal = try PseudoTerminal()
+        let agent = try world.agent(on: terminal, pinentry: "/usr/bin/pinentry-tty")
+        defer { agent.stop(SIGKILL) }
+        let shown = terminal.transcript
+        let read = try b.run(
+            ["read", "svc", "acct", group],
+            environment: TrustedApplicationTests.answering("once", passcode: Self.passcode))
+        #expect(read["value"] == "a-secret", "\(read)")
+        #expect(read["asked"] == "TEAMT.probe-b wants to use the item svc.", "B's presenter was asked: \(read)")
+        #expect(terminal.transcript == shown, "the agent showed nothing: \(terminal.transcript)")
+    }
+
     @Test func theFingerIsTakenWhilePinentryWaits() async throws {
         let world = try World()
         defer { world.close() }
