@@ -159,12 +159,35 @@ final class PromptAgent: Sendable {
     /// Sends an answer to prompt `number`.
     func answer(_ number: UInt64, _ kind: PromptAnswer.Kind) {
         _ = write(.answer(PromptAnswer(request: number, kind)))
+        guard verbose else { return }
+        // What was answered, never the secret itself.
+        let what: String
+        switch kind {
+        case .action(let action): what = "\(action)"
+        case .answer(_, let secret): what = secret == nil ? "cancelled the question" : "answered the question"
+        case .choice(_, let choice): what = choice.map { "\($0)" } ?? "cancelled the question"
+        }
+        print("prompt \(number): \(what)")
+        fflush(nil)
     }
 
-    /// A pinentry for one dialog; nil (with the reason on standard error) when it cannot start.
-    func startPinentry() -> Pinentry? {
+    /// One dialog at a time: the next pinentry starts once the last one ended and was reaped (two text-mode
+    /// pinentries on one terminal would take each other's keystrokes; one killed may take a moment to go).
+    private let dialogSlot = DispatchSemaphore(value: 1)
+
+    /// A pinentry for one dialog, once no other one runs; nil when `abandoned` turned true while waiting, or (with
+    /// the reason on standard error) when it cannot start.
+    func startPinentry(unless abandoned: () -> Bool) -> Pinentry? {
+        while dialogSlot.wait(timeout: .now() + .milliseconds(100)) == .timedOut {
+            if abandoned() { return nil }
+        }
+        guard !abandoned() else {
+            dialogSlot.signal()
+            return nil
+        }
+        let slot = dialogSlot
         do {
-            return try Pinentry(place)
+            return try Pinentry(place) { slot.signal() }
         } catch {
             FileHandle.standardError.write(Data("lactl agent: \(error)\n".utf8))
             return nil
@@ -358,7 +381,8 @@ final class Conversation: Sendable {
     /// A new dialog, held so that ``end()`` and the end of the fingerprint prompt can close it; nil when the
     /// request ended meanwhile (or, `whileScanning`, the fingerprint prompt did) or pinentry cannot start.
     private func open(whileScanning: Bool = false) -> Pinentry? {
-        guard let dialog = agent.startPinentry() else { return nil }
+        let abandoned = { self.state.withLock { $0.ended || (whileScanning && !$0.scanning) } }
+        guard let dialog = agent.startPinentry(unless: abandoned) else { return nil }
         let kept = state.withLock { state -> Bool in
             guard !state.ended, !whileScanning || state.scanning else { return false }
             state.dialog = dialog

@@ -48,14 +48,22 @@ final class Pinentry: Sendable {
     private let output: Int32
     private let killed = Atomic<Bool>(false)
     private let deadline: ContinuousClock.Instant
+    /// Called once the program was reaped, on the reaping thread.
+    private let reaped: @Sendable () -> Void
+    /// The terminal's settings before the dialog, put back when the program had to be killed (a text-mode
+    /// pinentry killed mid-question leaves the terminal without echo).
+    private let terminal: (descriptor: Int32, settings: termios)?
 
-    /// Starts `place.program` and reads its greeting.
+    /// Starts `place.program` and reads its greeting; `reaped` is called once it ended and was reaped (after
+    /// ``kill()``, which every dialog ends with).
     ///
     /// - Throws: ``Failure`` when it cannot be started or does not greet within 10 s.
-    init(_ place: Place) throws(Failure) {
+    init(_ place: Place, reaped: @escaping @Sendable () -> Void) throws(Failure) {
         var toChild: [Int32] = [-1, -1]
         var fromChild: [Int32] = [-1, -1]
         guard pipe(&toChild) == 0, pipe(&fromChild) == 0 else {
+            for descriptor in toChild + fromChild where descriptor >= 0 { close(descriptor) }
+            reaped()
             throw Failure(description: "cannot make pipes for pinentry: \(String(cString: strerror(errno)))")
         }
         // Close-on-exec, so that no other program the agent starts keeps a dialog's pipe open.
@@ -85,9 +93,22 @@ final class Pinentry: Sendable {
         guard spawned == 0 else {
             close(toChild[1])
             close(fromChild[0])
+            reaped()
             throw Failure(description: "cannot start \(place.program): \(String(cString: strerror(spawned)))")
         }
         self.pid = pid
+        self.reaped = reaped
+        var settings = termios()
+        if let tty = place.ttyName, case let descriptor = open(tty, O_RDWR | O_NOCTTY | O_CLOEXEC), descriptor >= 0 {
+            if tcgetattr(descriptor, &settings) == 0 {
+                terminal = (descriptor, settings)
+            } else {
+                close(descriptor)
+                terminal = nil
+            }
+        } else {
+            terminal = nil
+        }
         input = toChild[1]
         output = fromChild[0]
         deadline = .now + .seconds(place.timeout + 5)
@@ -108,23 +129,37 @@ final class Pinentry: Sendable {
 
     deinit {
         kill()
+        close(input)
+        close(output)
     }
 
-    /// Ends the dialog and the program, from any thread: a call blocked on it returns ``Outcome/ended``.
+    /// Ends the dialog and the program, from any thread: a call blocked on it returns ``Outcome/ended`` (it sees
+    /// the flag within 200 ms, or the end of the program's output at once).
+    ///
+    /// The pipes stay open until this object goes: closed from another thread while a call reads them, their
+    /// numbers could be given to the next dialog's pipes, and the call would read that dialog's answer.
     func kill() {
         guard !killed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         Glibc.kill(pid, SIGTERM)
-        close(input)
-        close(output)
         // Reaped off the caller's thread: a pinentry slow to die does not hold it.
-        let pid = self.pid
+        let (pid, reaped, terminal) = (self.pid, self.reaped, self.terminal)
         Thread.detachNewThread {
             var status: Int32 = 0
-            for _ in 0..<50 where waitpid(pid, &status, WNOHANG) == 0 { usleep(20_000) }
-            if waitpid(pid, &status, WNOHANG) == 0 {
-                Glibc.kill(pid, SIGKILL)
-                waitpid(pid, &status, 0)
+            var done = false
+            for _ in 0..<50 where !done {
+                done = waitpid(pid, &status, WNOHANG) == pid
+                if !done { usleep(20_000) }
             }
+            if !done {
+                Glibc.kill(pid, SIGKILL)
+                while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            }
+            if var (descriptor, settings) = terminal {
+                // Killed by a signal: the terminal as it was before the dialog.
+                if status & 0x7f != 0 { tcsetattr(descriptor, TCSANOW, &settings) }
+                close(descriptor)
+            }
+            reaped()
         }
     }
 

@@ -31,8 +31,9 @@ struct PromptAgentTests {
         let lactl: String
         let probe: String
 
-        init() throws {
-            daemon = try DaemonWorld(extraEnvironment: ["LA_PAM_SERVICE": PromptAgentTests.service])
+        init(extraEnvironment: [String: String] = [:]) throws {
+            daemon = try DaemonWorld(
+                extraEnvironment: ["LA_PAM_SERVICE": PromptAgentTests.service].merging(extraEnvironment) { $1 })
             let user = DataLocations.currentUserName() ?? "root"
             try MatrixPAM.writeService(
                 PromptAgentTests.service, in: daemon.directory, users: [(user, PromptAgentTests.passcode)])
@@ -59,7 +60,7 @@ struct PromptAgentTests {
             on terminal: PseudoTerminal, pinentry: String, timeout: Int = 60, environment: [String: String] = [:]
         ) throws -> SpawnedProcess {
             let agent = try terminal.spawn(
-                lactl, ["agent", "--pinentry", pinentry, "--timeout", String(timeout)],
+                lactl, ["agent", "--verbose", "--pinentry", pinentry, "--timeout", String(timeout)],
                 environment: ["LA_DAEMON_SOCKET": socket, "TERM": "xterm"].merging(environment) { $1 })
             #expect(terminal.waitFor("drawing the prompts of", timeout: 20), "\(terminal.transcript)")
             return agent
@@ -226,6 +227,42 @@ struct PromptAgentTests {
         try await world.daemon.reader.send("SCAN alice-1")
         let answer = try #require(Self.answer(log), "the asker answered")
         #expect(answer["status"] == "success", "\(answer)")
+        // The other way round: the passcode typed while the reader waits ends the scan and answers.
+        let dialogs = terminal.transcript.components(separatedBy: "or type your passcode").count
+        let (typing, typingLog) = try world.asker()
+        defer { typing.stop(SIGKILL) }
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline && terminal.transcript.components(separatedBy: "or type your passcode").count <= dialogs
+        {
+            usleep(50_000)
+        }
+        usleep(300_000)
+        terminal.type("secret\n")
+        let typed = try #require(Self.answer(typingLog), "the second asker answered")
+        #expect(typed["status"] == "success", "\(typed)")
+    }
+
+    /// lactl's own question before it reaches another app's items is the agent's too: lactl run with no terminal
+    /// reads the victim's item once the user typed the passcode into the agent's pinentry.
+    @Test func lactlsConsentIsAskedByTheAgent() throws {
+        let world = try World(extraEnvironment: DaemonProcess.enforcingAdministrativeClaims)
+        defer { world.close() }
+        _ = try IdentityAttackTests.registeredApp(world.daemon)
+        let terminal = try PseudoTerminal()
+        let agent = try world.agent(on: terminal, pinentry: "/usr/bin/pinentry-tty")
+        defer { agent.stop(SIGKILL) }
+        let log = world.daemon.directory + "/lactl-find.log"
+        let find = try SpawnedProcess(
+            world.lactl, ["keychain", "find-generic-password", "-s", "svc", "-a", "acct", "-G", "TEAMV.vault", "-w"],
+            environment: ["LA_DAEMON_SOCKET": world.socket], log: log, input: "/dev/null", newSession: true)
+        defer { find.stop(SIGKILL) }
+        #expect(terminal.waitFor("lactl wants to use the items of TEAMV.vault", timeout: 20), "\(terminal.transcript)")
+        #expect(terminal.waitFor("Password:", timeout: 20), "\(terminal.transcript)")
+        terminal.type(Self.passcode + "\n")
+        let ended = find.wait(timeout: 30)
+        let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        #expect(ended?.status == 0, "\(output)")
+        #expect(output.contains("victim-secret"), "\(output)")
     }
 
     @Test func aSecondAgentForTheSessionIsRefused() throws {
