@@ -34,6 +34,29 @@ struct DeploymentTests {
         #expect(output.isEmpty, "\(output)")
     }
 
+    /// The user units `make install` lays out (the screen-lock watcher and the prompt agent) pass systemd's checker:
+    /// their syntax and that `ExecStart` names an executable (checked as system units, since the checker's user mode
+    /// needs a running user manager).
+    @Test func theUserUnitsVerify() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("user-units-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let bin = try lactlExecutable().deletingLastPathComponent().path
+        var units: [String] = []
+        for name in ["localauthd-screen-lock.service", "localauthd-agent.service"] {
+            let text = try String(
+                contentsOf: Self.root.appendingPathComponent("Resources/systemd/user/\(name)"), encoding: .utf8)
+            #expect(text.contains("@BINDIR@/lactl"), "\(name) runs lactl from BINDIR")
+            let unit = directory.appendingPathComponent(name)
+            try text.replacingOccurrences(of: "@BINDIR@", with: bin).write(to: unit, atomically: true, encoding: .utf8)
+            units.append(unit.path)
+        }
+        let (status, output) = try runCapturingOutput(
+            URL(fileURLWithPath: "/usr/bin/systemd-analyze"), ["verify"] + units)
+        #expect(status == 0, "\(output)")
+        #expect(output.isEmpty, "\(output)")
+    }
+
     /// Socket activation: systemd's launcher holds the listening socket and starts the daemon on the first
     /// connection with the socket as descriptor 3 (`LISTEN_FDS`); the client is served on it.
     @Test func aSocketPassedBySystemdIsServed() async throws {

@@ -103,7 +103,8 @@ struct ProcessEventsTests {
     }
 
     /// Where events were lost meanwhile (a machine busy enough to fill the queue), every watched process is marked,
-    /// as it must be, and "nothing else marks" cannot be seen: the round is repeated, up to five times.
+    /// as it must be, and "nothing else marks" cannot be seen; on a machine so slow that the shell executed before it
+    /// was watched, the exec cannot be seen: the round is repeated, up to five times.
     @Test func anExecAndAnExitMarkTheProcessAndNothingElseDoes() throws {
         let events = try #require(ProcessEvents(), "the kernel delivers process events to root")
         var observed = false
@@ -116,17 +117,29 @@ struct ProcessEventsTests {
     /// One round of the test above: false when events were lost, so its observations do not count.
     static func execAndExitRound(_ events: ProcessEvents) throws -> Bool {
         let quiet = try SpawnedProcess("/bin/sleep", ["30"])
-        let child = try SpawnedProcess("/bin/sh", ["-c", "sleep 0.3; exec /bin/sleep 30"])
+        let child = try SpawnedProcess("/bin/sh", ["-c", "sleep 1; exec /bin/sleep 30"])
         defer {
             kill(quiet.pid, SIGKILL)
             kill(child.pid, SIGKILL)
             _ = quiet.wait(timeout: 5)
             _ = child.wait(timeout: 5)
         }
-        // The two spawns' own execs, reported before anyone watched.
+        // The two spawns' own execs, reported before anyone watched. posix_spawn returns once the child's exec
+        // has replaced its memory, which is a moment before the kernel queues the exec's event: so the two are
+        // seen running their programs first, then drained.
+        #expect(Self.runs(quiet.pid, "/usr/bin/sleep") || Self.runs(quiet.pid, "/bin/sleep"))
+        let shell = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(child.pid)/exe")) ?? ""
+        usleep(50_000)
         events.drain()
         let watchedQuiet = events.watch(quiet.pid)
         let watchedChild = events.watch(child.pid)
+        // The shell must still be the shell when watched (a machine slow enough to pass its `sleep 1` voids the round).
+        let stillShell = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(child.pid)/exe")) == shell
+        guard stillShell, !shell.hasSuffix("/sleep") else {
+            events.unwatch(watchedQuiet)
+            events.unwatch(watchedChild)
+            return false
+        }
         defer {
             events.unwatch(watchedQuiet)
             events.unwatch(watchedChild)

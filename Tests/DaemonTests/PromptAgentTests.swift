@@ -122,6 +122,24 @@ struct PromptAgentTests {
         try? Data(terminal.transcript.utf8).write(to: TestArtifacts.file("agent-pinentry-tty.txt"))
     }
 
+    /// pinentry-curses draws a dialog on the agent's terminal with cursor movements; the person types the passcode
+    /// and Enter.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/pinentry-curses")))
+    func cursesPinentryOnTheTerminalIsAnswered() throws {
+        let world = try World()
+        defer { world.close() }
+        let terminal = try PseudoTerminal()
+        let agent = try world.agent(on: terminal, pinentry: "/usr/bin/pinentry-curses")
+        defer { agent.stop(SIGKILL) }
+        let (asker, log) = try world.asker(reason: "unlock the deploy key")
+        defer { asker.stop(SIGKILL) }
+        #expect(terminal.waitFor("unlock the deploy key", timeout: 20), "\(terminal.transcript)")
+        usleep(500_000)
+        terminal.type(Self.passcode + "\r")
+        let answer = try #require(Self.answer(log), "the asker answered")
+        #expect(answer["status"] == "success", "\(answer)")
+    }
+
     @Test func aWrongPasscodeFailsAndACancelledDialogCancels() throws {
         let world = try World()
         defer { world.close() }
