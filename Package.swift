@@ -229,6 +229,11 @@ let package = Package(
                 "LocalAuthentication", "KeychainServices", "SecurityClient", "SecurityProtocol", "SecurityServer",
                 "Authenticators", "lactl", "LocalAuthenticationCombine", "SwiftKeychain", "TestSupport",
             ]),
+        // Code that ignores every result of Keychain Services and LocalAuthentication, as Apple's imported functions
+        // allow: built with -warnings-as-errors, so a missing @discardableResult fails the build.
+        .executableTarget(
+            name: "discarded-results", dependencies: ["KeychainServices", "LocalAuthentication"],
+            path: "Tests/Fixtures/DiscardedResults", swiftSettings: [.unsafeFlags(["-warnings-as-errors"])]),
         // Examples (README.md, "Examples"), built and run as subprocesses by ExamplesTests.
         .executableTarget(name: "GuardedOperation", dependencies: ["LocalAuthentication"], path: "Examples/GuardedOperation"),
         .executableTarget(

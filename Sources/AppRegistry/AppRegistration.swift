@@ -30,14 +30,20 @@ package struct AppRegistration: Sendable, Hashable {
     /// this app (a script's process runs the interpreter: the kernel knows no other executable for it). Without
     /// it, a registration whose executable is a known interpreter (``isInterpreter(_:)``) is refused.
     package var isInterpreter: Bool
+    /// `application-groups`: app groups (`group.com.example.shared`), as Apple's application-groups entitlement
+    /// declares them; each is one of the app's access groups. Within one registry an app group belongs to one team
+    /// (``AppRegistry`` leaves out a file that claims another team's).
+    package var applicationGroups: [String]
     /// `own-prompts = yes`: the program draws its own prompts (its presenter) even while its user's prompt agent
     /// runs, and so sees the passcode typed into them; without it, the agent draws them when one is registered.
     package var drawsOwnPrompts: Bool
 
     package init(
         applicationIdentifier: String, executable: String?, digests: [Data] = [], keychainAccessGroups: [String] = [],
-        isAdministrative: Bool = false, isInterpreter: Bool = false, drawsOwnPrompts: Bool = false
+        isAdministrative: Bool = false, isInterpreter: Bool = false, drawsOwnPrompts: Bool = false,
+        applicationGroups: [String] = []
     ) {
+        self.applicationGroups = applicationGroups
         self.applicationIdentifier = applicationIdentifier
         self.executable = executable
         self.digests = digests
@@ -72,8 +78,22 @@ package struct AppRegistration: Sendable, Hashable {
     /// The groups the app holds, as Apple derives them: its `keychain-access-groups`, then its application
     /// identifier (every app may use a group named after itself).
     package var accessGroups: [String] {
-        keychainAccessGroups.contains(applicationIdentifier)
+        // Apple's order: keychain-access-groups, the application identifier, then the app groups.
+        let own =
+            keychainAccessGroups.contains(applicationIdentifier)
             ? keychainAccessGroups : keychainAccessGroups + [applicationIdentifier]
+        return own + applicationGroups.filter { !own.contains($0) }
+    }
+
+    /// The team the application identifier names (`ABCDE12345` of `ABCDE12345.com.example.notes`).
+    package var team: String { Self.team(of: applicationIdentifier) }
+
+    /// Whether `name` is an app group identifier: `group.` and a reverse-DNS name.
+    package static func isApplicationGroup(_ name: String) -> Bool {
+        guard name.hasPrefix("group."), name.count > "group.".count, name.utf8.count <= 255 else { return false }
+        return name.dropFirst("group.".count).allSatisfy {
+            $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == "_")
+        }
     }
 
     /// Whether a program at canonical path `path` with executable digest `digest` is this app; `isFile` tells
@@ -109,6 +129,7 @@ package struct AppRegistration: Sendable, Hashable {
         var administrative = false
         var interpreter = false
         var ownPrompts = false
+        var appGroups: [String] = []
         for (index, rawLine) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
             let number = index + 1
             guard rawLine.utf8.count <= Self.maximumLineByteCount else {
@@ -172,6 +193,17 @@ package struct AppRegistration: Sendable, Hashable {
                 case "no", "false": interpreter = false
                 default: throw fail(number, "interpreter must be yes or no, found \(Self.quoted(value))")
                 }
+            case "application-groups":
+                for group in value.split(separator: ",", omittingEmptySubsequences: false) {
+                    let group = group.trimmingCharacters(in: .whitespaces)
+                    guard Self.isApplicationGroup(group) else {
+                        throw fail(
+                            number,
+                            "application-groups must be app group identifiers (group. and a reverse-DNS name) "
+                                + "separated by commas, found \(Self.quoted(group))")
+                    }
+                    if !appGroups.contains(group) { appGroups.append(group) }
+                }
             case "own-prompts":
                 switch value {
                 case "yes", "true": ownPrompts = true
@@ -182,7 +214,7 @@ package struct AppRegistration: Sendable, Hashable {
                 throw fail(
                     number,
                     "unknown key \(Self.quoted(key)) (known: application-identifier, executable, sha256, "
-                        + "keychain-access-groups, administrative, interpreter, own-prompts)")
+                        + "keychain-access-groups, application-groups, administrative, interpreter, own-prompts)")
             }
         }
         guard let identifier else { throw fail(0, "application-identifier is missing") }
@@ -202,7 +234,8 @@ package struct AppRegistration: Sendable, Hashable {
         self.init(
             applicationIdentifier: identifier, executable: executable, digests: digests,
             keychainAccessGroups: groups.map(\.0).reduce(into: []) { if !$0.contains($1) { $0.append($1) } },
-            isAdministrative: administrative, isInterpreter: interpreter, drawsOwnPrompts: ownPrompts)
+            isAdministrative: administrative, isInterpreter: interpreter, drawsOwnPrompts: ownPrompts,
+            applicationGroups: appGroups)
     }
 
     /// The file's text, in the format ``init(parsing:file:)`` reads.
@@ -212,6 +245,9 @@ package struct AppRegistration: Sendable, Hashable {
         for digest in digests { lines.append("sha256 = \(Self.hex(digest))") }
         if !keychainAccessGroups.isEmpty {
             lines.append("keychain-access-groups = \(keychainAccessGroups.joined(separator: ", "))")
+        }
+        if !applicationGroups.isEmpty {
+            lines.append("application-groups = \(applicationGroups.joined(separator: ", "))")
         }
         lines.append("administrative = \(isAdministrative ? "yes" : "no")")
         if isInterpreter { lines.append("interpreter = yes") }
@@ -229,7 +265,7 @@ package struct AppRegistration: Sendable, Hashable {
         }
     }
 
-    private static func team(of identifier: String) -> String {
+    package static func team(of identifier: String) -> String {
         String(identifier.prefix { $0 != "." })
     }
 

@@ -29,6 +29,7 @@ package struct AppRegistry: Sendable {
         problems = []
         var byPath: [String: String] = [:]
         var byDigest: [Data: String] = [:]
+        var appGroupTeams: [String: (team: String, file: String)] = [:]
         for name in Self.fileNames(in: directory) {
             let path = directory + "/" + name
             let registration: AppRegistration
@@ -49,6 +50,20 @@ package struct AppRegistry: Sendable {
                         file: name, line: 0,
                         message: "sha256 \(AppRegistration.hex(clash)) is already registered by \(byDigest[clash]!)"))
                 continue
+            }
+            // An app group is one team's, as Apple's developer accounts register it: another team's claim is left out.
+            if let taken = registration.applicationGroups.first(where: {
+                appGroupTeams[$0].map { $0.team != registration.team } ?? false
+            }) {
+                let owner = appGroupTeams[taken]!
+                problems.append(
+                    RegistrationError(
+                        file: name, line: 0,
+                        message: "the app group \(taken) belongs to team \(owner.team) (\(owner.file)), not to \(registration.team)"))
+                continue
+            }
+            for group in registration.applicationGroups where appGroupTeams[group] == nil {
+                appGroupTeams[group] = (registration.team, name)
             }
             if registration.digests.isEmpty, let executable = registration.executable { byPath[executable] = name }
             for digest in registration.digests { byDigest[digest] = name }

@@ -14,21 +14,27 @@ public typealias CFIndex = Int
 public typealias CFErrorDomain = CFString
 
 /// The type identifier of `SecKey` objects.
+@discardableResult
 public func SecKeyGetTypeID() -> CFTypeID { CFTypeIdentity.secKey }
 
 /// The type identifier of `SecAccessControl` objects.
+@discardableResult
 public func SecAccessControlGetTypeID() -> CFTypeID { CFTypeIdentity.secAccessControl }
 
 /// The type identifier of `SecAccess` objects (macOS).
+@discardableResult
 public func SecAccessGetTypeID() -> CFTypeID { CFTypeIdentity.secAccess }
 
 /// The type identifier of `SecTrustedApplication` objects (macOS).
+@discardableResult
 public func SecTrustedApplicationGetTypeID() -> CFTypeID { CFTypeIdentity.secTrustedApplication }
 
 /// The type identifier of `SecCertificate` objects.
+@discardableResult
 public func SecCertificateGetTypeID() -> CFTypeID { CFTypeIdentity.secCertificate }
 
 /// The type identifier of `SecIdentity` objects.
+@discardableResult
 public func SecIdentityGetTypeID() -> CFTypeID { CFTypeIdentity.secIdentity }
 
 /// The type identifier of `CFString` objects.

@@ -59,6 +59,7 @@ public final class SecAccess: Sendable, Hashable {
 ///
 /// - Returns: `errSecSuccess`; `errSecParam` when `app` is nil; `errSecItemNotFound` (Apple's `CSSMERR_…` has no
 ///   Linux meaning) when the file cannot be read.
+@discardableResult
 public func SecTrustedApplicationCreateFromPath(
     _ path: UnsafePointer<Int8>?, _ app: UnsafeMutablePointer<SecTrustedApplication?>
 ) -> OSStatus {
@@ -73,6 +74,7 @@ public func SecTrustedApplicationCreateFromPath(
 
 /// Copies what identifies a trusted application: its executable's path, as UTF-8 bytes (empty for the calling
 /// program).
+@discardableResult
 public func SecTrustedApplicationCopyData(_ appRef: SecTrustedApplication, _ data: UnsafeMutablePointer<CFData?>) -> OSStatus {
     data.pointee = Data(appRef.path.utf8) as CFData
     return errSecSuccess
@@ -85,6 +87,7 @@ public func SecTrustedApplicationCopyData(_ appRef: SecTrustedApplication, _ dat
 ///   - trustedlist: ``SecTrustedApplication``s; nil trusts the calling program alone, an empty array no program.
 /// - Returns: `errSecSuccess`; `errSecParam` for an element that is not a ``SecTrustedApplication`` or more than
 ///   64 of them.
+@discardableResult
 public func SecAccessCreate(
     _ descriptor: CFString, _ trustedlist: CFArray?, _ accessRef: UnsafeMutablePointer<SecAccess?>
 ) -> OSStatus {

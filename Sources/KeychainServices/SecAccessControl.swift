@@ -81,6 +81,7 @@ public final class SecAccessControl: Sendable, Hashable {
 ///   - flags: the authentication required.
 ///   - error: receives an `NSOSStatusErrorDomain` error with `errSecParam` on failure.
 /// - Returns: the list, or nil for an unknown protection class, unknown flag bits, or `.or` together with `.and`.
+@discardableResult
 public func SecAccessControlCreateWithFlags(
     _ allocator: CFAllocator?, _ protection: Any, _ flags: SecAccessControlCreateFlags,
     _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?

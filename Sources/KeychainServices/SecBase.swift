@@ -1144,6 +1144,7 @@ private let errorMessages: [OSStatus: String] = [
 ///   - status: an `OSStatus` from a Security function.
 ///   - reserved: pass `nil`.
 /// - Returns: the message; for a code Security does not define, `"OSStatus <code>"`.
+@discardableResult
 public func SecCopyErrorMessageString(_ status: OSStatus, _ reserved: UnsafeMutableRawPointer?) -> CFString? {
     (errorMessages[status] ?? "OSStatus \(status)") as CFString
 }

@@ -12,6 +12,7 @@ import SecurityProtocol
 /// - Returns: `errSecSuccess`; `errSecDuplicateItem` when an item with the same primary key exists;
 ///   `errSecParam` for malformed input (nothing is written); `errSecMissingEntitlement` for an access group the
 ///   caller does not hold; `errSecInteractionNotAllowed` when the item's protection class is locked.
+@discardableResult
 public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
     perform(result, context: attributes) { try .add(SecItemConversion.dictionary(attributes, allowingValueRef: true)) }
 }
@@ -25,6 +26,7 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
 ///     or a reference; several return keys give a dictionary per item; a match limit above one gives an array.
 /// - Returns: `errSecSuccess`, `errSecItemNotFound`, `errSecParam`, `errSecInteractionNotAllowed` (locked, or the
 ///   item's access control needs an authentication), `errSecDecode` (a damaged or tampered row).
+@discardableResult
 public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
     perform(result, context: query) {
         try .copyMatching(SecItemConversion.dictionary(query, allowingValueRef: false))
@@ -38,6 +40,7 @@ public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePo
 ///   - attributesToUpdate: real attributes and/or `kSecValueData` only.
 /// - Returns: `errSecSuccess`, `errSecItemNotFound`, `errSecParam`, or `errSecDuplicateItem` when a change would make
 ///   two items clash (then nothing changes). The modification date of each changed item moves.
+@discardableResult
 public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDictionary) -> OSStatus {
     perform(nil, context: query) {
         try .update(
@@ -49,6 +52,7 @@ public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDiction
 /// Deletes every item that matches a query.
 ///
 /// - Returns: `errSecSuccess`, `errSecItemNotFound` or `errSecParam`.
+@discardableResult
 public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
     perform(nil, context: query) { try .delete(SecItemConversion.dictionary(query, allowingValueRef: false)) }
 }

@@ -21,6 +21,7 @@ public final class SecCertificate: Sendable, Hashable {
 ///
 /// - Returns: nil when `data` is empty or does not start like a DER SEQUENCE. (Apple parses the certificate fully;
 ///   this implementation checks only the outer structure.)
+@discardableResult
 public func SecCertificateCreateWithData(_ allocator: CFAllocator?, _ data: CFData) -> SecCertificate? {
     let bytes = data as Data
     guard bytes.count > 2, bytes.first == 0x30 else { return nil }
@@ -28,6 +29,7 @@ public func SecCertificateCreateWithData(_ allocator: CFAllocator?, _ data: CFDa
 }
 
 /// The DER encoding of `certificate`.
+@discardableResult
 public func SecCertificateCopyData(_ certificate: SecCertificate) -> CFData {
     certificate.derData as NSData
 }
@@ -46,6 +48,7 @@ public final class SecIdentity: Sendable {
 /// The certificate of `identity`.
 ///
 /// - Returns: `errSecSuccess`, with the certificate in `certificateRef`.
+@discardableResult
 public func SecIdentityCopyCertificate(
     _ identity: SecIdentity, _ certificateRef: UnsafeMutablePointer<SecCertificate?>
 ) -> OSStatus {
@@ -56,6 +59,7 @@ public func SecIdentityCopyCertificate(
 /// The private key of `identity`.
 ///
 /// - Returns: `errSecSuccess`, with the key in `privateKeyRef`.
+@discardableResult
 public func SecIdentityCopyPrivateKey(_ identity: SecIdentity, _ privateKeyRef: UnsafeMutablePointer<SecKey?>)
     -> OSStatus
 {

@@ -20,6 +20,7 @@ import SecurityProtocol
 /// which checks the access control (with the context given here) each time. Without it the key is an ordinary
 /// software key. `kSecAttrIsPermanent` stores the key as a `kSecClassKey` item. (Apple's Secure Enclave is a separate
 /// processor; here the enclave is the engine's process and the root key file.)
+@discardableResult
 public func SecKeyCreateRandomKey(
     _ parameters: CFDictionary, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
 ) -> SecKey? {
@@ -29,6 +30,7 @@ public func SecKeyCreateRandomKey(
 /// A key's public key.
 ///
 /// - Returns: the public key of a private key, the key itself for a public key, nil for a key that is not P-256.
+@discardableResult
 public func SecKeyCopyPublicKey(_ key: SecKey) -> SecKey? {
     guard let publicKey = key.publicKey else { return nil }
     if case .publicKey = key.material { return key }
@@ -42,6 +44,7 @@ public func SecKeyCopyPublicKey(_ key: SecKey) -> SecKey? {
 ///
 /// - Returns: nil with `errSecUnimplemented` for an enclave private key (it never leaves the enclave), or for a key
 ///   that is not P-256.
+@discardableResult
 public func SecKeyCopyExternalRepresentation(
     _ key: SecKey, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
 ) -> CFData? {
@@ -65,6 +68,7 @@ public func SecKeyCopyExternalRepresentation(
 ///     are required; other key attributes are kept for `SecKeyCopyAttributes`.
 /// - Returns: the key, or nil: `errSecParam` for a missing or other type or class, `errSecDecode` for bytes that are
 ///   not such a P-256 key (wrong size, point not on the curve, scalar not matching the point).
+@discardableResult
 public func SecKeyCreateWithData(
     _ keyData: CFData, _ attributes: CFDictionary, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
 ) -> SecKey? {
@@ -92,6 +96,7 @@ public func SecKeyCreateWithData(
 
 /// The key's attributes: class, type, size, application label (SHA-1 of the public key), token, usage flags, the
 /// tag, label and access control it was created or stored with, and for a public key its bytes (`kSecValueData`).
+@discardableResult
 public func SecKeyCopyAttributes(_ key: SecKey) -> CFDictionary? {
     SecItemConversion.dictionary(key.keyAttributes)
 }
@@ -100,6 +105,7 @@ public func SecKeyCopyAttributes(_ key: SecKey) -> CFDictionary? {
 ///
 /// Private keys sign, decrypt and exchange keys; public keys verify and encrypt. See `SecKeyAlgorithm` for the
 /// algorithms this implementation runs.
+@discardableResult
 public func SecKeyIsAlgorithmSupported(_ key: SecKey, _ operation: SecKeyOperationType, _ algorithm: SecKeyAlgorithm)
     -> Bool
 {
@@ -117,6 +123,7 @@ public func SecKeyIsAlgorithmSupported(_ key: SecKey, _ operation: SecKeyOperati
 ///   algorithm the key does not support or a digest of the wrong size; for an enclave key, the engine's refusal when
 ///   the key's access control is not satisfied (`errSecInteractionNotAllowed`, `errSecAuthFailed`,
 ///   `errSecUserCanceled`).
+@discardableResult
 public func SecKeyCreateSignature(
     _ key: SecKey, _ algorithm: SecKeyAlgorithm, _ dataToSign: CFData,
     _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
@@ -149,6 +156,7 @@ public func SecKeyCreateSignature(
 /// - Returns: true when `signature` is valid; false with `errSecVerifyFailed` when it is not (or is not a
 ///   signature in the algorithm's encoding), with `errSecParam` for an unsupported algorithm or a digest of the
 ///   wrong size.
+@discardableResult
 public func SecKeyVerifySignature(
     _ key: SecKey, _ algorithm: SecKeyAlgorithm, _ signedData: CFData, _ signature: CFData,
     _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
@@ -171,6 +179,7 @@ public func SecKeyVerifySignature(
 ///
 /// - Returns: `ephemeral public key (65) || ciphertext || tag (16)`, or nil with `errSecParam` for an algorithm the
 ///   key does not support.
+@discardableResult
 public func SecKeyCreateEncryptedData(
     _ key: SecKey, _ algorithm: SecKeyAlgorithm, _ plaintext: CFData,
     _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
@@ -187,6 +196,7 @@ public func SecKeyCreateEncryptedData(
 /// - Returns: the plaintext, or nil: `errSecParam` for an unsupported algorithm or a ciphertext that is too short,
 ///   names no P-256 point or does not authenticate; for an enclave key, the engine's refusal when the key's access
 ///   control is not satisfied.
+@discardableResult
 public func SecKeyCreateDecryptedData(
     _ key: SecKey, _ algorithm: SecKeyAlgorithm, _ ciphertext: CFData,
     _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
@@ -226,6 +236,7 @@ public func SecKeyCreateDecryptedData(
 /// - Returns: Z (32 bytes) or the derived bytes, or nil: `errSecParam` for an unsupported algorithm, a missing or
 ///   invalid requested size, or a public key that is not P-256; for an enclave key, the engine's refusal when the
 ///   key's access control is not satisfied.
+@discardableResult
 public func SecKeyCopyKeyExchangeResult(
     _ privateKey: SecKey, _ algorithm: SecKeyAlgorithm, _ publicKey: SecKey, _ parameters: CFDictionary,
     _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?

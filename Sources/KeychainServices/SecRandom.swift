@@ -21,6 +21,7 @@ public let kSecRandomDefault: SecRandomRef? = nil
 ///   - bytes: where to write them (at least `count` bytes).
 /// - Returns: `errSecSuccess`, or `errSecParam` for a negative count, or `errSecInternalComponent` when the random
 ///   source fails (then nothing usable was written).
+@discardableResult
 public func SecRandomCopyBytes(_ rnd: SecRandomRef?, _ count: Int, _ bytes: UnsafeMutableRawPointer) -> Int32 {
     guard count >= 0 else { return errSecParam }
     if count == 0 { return errSecSuccess }

@@ -149,6 +149,7 @@ open class LAContext: NSObject, @unchecked Sendable {
     ///   `biometryNotEnrolled`, `biometryLockout`, `passcodeNotSet` (the PAM service cannot authenticate the user),
     ///   `companionNotAvailable` (companion, watch and wrist policies), `invalidContext`.
     /// - Blocks the calling thread while it opens the reader and asks PAM whether the account can authenticate.
+    @discardableResult
     public func canEvaluatePolicy(_ policy: LAPolicy, error: NSErrorPointer) -> Bool {
         let outcome: Result<PolicyAvailability, LAError> = Result {
             try checkUsable()
@@ -182,6 +183,7 @@ open class LAContext: NSObject, @unchecked Sendable {
     ///   `biometryNotEnrolled`, `passcodeNotSet`, `systemCancel` (no finger in time), `appCancel` (``invalidate()``
     ///   meanwhile, or the task was cancelled), `invalidContext` (invalidated before), `notInteractive`,
     ///   `companionNotAvailable`. A passcode success also unlocks the keychain.
+    @discardableResult
     public func evaluatePolicy(_ policy: LAPolicy, localizedReason: String) async throws -> Bool {
         guard !localizedReason.isEmpty else {
             throw LAError(.authenticationFailed, "localizedReason must not be empty")
@@ -217,6 +219,7 @@ open class LAContext: NSObject, @unchecked Sendable {
     ///
     /// - Throws: ``LAError`` as ``evaluatePolicy(_:localizedReason:)``; `authenticationFailed` when the list can
     ///   never be satisfied (a `.biometryCurrentSet` list whose fingerprints changed).
+    @discardableResult
     public func evaluateAccessControl(
         _ accessControl: SecAccessControl, operation: LAAccessControlOperation, localizedReason: String
     ) async throws -> Bool {
@@ -270,6 +273,7 @@ open class LAContext: NSObject, @unchecked Sendable {
     /// Sets (or with nil removes) the application password keychain items with `.applicationPassword` need.
     ///
     /// - Returns: false for `.smartCardPIN` (not supported on Linux) or an invalidated context.
+    @discardableResult
     public func setCredential(_ credential: Data?, type: LACredentialType) -> Bool {
         guard type == .applicationPassword, case .success(let client) = client else { return false }
         let secret = credential.map { SecureBytes($0) }
@@ -284,6 +288,7 @@ open class LAContext: NSObject, @unchecked Sendable {
     }
 
     /// Whether a credential of `type` is set.
+    @discardableResult
     public func isCredentialSet(_ type: LACredentialType) -> Bool {
         guard type == .applicationPassword, case .success(let client) = client,
             let id = state.withLock({ $0.invalidated ? nil : $0.id })

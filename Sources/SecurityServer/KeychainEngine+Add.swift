@@ -19,10 +19,10 @@ extension KeychainEngine {
         try Self.requireOneAccessKind(attributes)
         try nameTrustedApplications(in: &attributes, caller: caller)
         let protectionClass = try Self.protectionClass(of: attributes)
+        // A synchronizable `…ThisDeviceOnly` item is stored, as Apple's securityd stores it (its add path refuses
+        // synchronizable items only to app clips and in the system keychain: SecServerItemAddWithCustomDb,
+        // keychain/securityd/SecItemServer.c); such an item never leaves the device, and this keychain syncs nothing.
         let synchronizable = query.synchronizable == .yes
-        if protectionClass.isThisDeviceOnly && synchronizable {
-            throw KeychainStatus(.param, "a ThisDeviceOnly item cannot be synchronizable")
-        }
         if protectionClass == .whenPasscodeSetThisDeviceOnly { try notePasscodeIfSet() }
         if itemClass == .key, case .accessControl(let policy) = attributes["accc"], AccessRequirement.usesPrivateKey(policy),
             attributes["tkid"] != .string(Self.secureEnclaveToken)

@@ -46,10 +46,8 @@ extension KeychainEngine {
                     let protectionClass = try Self.protectionClass(of: attributes)
                     attributes["pdmn"] = .string(protectionClass.rawValue)
                     attributes["mdat"] = .date(max(now, Self.date(attributes["cdat"]) ?? now))
+                    // Stored also with a `…ThisDeviceOnly` class, as Apple's securityd does (KeychainEngine+Add).
                     let synchronizable = attributes["sync"]?.boolValue ?? false
-                    if protectionClass.isThisDeviceOnly && synchronizable {
-                        throw KeychainStatus(.param, "a ThisDeviceOnly item cannot be synchronizable")
-                    }
                     let group = attributes["agrp"]?.stringValue ?? item.row.accessGroup
                     // The current value is opened (and its application-password layer with the context's password) even
                     // when a new value replaces it: Apple's update decrypts the item under its current list first, so a

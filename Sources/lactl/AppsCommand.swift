@@ -51,6 +51,10 @@ struct RegisterApp: ParsableCommand {
     @Option(name: .customLong("application-identifier"), help: "TEAMID.reverse.dns") var applicationIdentifier: String
     @Option(name: .customLong("group"), help: "A keychain access group (repeat for several; the first is the default).")
     var groups: [String] = []
+    @Option(
+        name: .customLong("app-group"),
+        help: "An app group the app belongs to (group.com.example.shared; repeat for several), as Apple's application-groups entitlement.")
+    var appGroups: [String] = []
     @Flag(help: .hidden) var pin = false
     @Flag(help: "Do not record the executable's SHA-256: any file at PATH is the app (warns).") var pathOnly = false
     @Flag(help: "Register an interpreter, knowing every script it runs becomes the app.") var interpreter = false
@@ -80,7 +84,8 @@ struct RegisterApp: ParsableCommand {
         if pin && pathOnly { throw ValidationError("--pin and --path-only contradict each other") }
         var registration = AppRegistration(
             applicationIdentifier: applicationIdentifier, executable: executable, keychainAccessGroups: groups,
-            isAdministrative: administrative, isInterpreter: interpreter, drawsOwnPrompts: ownPrompts)
+            isAdministrative: administrative, isInterpreter: interpreter, drawsOwnPrompts: ownPrompts,
+            applicationGroups: appGroups)
         if pathOnly {
             FileHandle.standardError.write(
                 Data(

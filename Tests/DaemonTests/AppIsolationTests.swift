@@ -196,6 +196,50 @@ struct AppIsolationTests {
 
     /// A registration pinned to a build (`lactl apps register --pin`) names that build only: the same path holding
     /// another executable is not the app.
+    /// An iOS app group used as `kSecAttrAccessGroup` (`group.com.example.shared`): granted to the apps whose
+    /// registration declares it (`application-groups`, as Apple's application-groups entitlement), refused to an
+    /// app that does not (`errSecMissingEntitlement`), and one team's: another team's file claiming it is left out,
+    /// naming both.
+    @Test func anAppGroupIsGrantedToTheAppsThatDeclareItAndIsOneTeams() throws {
+        let world = try DaemonWorld(extraEnvironment: DaemonProcess.enforcingAdministrativeClaims)
+        defer { world.close() }
+        let (a, b) = try Self.probes(world)
+        let registry = world.daemon.registryDirectory
+        let group = "group.com.example.shared"
+        try DaemonProcess.register(
+            AppRegistration(
+                applicationIdentifier: "TEAMG.probe-a", executable: a.executable, applicationGroups: [group]),
+            as: "probe-a.conf", in: registry)
+        try DaemonProcess.register(
+            AppRegistration(applicationIdentifier: "TEAMG.probe-b", executable: b.executable),
+            as: "probe-b.conf", in: registry)
+        #expect(try a.run(["whoami"])["groups"] == "TEAMG.probe-a,\(group)")
+        #expect(try a.run(["add", "svc", "grouped", "g-secret", group])["status"] == "0")
+        #expect(try a.run(["read", "svc", "grouped", group])["value"] == "g-secret")
+        // B, of the same team, without the declaration.
+        #expect(try b.run(["read", "svc", "grouped", group])["status"] == String(Self.missingEntitlement))
+        try DaemonProcess.register(
+            AppRegistration(
+                applicationIdentifier: "TEAMG.probe-b", executable: b.executable, applicationGroups: [group]),
+            as: "probe-b.conf", in: registry)
+        #expect(try b.run(["read", "svc", "grouped", group])["value"] == "g-secret")
+        // Another team's app claiming the group: its file is left out, and it is unregistered.
+        try DaemonProcess.register(
+            AppRegistration(
+                applicationIdentifier: "OTHERTEAM.probe-b", executable: b.executable, applicationGroups: [group]),
+            as: "probe-b.conf", in: registry)
+        let whoB = try b.run(["whoami"])
+        #expect(whoB["application"] == "", "\(whoB)")
+        #expect(world.daemon.logText.contains("the app group \(group) belongs to team TEAMG (probe-a.conf), not to OTHERTEAM"))
+        #expect(try b.run(["read", "svc", "grouped", group])["status"] == String(Self.missingEntitlement))
+        // A name that is no app group is refused where it is written.
+        #expect(throws: RegistrationError.self) {
+            try AppRegistration(
+                parsing: "application-identifier = TEAMG.x\nexecutable = /bin/x\napplication-groups = com.example\n",
+                file: "x.conf")
+        }
+    }
+
     @Test func aPinnedRegistrationNamesOneBuildNotWhateverLiesAtItsPath() throws {
         let world = try DaemonWorld(extraEnvironment: DaemonProcess.enforcingAdministrativeClaims)
         defer { world.close() }
