@@ -27,6 +27,40 @@ public typealias CFData = NSData
 /// `[String: AnyObject]` or passed as a `CFTypeRef` all compile as on Apple platforms.
 public typealias CFString = NSString
 
+/// What each `kSec…` string constant is: an `NSString` (an object, as Apple's `CFString` constants are) whose
+/// `AnyHashable` is its `String`'s, as every `NSString`'s is on Apple platforms. swift-corelibs-foundation keeps an
+/// `NSString` in its `AnyHashable`, where it differs from the same text as a `String`, so without this a constant
+/// found nothing in a result read as `[AnyHashable: Any]` (`attributes[kSecAttrAccount]`, whose keys are `String`s)
+/// and made `NSDictionary(dictionary:).isEqual(to:)` false against the same query written with strings.
+final class ConstantString: NSString, _HasCustomAnyHashableRepresentation, @unchecked Sendable {
+    // Immutable after init.
+    private let value: String
+    private let units: [unichar]
+
+    init(_ text: String) {
+        self.value = text
+        units = Array(text.utf16)
+        super.init(characters: [], length: 0)
+    }
+
+    required init?(coder: NSCoder) { nil }
+    required convenience init(string aString: String) { self.init(aString) }
+    required convenience init(stringLiteral value: StaticString) { self.init(value.description) }
+    required convenience init(unicodeScalarLiteral value: StaticString) { self.init(value.description) }
+    required convenience init(extendedGraphemeClusterLiteral value: StaticString) { self.init(value.description) }
+
+    override var length: Int { units.count }
+    override func character(at index: Int) -> unichar { units[index] }
+    override var description: String { value }
+    override func copy(with zone: NSZone? = nil) -> Any { self }
+
+    /// Its text as a `String`: what `AnyHashable` holds for it, so that it equals the same `String` as a key.
+    func _toCustomAnyHashable() -> AnyHashable? { AnyHashable(value) }
+
+    /// The text, without bridging (the module's own comparisons).
+    var string: String { value }
+}
+
 /// A number.
 public typealias CFNumber = NSNumber
 
@@ -59,6 +93,11 @@ public let kCFAllocatorDefault: CFAllocator? = nil
 
 // Inside this module the constants are compared with the `String` keys and values of parsed dictionaries: these
 // let `case kSecClass:` and `key == kSecUseAuthenticationContext` read as they did when the constants were strings.
-func ~= (pattern: CFString, value: String) -> Bool { (pattern as String) == value }
-func ~= (pattern: CFString, value: String?) -> Bool { value.map { (pattern as String) == $0 } ?? false }
-func == (lhs: String, rhs: CFString) -> Bool { lhs == (rhs as String) }
+func ~= (pattern: CFString, value: String) -> Bool { pattern.constantText == value }
+func ~= (pattern: CFString, value: String?) -> Bool { value.map { pattern.constantText == $0 } ?? false }
+func == (lhs: String, rhs: CFString) -> Bool { lhs == rhs.constantText }
+
+extension NSString {
+    /// The text: a constant's without bridging, any other's bridged.
+    var constantText: String { (self as? ConstantString)?.string ?? (self as String) }
+}

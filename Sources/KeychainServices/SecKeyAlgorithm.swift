@@ -145,10 +145,10 @@ public enum SecKeyOperationType: Int, Sendable {
 
 /// `SecKeyCopyKeyExchangeResult` parameter: the number of bytes to derive (a number; required by the X9.63
 /// variants).
-nonisolated(unsafe) public let kSecKeyKeyExchangeParameterRequestedSize: CFString = "requestedSize"
+nonisolated(unsafe) public let kSecKeyKeyExchangeParameterRequestedSize: CFString = ConstantString("requestedSize")
 
 /// `SecKeyCopyKeyExchangeResult` parameter: the X9.63 KDF's shared info (data; optional).
-nonisolated(unsafe) public let kSecKeyKeyExchangeParameterSharedInfo: CFString = "sharedInfo"
+nonisolated(unsafe) public let kSecKeyKeyExchangeParameterSharedInfo: CFString = ConstantString("sharedInfo")
 
 /// How this implementation runs each supported algorithm.
 enum SecKeyAlgorithmKind: Sendable {

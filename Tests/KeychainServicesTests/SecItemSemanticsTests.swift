@@ -1,12 +1,12 @@
 import Authenticators
 import Foundation
-import SecurityProtocol
 import KeychainServices
-import SwiftKeychain
 import SecurityClient
+import SecurityProtocol
 import SecurityServer
-import Testing
+import SwiftKeychain
 import TestSupport
+import Testing
 
 @Suite("SecItem semantics")
 struct SecItemSemanticsTests {
@@ -34,10 +34,13 @@ struct SecItemSemanticsTests {
 
     @Test func anOmittedPrimaryKeyAttributeEqualsItsEmptyDefault() throws {
         try TestStore().with {
-            let withoutAccount: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "s"]
+            let withoutAccount: [String: Any] = [
+                kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "s",
+            ]
             #expect(SecItemAdd(withoutAccount as CFDictionary, nil) == errSecSuccess)
             let emptyAccount: [String: Any] = [
-                kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "s", kSecAttrAccount as String: "",
+                kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "s",
+                kSecAttrAccount as String: "",
             ]
             #expect(SecItemAdd(emptyAccount as CFDictionary, nil) == errSecDuplicateItem)
             let inet: [String: Any] = [kSecClass as String: kSecClassInternetPassword, kSecAttrServer as String: "h"]
@@ -222,9 +225,12 @@ struct SecItemSemanticsTests {
             #expect(result as? Data == der)
             #expect(
                 SecItemAdd(
-                    [kSecClass as String: kSecClassGenericPassword, kSecValueRef as String: certificate] as CFDictionary,
+                    [kSecClass as String: kSecClassGenericPassword, kSecValueRef as String: certificate]
+                        as CFDictionary,
                     nil) == errSecParam)
-            #expect(copyMatching([kSecClass as String: kSecClassCertificate, kSecValueRef as String: certificate]).0 == errSecParam)
+            #expect(
+                copyMatching([kSecClass as String: kSecClassCertificate, kSecValueRef as String: certificate]).0
+                    == errSecParam)
         }
     }
 
@@ -277,7 +283,9 @@ struct SecItemSemanticsTests {
             withAttributes[kSecReturnAttributes as String] = true
             let before = try #require(copyMatching(withAttributes).1 as? [String: Any])
             Thread.sleep(forTimeInterval: 0.01)
-            let changes: [String: Any] = [kSecAttrLabel as String: "new label", kSecValueData as String: Data("new".utf8)]
+            let changes: [String: Any] = [
+                kSecAttrLabel as String: "new label", kSecValueData as String: Data("new".utf8),
+            ]
             #expect(SecItemUpdate(query as CFDictionary, changes as CFDictionary) == errSecSuccess)
             let after = try #require(copyMatching(withAttributes).1 as? [String: Any])
             #expect(after[kSecAttrLabel as String] as? String == "new label")
@@ -321,9 +329,15 @@ struct SecItemSemanticsTests {
             }
             var withReturn = query
             withReturn[kSecReturnData as String] = true
-            #expect(SecItemUpdate(withReturn as CFDictionary, [kSecAttrLabel as String: "x"] as CFDictionary) == errSecParam)
-            let missing: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "zz"]
-            #expect(SecItemUpdate(missing as CFDictionary, [kSecAttrLabel as String: "x"] as CFDictionary) == errSecItemNotFound)
+            #expect(
+                SecItemUpdate(withReturn as CFDictionary, [kSecAttrLabel as String: "x"] as CFDictionary) == errSecParam
+            )
+            let missing: [String: Any] = [
+                kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "zz",
+            ]
+            #expect(
+                SecItemUpdate(missing as CFDictionary, [kSecAttrLabel as String: "x"] as CFDictionary)
+                    == errSecItemNotFound)
         }
     }
 
@@ -331,7 +345,9 @@ struct SecItemSemanticsTests {
         try TestStore().with {
             for index in 0..<4 { addGenericPassword(account: "a\(index)") }
             addGenericPassword(account: "keep", service: "other")
-            let query: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "svc"]
+            let query: [String: Any] = [
+                kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "svc",
+            ]
             #expect(SecItemDelete(query as CFDictionary) == errSecSuccess)
             #expect(genericPasswordCount() == 1)
             #expect(SecItemDelete(query as CFDictionary) == errSecItemNotFound)
@@ -347,12 +363,15 @@ struct SecItemSemanticsTests {
             #expect(genericPasswordCount() == 1)
             #expect(genericPasswordCount([kSecAttrSynchronizable as String: true]) == 1)
             #expect(genericPasswordCount([kSecAttrSynchronizable as String: kSecAttrSynchronizableAny]) == 2)
-            #expect(addGenericPassword(account: "local", extra: [kSecAttrSynchronizable as String: true]) == errSecSuccess)
+            #expect(
+                addGenericPassword(account: "local", extra: [kSecAttrSynchronizable as String: true]) == errSecSuccess)
             #expect(
                 addGenericPassword(account: "x", extra: [kSecAttrSynchronizable as String: kSecAttrSynchronizableAny])
                     == errSecParam)
             #expect(password(account: "synced").map { _ in true } == .failure(StatusError(status: errSecItemNotFound)))
-            #expect(password(account: "synced", extra: [kSecAttrSynchronizable as String: kSecAttrSynchronizableAny]) == .success("secret"))
+            #expect(
+                password(account: "synced", extra: [kSecAttrSynchronizable as String: kSecAttrSynchronizableAny])
+                    == .success("secret"))
         }
     }
 
@@ -373,13 +392,56 @@ struct SecItemSemanticsTests {
                 ]
                 #expect(addGenericPassword(account: "a\(index)", extra: extra) == errSecSuccess)
                 #expect(
-                    password(account: "a\(index)", extra: [kSecAttrSynchronizable as String: true]) == .success("secret"))
+                    password(account: "a\(index)", extra: [kSecAttrSynchronizable as String: true])
+                        == .success("secret"))
             }
-            addGenericPassword(account: "b", extra: [kSecAttrAccessible as String: kSecAttrAccessibleWhenUnlockedThisDeviceOnly])
+            addGenericPassword(
+                account: "b", extra: [kSecAttrAccessible as String: kSecAttrAccessibleWhenUnlockedThisDeviceOnly])
             let query: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "b"]
-            #expect(SecItemUpdate(query as CFDictionary, [kSecAttrSynchronizable as String: true] as CFDictionary) == errSecSuccess)
+            #expect(
+                SecItemUpdate(query as CFDictionary, [kSecAttrSynchronizable as String: true] as CFDictionary)
+                    == errSecSuccess)
             #expect(genericPasswordCount([kSecAttrSynchronizable as String: true]) == 4)
             #expect(genericPasswordCount() == 0)
+        }
+    }
+
+    // MARK: Constants in Foundation's containers
+
+    /// A result read as `[AnyHashable: Any]` and looked up by constant, as wrappers written for Apple's platforms
+    /// do (their "all keys" call), finds the value by either spelling; a query built with constants equals the same
+    /// query written with strings inside `NSDictionary`; a constant and its string are one key of a `Set`.
+    @Test func constantsFindResultsAndCompareEqualInFoundationContainers() throws {
+        try TestStore().with {
+            addGenericPassword(account: "alice", service: "mail")
+            addGenericPassword(account: "bob", service: "mail")
+            let (status, result) = copyMatching([
+                kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "mail",
+                kSecMatchLimit as String: kSecMatchLimitAll, kSecReturnAttributes as String: true,
+            ])
+            #expect(status == errSecSuccess)
+            let items = try #require(result as? [[AnyHashable: Any]])
+            #expect(items.compactMap { $0[kSecAttrAccount] as? String }.sorted() == ["alice", "bob"])
+            #expect(items.compactMap { $0[kSecAttrAccount as String] as? String }.sorted() == ["alice", "bob"])
+            #expect(items.first?[kSecAttrService] as? String == "mail")
+
+            let built: [String: Any] = [
+                kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "mail",
+                kSecAttrAccessible as String: kSecAttrAccessibleWhenUnlocked,
+            ]
+            let written: [String: Any] = ["class": "genp", "svce": "mail", "pdmn": "ak"]
+            #expect(NSDictionary(dictionary: built).isEqual(to: written))
+            #expect(NSDictionary(dictionary: built) == NSDictionary(dictionary: written))
+            let expected: [AnyHashable: Any] = [
+                kSecClass: kSecClassGenericPassword, kSecAttrService: "mail",
+                kSecAttrAccessible: kSecAttrAccessibleWhenUnlocked,
+            ]
+            #expect(NSDictionary(dictionary: built).isEqual(to: expected))
+            let keyed: [CFString: Any] = [kSecClass: kSecClassGenericPassword]
+            #expect(NSDictionary(dictionary: keyed).isEqual(to: ["class": "genp"]))
+            #expect(AnyHashable(kSecAttrAccount) == AnyHashable("acct"))
+            #expect(Set<AnyHashable>([kSecAttrAccount, "acct"]).count == 1)
+            #expect(kSecAttrAccount as String == "acct")
         }
     }
 
@@ -390,12 +452,15 @@ struct SecItemSemanticsTests {
         try store.with(groups: ["team.one", "shared"]) {
             addGenericPassword(account: "private")
             addGenericPassword(account: "common", extra: [kSecAttrAccessGroup as String: "shared"])
-            let attributes = copyMatching([
-                kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "private",
-                kSecReturnAttributes as String: true,
-            ]).1 as? [String: Any]
+            let attributes =
+                copyMatching([
+                    kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "private",
+                    kSecReturnAttributes as String: true,
+                ]).1 as? [String: Any]
             #expect(attributes?[kSecAttrAccessGroup as String] as? String == "team.one")
-            #expect(addGenericPassword(account: "x", extra: [kSecAttrAccessGroup as String: "team.two"]) == errSecMissingEntitlement)
+            #expect(
+                addGenericPassword(account: "x", extra: [kSecAttrAccessGroup as String: "team.two"])
+                    == errSecMissingEntitlement)
         }
         try store.with(groups: ["team.two", "shared"]) {
             #expect(genericPasswordCount() == 1)
@@ -406,7 +471,10 @@ struct SecItemSemanticsTests {
                 kSecClass as String: kSecClassGenericPassword, kSecAttrAccessGroup as String: "team.one",
             ])
             #expect(status == errSecMissingEntitlement)
-            #expect(SecItemDelete([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "private"] as CFDictionary) == errSecItemNotFound)
+            #expect(
+                SecItemDelete(
+                    [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "private"]
+                        as CFDictionary) == errSecItemNotFound)
         }
         try store.with(groups: []) {
             #expect(addGenericPassword(account: "none") == errSecMissingEntitlement)
@@ -416,9 +484,10 @@ struct SecItemSemanticsTests {
     @Test func defaultProtectionClassIsWhenUnlocked() throws {
         try TestStore().with {
             addGenericPassword(account: "a")
-            let attributes = copyMatching([
-                kSecClass as String: kSecClassGenericPassword, kSecReturnAttributes as String: true,
-            ]).1 as? [String: Any]
+            let attributes =
+                copyMatching([
+                    kSecClass as String: kSecClassGenericPassword, kSecReturnAttributes as String: true,
+                ]).1 as? [String: Any]
             #expect(attributes?[kSecAttrAccessible as String] as? String == kSecAttrAccessibleWhenUnlocked as String)
             #expect(attributes?[kSecAttrSynchronizable as String] as? Bool == false)
         }
@@ -432,18 +501,23 @@ struct SecItemSemanticsTests {
             addGenericPassword(account: "ck", extra: [kSecAttrAccessible as String: kSecAttrAccessibleAfterFirstUnlock])
             addGenericPassword(account: "dk", extra: [kSecAttrAccessible as String: kSecAttrAccessibleAlways])
             _ = try client.sendBlocking(.lock)
-            #expect(password(account: "ak").map { _ in true } == .failure(StatusError(status: errSecInteractionNotAllowed)))
+            #expect(
+                password(account: "ak").map { _ in true } == .failure(StatusError(status: errSecInteractionNotAllowed)))
             #expect(password(account: "ck") == .success("secret"))
             #expect(password(account: "dk") == .success("secret"))
             #expect(addGenericPassword(account: "new") == errSecInteractionNotAllowed)
-            #expect(addGenericPassword(account: "new-dk", extra: [kSecAttrAccessible as String: kSecAttrAccessibleAlways]) == errSecSuccess)
+            #expect(
+                addGenericPassword(account: "new-dk", extra: [kSecAttrAccessible as String: kSecAttrAccessibleAlways])
+                    == errSecSuccess)
         }
         try store.with {
-            #expect(password(account: "ak").map { _ in true } == .failure(StatusError(status: errSecInteractionNotAllowed)))
+            #expect(
+                password(account: "ak").map { _ in true } == .failure(StatusError(status: errSecInteractionNotAllowed)))
         }
         _ = try BlockingBridge.wait {
             try await client.send(
-                .unlockWithPasscode(EvaluationOptions(prompt: .init(reason: "test"))), presenter: client.defaultPresenter)
+                .unlockWithPasscode(EvaluationOptions(prompt: .init(reason: "test"))),
+                presenter: client.defaultPresenter)
         }
         try store.with(client) {
             #expect(password(account: "ak") == .success("secret"))
@@ -482,22 +556,32 @@ struct SecItemSemanticsTests {
         try TestStore().with {
             var error: Unmanaged<CFError>?
             let access = try #require(
-                SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlockedThisDeviceOnly, .userPresence, &error))
+                SecAccessControlCreateWithFlags(
+                    nil, kSecAttrAccessibleWhenUnlockedThisDeviceOnly, .userPresence, &error))
             #expect(
-                addGenericPassword(account: "guarded", password: "top secret", extra: [kSecAttrAccessControl as String: access])
+                addGenericPassword(
+                    account: "guarded", password: "top secret", extra: [kSecAttrAccessControl as String: access])
                     == errSecSuccess)
-            let attributes = copyMatching([
-                kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "guarded",
-                kSecReturnAttributes as String: true,
-            ]).1 as? [String: Any]
+            let attributes =
+                copyMatching([
+                    kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "guarded",
+                    kSecReturnAttributes as String: true,
+                ]).1 as? [String: Any]
             #expect(attributes?[kSecAttrAccessControl as String] as? SecAccessControl == access)
             #expect(attributes?[kSecAttrAccessible as String] as? String == "aku")
-            #expect(password(account: "guarded").map { _ in true } == .failure(StatusError(status: errSecInteractionNotAllowed)))
             #expect(
-                password(account: "guarded", extra: [kSecUseAuthenticationUI as String: kSecUseAuthenticationUISkip]).map { _ in true }
+                password(account: "guarded").map { _ in true }
+                    == .failure(StatusError(status: errSecInteractionNotAllowed)))
+            #expect(
+                password(account: "guarded", extra: [kSecUseAuthenticationUI as String: kSecUseAuthenticationUISkip])
+                    .map { _ in true }
                     == .failure(StatusError(status: errSecItemNotFound)))
-            let query: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "guarded"]
-            #expect(SecItemUpdate(query as CFDictionary, [kSecValueData as String: Data()] as CFDictionary) == errSecInteractionNotAllowed)
+            let query: [String: Any] = [
+                kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "guarded",
+            ]
+            #expect(
+                SecItemUpdate(query as CFDictionary, [kSecValueData as String: Data()] as CFDictionary)
+                    == errSecInteractionNotAllowed)
             #expect(SecItemDelete(query as CFDictionary) == errSecSuccess)
 
             #expect(SecAccessControlCreateWithFlags(nil, "bogus", .userPresence, &error) == nil)
@@ -506,7 +590,9 @@ struct SecItemSemanticsTests {
             #expect(
                 addGenericPassword(
                     account: "mismatch",
-                    extra: [kSecAttrAccessControl as String: access, kSecAttrAccessible as String: kSecAttrAccessibleAlways])
+                    extra: [
+                        kSecAttrAccessControl as String: access, kSecAttrAccessible as String: kSecAttrAccessibleAlways,
+                    ])
                     == errSecParam)
         }
     }
@@ -517,9 +603,10 @@ struct SecItemSemanticsTests {
         try TestStore().with {
             let start = Date()
             addGenericPassword(account: "a")
-            let attributes = copyMatching([
-                kSecClass as String: kSecClassGenericPassword, kSecReturnAttributes as String: true,
-            ]).1 as? [String: Any]
+            let attributes =
+                copyMatching([
+                    kSecClass as String: kSecClassGenericPassword, kSecReturnAttributes as String: true,
+                ]).1 as? [String: Any]
             let created = try #require(attributes?[kSecAttrCreationDate as String] as? Date)
             #expect(abs(created.timeIntervalSince(start)) < 60)
             #expect(attributes?[kSecAttrModificationDate as String] as? Date == created)
@@ -583,7 +670,9 @@ struct SecItemSemanticsTests {
             #expect(SecItemAdd(nonStringKey, nil) == errSecParam)
             #expect(copyMatching([:]).0 == errSecParam)
             #expect(copyMatching([kSecClass as String: "nope"]).0 == errSecParam)
-            #expect(copyMatching([kSecClass as String: kSecClassGenericPassword, kSecMatchPolicy as String: "x"]).0 == errSecParam)
+            #expect(
+                copyMatching([kSecClass as String: kSecClassGenericPassword, kSecMatchPolicy as String: "x"]).0
+                    == errSecParam)
             #expect(SecItemDelete([:] as CFDictionary) == errSecParam)
             #expect(genericPasswordCount([kSecAttrSynchronizable as String: kSecAttrSynchronizableAny]) == 0)
         }
