@@ -39,7 +39,7 @@ struct PromptAgentCommand: ParsableCommand {
     @Option(help: "Seconds a question waits for the user before it counts as cancelled.")
     var timeout: Int = 120
 
-    @Flag(help: "Print each prompt's program and reason to standard output.")
+    @Flag(help: "Print each prompt's program and reason, and how it was answered (never what was typed).")
     var verbose = false
 
     func validate() throws {
