@@ -32,7 +32,7 @@ public typealias CFString = NSString
 /// `NSString` in its `AnyHashable`, where it differs from the same text as a `String`, so without this a constant
 /// found nothing in a result read as `[AnyHashable: Any]` (`attributes[kSecAttrAccount]`, whose keys are `String`s)
 /// and made `NSDictionary(dictionary:).isEqual(to:)` false against the same query written with strings.
-final class ConstantString: NSString, _HasCustomAnyHashableRepresentation, @unchecked Sendable {
+final class ConstantString: NSString, _HasCustomAnyHashableRepresentation {
     // Immutable after init.
     private let value: String
     private let units: [unichar]
