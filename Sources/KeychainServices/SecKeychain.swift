@@ -5,7 +5,8 @@ import Synchronization
 // guide for macOS teaches and older command-line tools still call, over the same items `SecItem…` sees: a password
 // added with `SecKeychainAddInternetPassword` is found by `SecItemCopyMatching` and back, in the user's keychain
 // (embedded or through localauthd, as the client is chosen), with the same access groups and trusted-application
-// lists. Apple's signatures as Swift imports them, and Apple's statuses.
+// lists: an item added here trusts the adding program alone, as on macOS. Apple's signatures as Swift imports them,
+// and Apple's statuses.
 
 /// A keychain: here the user's one keychain (Apple's login keychain), whichever client serves it.
 public final class SecKeychain: Sendable {
@@ -258,6 +259,15 @@ enum KeychainNames {
     {
         var attributes = attributes
         attributes[kSecValueData as String] = password
+        // As the macOS keychain gives an item these functions add: a list of trusted applications naming the adding
+        // program alone (other programs of its access group are asked), described by its service or server.
+        var access: SecAccess?
+        let descriptor =
+            (attributes[kSecAttrService as String] ?? attributes[kSecAttrServer as String]) as? String ?? ""
+        guard SecAccessCreate(descriptor as CFString, nil, &access) == errSecSuccess, let access else {
+            return errSecInternalComponent
+        }
+        attributes[kSecAttrAccess as String] = access
         if itemRef != nil { attributes[kSecReturnPersistentRef as String] = true }
         var result: CFTypeRef?
         let status =

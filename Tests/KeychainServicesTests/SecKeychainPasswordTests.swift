@@ -1,5 +1,6 @@
 import Foundation
 import KeychainServices
+import SecurityProtocol
 import Testing
 
 /// The macOS keychain's password functions (issue 38, pattern 6), as Apple's Keychain Services guide for macOS
@@ -20,6 +21,16 @@ struct SecKeychainPasswordTests {
                     UInt32(path.utf8.count), path, 443, .HTTPS, .default, UInt32(password.utf8.count), password, &item)
                     == errSecSuccess)
             let added = try #require(item)
+            // As on macOS: the item trusts the program that added it, and no other.
+            let (listed, attributes) = copyMatching([
+                kSecClass as String: kSecClassInternetPassword, kSecAttrServer as String: server,
+                kSecReturnAttributes as String: true,
+            ])
+            #expect(listed == errSecSuccess)
+            let access = try #require((attributes as? [String: Any])?[kSecAttrAccess as String] as? SecAccess)
+            let own = try #require(TrustedApplication.reading("/proc/self/exe"))
+            #expect(access.trustedApplications.map(\.codeDigest) == [own.codeDigest])
+            #expect(access.descriptor == server)
             let (status, result) = copyMatching([
                 kSecClass as String: kSecClassInternetPassword, kSecAttrServer as String: server,
                 kSecAttrProtocol as String: kSecAttrProtocolHTTPS, kSecAttrPort as String: 443,
