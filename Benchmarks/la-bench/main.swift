@@ -14,12 +14,17 @@ let sections: [(name: String, run: () async throws -> Void)] = [
     ("agent", AgentBenchmarks.run),
     ("daemon", DaemonBenchmarks.run),
     ("pressure", PressureBenchmarks.run),
+    ("load", LoadBenchmarks.run),
     ("callgrind", CallgrindBenchmarks.run),
 ]
 // The child the callgrind section runs under valgrind.
 if CommandLine.arguments.dropFirst().first == "lookup-loop" {
     try CallgrindBenchmarks.loop(Array(CommandLine.arguments.dropFirst(2)))
     exit(0)
+}
+// A client process of the load section.
+if CommandLine.arguments.dropFirst().first == "load-client" {
+    LoadBenchmarks.client(Array(CommandLine.arguments.dropFirst(2)))
 }
 // The flood the pressure section runs as another user.
 if CommandLine.arguments.dropFirst().first == "flood", CommandLine.arguments.count > 2 {
