@@ -219,21 +219,7 @@ enum PressureBenchmarks {
 
     /// A connection to the socket at `path`, nil when refused.
     private static func connected(_ path: String) -> Int32? {
-        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
-        guard descriptor >= 0 else { return nil }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard result == 0 else {
-            close(descriptor)
-            return nil
-        }
-        return descriptor
+        try? SocketClient.connectBare(path).descriptor
     }
 
     /// Straight to standard output, unbuffered: the parent reads the log while this process runs.

@@ -152,14 +152,13 @@ public func SecKeychainAddInternetPassword(
     _ protocol: SecProtocolType, _ authenticationType: SecAuthenticationType, _ passwordLength: UInt32,
     _ passwordData: UnsafeRawPointer, _ itemRef: UnsafeMutablePointer<SecKeychainItem?>?
 ) -> OSStatus {
-    var attributes: [String: Any] = [kSecClass as String: kSecClassInternetPassword]
-    attributes[kSecAttrServer as String] = KeychainNames.string(serverName, serverNameLength) ?? ""
-    attributes[kSecAttrSecurityDomain as String] = KeychainNames.string(securityDomain, securityDomainLength)
-    attributes[kSecAttrAccount as String] = KeychainNames.string(accountName, accountNameLength) ?? ""
-    attributes[kSecAttrPath as String] = KeychainNames.string(path, pathLength)
-    if port != 0 { attributes[kSecAttrPort as String] = Int(port) }
-    attributes[kSecAttrProtocol as String] = `protocol`.attribute
-    attributes[kSecAttrAuthenticationType as String] = authenticationType.attribute
+    var attributes = KeychainNames.internetPassword(
+        KeychainNames.string(serverName, serverNameLength), KeychainNames.string(securityDomain, securityDomainLength),
+        KeychainNames.string(accountName, accountNameLength), KeychainNames.string(path, pathLength), port,
+        `protocol`, authenticationType)
+    // An item names a server and an account, empty when not given.
+    attributes[kSecAttrServer as String] = attributes[kSecAttrServer as String] ?? ""
+    attributes[kSecAttrAccount as String] = attributes[kSecAttrAccount as String] ?? ""
     return KeychainNames.add(attributes, Data(bytes: passwordData, count: Int(passwordLength)), itemRef)
 }
 
@@ -175,14 +174,10 @@ public func SecKeychainFindInternetPassword(
     _ passwordLength: UnsafeMutablePointer<UInt32>?, _ passwordData: UnsafeMutablePointer<UnsafeMutableRawPointer?>?,
     _ itemRef: UnsafeMutablePointer<SecKeychainItem?>?
 ) -> OSStatus {
-    var query: [String: Any] = [kSecClass as String: kSecClassInternetPassword]
-    query[kSecAttrServer as String] = KeychainNames.string(serverName, serverNameLength)
-    query[kSecAttrSecurityDomain as String] = KeychainNames.string(securityDomain, securityDomainLength)
-    query[kSecAttrAccount as String] = KeychainNames.string(accountName, accountNameLength)
-    query[kSecAttrPath as String] = KeychainNames.string(path, pathLength)
-    if port != 0 { query[kSecAttrPort as String] = Int(port) }
-    query[kSecAttrProtocol as String] = `protocol`.attribute
-    query[kSecAttrAuthenticationType as String] = authenticationType.attribute
+    let query = KeychainNames.internetPassword(
+        KeychainNames.string(serverName, serverNameLength), KeychainNames.string(securityDomain, securityDomainLength),
+        KeychainNames.string(accountName, accountNameLength), KeychainNames.string(path, pathLength), port,
+        `protocol`, authenticationType)
     return KeychainNames.find(query, passwordLength, passwordData, itemRef)
 }
 
@@ -246,6 +241,22 @@ enum KeychainNames {
         kSecAccountItemAttr: "acct", kSecServiceItemAttr: "svce", kSecLabelItemAttr: "labl",
         kSecDescriptionItemAttr: "desc", kSecCommentItemAttr: "icmt",
     ]
+
+    /// An internet password's attributes: those given (nil names, port 0 and `.any` leave theirs out).
+    static func internetPassword(
+        _ server: String?, _ securityDomain: String?, _ account: String?, _ path: String?, _ port: UInt16,
+        _ protocol: SecProtocolType, _ authenticationType: SecAuthenticationType
+    ) -> [String: Any] {
+        var attributes: [String: Any] = [kSecClass as String: kSecClassInternetPassword]
+        attributes[kSecAttrServer as String] = server
+        attributes[kSecAttrSecurityDomain as String] = securityDomain
+        attributes[kSecAttrAccount as String] = account
+        attributes[kSecAttrPath as String] = path
+        if port != 0 { attributes[kSecAttrPort as String] = Int(port) }
+        attributes[kSecAttrProtocol as String] = `protocol`.attribute
+        attributes[kSecAttrAuthenticationType as String] = authenticationType.attribute
+        return attributes
+    }
 
     /// `length` bytes of UTF-8 at `pointer`; nil for a nil pointer.
     static func string(_ pointer: UnsafePointer<CChar>?, _ length: UInt32) -> String? {

@@ -57,7 +57,7 @@ struct PromptAgentCommand: ParsableCommand {
         let tty = Self.terminalName()
         let place = Pinentry.Place(
             program: program, ttyName: tty, ttyType: tty == nil ? nil : environment["TERM"] ?? "xterm",
-            environment: [:], timeout: timeout)
+            timeout: timeout)
         let agent = try PromptAgent(socket: socket, place: place, verbose: verbose)
         let session = try agent.register()
         print("lactl agent: drawing the prompts of \(session) with \(program)")

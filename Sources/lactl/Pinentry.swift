@@ -37,7 +37,6 @@ final class Pinentry: Sendable {
         var program: String
         var ttyName: String?
         var ttyType: String?
-        var environment: [String: String]
         /// How long a dialog may wait for the user before it counts as cancelled (its own SETTIMEOUT, and a
         /// watchdog that kills a pinentry that does not keep it).
         var timeout: Int
@@ -74,7 +73,7 @@ final class Pinentry: Sendable {
         posix_spawn_file_actions_adddup2(&actions, toChild[0], 0)
         posix_spawn_file_actions_adddup2(&actions, fromChild[1], 1)
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        var environment = ProcessInfo.processInfo.environment.merging(place.environment) { $1 }
+        var environment = ProcessInfo.processInfo.environment
         // Never handed on: the agent's connection and anything about the daemon.
         environment["LA_DAEMON_SOCKET"] = nil
         let argv: [UnsafeMutablePointer<CChar>?] = [strdup(place.program), nil]

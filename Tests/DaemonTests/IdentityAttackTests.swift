@@ -1,4 +1,5 @@
 import AppRegistry
+import SecurityClient
 import Foundation
 import TestSupport
 import Testing
@@ -372,17 +373,7 @@ struct IdentityAttackTests {
     }
 
     static func connect(_ path: String) throws -> Int32 {
-        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard connected == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        return descriptor
+        try SocketClient.connectBare(path).descriptor
     }
 
     /// `VmRSS` of process `pid`, in bytes.

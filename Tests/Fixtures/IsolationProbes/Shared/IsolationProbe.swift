@@ -214,18 +214,8 @@ package enum IsolationProbe {
         var refused = 0
         let chunk = [UInt8](repeating: 0x41, count: 1 << 20)
         for _ in 0..<count {
-            let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_un()
-            address.sun_family = sa_family_t(AF_UNIX)
-            withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-                }
-            }
-            guard connected == 0 else {
+            guard let descriptor = try? SocketClient.connectBare(path).descriptor else {
                 refused += 1
-                close(descriptor)
                 continue
             }
             if hello {
@@ -271,14 +261,9 @@ package enum IsolationProbe {
     /// without reading one answer: what a client does to make the daemon hold its answers. Prints how many lookups
     /// it wrote before the socket stayed full for 3 s, then `holding`, and sleeps until killed.
     private static func unread(socket path: String, count: Int) -> Never {
-        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
+        guard let descriptor = try? SocketClient.connectBare(path).descriptor else {
+            print("written=0\nerror=cannot connect to \(path)")
+            exit(1)
         }
         let reader = FrameReader(descriptor: descriptor, limit: 1 << 20)
         func exchange(_ message: ClientMessage) -> Bool {
@@ -294,7 +279,7 @@ package enum IsolationProbe {
             "class": .string("genp"), "svce": .string("unread"), "acct": .string("large"),
             "v_Data": .secret(SecureBytes([UInt8](repeating: 0x5a, count: 1 << 20))),
         ]
-        guard connected == 0, exchange(.hello(versions: [1], accessGroups: [], allGroups: false)),
+        guard exchange(.hello(versions: [1], accessGroups: [], allGroups: false)),
             exchange(.keychain(1, .add(item), .nonInteractive, interactive: false))
         else {
             print("written=0\nerror=the daemon did not welcome or store")
