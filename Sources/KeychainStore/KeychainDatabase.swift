@@ -1,28 +1,58 @@
 import Foundation
 import GRDB
 import GRDBSQLite
+import Synchronization
 
 /// The keychain's SQLite database: one file `keychain.db` (plus its WAL) in a 0700 directory, opened through GRDB
 /// in WAL mode with `secure_delete` on, migrated from schema version 1.
 ///
 /// Several processes may open the same file: writes take SQLite's write lock at `BEGIN IMMEDIATE` and wait up to
 /// the busy timeout for it, so concurrent writers serialize instead of failing.
+///
+/// A file SQLite finds damaged when it is opened does not stop the store from opening: every operation then fails
+/// with `StoreError.corrupt` naming the file, while ``check()`` reports the damage and
+/// ``setAsideAndStartAfresh()`` moves the file aside for a restore from a backup (as Apple's securityd moves a
+/// corrupt `keychain-2.db` aside, here only when the user asks).
 package final class KeychainDatabase: Sendable {
     /// The file name of the database inside the store directory.
     package static let fileName = "keychain.db"
 
-    private let pool: DatabasePool
-    /// Lookups by blind index, outside GRDB (the hot path).
-    private let direct: DirectLookup
+    /// The open file, or why it does not open; replaced when a damaged file is set aside.
+    private let state: Mutex<State>
     /// Where the database file lives.
     package let path: String
 
-    /// Opens (creating if needed, mode 0600) the database in `directory` and runs pending migrations.
+    private enum State {
+        case open(Handles)
+        case damaged(String)
+    }
+
+    /// GRDB's pool and the hot path's connections on one file. An operation holds its own reference, so one that
+    /// runs while the file is set aside finishes on the old file.
+    private final class Handles: Sendable {
+        let pool: DatabasePool
+        /// Lookups by blind index, outside GRDB (the hot path).
+        let direct: DirectLookup
+
+        init(pool: DatabasePool, path: String) {
+            self.pool = pool
+            direct = DirectLookup(path: path)
+        }
+    }
+
+    /// Opens (creating if needed, mode 0600) the database in `directory` and runs pending migrations. A file SQLite
+    /// finds damaged opens in the damaged state (see the type's description).
     ///
-    /// - Throws: `StoreError.io` when the file cannot be created or opened, `.corrupt` when it is not a database.
+    /// - Throws: `StoreError.io` when the file cannot be created or opened, `.readOnly` when it is on a read-only
+    ///   filesystem or not writable.
     package init(directory: URL) throws {
-        path = directory.appendingPathComponent(Self.fileName).path
-        try Self.createPrivateFile(at: path)
+        let path = directory.appendingPathComponent(Self.fileName).path
+        self.path = path
+        state = Mutex(try Self.opening(path))
+    }
+
+    private static func opening(_ path: String) throws -> State {
+        try createPrivateFile(at: path)
         var configuration = Configuration()
         configuration.busyMode = .timeout(60)
         configuration.journalMode = .wal
@@ -31,12 +61,24 @@ package final class KeychainDatabase: Sendable {
             try db.execute(sql: "PRAGMA synchronous = FULL")
         }
         do {
-            pool = try DatabasePool(path: path, configuration: configuration)
-            try Self.migrator.migrate(pool)
+            let pool = try DatabasePool(path: path, configuration: configuration)
+            try migrator.migrate(pool)
+            return .open(Handles(pool: pool, path: path))
         } catch {
-            throw Self.storeError(error)
+            let failure = storeError(error, path: path)
+            if let damage = failure as? StoreError, damage.code == .corrupt { return .damaged(damage.message) }
+            throw failure
         }
-        direct = DirectLookup(path: path)
+    }
+
+    /// The open file's handles. - Throws: `StoreError.corrupt` when the file was damaged when opened.
+    private func handles() throws -> Handles {
+        try state.withLock { state in
+            switch state {
+            case .open(let handles): return handles
+            case .damaged(let reason): throw StoreError(.corrupt, reason)
+            }
+        }
     }
 
     /// Hands `body` the row whose blind index is `blindIndex` (with its sealed value when `includingValue`), read
@@ -47,7 +89,11 @@ package final class KeychainDatabase: Sendable {
     package func withItem(
         blindIndex: UnsafeRawBufferPointer, includingValue: Bool, _ body: (borrowing DirectRow) throws -> Void
     ) throws -> Bool {
-        try direct.withRow(blindIndex: blindIndex, includingValue: includingValue, body)
+        do {
+            return try handles().direct.withRow(blindIndex: blindIndex, includingValue: includingValue, body)
+        } catch {
+            throw Self.storeError(error, path: path)
+        }
     }
 
     private static var migrator: DatabaseMigrator {
@@ -90,7 +136,14 @@ package final class KeychainDatabase: Sendable {
     /// mode as the database file.
     private static func createPrivateFile(at path: String) throws {
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw StoreError(.io, "cannot create the keychain database (errno \(errno))") }
+        guard fd >= 0 else {
+            let code = errno
+            if code == EROFS || code == EACCES || code == EPERM {
+                let reason = String(cString: strerror(code))
+                throw StoreError(.readOnly, "the keychain database \(path) cannot be written (\(reason))")
+            }
+            throw StoreError(.io, "cannot create the keychain database \(path) (\(String(cString: strerror(code))))")
+        }
         fchmod(fd, 0o600)
         close(fd)
     }
@@ -98,25 +151,98 @@ package final class KeychainDatabase: Sendable {
     /// Runs `body` in a read transaction (a consistent snapshot).
     package func read<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
         do {
-            return try pool.read { db in try body(StoreTransaction(db: db)) }
+            return try handles().pool.read { db in try body(StoreTransaction(db: db)) }
         } catch {
-            throw Self.storeError(error)
+            throw Self.storeError(error, path: path)
         }
     }
 
     /// Runs `body` in an immediate write transaction; any error rolls everything back.
     package func write<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
         do {
-            return try pool.write { db in try body(StoreTransaction(db: db)) }
+            return try handles().pool.write { db in try body(StoreTransaction(db: db)) }
         } catch {
-            throw Self.storeError(error)
+            throw Self.storeError(error, path: path)
         }
     }
 
-    /// Maps SQLite failures onto store codes; errors that are not SQLite's pass through unchanged.
+    /// What SQLite's own check finds wrong with the file (empty when nothing), and how many rows the item table
+    /// holds (nil when it cannot be counted). Reads every page: as long as a full scan of the file.
+    package func check() -> (problems: [String], rowCount: Int?) {
+        let handles: Handles
+        do {
+            handles = try self.handles()
+        } catch {
+            return ([Self.message(of: error)], nil)
+        }
+        var problems: [String] = []
+        var rowCount: Int?
+        do {
+            try handles.pool.read { db in
+                let verdict = try String.fetchAll(db, sql: "PRAGMA integrity_check(20)")
+                if verdict != ["ok"] { problems += verdict.map { "SQLite: \($0)" } }
+                rowCount = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM item")
+            }
+        } catch {
+            problems.append(Self.message(of: Self.storeError(error, path: path)))
+        }
+        return (problems, rowCount)
+    }
+
+    private static func message(of error: any Error) -> String {
+        (error as? StoreError)?.message ?? "\(error)"
+    }
+
+    /// Moves the damaged file (and its WAL) aside to `keychain.db.damaged-<time>` beside it, never deleting it,
+    /// and starts an empty database in its place. Operations already running finish on the old file.
+    ///
+    /// - Returns: the path the damaged file was moved to.
+    /// - Throws: `StoreError.io` when the files cannot be moved or the new one created.
+    package func setAsideAndStartAfresh() throws -> String {
+        try state.withLock { state in
+            var stamp = time(nil)
+            var parts = tm()
+            gmtime_r(&stamp, &parts)
+            var aside = String(
+                format: "%@.damaged-%04d%02d%02dT%02d%02d%02dZ", path, parts.tm_year + 1900, parts.tm_mon + 1,
+                parts.tm_mday, parts.tm_hour, parts.tm_min, parts.tm_sec)
+            var suffix = 1
+            while access(aside, F_OK) == 0 {
+                suffix += 1
+                aside = aside.split(separator: "~").first.map(String.init)! + "~\(suffix)"
+            }
+            guard rename(path, aside) == 0 else {
+                throw StoreError(.io, "cannot move the keychain database \(path) aside (errno \(errno))")
+            }
+            // The WAL goes with it (it belongs to that file); the shared-memory index is rebuilt from a WAL.
+            _ = rename(path + "-wal", aside + "-wal")
+            unlink(path + "-shm")
+            state = try Self.opening(path)
+            return aside
+        }
+    }
+
+    /// Maps SQLite failures onto store codes (with SQLite's message for damage and file failures); errors that are
+    /// not SQLite's pass through unchanged.
     static func storeError(_ error: any Error) -> any Error {
         guard let error = error as? DatabaseError else { return error }
-        return storeError(code: error.extendedResultCode.rawValue)
+        var failure = storeError(code: error.extendedResultCode.rawValue)
+        if failure.code == .corrupt || failure.code == .readOnly || failure.code == .io, let detail = error.message {
+            failure.message += " (SQLite: \(detail))"
+        }
+        return failure
+    }
+
+    /// `error` mapped as by ``storeError(_:)``, its message naming the file when it is about the file (damage, a
+    /// read-only or failing file).
+    static func storeError(_ error: any Error, path: String) -> any Error {
+        guard var failure = storeError(error) as? StoreError else { return storeError(error) }
+        if failure.code == .corrupt || failure.code == .readOnly || failure.code == .io,
+            !failure.message.contains(path)
+        {
+            failure.message = "the keychain database \(path): \(failure.message)"
+        }
+        return failure
     }
 
     /// The store's error for an SQLite result code, extended or primary (GRDB's failures and the direct lookup's).
@@ -125,7 +251,8 @@ package final class KeychainDatabase: Sendable {
         case SQLITE_CONSTRAINT where code == ResultCode.SQLITE_CONSTRAINT_UNIQUE.rawValue:
             StoreError(.duplicate, "an item with the same primary key exists")
         case SQLITE_FULL: StoreError(.diskFull, "the disk is full")
-        case SQLITE_CORRUPT, SQLITE_NOTADB: StoreError(.corrupt, "the keychain database is damaged")
+        case SQLITE_CORRUPT, SQLITE_NOTADB: StoreError(.corrupt, "the file is damaged")
+        case SQLITE_READONLY: StoreError(.readOnly, "the file cannot be written")
         default: StoreError(.io, "SQLite error \(code & 0xff)")
         }
     }

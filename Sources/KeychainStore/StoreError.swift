@@ -13,6 +13,8 @@ package struct StoreError: Error, CustomStringConvertible, Sendable {
         package static let io = Code(rawValue: 3)
         /// The disk is full.
         package static let diskFull = Code(rawValue: 4)
+        /// The file is on a read-only filesystem, or this process may not write it.
+        package static let readOnly = Code(rawValue: 5)
 
         package static func ~= (code: Code, error: any Error) -> Bool {
             (error as? StoreError)?.code == code

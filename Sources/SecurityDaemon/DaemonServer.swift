@@ -132,6 +132,13 @@ final class UserEngines: Sendable {
         }
     }
 
+    /// What a refused hello says when user `uid`'s store does not open: the store's own message, which names the
+    /// file (the user's own) and the reason (a read-only filesystem, an unreadable key file).
+    static func openingFailure(uid: UInt32, _ error: any Error) -> String {
+        let reason = (error as? KeychainStatus)?.message ?? "\(error)"
+        return "the store of uid \(uid) cannot be opened: \(reason)"
+    }
+
     /// Every engine opened so far.
     var all: [KeychainEngine] { engines.withLock { Array($0.values) } }
 
@@ -524,7 +531,7 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
             } catch {
                 DaemonServer.logger.error(
                     "cannot open a store", metadata: ["uid": "\(peer.credentials.uid)", "error": "\(error)"])
-                throw Refusal("the store of uid \(peer.credentials.uid) cannot be opened")
+                throw Refusal(UserEngines.openingFailure(uid: peer.credentials.uid, error))
             }
         }
         let bound = NIOLoopBound(context, eventLoop: context.eventLoop)

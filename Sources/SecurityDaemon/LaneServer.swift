@@ -308,7 +308,7 @@ final class LaneServer: Sendable {
         do {
             engine = try engines.engine(for: credentials.uid)
         } catch {
-            refuse(descriptor, "the store of uid \(credentials.uid) cannot be opened")
+            refuse(descriptor, UserEngines.openingFailure(uid: credentials.uid, error))
             return nil
         }
         let mailbox: LaneMailbox

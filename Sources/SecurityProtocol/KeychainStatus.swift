@@ -11,6 +11,7 @@ package struct KeychainStatus: Error, CustomStringConvertible, Sendable, Equatab
         package static let io = Code(rawValue: -36)
         package static let diskFull = Code(rawValue: -34)
         package static let notAvailable = Code(rawValue: -25291)
+        package static let readOnly = Code(rawValue: -25292)
         package static let authFailed = Code(rawValue: -25293)
         package static let duplicateItem = Code(rawValue: -25299)
         package static let itemNotFound = Code(rawValue: -25300)

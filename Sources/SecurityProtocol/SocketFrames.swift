@@ -127,7 +127,7 @@ extension KeychainRequest {
         switch self {
         case .add, .lock, .lockState, .sealingState: true
         case .copyMatching(let query): query["m_Limit"] == nil || query["m_Limit"] == .integer(1)
-        case .update, .delete, .exportBackup, .importBackup: false
+        case .update, .delete, .exportBackup, .importBackup, .checkStore, .restoreBackup: false
         }
     }
 }

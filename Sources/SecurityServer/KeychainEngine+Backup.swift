@@ -75,6 +75,71 @@ extension KeychainEngine {
     ///   or out of bounds; `errSecAuthFailed` for a wrong password (or contents that do not authenticate); nothing
     ///   is imported then.
     func importBackup(_ contents: Data, password: SecureBytes, caller: CallerIdentity) throws -> (Int, Int) {
+        try add(Self.openBackup(contents, password: password), caller: caller)
+    }
+
+    /// Recovers a damaged store from a backup (``KeychainRequest/restoreBackup(contents:password:)``): the backup
+    /// is opened first, so a wrong password or a damaged backup moves nothing; then the damaged database file is
+    /// set aside and the backup's items are added to a fresh one.
+    ///
+    /// - Returns: the items added and skipped, and where the damaged file now is.
+    /// - Throws: `errSecMissingEntitlement` for a caller that does not see every group, `errSecParam` when the
+    ///   database is not damaged (an ordinary import is the way then), what opening the backup throws.
+    func restoreBackup(_ contents: Data, password: SecureBytes, caller: CallerIdentity) throws -> (Int, Int, String) {
+        guard caller.mayAccessAllGroups else {
+            throw KeychainStatus(.missingEntitlement, "restoring the keychain needs access to every group")
+        }
+        let entries = try Self.openBackup(contents, password: password)
+        guard database.check().problems.isEmpty == false else {
+            throw KeychainStatus(
+                .param, "the keychain database \(database.path) is not damaged: import the backup instead")
+        }
+        let aside = try database.setAsideAndStartAfresh()
+        let (count, skipped) = try add(entries, caller: caller)
+        return (count, skipped, aside)
+    }
+
+    /// The store's health (``KeychainRequest/checkStore``): SQLite's check of the file, then every row whose class
+    /// is unlocked opened as a lookup would (attributes, then data).
+    ///
+    /// - Throws: `errSecMissingEntitlement` for a caller that does not see every group.
+    func checkStore(caller: CallerIdentity) throws -> StoreCheckReport {
+        guard caller.mayAccessAllGroups else {
+            throw KeychainStatus(.missingEntitlement, "checking the keychain needs access to every group")
+        }
+        let (problems, rowCount) = database.check()
+        var report = StoreCheckReport(
+            file: database.path, problems: problems, rowCount: rowCount, unreadableRows: 0, lockedRows: 0)
+        guard problems.isEmpty else { return report }
+        do {
+            try database.read { transaction in
+                for row in try transaction.allItems() {
+                    guard let protectionClass = ProtectionClass(rawValue: row.protectionClass) else {
+                        report.unreadableRows += 1
+                        continue
+                    }
+                    guard enclave.isAvailable(protectionClass) else {
+                        report.lockedRows += 1
+                        continue
+                    }
+                    do {
+                        let item = try sealer.open(row)
+                        if let sealedValue = try transaction.value(rowID: row.rowID) {
+                            _ = try sealer.openData(item, sealedValue: sealedValue)
+                        }
+                    } catch {
+                        report.unreadableRows += 1
+                    }
+                }
+            }
+        } catch {
+            report.problems.append(Self.status(error).message)
+        }
+        return report
+    }
+
+    /// The entries of a backup file's `contents`, authenticated under `password`.
+    private static func openBackup(_ contents: Data, password: SecureBytes) throws -> [BackupEntry] {
         let magic = Self.backupMagic
         guard contents.count > magic.count + 4, contents.prefix(magic.count) == magic else {
             throw KeychainStatus(.decode, "not a keychain backup")
@@ -101,7 +166,12 @@ extension KeychainEngine {
         } catch {
             throw KeychainStatus(.authFailed, "wrong backup password, or a damaged backup")
         }
-        let entries = try Self.deserialize(plaintext)
+        return try deserialize(plaintext)
+    }
+
+    /// Adds backup `entries` the caller may see whose primary key is not taken; device-only items and identities
+    /// are skipped.
+    private func add(_ entries: [BackupEntry], caller: CallerIdentity) throws -> (Int, Int) {
         var skipped = 0
         let events = try database.write { transaction in
             var events: [EngineEvent] = []

@@ -218,6 +218,11 @@ package final class KeychainEngine: Sendable {
             case .importBackup(let contents, let password):
                 let (count, skipped) = try importBackup(contents, password: password, caller: caller)
                 return .backup(count: count, skipped: skipped)
+            case .checkStore:
+                return .storeCheck(try checkStore(caller: caller))
+            case .restoreBackup(let contents, let password):
+                let (count, skipped, aside) = try restoreBackup(contents, password: password, caller: caller)
+                return .restoredBackup(count: count, skipped: skipped, setAside: aside)
             }
         } catch {
             throw Self.status(error)
@@ -281,9 +286,13 @@ package final class KeychainEngine: Sendable {
         switch error {
         case let status as KeychainStatus: return status
         case StoreError.Code.duplicate: return KeychainStatus(.duplicateItem, "an item with this primary key exists")
-        case StoreError.Code.corrupt: return KeychainStatus(.decode, "the keychain database is damaged")
+        // A damaged file is errSecNotAvailable, and a read-only one errSecReadOnly, as Apple's SecItem maps
+        // SQLITE_CORRUPT and SQLITE_READONLY (osstatus_for_s3e); the message names the file.
+        case let error as StoreError where error.code == .corrupt:
+            return KeychainStatus(.notAvailable, "\(error.message); `lactl keychain check` describes the damage")
+        case let error as StoreError where error.code == .readOnly: return KeychainStatus(.readOnly, error.message)
         case StoreError.Code.diskFull: return KeychainStatus(.diskFull, "the disk is full")
-        case StoreError.Code.io: return KeychainStatus(.io, "the keychain database cannot be read or written")
+        case let error as StoreError where error.code == .io: return KeychainStatus(.io, error.message)
         case EnclaveError.Code.locked: return KeychainStatus(.interactionNotAllowed, "the keychain is locked")
         case EnclaveError.Code.passcodeNotSet:
             return KeychainStatus(.authFailed, "this protection class needs a passcode and none is set")
@@ -293,7 +302,8 @@ package final class KeychainEngine: Sendable {
             return KeychainStatus(.notAvailable, error.message)
         case EnclaveError.Code.wrongPassword:
             return KeychainStatus(.authFailed, "the application password does not open the key")
-        case EnclaveError.Code.io: return KeychainStatus(.io, "the key files cannot be read or written")
+        case let error as EnclaveError where error.code == .io:
+            return KeychainStatus(.io, "the key files cannot be read or written: \(error.message)")
         case let error as EnclaveError where error.code == .notAttestable:
             return KeychainStatus(.unimplemented, error.message)
         case let error as EnclaveError where error.code == .invalidChallenge:

@@ -205,6 +205,30 @@ public struct Keychain: Sendable {
         }
         return count
     }
+
+    /// Recovers a damaged store from a backup `file`: the damaged database is moved aside (kept) and the backup's
+    /// items fill a fresh one (``KeychainRequest/restoreBackup(contents:password:)``).
+    ///
+    /// - Returns: the items restored and where the damaged file was moved.
+    package func restoreBackup(from file: URL, secret: SecureBytes) throws -> (count: Int, setAside: String) {
+        let contents: Data
+        do {
+            contents = try BackupFiles.read(file)
+        } catch let status as KeychainStatus {
+            throw KeychainError(status)
+        }
+        let answer = try send(.restoreBackup(contents: contents, password: secret))
+        guard case .restoredBackup(let count, _, let aside) = answer else { throw KeychainError(KeychainStatus(.internalComponent, "an unexpected answer to a restore")) }
+        return (count, aside)
+    }
+
+    /// The store's health (``KeychainRequest/checkStore``).
+    package func checkStore() throws -> StoreCheckReport {
+        guard case .storeCheck(let report) = try send(.checkStore) else {
+            throw KeychainError(KeychainStatus(.internalComponent, "an unexpected answer to a check"))
+        }
+        return report
+    }
 }
 
 /// Something that happened to the keychain.

@@ -36,11 +36,17 @@ public struct KeychainError: Error, Sendable, Hashable, CustomStringConvertible 
 
     /// What went wrong.
     public var code: Code
+    /// The engine's own words, when it gave some (which file is damaged, say); not part of equality.
+    package var detail: String?
 
     /// Creates an error for `status`.
     public init(status: OSStatus) {
         code = Code(rawValue: status)
     }
+
+    public static func == (lhs: KeychainError, rhs: KeychainError) -> Bool { lhs.code == rhs.code }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
     /// The `OSStatus`.
     public var status: OSStatus { code.rawValue }
@@ -52,5 +58,6 @@ public struct KeychainError: Error, Sendable, Hashable, CustomStringConvertible 
 
     init(_ status: KeychainStatus) {
         self.init(status: status.code.rawValue)
+        detail = status.message.isEmpty ? nil : status.message
     }
 }

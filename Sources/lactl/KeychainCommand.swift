@@ -15,12 +15,12 @@ import Glibc
 struct KeychainCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keychain",
-        abstract: "Add, find, delete, dump, lock, export and import keychain items.",
+        abstract: "Add, find, delete, dump, lock, export, import and check keychain items.",
         subcommands: [
             AddGenericPassword.self, FindGenericPassword.self, DeleteGenericPassword.self,
             AddInternetPassword.self, FindInternetPassword.self, DeleteInternetPassword.self,
             DumpKeychain.self, LockKeychain.self, UnlockKeychain.self, LockOnScreenLock.self, ExportKeychain.self,
-            ImportKeychain.self,
+            ImportKeychain.self, CheckKeychain.self,
             TrustApplications.self, UntrustApplications.self,
         ])
 }
@@ -103,9 +103,24 @@ extension KeychainOptions {
 struct KeychainCommandFailure: Error, CustomStringConvertible {
     var status: OSStatus
     var operation: String
+    /// What the engine said beyond the status (which file is damaged, say).
+    var detail: String?
+
+    init(status: OSStatus, operation: String, detail: String? = nil) {
+        self.status = status
+        self.operation = operation
+        self.detail = detail
+    }
+
+    /// `error`'s status and the engine's words.
+    init(_ error: KeychainError, operation: String) {
+        self.init(status: error.status, operation: operation, detail: error.detail)
+    }
 
     var description: String {
-        "lactl: \(operation): \(SecCopyErrorMessageString(status, nil) as String? ?? "OSStatus \(status)")"
+        let text = SecCopyErrorMessageString(status, nil) as String? ?? "OSStatus \(status)"
+        let message = "lactl: \(operation): \(text)"
+        return detail.map { message + " (\($0))" } ?? message
     }
 }
 
@@ -114,9 +129,9 @@ private func check(_ status: OSStatus, _ operation: String) throws {
 }
 
 /// Runs a keychain subcommand body, turning failures into the message and exit status.
-func reporting(_ body: () throws -> Void) throws {
+func reporting<T>(_ body: () throws -> T) throws -> T {
     do {
-        try body()
+        return try body()
     } catch let failure as KeychainCommandFailure {
         FileHandle.standardError.write(Data("\(failure)\n".utf8))
         throw ExitCode(failure.status == errSecItemNotFound ? 44 : 1)
@@ -639,7 +654,7 @@ struct ExportKeychain: ParsableCommand {
                 do {
                     return try Keychain.default.exportBackup(to: URL(fileURLWithPath: file), secret: password)
                 } catch let error as KeychainError {
-                    throw KeychainCommandFailure(status: error.status, operation: "export the keychain")
+                    throw KeychainCommandFailure(error, operation: "export the keychain")
                 }
             }
             print("exported \(count) items to \(file)")
@@ -649,22 +664,76 @@ struct ExportKeychain: ParsableCommand {
 
 struct ImportKeychain: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "import", abstract: "Add the items of a backup file; existing items stay as they are.")
+        commandName: "import", abstract: "Add the items of a backup file; existing items stay as they are.",
+        discussion: """
+            With --replace-damaged, when `lactl keychain check` finds the keychain database damaged, the damaged \
+            file is moved aside (keychain.db.damaged-<time>, kept) and the backup's items fill a new database. \
+            Nothing moves when the backup does not open or the database is not damaged.
+            """)
 
     @OptionGroup var options: KeychainOptions
+    @Flag(help: "Set a damaged keychain database aside and restore from the backup into a new one.")
+    var replaceDamaged = false
     @Argument(help: "The backup file to read.") var file: String
 
     func run() throws {
         let password = try readSecret(prompt: "backup password: ")
         try reporting {
+            if replaceDamaged {
+                let (count, aside) = try options.run(reaching: .everyGroup) {
+                    do {
+                        return try Keychain.default.restoreBackup(from: URL(fileURLWithPath: file), secret: password)
+                    } catch let error as KeychainError {
+                        throw KeychainCommandFailure(error, operation: "restore from the backup")
+                    }
+                }
+                print("the damaged database was moved to \(aside)")
+                print("restored \(count) items from \(file)")
+                return
+            }
             let count = try options.run(reaching: .everyGroup) {
                 do {
                     return try Keychain.default.importBackup(from: URL(fileURLWithPath: file), secret: password)
                 } catch let error as KeychainError {
-                    throw KeychainCommandFailure(status: error.status, operation: "import the backup")
+                    throw KeychainCommandFailure(error, operation: "import the backup")
                 }
             }
             print("imported \(count) items from \(file)")
         }
+    }
+}
+
+/// `lactl keychain check`: whether the keychain database is sound, as `sqlite3`'s integrity check and the engine's
+/// opening of every unlocked row see it. Exits 1 when it finds damage.
+struct CheckKeychain: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check", abstract: "Check the keychain database for damage (exit status 1 when damaged).")
+
+    @OptionGroup var options: KeychainOptions
+
+    func run() throws {
+        let report = try reporting {
+            try options.run(reaching: .everyGroup) {
+                do {
+                    return try Keychain.default.checkStore()
+                } catch let error as KeychainError {
+                    throw KeychainCommandFailure(error, operation: "check the keychain")
+                }
+            }
+        }
+        print("file: \(report.file)")
+        print("items: \(report.rowCount.map(String.init) ?? "unknown")")
+        if report.lockedRows > 0 { print("not checked (their class is locked): \(report.lockedRows)") }
+        if report.isDamaged {
+            print("damaged:")
+            for problem in report.problems { print("  \(problem)") }
+            print("To recover: lactl keychain import --replace-damaged BACKUP")
+            throw ExitCode(1)
+        }
+        if report.unreadableRows > 0 {
+            print("items that do not open: \(report.unreadableRows) (their data or attributes are damaged)")
+            throw ExitCode(1)
+        }
+        print("ok")
     }
 }
