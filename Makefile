@@ -2,7 +2,7 @@
 SWIFT ?= swift
 SWIFT_BUILD_FLAGS ?=
 
-.PHONY: bootstrap build pam test demo bench fuzz clean install uninstall
+.PHONY: bootstrap build pam test demo bench soak fuzz clean install uninstall
 
 bootstrap:
 	@scripts/bootstrap
@@ -41,6 +41,13 @@ bench: bootstrap
 	$(SWIFT) build -c release $(SWIFT_BUILD_FLAGS) --product localauthd
 	$(SWIFT) build -c release $(SWIFT_BUILD_FLAGS) --product lactl
 	$(SWIFT) run -c release --skip-build $(SWIFT_BUILD_FLAGS) la-bench
+
+# localauthd for ten minutes under 16 client processes (`la-bench soak`; LA_SOAK_MINUTES, LA_SOAK_CLIENTS): a line
+# per minute, then the daemon's memory over the run and the errors. Not part of `make test` or `make bench`.
+soak: bootstrap
+	$(SWIFT) build -c release $(SWIFT_BUILD_FLAGS) --product la-bench
+	$(SWIFT) build -c release $(SWIFT_BUILD_FLAGS) --product localauthd
+	$(SWIFT) run -c release --skip-build $(SWIFT_BUILD_FLAGS) la-bench soak
 
 # libFuzzer for FUZZ_SECONDS each (default 60): the SSH agent's message parser, localauthd's frames and
 # messages, the lane's frame reader on a socket, then the app registry's file parser, seeded from Fuzz/*/Corpus.

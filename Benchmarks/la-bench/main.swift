@@ -15,6 +15,8 @@ let sections: [(name: String, run: () async throws -> Void)] = [
     ("daemon", DaemonBenchmarks.run),
     ("pressure", PressureBenchmarks.run),
     ("load", LoadBenchmarks.run),
+    // Ten minutes: only when named (`make soak`).
+    ("soak", LoadBenchmarks.soak),
     ("callgrind", CallgrindBenchmarks.run),
 ]
 // The child the callgrind section runs under valgrind.
@@ -32,6 +34,6 @@ if CommandLine.arguments.dropFirst().first == "flood", CommandLine.arguments.cou
 }
 let chosen = Set(CommandLine.arguments.dropFirst())
 print("la-bench: ratios against baselines measured in this run (higher is better unless said)")
-for section in sections where chosen.isEmpty || chosen.contains(section.name) {
+for section in sections where chosen.isEmpty ? section.name != "soak" : chosen.contains(section.name) {
     try await section.run()
 }

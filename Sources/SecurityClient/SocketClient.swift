@@ -732,6 +732,8 @@ package final class LaneConnection: @unchecked Sendable {
     private let mailbox: LaneMailbox
     /// The last request's number in the mailbox.
     private var sequence: UInt32 = 0
+    /// When to poll for an answer before sleeping.
+    private var polling = PollingBackOff()
     /// False once the connection failed or was closed; it is then dropped.
     private(set) var isOpen = true
 
@@ -827,10 +829,13 @@ package final class LaneConnection: @unchecked Sendable {
         sequence = next
         defer { secureZero(UnsafeMutableRawBufferPointer(rebasing: mailbox.requestArea[0..<frame.count])) }
         let rang = frame.withUnsafeBytes { mailbox.post($0, as: .request, sequence: next, doorbell: fd) }
+        // Polled for ``SocketConnection/spinBudget`` unless answers have been slower than that (``PollingBackOff``).
+        let budget = polling.budget(SocketConnection.spinBudget)
+        let answeredWhilePolling = rang && mailbox.poll(until: .answer, false, next, for: budget)
+        if budget > .zero { polling.polled(found: answeredWhilePolling) }
         let answered =
-            rang
-            && mailbox.wait(
-                until: .answer, false, next, sleeps: .clientSleeps, socket: fd, polling: SocketConnection.spinBudget)
+            answeredWhilePolling
+            || (rang && mailbox.sleep(until: .answer, false, next, sleeps: .clientSleeps, socket: fd))
         guard answered else {
             // The daemon's end is gone. A request it never copied out was not carried out and may go another way.
             let taken = mailbox.load(.taken) == next

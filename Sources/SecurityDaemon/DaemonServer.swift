@@ -26,8 +26,20 @@ package struct DaemonConfiguration: Sendable {
     /// The configuration directory (`/etc/localauthd`): the app registry is its `apps.d`. Nil = no registry,
     /// every program unregistered.
     package var configurationDirectory: URL?
-    /// The most connections one user may have open on each of the two sockets (main and lane).
-    package var connectionsPerUser = 128
+    /// The most connections one user may have open on each of the two sockets (main and lane; the lane's never
+    /// more than a quarter of its 256): `LA_CONNECTIONS_PER_USER`, else `connections-per-user = N` in
+    /// `<configuration directory>/localauthd.conf`, else 128. A user's session holds a few dozen; the cap keeps one
+    /// user from taking every connection, and an administrator raises it for a user who runs more clients at once.
+    package var connectionsPerUser: Int {
+        get {
+            if let overridden = connectionsPerUserOverride { return overridden }
+            let value = setting("LA_CONNECTIONS_PER_USER", "connections-per-user")
+            guard let value, let count = Int(value), count > 0 else { return 128 }
+            return count
+        }
+        set { connectionsPerUserOverride = newValue }
+    }
+    private var connectionsPerUserOverride: Int?
     /// The most bytes of large frames held while they arrive, in all and for one user's connections.
     package var frameBudget = (total: 256 << 20, perUser: 64 << 20)
     /// How long a new connection may take to send its hello.
@@ -70,14 +82,19 @@ package struct DaemonConfiguration: Sendable {
     /// `idle-lock = SECONDS` in `<configuration directory>/localauthd.conf`; nil (never) when neither names a
     /// positive number of seconds.
     package var idleLock: Duration? {
-        var value = environment["LA_IDLE_LOCK"]
-        if value == nil || value!.isEmpty, let path = configurationDirectory?.appendingPathComponent("localauthd.conf").path,
-            let text = try? String(contentsOfFile: path, encoding: .utf8)
-        {
-            value = DataLocations.configurationEntries(text).first { $0.key == "idle-lock" }?.value
+        guard let value = setting("LA_IDLE_LOCK", "idle-lock"), let seconds = Int(value), seconds > 0 else {
+            return nil
         }
-        guard let value, let seconds = Int(value), seconds > 0 else { return nil }
         return .seconds(seconds)
+    }
+
+    /// The environment variable `variable` when set, else `key = …` in `<configuration directory>/localauthd.conf`.
+    private func setting(_ variable: String, _ key: String) -> String? {
+        if let value = environment[variable], !value.isEmpty { return value }
+        guard let path = configurationDirectory?.appendingPathComponent("localauthd.conf").path,
+            let text = try? String(contentsOfFile: path, encoding: .utf8)
+        else { return nil }
+        return DataLocations.configurationEntries(text).first { $0.key == key }?.value
     }
 
     /// Whether administrative tools get the groups they claim at the hello without the user (``AdministrativeGrant``):
@@ -289,7 +306,8 @@ package final class DaemonServer: Sendable {
         }
         let limit = configuration.frameLimit
         let budget = FrameBudget(total: configuration.frameBudget.total, perUser: configuration.frameBudget.perUser)
-        let connections = UserConnections(limit: configuration.connectionsPerUser)
+        let connectionsPerUser = configuration.connectionsPerUser
+        let connections = UserConnections(limit: connectionsPerUser)
         let identification = IdentificationQueues()
         let helloTimeout = configuration.helloTimeout
         let stallLimit = configuration.readStall
@@ -325,7 +343,7 @@ package final class DaemonServer: Sendable {
             let bound = try LaneServer(
                 besides: configuration.socketPath, engines: engines, registry: registry, frameLimit: limit,
                 connections: UserConnections(
-                    limit: min(configuration.connectionsPerUser, LaneServer.connectionLimit / 4)))
+                    limit: min(connectionsPerUser, LaneServer.connectionLimit / 4)))
             bound.start()
             lane = bound
             logger.info("lane listening", metadata: ["socket": "\(LaneServer.path(besides: configuration.socketPath))"])

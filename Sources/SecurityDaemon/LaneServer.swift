@@ -176,8 +176,9 @@ final class LaneServer: Sendable {
         // each read once, and only a copy of the frame in the daemon's own memory is decoded.
         // A new mailbox is all zeros: the client's first request is number 1 (it may be posted before this line).
         var last: UInt32 = 0
+        var polling = PollingBackOff()
         while true {
-            guard awaitNextRequest(mailbox, after: last, descriptor) else { return }
+            guard awaitNextRequest(mailbox, after: last, descriptor, &polling) else { return }
             let sequence = mailbox.load(.request)
             last = sequence
             let length = Int(mailbox.load(.requestLength))
@@ -243,13 +244,23 @@ final class LaneServer: Sendable {
     }
 
     /// Waits for the next request in `mailbox` (its number no longer `last`): polls for ``spinBudget`` when no other
-    /// lane thread takes the last free processor (``spinnerLimit``), so a program sending requests in a row is
-    /// answered without a wake-up, then sleeps until the client's doorbell. False when the connection ended.
-    private func awaitNextRequest(_ mailbox: LaneMailbox, after last: UInt32, _ descriptor: Int32) -> Bool {
+    /// lane thread takes the last free processor (``spinnerLimit``) and the connection's requests have been coming
+    /// within it, so a program sending requests in a row is answered without a wake-up, then sleeps until the
+    /// client's doorbell. False when the connection ended.
+    private func awaitNextRequest(
+        _ mailbox: LaneMailbox, after last: UInt32, _ descriptor: Int32, _ polling: inout PollingBackOff
+    ) -> Bool {
+        // A connection whose requests came slower than the budget sleeps at once for a while (``PollingBackOff``):
+        // with many clients, a thread polling for a client still busy elsewhere held a processor for nothing.
+        let budget = polling.budget(Self.spinBudget)
+        guard budget > .zero else {
+            return mailbox.sleep(until: .request, true, last, sleeps: .daemonSleeps, socket: descriptor)
+        }
         // The processor is held only while polling: a thread that goes to sleep gives its turn to another.
         let mayPoll = spinners.wrappingAdd(1, ordering: .acquiring).newValue <= Self.spinnerLimit
-        let arrived = mayPoll && mailbox.poll(until: .request, true, last, for: Self.spinBudget)
+        let arrived = mayPoll && mailbox.poll(until: .request, true, last, for: budget)
         spinners.wrappingSubtract(1, ordering: .releasing)
+        if mayPoll { polling.polled(found: arrived) }
         return arrived || mailbox.sleep(until: .request, true, last, sleeps: .daemonSleeps, socket: descriptor)
     }
 

@@ -221,3 +221,29 @@ package final class LaneMailbox: @unchecked Sendable {
         }
     }
 }
+
+/// When a side of the lane polls for the other's next post before sleeping. Polling saves a wake-up when the post
+/// comes within the budget (one program sending requests in a row); when it does not, the processor it took was
+/// another thread's share — with many clients at once, the daemon's. So after a poll that came up empty, the next
+/// 1, 2, 4 … 64 waits sleep at once; a poll that finds the post ends the back-off.
+package struct PollingBackOff: Sendable {
+    private var unpolled = 0
+    private var backOff = 0
+
+    package init() {}
+
+    /// How long the next wait polls: `budget`, or zero while backing off.
+    package mutating func budget(_ budget: Duration) -> Duration {
+        guard unpolled == 0 else {
+            unpolled -= 1
+            return .zero
+        }
+        return budget
+    }
+
+    /// What a wait that polled (with a budget above zero) found.
+    package mutating func polled(found: Bool) {
+        backOff = found ? 0 : min(max(backOff * 2, 1), 64)
+        unpolled = backOff
+    }
+}
