@@ -63,6 +63,7 @@ private func perform(
     _ result: UnsafeMutablePointer<CFTypeRef?>?, context dictionary: CFDictionary,
     _ makeRequest: () throws -> KeychainRequest
 ) -> OSStatus {
+    SecItemFailureDetail.current = nil
     do {
         let request = try makeRequest()
         let context = SecItemConversion.contextHandle(in: dictionary)
@@ -72,9 +73,23 @@ private func perform(
         }
         return errSecSuccess
     } catch let status as KeychainStatus {
+        SecItemFailureDetail.current = status.message
         return status.code.rawValue
     } catch {
         return errSecInternalComponent
+    }
+}
+
+/// What the engine said about the last SecItem call of this thread that failed, beyond its `OSStatus` (which file is
+/// damaged, say): Apple's functions return the status alone, and a tool that prints errors for people (`lactl`)
+/// reads this. Never item contents (``KeychainStatus``'s messages hold none).
+package enum SecItemFailureDetail {
+    private static let key = "la.secItemFailureDetail"
+
+    /// The last failure's message on this thread; nil before any.
+    package static var current: String? {
+        get { Thread.current.threadDictionary[key] as? String }
+        set { Thread.current.threadDictionary[key] = newValue }
     }
 }
 

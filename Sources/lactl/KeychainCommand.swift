@@ -125,7 +125,12 @@ struct KeychainCommandFailure: Error, CustomStringConvertible {
 }
 
 private func check(_ status: OSStatus, _ operation: String) throws {
-    guard status == errSecSuccess else { throw KeychainCommandFailure(status: status, operation: operation) }
+    guard status == errSecSuccess else {
+        // Only the failures people act on carry the engine's words: a damaged, read-only or failing store.
+        let detail = [errSecNotAvailable, errSecReadOnly, errSecIO, errSecDiskFull].contains(status)
+            ? SecItemFailureDetail.current : nil
+        throw KeychainCommandFailure(status: status, operation: operation, detail: detail)
+    }
 }
 
 /// Runs a keychain subcommand body, turning failures into the message and exit status.

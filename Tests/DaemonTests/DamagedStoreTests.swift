@@ -71,6 +71,10 @@ struct DamagedStoreTests {
         let other = try world.asNobody(daemon, ["keychain", "find-generic-password", "-s", "n", "-a", "n", "-w"])
         #expect(other.status == 0 && other.output.contains("n-pw"), "\(other.output)")
 
+        // lactl, a tool for people, prints the engine's words beside Apple's message for the status.
+        let dump = try world.lactl(daemon, ["keychain", "dump"])
+        #expect(dump.status == 1 && dump.output.contains(database), "\(dump.output)")
+
         let check = try world.lactl(daemon, ["keychain", "check"])
         #expect(check.status == 1, "\(check.output)")
         #expect(check.output.contains("damaged:") && check.output.contains(database), "\(check.output)")
