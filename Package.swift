@@ -55,6 +55,12 @@ let package = Package(
         .systemLibrary(name: "CSocket"),
         // sqlite3_config for localauthd (variadic, so not callable from Swift).
         .systemLibrary(name: "CSQLiteSettings"),
+        // GLib's D-Bus (GDBus): the fprintd backend's client (CFprintd), in C.
+        .systemLibrary(
+            name: "CGio", pkgConfig: "gio-2.0",
+            providers: [.apt(["libglib2.0-dev"])]),
+        // fprintd's D-Bus API as plain synchronous C functions (no variadic GVariant call reaches Swift).
+        .target(name: "CFprintd", dependencies: ["CGio"]),
         // tpm2-tss: ESAPI, the TCTI loader (device, swtpm), marshalling, error texts.
         .systemLibrary(
             name: "CTSS2", pkgConfig: "tss2-esys",
@@ -80,11 +86,11 @@ let package = Package(
         // Key attestation: the messages between a TPM's owner and a verifier, and the verifier (X.509 chains,
         // credential protection, certification statements) on OpenSSL alone.
         .target(name: "KeyAttestation", dependencies: ["SecureCrypto", "COpenSSL"]),
-        // Authenticators: passcodes through PAM, fingerprints through libfprint-2, attempt policy.
+        // Authenticators: passcodes through PAM, fingerprints through libfprint-2 or fprintd, attempt policy.
         .target(
             name: "Authenticators",
             dependencies: [
-                "CPAM", "CFPrint", "SecureCrypto", "SecurityProtocol", "StoreFiles",
+                "CPAM", "CFPrint", "CFprintd", "SecureCrypto", "SecurityProtocol", "StoreFiles",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // The engine: the only code that touches state (keychain rules, ACLs, contexts, rights, lockout).

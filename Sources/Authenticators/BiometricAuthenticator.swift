@@ -2,9 +2,12 @@ import Foundation
 import Logging
 import SecureCrypto
 import SecurityProtocol
+import Synchronization
 
-/// Enrolls and verifies fingerprints with the user's reader through libfprint-2, under the persisted attempt
-/// policy, keeping templates encrypted in an ``EnrolledPrintStore``.
+/// Enrolls and verifies fingerprints with the user's reader, under the persisted attempt policy, on one of two
+/// backends (``Configuration/Backend``): libfprint-2 directly, keeping templates encrypted in an
+/// ``EnrolledPrintStore``; or fprintd, which owns the reader and the prints on most desktops (``FprintdReader``).
+/// Attempt counting and lockout are ours on both.
 ///
 /// - Threads: every libfprint call of the process runs on ``fprintThread``; no GLib main loop is ever run and no
 ///   thread-default main context is pushed (libfprint's `*_sync` calls pump the global default context).
@@ -26,21 +29,52 @@ package final class BiometricAuthenticator: Sendable {
         package var drivers: [String]?
         /// How long one scan may take before the attempt is given up.
         package var attemptTimeout: Duration
+        /// Who owns the reader and the prints.
+        package var backend: Backend
+
+        /// Who owns the reader and the prints.
+        package enum Backend: Sendable, Equatable {
+            /// This process, through libfprint (prints in `stateDirectory/fingerprints`).
+            case libfprint
+            /// fprintd on the bus at `address` (nil: the system bus), whose prints live under `printDirectory`.
+            case fprintd(address: String?, printDirectory: String)
+
+            /// fprintd's print store unless its `STATE_DIRECTORY` was moved.
+            package static let fprintdPrintDirectory = "/var/lib/fprint"
+
+            /// Whether fprintd is on the system bus (or can be started there): the default backend then.
+            package static func fprintdIsPresent(address: String? = nil) -> Bool {
+                FprintdReader.isPresent(address: address)
+            }
+        }
 
         /// A configuration for `username`'s prints in `stateDirectory`.
         package init(
             stateDirectory: String = defaultAuthenticatorStateDirectory(), username: String,
-            drivers: [String]? = nil, attemptTimeout: Duration = .seconds(30)
+            drivers: [String]? = nil, attemptTimeout: Duration = .seconds(30), backend: Backend = .libfprint
         ) {
             self.stateDirectory = stateDirectory
             self.username = username
             self.drivers = drivers
             self.attemptTimeout = attemptTimeout
+            self.backend = backend
         }
     }
 
     /// The thread every libfprint call of this process runs on.
     package static let fprintThread = DedicatedThread(name: "local-authentication.libfprint")
+    /// The thread fprintd's blocking calls run on: one per fprintd (bus address), so that operations on its one
+    /// reader run one at a time, as fprintd's claim allows.
+    static func fprintdThread(for address: String?) -> DedicatedThread {
+        fprintdThreads.withLock { threads in
+            if let thread = threads[address ?? ""] { return thread }
+            let thread = DedicatedThread(name: "local-authentication.fprintd")
+            threads[address ?? ""] = thread
+            return thread
+        }
+    }
+
+    private static let fprintdThreads = Mutex<[String: DedicatedThread]>([:])
 
     private static let logger = Logger(label: "local-authentication.fingerprint")
 
@@ -51,6 +85,8 @@ package final class BiometricAuthenticator: Sendable {
     /// The persisted attempt counters and lockout.
     package let policy: AttemptPolicy
     private let reader: FingerprintReader
+    /// fprintd, on that backend.
+    private let fprintd: FprintdReader?
 
     /// An authenticator over `store` (default: an encrypted ``FileEnrolledPrintStore`` in
     /// `stateDirectory/fingerprints`) and `policy` (default: the policy in `stateDirectory`).
@@ -61,6 +97,11 @@ package final class BiometricAuthenticator: Sendable {
         self.store = try store ?? FileEnrolledPrintStore(directory: configuration.stateDirectory + "/fingerprints")
         self.policy = try policy ?? AttemptPolicy(directory: configuration.stateDirectory)
         self.reader = FingerprintReader(drivers: configuration.drivers)
+        if case .fprintd(let address, let printDirectory) = configuration.backend {
+            fprintd = FprintdReader(address: address, printDirectory: printDirectory)
+        } else {
+            fprintd = nil
+        }
     }
 
     deinit {
@@ -72,12 +113,17 @@ package final class BiometricAuthenticator: Sendable {
     /// - Throws: `biometryNotAvailable` when no acceptable reader is present or it cannot be opened.
     @discardableResult
     package func open() async throws -> ReaderInfo {
+        if let fprintd {
+            return try await Self.fprintdThread(for: fprintd.address).run { try Self.readerInfo(fprintd.device()) }
+        }
         let reader = self.reader
         return try await Self.fprintThread.run { try reader.ensureOpen() }
     }
 
     /// Closes the reader; the next operation opens it again.
     package func close() async {
+        // fprintd's device is claimed per operation: nothing stays open.
+        guard fprintd == nil else { return }
         let reader = self.reader
         _ = try? await Self.fprintThread.run { reader.release() }
     }
@@ -85,6 +131,7 @@ package final class BiometricAuthenticator: Sendable {
     /// Closes the reader and discovers and opens it afresh: the retry path after a disconnect or a busy reader.
     @discardableResult
     package func reopen() async throws -> ReaderInfo {
+        if fprintd != nil { return try await open() }
         let reader = self.reader
         return try await Self.fprintThread.run {
             reader.release()
@@ -101,6 +148,7 @@ package final class BiometricAuthenticator: Sendable {
     package func enroll(
         finger: Finger, progress: @escaping @Sendable (EnrollmentEvent) -> Void = { _ in }
     ) async throws -> EnrolledPrintInfo {
+        if let fprintd { return try await enrollThroughFprintd(fprintd, finger: finger, progress: progress) }
         let reader = self.reader
         let configuration = self.configuration
         let cancellation = OperationCancellation()
@@ -149,6 +197,7 @@ package final class BiometricAuthenticator: Sendable {
         progress: @escaping @Sendable (VerificationEvent) -> Void = { _ in }
     ) async throws -> EnrolledPrintInfo {
         try policy.checkBiometryAllowed()
+        if let fprintd { return try await verifyThroughFprintd(fprintd, progress: progress) }
         let prints = try store.prints().filter { $0.info.username == configuration.username }
         guard !prints.isEmpty else {
             throw AuthenticationError(.biometryNotEnrolled, "no fingerprint is enrolled for \(configuration.username)")
@@ -184,7 +233,8 @@ package final class BiometricAuthenticator: Sendable {
 
     /// The enrolled prints of this user, oldest first, without templates.
     package func enrolledPrints() throws -> [EnrolledPrintInfo] {
-        try store.prints().map(\.info).filter { $0.username == configuration.username }
+        if let fprintd { return try fprintdPrints(fprintd) }
+        return try store.prints().map(\.info).filter { $0.username == configuration.username }
             .sorted { ($0.enrolledAt, $0.identifier) < ($1.enrolledAt, $1.identifier) }
     }
 
@@ -194,6 +244,16 @@ package final class BiometricAuthenticator: Sendable {
     /// The enrolled-set state hash changes.
     /// - Throws: `biometryNotEnrolled` when there is no such print.
     package func remove(_ identifier: PrintIdentifier) async throws {
+        if let fprintd {
+            guard let print = try fprintdPrints(fprintd).first(where: { $0.identifier == identifier }) else {
+                throw AuthenticationError(.biometryNotEnrolled, "no enrolled print has the identifier \(identifier)")
+            }
+            let user = configuration.username
+            try await Self.fprintdThread(for: fprintd.address).run {
+                try fprintd.delete(user: user, finger: print.finger)
+            }
+            return
+        }
         guard let print = try store.prints().first(where: { $0.info.identifier == identifier }) else {
             throw AuthenticationError(.biometryNotEnrolled, "no enrolled print has the identifier \(identifier)")
         }
@@ -216,6 +276,7 @@ package final class BiometricAuthenticator: Sendable {
     ///
     /// A store whose generation was never raised (enrolled before the generation existed) keeps its earlier hash.
     package func stateHash() throws -> Data? {
+        if let fprintd { return try fprintdStateHash(fprintd) }
         guard let setHash = try store.stateHash() else { return nil }
         let generation = try policy.enrollmentGeneration()
         if generation == 0 { return setHash }

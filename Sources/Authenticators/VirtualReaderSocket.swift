@@ -42,6 +42,21 @@ package struct VirtualReaderSocket: Sendable {
     private static func exchange(_ command: String, path: String, timeout: Duration) throws -> String {
         precondition(!command.hasSuffix("\n"), "the virtual device takes no trailing newline")
         let deadline = ContinuousClock.now + timeout
+        // A device closed between our connect and its read resets the connection: the command was not taken, and
+        // goes to the device's next opening (fprintd opens it for each claim).
+        while true {
+            if let reply = try attempt(command, path: path, timeout: timeout, deadline: deadline) { return reply }
+            guard ContinuousClock.now < deadline else {
+                throw Failure(description: "waiting for the driver to take '\(command)': the connection was reset")
+            }
+            usleep(10_000)
+        }
+    }
+
+    /// One delivery of `command`: the reply, or nil when the connection was reset before the driver took it.
+    private static func attempt(
+        _ command: String, path: String, timeout: Duration, deadline: ContinuousClock.Instant
+    ) throws -> String? {
         let fd = try connect(path: path, deadline: deadline)
         defer { close(fd) }
         var receiveTimeout = timeval(tv_sec: Int(timeout.components.seconds), tv_usec: 0)
@@ -63,6 +78,7 @@ package struct VirtualReaderSocket: Sendable {
             let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if n < 0 {
                 if errno == EINTR { continue }
+                if errno == ECONNRESET && reply.isEmpty { return nil }
                 throw Failure(description: "waiting for the driver to take '\(command)': \(String(cString: strerror(errno)))")
             }
             if n == 0 { break }

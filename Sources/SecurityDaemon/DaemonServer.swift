@@ -88,6 +88,16 @@ package struct DaemonConfiguration: Sendable {
         return .seconds(seconds)
     }
 
+    /// The environment the users' authenticators are configured from: the daemon's, with `biometry-backend = …`
+    /// of `localauthd.conf` as `LA_BIOMETRY_BACKEND` when the environment does not set it.
+    package var authenticationEnvironment: [String: String] {
+        var environment = self.environment
+        if let backend = setting("LA_BIOMETRY_BACKEND", "biometry-backend") {
+            environment["LA_BIOMETRY_BACKEND"] = backend
+        }
+        return environment
+    }
+
     /// The environment variable `variable` when set, else `key = …` in `<configuration directory>/localauthd.conf`.
     private func setting(_ variable: String, _ key: String) -> String? {
         if let value = environment[variable], !value.isEmpty { return value }
@@ -142,7 +152,7 @@ final class UserEngines: Sendable {
             }
             let directory = configuration.stateDirectory.appendingPathComponent(String(uid), isDirectory: true)
             let authentication = AuthenticationConfiguration.fromEnvironment(
-                dataDirectory: directory, username: name, environment: configuration.environment)
+                dataDirectory: directory, username: name, environment: configuration.authenticationEnvironment)
             let engine = try KeychainEngine(directory: directory, authentication: authentication, enclave: enclave)
             engines[uid] = engine
             return engine

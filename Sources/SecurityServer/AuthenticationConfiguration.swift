@@ -16,6 +16,8 @@ package struct AuthenticationConfiguration: Sendable {
     package var readerDrivers: [String]?
     /// How long one fingerprint scan may take.
     package var attemptTimeout: Duration
+    /// Who owns the reader and the prints: this process through libfprint, or fprintd.
+    package var biometryBackend: BiometricAuthenticator.Configuration.Backend = .libfprint
     /// The clock of credentials and reuse windows; tests move it by hand.
     package var clock: any AttemptClock
 
@@ -45,7 +47,8 @@ extension AuthenticationConfiguration {
     /// - state (attempt counters, encrypted prints): the keychain's data directory `dataDirectory`;
     /// - PAM: service `$LA_PAM_SERVICE` (default `local-authentication`), configuration directory `$LA_PAM_CONFDIR`
     ///   (default `/etc/pam.d`);
-    /// - readers: `$LA_READER_DRIVERS` (comma-separated libfprint driver ids; default any reader);
+    /// - readers: `$LA_READER_DRIVERS` (comma-separated libfprint driver ids; default any reader), and who owns them
+    ///   (``biometryBackend(_:)``: `$LA_BIOMETRY_BACKEND`);
     /// - user: `username`, by default the process's user.
     package static func fromEnvironment(
         dataDirectory directory: URL, username: String = currentUsername(),
@@ -56,9 +59,34 @@ extension AuthenticationConfiguration {
         let drivers = environment["LA_READER_DRIVERS"].map {
             $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         }
-        return AuthenticationConfiguration(
+        var configuration = AuthenticationConfiguration(
             stateDirectory: directory.path, username: username,
             passcode: PasscodeAuthenticator.Configuration(service: service, configurationDirectory: confdir),
             readerDrivers: drivers?.isEmpty == false ? drivers : nil)
+        configuration.biometryBackend = biometryBackend(environment)
+        return configuration
+    }
+
+    /// The fingerprint backend `$LA_BIOMETRY_BACKEND` names: `libfprint`, `fprintd`, or `auto` (the default): fprintd
+    /// when its name is on the system bus (or can be started there), else libfprint — except while libfprint's
+    /// virtual reader is configured (`FP_VIRTUAL_DEVICE`), which only this process can drive. fprintd is reached on
+    /// `$LA_FPRINTD_BUS` (a D-Bus address; default the system bus) and its prints are read under
+    /// `$LA_FPRINTD_PRINTS` (default `/var/lib/fprint`, fprintd's store) for the enrolled set's state hash.
+    package static func biometryBackend(
+        _ environment: [String: String]
+    ) -> BiometricAuthenticator.Configuration.Backend {
+        let address = environment["LA_FPRINTD_BUS"].flatMap { $0.isEmpty ? nil : $0 }
+        let fprintd = BiometricAuthenticator.Configuration.Backend.fprintd(
+            address: address,
+            printDirectory: environment["LA_FPRINTD_PRINTS"].flatMap { $0.isEmpty ? nil : $0 }
+                ?? BiometricAuthenticator.Configuration.Backend.fprintdPrintDirectory)
+        switch environment["LA_BIOMETRY_BACKEND"]?.lowercased() {
+        case "libfprint": return .libfprint
+        case "fprintd": return fprintd
+        default:
+            if environment["FP_VIRTUAL_DEVICE"]?.isEmpty == false { return .libfprint }
+            let present = BiometricAuthenticator.Configuration.Backend.fprintdIsPresent(address: address)
+            return present ? fprintd : .libfprint
+        }
     }
 }

@@ -63,7 +63,8 @@ package final class AuthenticationContexts: Sendable {
         biometric = try BiometricAuthenticator(
             configuration: .init(
                 stateDirectory: configuration.stateDirectory, username: configuration.username,
-                drivers: configuration.readerDrivers, attemptTimeout: configuration.attemptTimeout),
+                drivers: configuration.readerDrivers, attemptTimeout: configuration.attemptTimeout,
+                backend: configuration.biometryBackend),
             policy: attemptPolicy)
         passcode = PasscodeAuthenticator(configuration: configuration.passcode, policy: attemptPolicy)
     }

@@ -30,7 +30,8 @@ extension KeychainEngine {
             try await contexts.removePrint(identifier, context: id)
             return .success
         case .enrolledPrints:
-            return .prints(try contexts.biometric.enrolledPrints(), stateHash: try contexts.biometric.stateHash())
+            // The list stands without the hash where the hash cannot be computed (fprintd's store unreadable).
+            return .prints(try contexts.biometric.enrolledPrints(), stateHash: try? contexts.biometric.stateHash())
         case .reader:
             return .reader(try await contexts.biometric.open())
         case .verifyFinger:

@@ -46,7 +46,15 @@ struct Status: AsyncParsableCommand {
             }
         }
         if case .reader(let reader)? = try? await client.send(.reader) {
-            print("reader: \(reader.name) (driver \(reader.driver), \(reader.enrollStages) enrollment scans)")
+            if reader.driver == "fprintd" {
+                print(
+                    "reader: \(reader.name) (through fprintd, device \(reader.deviceID), "
+                        + "\(reader.enrollStages) enrollment scans)")
+            } else {
+                print(
+                    "reader: \(reader.name) (libfprint driver \(reader.driver), "
+                        + "\(reader.enrollStages) enrollment scans)")
+            }
         } else {
             print("reader: none usable")
         }

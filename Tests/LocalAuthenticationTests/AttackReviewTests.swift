@@ -16,7 +16,8 @@ struct AttackReviewTests {
     /// Finding 1: twelve concurrent contexts once brought eleven non-matching scans to the matcher and the twelfth
     /// matched. Now the attempt is reserved on the reader's thread: exactly five scans reach the matcher, the
     /// rest are refused as locked out before the reader is touched, and the right finger queued last never helps.
-    @Test func concurrentFingerprintEvaluationsReachTheMatcherOnlyUpToTheLimit() async throws {
+    @Test(.libfprintOnly("counts the scans this process's libfprint takes from the virtual device, one queue of them"))
+    func concurrentFingerprintEvaluationsReachTheMatcherOnlyUpToTheLimit() async throws {
         let world = try LocalAuthenticationWorld()
         try await world.enroll("alice-1")
         let presenter = ScriptedAuthenticationPresenter()
@@ -182,8 +183,9 @@ struct AttackReviewTests {
         let owner = makeContext(in: world, presenter: ScriptedAuthenticationPresenter(passcodes: ["secret"]))
         #expect(try await owner.evaluatePolicy(.deviceOwnerAuthentication, localizedReason: "enroll"))
         let proven = try owner.authenticationContextID()
+        let stages = try await contexts.biometric.open().enrollStages
         async let enrolled = contexts.enroll(finger: .leftIndex, context: proven)
-        try await world.socket.send(Array(repeating: "SCAN mallory", count: 5))
+        try await world.socket.send(Array(repeating: "SCAN mallory", count: stages))
         let print = try await enrolled
         #expect(try contexts.biometric.enrolledPrints().map(\.identifier) == [print.identifier])
 
@@ -198,7 +200,9 @@ struct AttackReviewTests {
 
     /// Finding 9: restoring a saved `fingerprints/` directory revived `.biometryCurrentSet` items; a crash between
     /// deleting a print and renewing the salt left the original hash for good.
-    @Test(.embeddedOnly("compares the engine's own state hash"))
+    @Test(
+        .embeddedOnly("compares the engine's own state hash"),
+        .libfprintOnly("restores this process's own print files; fprintd keeps its prints in its own store"))
     func restoringSavedPrintFilesDoesNotReviveARetiredSet() async throws {
         let world = try LocalAuthenticationWorld()
         try await world.enroll("alice-1")

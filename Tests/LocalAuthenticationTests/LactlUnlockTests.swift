@@ -12,7 +12,14 @@ func runLactlOnTerminal(
     _ command: String, world: LocalAuthenticationWorld, typing keys: String?, readerDrivers: String = "no_such_driver"
 ) throws -> (Int32, String) {
     var environment = world.engine.subprocessEnvironment()
-    if world.engine.mode == .embedded { environment["LA_READER_DRIVERS"] = readerDrivers }
+    if world.engine.mode == .embedded {
+        if readerDrivers == "virtual_device" {
+            environment.merge(world.reader.environment) { $1 }
+        } else {
+            environment["LA_BIOMETRY_BACKEND"] = "libfprint"
+            environment["LA_READER_DRIVERS"] = readerDrivers
+        }
+    }
     environment["LA_PRESENTER"] = keys == nil ? "none" : nil
     return try runOnTerminal(
         try lactlExecutable().path + " " + command, environment: environment,

@@ -58,7 +58,9 @@ struct LocalAuthenticationWorld {
     static let service = "la-context-test"
 
     let directory: ScratchDirectory
-    let socket: VirtualReaderSocket
+    /// The world's reader: libfprint's virtual device, or an fprintd of the world's own (``TestBiometry``).
+    let reader: WorldReader
+    var socket: VirtualReaderSocket { reader.socket }
     let engine: TestEngine
     let client: any SecurityClient
     /// The clock of an embedded engine; daemon mode runs on the real clock (tests that move it are embedded-only).
@@ -80,17 +82,15 @@ struct LocalAuthenticationWorld {
         user: String = "alice", unlockedKeysInProcess: Bool = false
     ) throws {
         directory = try ScratchDirectory()
-        socket = VirtualReaderSocket(path: directory.path + "/reader.sock")
-        setenv("FP_DRIVERS_WHITELIST", "virtual_device", 1)
-        unsetenv("FP_VIRTUAL_DEVICE_STORAGE")
-        setenv("FP_VIRTUAL_DEVICE", socket.path, 1)
+        self.reader = try WorldReader(directory: directory.path, present: reader)
         let user = TestEngine.username(preferring: user)
         try MatrixPAM.writeService(Self.service, in: directory.path, users: [(user, "secret")])
         clock = ManualClock()
-        let authentication = AuthenticationConfiguration(
+        var authentication = AuthenticationConfiguration(
             stateDirectory: directory.path + "/store", username: user,
             passcode: .init(service: pamService ? Self.service : "absent-service", configurationDirectory: directory.path),
             readerDrivers: [reader ? "virtual_device" : "no_such_driver"], attemptTimeout: .seconds(20), clock: clock)
+        authentication.biometryBackend = self.reader.backend
         var enclave: EnclaveConfiguration?
         if unlockedKeysInProcess {
             enclave = try EnclaveConfiguration.from(environment: ProcessInfo.processInfo.environment, files: [])
@@ -136,6 +136,7 @@ struct LocalAuthenticationWorld {
     func close() async {
         _ = try? await client.send(.closeReader)
         engine.stop()
+        reader.stop()
         directory.remove()
     }
 }

@@ -22,7 +22,9 @@ struct RightsWorld {
     static let service = "la-rights-test"
 
     let directory: String
-    let socket: VirtualReaderSocket
+    /// The world's reader: libfprint's virtual device, or an fprintd of the world's own (``TestBiometry``).
+    let reader: WorldReader
+    var socket: VirtualReaderSocket { reader.socket }
     let engine: TestEngine
     let client: any SecurityClient
     /// Whose passcode is `secret`: alice embedded, this process's user in daemon mode.
@@ -32,16 +34,14 @@ struct RightsWorld {
         var template = Array("/tmp/la-right-XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else { throw CocoaError(.fileWriteUnknown) }
         directory = String(cString: made)
-        socket = VirtualReaderSocket(path: directory + "/reader.sock")
-        setenv("FP_DRIVERS_WHITELIST", "virtual_device", 1)
-        unsetenv("FP_VIRTUAL_DEVICE_STORAGE")
-        setenv("FP_VIRTUAL_DEVICE", socket.path, 1)
+        reader = try WorldReader(directory: directory)
         user = TestEngine.username(preferring: "alice")
         try MatrixPAM.writeService(Self.service, in: directory, users: [(user, "secret")])
-        let authentication = AuthenticationConfiguration(
+        var authentication = AuthenticationConfiguration(
             stateDirectory: directory + "/store", username: user,
             passcode: .init(service: Self.service, configurationDirectory: directory),
             readerDrivers: ["virtual_device"], attemptTimeout: .seconds(20))
+        authentication.biometryBackend = reader.backend
         engine = try TestEngine(
             storeDirectory: URL(fileURLWithPath: directory + "/store"), scratch: directory + "/daemon",
             authentication: authentication)
@@ -54,11 +54,7 @@ struct RightsWorld {
     /// What `lactl` needs to reach this world's store, PAM service and reader, with no terminal prompts.
     func subprocessEnvironment() -> [String: String] {
         var environment = engine.subprocessEnvironment()
-        if engine.mode == .embedded {
-            environment["LA_READER_DRIVERS"] = "virtual_device"
-            environment["FP_DRIVERS_WHITELIST"] = "virtual_device"
-            environment["FP_VIRTUAL_DEVICE"] = socket.path
-        }
+        if engine.mode == .embedded { environment.merge(reader.environment) { $1 } }
         environment["LA_PRESENTER"] = "none"
         return environment
     }
@@ -83,6 +79,7 @@ struct RightsWorld {
     func close() async {
         _ = try? await client.send(.closeReader)
         engine.stop()
+        reader.stop()
         try? FileManager.default.removeItem(atPath: directory)
     }
 }

@@ -31,13 +31,15 @@ struct SSHAgentTests {
         if !known.contains("\n\(user):") && !known.hasPrefix("\(user):") {
             try (known + "\(user):secret:\(RightsWorld.service)\n").write(toFile: passdb, atomically: true, encoding: .utf8)
         }
+        var authentication = AuthenticationConfiguration(
+            stateDirectory: world.storeDirectory, username: user,
+            passcode: .init(service: RightsWorld.service, configurationDirectory: world.directory),
+            readerDrivers: ["virtual_device"], attemptTimeout: .seconds(20))
+        authentication.biometryBackend = world.reader.backend
         let client = try EmbeddedClient(
             configuration: EmbeddedConfiguration(
                 dataDirectory: URL(fileURLWithPath: world.storeDirectory), accessGroups: ["test.ssh"]),
-            authentication: AuthenticationConfiguration(
-                stateDirectory: world.storeDirectory, username: user,
-                passcode: .init(service: RightsWorld.service, configurationDirectory: world.directory),
-                readerDrivers: ["virtual_device"], attemptTimeout: .seconds(20)))
+            authentication: authentication)
         _ = try await enrollThroughRequests(client, socket: world.socket, printID: printID, finger: finger)
         _ = try await client.send(.closeReader)
     }

@@ -32,8 +32,11 @@ package func enrollThroughRequests(
     let context = try await client.passcodeContext(
         reason: "enroll", presenter: FixedPasscodePresenter(passcode: "secret"))
     defer { Task { _ = try? await client.send(.discard(context)) } }
+    // As many scans as the reader asks for (5 on libfprint's virtual devices).
+    var stages = 5
+    if case .reader(let reader) = try await client.send(.reader) { stages = reader.enrollStages }
     async let enrolled = client.send(.enroll(finger, context: context))
-    try await socket.send(Array(repeating: "SCAN \(printID)", count: 5))
+    try await socket.send(Array(repeating: "SCAN \(printID)", count: stages))
     guard case .enrolled(let info) = try await enrolled else {
         throw AuthenticationError(.invalidContext, "the enrollment answered something else")
     }

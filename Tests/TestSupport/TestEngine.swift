@@ -79,6 +79,13 @@ package final class TestEngine: Sendable {
             environment["LA_PAM_SERVICE"] = authentication.passcode.service
             environment["LA_PAM_CONFDIR"] = authentication.passcode.configurationDirectory
             environment["LA_READER_DRIVERS"] = authentication.readerDrivers?.joined(separator: ",")
+            switch authentication.biometryBackend {
+            case .libfprint: environment["LA_BIOMETRY_BACKEND"] = "libfprint"
+            case .fprintd(let address, let prints):
+                environment["LA_BIOMETRY_BACKEND"] = "fprintd"
+                environment["LA_FPRINTD_BUS"] = address
+                environment["LA_FPRINTD_PRINTS"] = prints
+            }
             try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
             let daemon = try DaemonProcess(directory: scratch, environment: environment)
             self.environment = environment

@@ -1,0 +1,86 @@
+import Foundation
+import LocalAuthentication
+import SecurityClient
+import SecurityProtocol
+import TestSupport
+import Testing
+
+/// fprintd as the reader's owner (issue 37), on the fprintd pass only: what other tools do through fprintd is seen
+/// by us, and what we do leaves fprintd usable by them. Each world runs a real fprintd with libfprint's virtual
+/// storage device and polkitd on a bus of its own (``FprintdStack``); prints are enrolled with Debian's
+/// `fprintd-enroll` and checked with `fprintd-verify`, as a desktop's tools would.
+@Suite(
+    "fprintd backend", .serialized, .timeLimit(.minutes(3)),
+    .enabled(if: TestBiometry.current == .fprintd, "the fprintd pass runs these (LA_TEST_BIOMETRY=fprintd)"))
+struct FprintdBackendTests {
+    /// A print enrolled with `fprintd-enroll` (not through us) unlocks our `.biometryCurrentSet` right; enrolling
+    /// the same finger again with the same print through `fprintd-enroll` — identical bytes, a new file — retires
+    /// it for good, while fprintd-verify keeps matching the finger.
+    @Test func aReEnrollmentThroughFprintdEnrollRetiresACurrentSetRight() async throws {
+        let world = try RightsWorld()
+        defer { Task { await world.close() } }
+        let fprintd = try #require(world.reader.fprintd)
+        let enrolled = try fprintd.enroll(finger: "right-index-finger", user: world.user, id: "alice-1")
+        #expect(enrolled.status == 0, "\(enrolled.output)")
+        try await world.run {
+            let right = try await LARightStore.shared.saveRight(
+                LARight(requirement: .biometryCurrentSet), identifier: "fprintd-set", secret: Data("s".utf8))
+            right.presenter = ScriptedAuthenticationPresenter()
+            let scan = world.scanSoon("alice-1")
+            try await right.authorize(localizedReason: "Sign")
+            await scan.value
+            #expect(right.state == .authorized)
+            await right.deauthorize()
+        }
+        let again = try fprintd.enroll(finger: "right-index-finger", user: world.user, id: "alice-1")
+        #expect(again.status == 0, "\(again.output)")
+        try await world.run {
+            let right = try await LARightStore.shared.right(forIdentifier: "fprintd-set")
+            right.presenter = ScriptedAuthenticationPresenter()
+            do {
+                try await right.authorize(localizedReason: "Sign")
+                Issue.record("authorized after the finger was enrolled again")
+            } catch let error as LAError {
+                #expect(error.localizedDescription.contains("invalidated"), "\(error)")
+            }
+        }
+        let verified = try fprintd.verifyWithTool(user: world.user, id: "alice-1")
+        #expect(verified.status == 0 && verified.output.contains("verify-match"), "\(verified.output)")
+    }
+
+    /// After each of our verifications — a match, a finger that matches nothing, one cancelled while waiting —
+    /// fprintd's own `fprintd-verify` claims the reader at once and matches: we released it on every path.
+    @Test func fprintdVerifyWorksRightAfterEachOfOurVerifications() async throws {
+        let world = try RightsWorld()
+        defer { Task { await world.close() } }
+        let fprintd = try #require(world.reader.fprintd)
+        #expect(try fprintd.enroll(finger: "left-thumb", user: world.user, id: "alice-t").status == 0)
+        try await world.run {
+            for (scan, expected) in [("alice-t", nil), ("mallory", LAError.Code.authenticationFailed)] {
+                let context = LAContext()
+                context.presenter = ScriptedAuthenticationPresenter()
+                let feeding = world.scanSoon(scan)
+                do {
+                    _ = try await context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "x")
+                    #expect(expected == nil, "\(scan) matched")
+                } catch let error as LAError {
+                    #expect(error.code == expected, "\(scan): \(error)")
+                }
+                await feeding.value
+                let verified = try fprintd.verifyWithTool(user: world.user, id: "alice-t")
+                #expect(verified.status == 0, "after \(scan): \(verified.output)")
+            }
+            // Cancelled by the app while fprintd waits for a finger.
+            let context = LAContext()
+            context.presenter = ScriptedAuthenticationPresenter()
+            let evaluation = Task {
+                try await context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "x")
+            }
+            try await Task.sleep(for: .milliseconds(500))
+            context.invalidate()
+            await #expect(throws: LAError.self) { _ = try await evaluation.value }
+        }
+        let verified = try fprintd.verifyWithTool(user: world.user, id: "alice-t")
+        #expect(verified.status == 0, "after a cancel: \(verified.output)")
+    }
+}
