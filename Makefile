@@ -19,9 +19,10 @@ pam: bootstrap
 	$(CC) $(PAM_CFLAGS) -O0 -g -rdynamic -o .build/pam/pam-session-driver PAMModule/pam-session-driver.c -lpam
 
 # Every test suite, against the real OpenSSL, SQLite, PAM (pam_matrix), libfprint (virtual reader) and a TPM
-# (swtpm), in four passes over one build (scripts/run-tests): embedded, then the client-facing suites again through
+# (swtpm), in five passes over one build (scripts/run-tests): embedded, then the client-facing suites again through
 # a localauthd each world starts (LA_TEST_MODE=daemon), then the keychain, SecKey, rights and examples suites on the
-# TPM enclave backend, then the LAContext and rights suites with a real fprintd owning the reader.
+# TPM enclave backend, then the LAContext and rights suites with a real fprintd owning the reader, embedded and
+# through localauthd.
 # The passes run one after the other: they would share the two cores, and timing-bounded tests
 # (prompts cancelled within 5 s) need them.
 test: bootstrap pam
@@ -31,6 +32,7 @@ test: bootstrap pam
 	SWIFT="$(SWIFT)" SWIFT_BUILD_FLAGS="$(SWIFT_BUILD_FLAGS)" scripts/run-tests daemon
 	SWIFT="$(SWIFT)" SWIFT_BUILD_FLAGS="$(SWIFT_BUILD_FLAGS)" scripts/run-tests tpm
 	SWIFT="$(SWIFT)" SWIFT_BUILD_FLAGS="$(SWIFT_BUILD_FLAGS)" scripts/run-tests fprintd
+	SWIFT="$(SWIFT)" SWIFT_BUILD_FLAGS="$(SWIFT_BUILD_FLAGS)" scripts/run-tests fprintd-daemon
 
 # The ChallengeSigning example end to end: libfprint's virtual reader, a throwaway store, HTTP on loopback.
 # `lactl demo` (the building blocks one by one) stays available: `swift run lactl demo`.
