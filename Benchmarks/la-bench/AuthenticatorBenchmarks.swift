@@ -28,6 +28,11 @@ enum AuthenticatorBenchmarks {
             print("fingerprint verify: not measured: \(error)")
         }
         do {
+            try await FprintdBenchmarks.run(directory: directory)
+        } catch {
+            print("fingerprint verify through fprintd: not measured: \(error)")
+        }
+        do {
             try await passcodeAuthenticate(directory: directory)
         } catch {
             print("passcode authenticate: not measured: \(error)")
