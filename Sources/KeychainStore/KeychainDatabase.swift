@@ -203,13 +203,15 @@ package final class KeychainDatabase: Sendable {
             var stamp = time(nil)
             var parts = tm()
             gmtime_r(&stamp, &parts)
-            var aside = String(
+            let base = String(
                 format: "%@.damaged-%04d%02d%02dT%02d%02d%02dZ", path, parts.tm_year + 1900, parts.tm_mon + 1,
                 parts.tm_mday, parts.tm_hour, parts.tm_min, parts.tm_sec)
+            // A second damage within the same second gets a number after the time.
+            var aside = base
             var suffix = 1
             while access(aside, F_OK) == 0 {
                 suffix += 1
-                aside = aside.split(separator: "~").first.map(String.init)! + "~\(suffix)"
+                aside = base + "~\(suffix)"
             }
             guard rename(path, aside) == 0 else {
                 throw StoreError(.io, "cannot move the keychain database \(path) aside (errno \(errno))")
