@@ -125,7 +125,9 @@ struct AccessControlTests {
             #expect(readProtected("current-set", context: before).value == "top secret")
             #expect(readProtected("any", context: before).value == "top secret")
         }
-        try await world.enroll("alice-2", finger: .leftThumb)
+        // A finger numbered after the first one: on the fprintd pass the reader cannot identify, and fprintd then
+        // verifies only the lowest-numbered enrolled finger (right index stays it).
+        try await world.enroll("alice-2", finger: .rightMiddle)
         try await world.run {
             let after = LAContext()
             after.presenter = ScriptedAuthenticationPresenter()

@@ -68,7 +68,9 @@ struct EnclaveKeyEnrollmentTests {
                                           signature as CFData, &verifyError))
             #expect(sign(try keyUsable("any-finger", with: before), message).signature != nil)
 
-            try await world.enroll("alice-2", finger: .leftThumb)
+            // A finger numbered after the first one: on the fprintd pass the reader cannot identify, and fprintd
+            // then verifies only the lowest-numbered enrolled finger (right index stays it).
+            try await world.enroll("alice-2", finger: .rightMiddle)
 
             let after = try await fingerprintContext(world, finger: "alice-1")
             let refused = sign(try keyUsable("current-set", with: after), message)
@@ -77,7 +79,7 @@ struct EnclaveKeyEnrollmentTests {
             #expect(sign(try keyUsable("any-finger", with: after), message).signature != nil, "biometryAny survives")
 
             // For good: removing the new finger again does not bring the old set's hash back.
-            try await removePrintThroughRequests(world.client, finger: .leftThumb)
+            try await removePrintThroughRequests(world.client, finger: .rightMiddle)
             let later = try await fingerprintContext(world, finger: "alice-1")
             #expect(sign(try keyUsable("current-set", with: later), message).signature == nil)
         }
