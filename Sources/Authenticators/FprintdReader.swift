@@ -34,8 +34,13 @@ final class FprintdReader: Sendable {
         var enrollStages: Int
     }
 
-    /// Whether fprintd is on the bus at `address` (or can be started there).
+    /// Whether fprintd is on the bus at `address` (or can be started there). A machine without a system bus is
+    /// answered without GLib: only a bus socket that exists is asked (GIO's first connection loads its modules).
     static func isPresent(address: String?) -> Bool {
+        let bus =
+            address ?? ProcessInfo.processInfo.environment["DBUS_SYSTEM_BUS_ADDRESS"]
+            ?? "unix:path=/run/dbus/system_bus_socket"
+        if bus.hasPrefix("unix:path="), access(String(bus.dropFirst("unix:path=".count)), F_OK) != 0 { return false }
         var error: UnsafeMutablePointer<CChar>?
         guard let client = la_fprintd_open(address, &error) else {
             la_fprintd_free(error)
