@@ -41,18 +41,10 @@ enum LoadBenchmarks {
     static func run() async throws {
         print("== localauthd under many clients: separate processes, a 89/1/5/4/1 find/sign/add/update/delete mix")
         let directory = URL(fileURLWithPath: "/tmp/la-bench-load-\(getpid())")
-        try FileManager.default.createDirectory(
-            at: directory.appendingPathComponent("config"), withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        try Data("connections-per-user = \(connectionsPerUser)\n".utf8)
-            .write(to: directory.appendingPathComponent("config/localauthd.conf"))
-        guard let started = BenchDaemon.start(in: directory) else { return }
+        guard let started = try startDaemon(in: directory) else { return }
         defer { started.stop() }
         let socket = directory.path + "/localauthd.sock"
-        // The items the finds look up, shared by every client (all run as this user and program: one group).
-        for index in 0..<1_000 {
-            _ = try started.client.sendBlocking(.add(item(index)))
-        }
         print("  (connections-per-user = \(connectionsPerUser) in localauthd.conf; \(Int(seconds)) s per count)")
         var single = 0.0
         var rows: [(clients: Int, ours: Result, peer: PeerResult?)] = []
@@ -110,14 +102,9 @@ enum LoadBenchmarks {
         let clients = environment["LA_SOAK_CLIENTS"].flatMap { Int($0) } ?? 16
         print("== soak: \(clients) client processes through one localauthd for \(minutes) minutes, the load mix")
         let directory = URL(fileURLWithPath: "/tmp/la-bench-soak-\(getpid())")
-        try FileManager.default.createDirectory(
-            at: directory.appendingPathComponent("config"), withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        try Data("connections-per-user = \(connectionsPerUser)\n".utf8)
-            .write(to: directory.appendingPathComponent("config/localauthd.conf"))
-        guard let started = BenchDaemon.start(in: directory) else { return }
+        guard let started = try startDaemon(in: directory) else { return }
         defer { started.stop() }
-        for index in 0..<1_000 { _ = try started.client.sendBlocking(.add(item(index))) }
         var requests = 0
         var errors = 0
         var firstMinute = 0
@@ -146,6 +133,19 @@ enum LoadBenchmarks {
                     throughputs.min() ?? 0, throughputs.max() ?? 0, Double(firstMinute) / 1_024, Double(last) / 1_024,
                     growth)
                 + ", errors \(errors) (targets: growth <= 5%, no errors)")
+    }
+
+    /// A localauthd in `directory` with `connections-per-user` raised in its localauthd.conf, holding the 1,000
+    /// items the finds look up (shared by every client: all run as this user and program, one group); nil (and
+    /// said why) when it does not start.
+    static func startDaemon(in directory: URL) throws -> BenchDaemon? {
+        try FileManager.default.createDirectory(
+            at: directory.appendingPathComponent("config"), withIntermediateDirectories: true)
+        try Data("connections-per-user = \(connectionsPerUser)\n".utf8)
+            .write(to: directory.appendingPathComponent("config/localauthd.conf"))
+        guard let started = BenchDaemon.start(in: directory) else { return nil }
+        for index in 0..<1_000 { _ = try started.client.sendBlocking(.add(item(index))) }
+        return started
     }
 
     static func ms(_ value: Double) -> String { String(format: "%.2f ms", value * 1e3) }
@@ -344,18 +344,15 @@ enum LoadBenchmarks {
                 failures["\(error)", default: 0] += 1
             }
             let elapsed = ContinuousClock.now - requestBegan
-            if operations % 10 == 0 { sample.append(Self.seconds(elapsed)) }
+            if operations % 10 == 0 { sample.append(AuthenticatorBenchmarks.seconds(elapsed)) }
             operations += 1
         }
         for (failure, count) in failures { print("error \(count)x \(failure)") }
-        let ran = String(format: "%.3f", Self.seconds(ContinuousClock.now - began))
+        let ran = String(format: "%.3f", AuthenticatorBenchmarks.seconds(ContinuousClock.now - began))
         print("done \(operations) \(errors) \(ran) " + sample.map { String(format: "%.7f", $0) }.joined(separator: " "))
         exit(0)
     }
 
-    static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-    }
 
     /// The processor time (user and system) process `pid` has used, in seconds (`/proc/PID/stat`).
     static func processorSeconds(of pid: pid_t) -> Double {
