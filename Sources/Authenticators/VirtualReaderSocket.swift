@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -29,23 +30,38 @@ package struct VirtualReaderSocket: Sendable {
     @discardableResult
     package func send(_ commands: [String], timeout: Duration = .seconds(20)) async throws -> [String] {
         let path = self.path
-        return try await withCheckedThrowingContinuation { continuation in
-            let thread = Thread {
-                continuation.resume(with: Result {
-                    try commands.map { try Self.exchange($0, path: path, timeout: timeout) }
-                })
+        // Cancelling the task stops waiting for the device between attempts (a command already delivered stays so).
+        let cancelled = Atomic(false)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let thread = Thread {
+                    continuation.resume(
+                        with: Result {
+                            try commands.map {
+                                try Self.exchange($0, path: path, timeout: timeout) {
+                                    cancelled.load(ordering: .relaxed)
+                                }
+                            }
+                        })
+                }
+                thread.start()
             }
-            thread.start()
+        } onCancel: {
+            cancelled.store(true, ordering: .relaxed)
         }
     }
 
-    private static func exchange(_ command: String, path: String, timeout: Duration) throws -> String {
+    private static func exchange(
+        _ command: String, path: String, timeout: Duration, isCancelled: () -> Bool
+    ) throws -> String {
         precondition(!command.hasSuffix("\n"), "the virtual device takes no trailing newline")
         let deadline = ContinuousClock.now + timeout
         // A device closed between our connect and its read resets the connection: the command was not taken, and
         // goes to the device's next opening (fprintd opens it for each claim).
         while true {
-            if let reply = try attempt(command, path: path, timeout: timeout, deadline: deadline) { return reply }
+            if isCancelled() { throw CancellationError() }
+            let reply = try attempt(command, path: path, timeout: timeout, deadline: deadline, isCancelled: isCancelled)
+            if let reply { return reply }
             guard ContinuousClock.now < deadline else {
                 throw Failure(description: "waiting for the driver to take '\(command)': the connection was reset")
             }
@@ -55,9 +71,10 @@ package struct VirtualReaderSocket: Sendable {
 
     /// One delivery of `command`: the reply, or nil when the connection was reset before the driver took it.
     private static func attempt(
-        _ command: String, path: String, timeout: Duration, deadline: ContinuousClock.Instant
+        _ command: String, path: String, timeout: Duration, deadline: ContinuousClock.Instant,
+        isCancelled: () -> Bool
     ) throws -> String? {
-        let fd = try connect(path: path, deadline: deadline)
+        let fd = try connect(path: path, deadline: deadline, isCancelled: isCancelled)
         defer { close(fd) }
         var receiveTimeout = timeval(tv_sec: Int(timeout.components.seconds), tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &receiveTimeout, socklen_t(MemoryLayout<timeval>.size))
@@ -87,8 +104,11 @@ package struct VirtualReaderSocket: Sendable {
         return String(decoding: reply, as: UTF8.self)
     }
 
-    private static func connect(path: String, deadline: ContinuousClock.Instant) throws -> Int32 {
+    private static func connect(
+        path: String, deadline: ContinuousClock.Instant, isCancelled: () -> Bool
+    ) throws -> Int32 {
         while true {
+            if isCancelled() { throw CancellationError() }
             let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
             guard fd >= 0 else { throw Failure(description: "socket: \(String(cString: strerror(errno)))") }
             var address = sockaddr_un()

@@ -7,7 +7,7 @@ import TestSupport
 /// The fingerprint authenticator against the real libfprint and its `virtual_device` drivers.
 ///
 /// Serialized: libfprint reads the reader's socket path from the process environment.
-@Suite("Fingerprints through libfprint (virtual reader)", .serialized, .virtualReaderLock, .timeLimit(.minutes(1)))
+@Suite("Fingerprints through libfprint (virtual reader)", .serialized, .virtualReaderLock(timeLimit: .seconds(60)))
 struct BiometricAuthenticatorTests {
     @Test func enrolledFingerMatchesAndAnotherFingerDoesNot() async throws {
         let fixture = try VirtualReaderFixture()

@@ -10,7 +10,7 @@ import Testing
 /// groups: what it claims beyond them waits until the user authenticated (finger or passcode) through the daemon
 /// on lactl's own connection. A program refused app A's group cannot borrow lactl to read or plant A's items.
 /// Real daemon configured as installed, the isolation probes as app A, lactl on a pipe or on a terminal.
-@Suite("localauthd: lactl is not a confused deputy", .serialized, .virtualReaderLock, .timeLimit(.minutes(4)))
+@Suite("localauthd: lactl is not a confused deputy", .serialized, .virtualReaderLock(timeLimit: .seconds(240)))
 struct AdministrativeToolTests {
     static let notFound = String(AppIsolationTests.notFound)
 
@@ -23,7 +23,7 @@ struct AdministrativeToolTests {
     static func lactl(
         _ arguments: [String], world: DaemonWorld, environment extra: [String: String] = [:]
     ) throws -> (status: Int32, output: String) {
-        var environment = ProcessInfo.processInfo.environment.merging(extra) { $1 }
+        var environment = inheritedEnvironment(merging: extra)
         environment["LA_DAEMON_SOCKET"] = world.daemon.socket
         environment["LA_PRESENTER"] = "none"
         return try runCapturingOutput(try lactlExecutable(), arguments, environment: environment)
@@ -33,7 +33,7 @@ struct AdministrativeToolTests {
     static func lactlOnTerminal(
         _ command: String, world: DaemonWorld, typing passcode: String, environment extra: [String: String] = [:]
     ) throws -> (status: Int32, screen: String) {
-        var environment = ProcessInfo.processInfo.environment.merging(extra) { $1 }
+        var environment = inheritedEnvironment(merging: extra)
         environment["LA_DAEMON_SOCKET"] = world.daemon.socket
         environment["LA_PRESENTER"] = nil
         return try runOnTerminal(

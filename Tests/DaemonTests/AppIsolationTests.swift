@@ -23,7 +23,7 @@ struct AppIsolationTests {
         func run(
             _ arguments: [String], claiming claimed: String? = nil, environment extra: [String: String] = [:]
         ) throws -> [String: String] {
-            var environment = ProcessInfo.processInfo.environment.merging(extra) { _, new in new }
+            var environment = inheritedEnvironment(merging: extra)
             environment["LA_DAEMON_SOCKET"] = socket
             environment["LA_PRESENTER"] = "none"
             environment["LA_ACCESS_GROUPS"] = claimed
@@ -97,7 +97,7 @@ struct AppIsolationTests {
         #expect(world.daemon.logText.contains("claims ignored"), "the ignored claim is logged")
 
         // lactl, registered as an administrative tool, says so.
-        var environment = ProcessInfo.processInfo.environment
+        var environment = inheritedEnvironment()
         environment["LA_DAEMON_SOCKET"] = world.daemon.socket
         let (status, output) = try runCapturingOutput(try lactlExecutable(), ["whoami"], environment: environment)
         #expect(status == 0, "\(output)")
@@ -246,7 +246,7 @@ struct AppIsolationTests {
         let (a, b) = try Self.probes(world)
         let installed = world.directory + "/probe"
         try Self.copyExecutable(a.executable, to: installed)
-        var environment = ProcessInfo.processInfo.environment
+        var environment = inheritedEnvironment()
         environment["LA_DAEMON_SOCKET"] = world.daemon.socket
         let configuration = (world.daemon.registryDirectory as NSString).deletingLastPathComponent
         let registered = try runCapturingOutput(

@@ -82,7 +82,7 @@ func authenticationCode(_ body: () async throws -> Void) async -> Authentication
 }
 
 /// Issue "localauthd": the engine in its own process, every request over its Unix socket.
-@Suite("localauthd over its socket", .serialized, .virtualReaderLock, .timeLimit(.minutes(2)))
+@Suite("localauthd over its socket", .serialized, .virtualReaderLock(timeLimit: .seconds(120)))
 struct DaemonTests {
     @Test func keychainRequestsGoThroughTheDaemonAndSurviveAGracefulRestart() async throws {
         var world = try DaemonWorld()

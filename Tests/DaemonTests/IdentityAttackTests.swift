@@ -38,7 +38,7 @@ struct IdentityAttackTests {
     static func run(_ command: [String], socket: String, environment extra: [String: String] = [:]) throws
         -> [String: String]
     {
-        var environment = ProcessInfo.processInfo.environment.merging(extra) { $1 }
+        var environment = inheritedEnvironment(merging: extra)
         environment["LA_DAEMON_SOCKET"] = socket
         environment["LA_PRESENTER"] = "none"
         return AppIsolationTests.values(

@@ -12,7 +12,7 @@ import Glibc
 
 /// The login keychain (issue "The login keychain"): localauthd's idle lock, and the PAM module `pam_localauth.so`
 /// in real PAM stacks (below).
-@Suite("Login keychain: idle lock and the PAM module", .serialized, .virtualReaderLock, .timeLimit(.minutes(3)))
+@Suite("Login keychain: idle lock and the PAM module", .serialized, .virtualReaderLock(timeLimit: .seconds(180)))
 struct LoginKeychainTests {
     func isLocked(_ client: any SecurityClient) async throws -> Bool {
         guard case .locked(let locked) = try await client.send(.lockState) else { return false }
@@ -109,7 +109,7 @@ final class LoginWorld {
 
     /// `lactl ARGUMENTS` as the user, through the daemon, nobody to prompt: exit status and output.
     func lactl(_ arguments: [String]) throws -> (status: Int32, output: String) {
-        var environment = ProcessInfo.processInfo.environment
+        var environment = inheritedEnvironment()
         environment["LA_DAEMON_SOCKET"] = world.daemon.socket
         environment["LA_PRESENTER"] = "none"
         environment["HOME"] = "/tmp"
@@ -142,6 +142,7 @@ final class LoginWorld {
     @discardableResult
     private static func run(_ path: String, _ arguments: [String], input: String? = nil) -> Int32 {
         let process = Process()
+        process.environment = inheritedEnvironment()
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments
         let pipe = Pipe()

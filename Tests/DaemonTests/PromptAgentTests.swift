@@ -16,8 +16,7 @@ import Testing
 /// waits; a second agent, another user's agent, an agent killed mid-prompt and a pinentry that hangs each end with
 /// a clear error and nothing granted.
 @Suite(
-    "lactl agent: prompts drawn where the asking program cannot see them", .serialized, .virtualReaderLock,
-    .timeLimit(.minutes(5)))
+    "lactl agent: prompts drawn where the asking program cannot see them", .serialized, .virtualReaderLock(timeLimit: .seconds(300)))
 struct PromptAgentTests {
     /// The passcode of the PAM service these tests use: distinctive, so that finding it in a process's memory
     /// means that process held it.
@@ -82,7 +81,7 @@ struct PromptAgentTests {
 
     /// This process's environment with `extra`.
     static func environment(_ extra: [String: String]) -> [String: String] {
-        ProcessInfo.processInfo.environment.merging(extra) { $1 }
+        inheritedEnvironment(merging: extra)
     }
 
     /// The asker's answer (`status=` and `error=`), once it printed one; nil after `timeout` seconds.

@@ -135,7 +135,7 @@ struct TrustedApplicationTests {
         let world = try DaemonWorld(extraEnvironment: DaemonProcess.enforcingAdministrativeClaims)
         defer { world.close() }
         let (a, b, _) = try Self.apps(world)
-        var environment = ProcessInfo.processInfo.environment
+        var environment = inheritedEnvironment()
         environment["LA_DAEMON_SOCKET"] = world.daemon.socket
         environment["LA_PRESENTER"] = "none"
         let trust = "\(try lactlExecutable().path) keychain trust -s svc -a open -G \(Self.group) \(b.executable)"

@@ -147,7 +147,7 @@ struct ExampleWorld {
         let process = Process()
         process.executableURL = Self.binDirectory.appendingPathComponent(example)
         process.arguments = arguments
-        var environment = ProcessInfo.processInfo.environment
+        var environment = inheritedEnvironment()
         if let daemon = try daemon.engine() {
             environment = daemon.subprocessEnvironment()
         } else {

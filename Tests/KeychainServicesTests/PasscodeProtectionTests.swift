@@ -38,7 +38,7 @@ struct PasscodeProtectionTests {
         #expect(keybag.range(of: Data("passcode-kdf".utf8)) != nil)
 
         let lactl = try lactlExecutable()
-        var environment = ProcessInfo.processInfo.environment
+        var environment = inheritedEnvironment()
         environment["LA_DAEMON_SOCKET"] = ""
         func find(_ account: String, in directory: URL) throws -> (status: Int32, output: String) {
             try runCapturingOutput(

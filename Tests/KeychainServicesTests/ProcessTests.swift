@@ -7,6 +7,7 @@ import TestSupport
 /// `prefix-N`; its standard output is the pipe.
 func startStress(_ store: TestStore, prefix: String, count: Int) throws -> (Process, Pipe) {
     let process = Process()
+    process.environment = inheritedEnvironment()
     process.executableURL = try builtExecutable("keychain-stress")
     process.arguments = ["add", store.stressTarget, prefix, String(count)]
     let pipe = Pipe()

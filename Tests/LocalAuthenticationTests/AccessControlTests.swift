@@ -40,7 +40,7 @@ func readProtected(
     return (status, (result as? Data).map { String(decoding: $0, as: UTF8.self) })
 }
 
-@Suite("Access control on keychain items", .serialized, .virtualReaderLock, .timeLimit(.minutes(1)))
+@Suite("Access control on keychain items", .serialized, .virtualReaderLock(timeLimit: .seconds(60)))
 struct AccessControlTests {
     @Test func protectedItemNeedsASatisfyingContextWhichThenReadsWithoutPrompting() async throws {
         let world = try LocalAuthenticationWorld()

@@ -11,7 +11,7 @@ import TestSupport
 /// The attack review's findings about attempts, reuse and enrollment (issue "Fixes from an attack review"), each
 /// tried as the attacker did: concurrent evaluations, an edited or deleted state file, a reused match, an
 /// enrollment without the passcode, a restored copy of the print files.
-@Suite("Attack review: attempts, reuse, enrollment", .serialized, .virtualReaderLock, .timeLimit(.minutes(2)))
+@Suite("Attack review: attempts, reuse, enrollment", .serialized, .virtualReaderLock(timeLimit: .seconds(120)))
 struct AttackReviewTests {
     /// Finding 1: twelve concurrent contexts once brought eleven non-matching scans to the matcher and the twelfth
     /// matched. Now the attempt is reserved on the reader's thread: exactly five scans reach the matcher, the

@@ -4,7 +4,7 @@ import LocalAuthentication
 import Testing
 import TestSupport
 
-@Suite("Enclave keys and enrollment changes", .serialized, .virtualReaderLock, .timeLimit(.minutes(1)))
+@Suite("Enclave keys and enrollment changes", .serialized, .virtualReaderLock(timeLimit: .seconds(60)))
 struct EnclaveKeyEnrollmentTests {
     /// An enclave P-256 key whose private-key use needs `flags` (with `.privateKeyUsage`), made with `context`.
     func makeEnclaveKey(_ flags: SecAccessControlCreateFlags, tag: String, context: LAContext) throws -> SecKey {

@@ -34,7 +34,7 @@ final class EnvironmentRecorder: LAEnvironmentObserver, @unchecked Sendable {
 /// Issue "Apple compatibility measured on real code", item 5: the iOS 18 / macOS 15 surface (LAEnvironment,
 /// LAContext.domainState per application, LAError.biometryDisconnected) on the virtual reader and pam_matrix.
 /// Apple: LAEnvironment.h, LAEnvironmentState.h, LAEnvironmentMechanism*.h, LADomainState.h (iOS 18 SDK).
-@Suite("LAEnvironment and per-application domain state", .serialized, .virtualReaderLock, .timeLimit(.minutes(1)))
+@Suite("LAEnvironment and per-application domain state", .serialized, .virtualReaderLock(timeLimit: .seconds(60)))
 struct EnvironmentTests {
     /// Enrolls `printID` through the enrollment request with a passcode context, as `lactl biometry enroll` does.
     func enrollThroughTheEngine(_ world: LocalAuthenticationWorld, _ printID: String, finger: Finger) async throws {

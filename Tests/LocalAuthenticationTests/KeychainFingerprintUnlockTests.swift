@@ -12,7 +12,7 @@ import TestSupport
 ///
 /// Daemon mode runs a real localauthd; the embedded pass runs the very engine localauthd runs, inside the test
 /// process with its unlocked keys in its own memory (`unlockedKeysInProcess`), so the clock can be moved 48 hours.
-@Suite("Keychain: fingerprint unlock after a passcode unlock", .serialized, .virtualReaderLock, .timeLimit(.minutes(2)))
+@Suite("Keychain: fingerprint unlock after a passcode unlock", .serialized, .virtualReaderLock(timeLimit: .seconds(120)))
 struct KeychainFingerprintUnlockTests {
     static let marker = "ak-fingerprint-marker-7d21"
 

@@ -5,7 +5,7 @@ import SecurityServer
 import Testing
 import TestSupport
 
-@Suite("LAContext with the virtual reader and pam_matrix", .serialized, .virtualReaderLock, .timeLimit(.minutes(1)))
+@Suite("LAContext with the virtual reader and pam_matrix", .serialized, .virtualReaderLock(timeLimit: .seconds(60)))
 struct LAContextEvaluationTests {
     @Test func matchingFingerSucceedsAndRecordsTheDomainState() async throws {
         let world = try LocalAuthenticationWorld()

@@ -6,7 +6,7 @@ import TestSupport
 @Suite("lactl demo")
 struct LactlDemoTests {
     @Test func theDemoRunsEveryStepOnRealParts() throws {
-        var environment = ProcessInfo.processInfo.environment
+        var environment = inheritedEnvironment()
         environment["LA_PRESENTER"] = "none"
         let (status, text) = try runCapturingOutput(try lactlExecutable(), ["demo"], environment: environment)
         #expect(status == 0, "\(text)")

@@ -39,7 +39,7 @@ final class ReentrantPresenter: AuthenticationPresenter, @unchecked Sendable {
 }
 
 /// Issue "One message protocol", item 5: no deadlock is possible from a presenter calling the public API.
-@Suite("Presenters calling the public API", .serialized, .virtualReaderLock, .timeLimit(.minutes(1)))
+@Suite("Presenters calling the public API", .serialized, .virtualReaderLock(timeLimit: .seconds(60)))
 struct PresenterReentrancyTests {
     @Test func aPresenterInvalidatingItsContextEndsTheFingerprintPrompt() async throws {
         let world = try LocalAuthenticationWorld()

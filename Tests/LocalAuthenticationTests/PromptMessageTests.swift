@@ -38,7 +38,7 @@ func signalled(_ semaphore: DispatchSemaphore, within seconds: Double = 10) asyn
 /// Issue "One message protocol", items 2 and 5: the engine's prompts are messages tagged with their request, which
 /// any client answers with messages; several requests are in flight at once; async requests never hold Swift's
 /// cooperative threads while they wait.
-@Suite("Prompts as messages", .serialized, .virtualReaderLock, .timeLimit(.minutes(1)))
+@Suite("Prompts as messages", .serialized, .virtualReaderLock(timeLimit: .seconds(60)))
 struct PromptMessageTests {
     /// The test plays the client from bytes: it decodes each prompt event frame and answers with answer frames.
     @Test(.embeddedOnly("plays the client against the engine's prompt channel; DaemonTests does it over the socket"))

@@ -8,7 +8,7 @@ import TestSupport
 
 /// Issue "An SSH agent whose keys are persisted rights": real OpenSSH (ssh-add, ssh-keygen) against
 /// `lactl ssh-agent`, its keys persisted `.biometryCurrentSet` rights, on the virtual reader.
-@Suite("lactl ssh-agent with real OpenSSH", .serialized, .virtualReaderLock, .timeLimit(.minutes(2)))
+@Suite("lactl ssh-agent with real OpenSSH", .serialized, .virtualReaderLock(timeLimit: .seconds(120)))
 struct SSHAgentTests {
     /// The environment `lactl` runs in: the world's store, PAM service and reader, no terminal prompts.
     func environment(_ world: RightsWorld) -> [String: String] {

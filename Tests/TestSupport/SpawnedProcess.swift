@@ -48,7 +48,7 @@ package final class SpawnedProcess: @unchecked Sendable {
         posix_spawnattr_setsigdefault(&attributes, &allSignals)
         let session: Int32 = terminal != nil || newSession ? 0x80 : 0  // POSIX_SPAWN_SETSID
         posix_spawnattr_setflags(&attributes, Int16(Int32(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF) | session))
-        let merged = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        let merged = inheritedEnvironment(merging: environment)
         let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
         let envp: [UnsafeMutablePointer<CChar>?] = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {

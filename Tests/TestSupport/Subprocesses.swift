@@ -22,8 +22,24 @@ package func builtExecutable(_ name: String) throws -> URL {
 /// `lactl`, built next to the test bundle.
 package func lactlExecutable() throws -> URL { try builtExecutable("lactl") }
 
-/// Runs `executable arguments` to its end with `environment` (default: this process's), standard output and error
-/// captured together.
+/// This process's environment without libfprint's reader selection (`FP_VIRTUAL_DEVICE`, `FP_VIRTUAL_DEVICE_STORAGE`,
+/// `FP_DRIVERS_WHITELIST`), merged with `extra`: what a child process starts with.
+///
+/// The suites set those variables for the virtual reader of whichever test drives one at the moment. A child that
+/// inherited them and looked for "any reader" (an example calling `canEvaluatePolicy`, a daemon asked for its
+/// status) would open that test's virtual device itself: libfprint's listener replaces the socket file, so the
+/// test's scans go to the child, which drops them ("Could not process command: SCAN …"), and the test hangs until its
+/// time limit. A child that should drive a reader is given one explicitly.
+package func inheritedEnvironment(merging extra: [String: String] = [:]) -> [String: String] {
+    var environment = ProcessInfo.processInfo.environment
+    for name in ["FP_VIRTUAL_DEVICE", "FP_VIRTUAL_DEVICE_STORAGE", "FP_DRIVERS_WHITELIST"] {
+        environment.removeValue(forKey: name)
+    }
+    return environment.merging(extra) { _, new in new }
+}
+
+/// Runs `executable arguments` to its end with `environment` (default: ``inheritedEnvironment(merging:)``), standard
+/// output and error captured together.
 ///
 /// - Returns: the exit status and what it printed.
 package func runCapturingOutput(
@@ -32,7 +48,7 @@ package func runCapturingOutput(
     let process = Process()
     process.executableURL = executable
     process.arguments = arguments
-    if let environment { process.environment = environment }
+    process.environment = environment ?? inheritedEnvironment()
     let output = Pipe()
     process.standardOutput = output
     process.standardError = output

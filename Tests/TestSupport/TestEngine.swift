@@ -142,7 +142,7 @@ package final class TestEngine: Sendable {
     /// The environment for a subprocess (`lactl`, an example, the SSH agent) that must reach this engine's store:
     /// this process's, plus `LA_DAEMON_SOCKET` in daemon mode or `LA_DATA_DIR` and the PAM service embedded.
     package func subprocessEnvironment() -> [String: String] {
-        var environment = ProcessInfo.processInfo.environment
+        var environment = inheritedEnvironment()
         if let daemon {
             environment["LA_DAEMON_SOCKET"] = daemon.socket
         } else {

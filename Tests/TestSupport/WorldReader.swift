@@ -44,7 +44,8 @@ package final class WorldReader: Sendable {
     package init(directory: String, present: Bool = true) throws {
         absentBus = present ? nil : "unix:path=" + directory + "/no-bus.sock"
         switch TestBiometry.current {
-        case .fprintd where !present:
+        case _ where !present:
+            // No reader: the process-wide variables stay as they are (another suite's reader may be using them).
             socket = VirtualReaderSocket(path: directory + "/reader.sock")
             fprintd = nil
         case .libfprint:

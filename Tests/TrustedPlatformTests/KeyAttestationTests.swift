@@ -210,7 +210,7 @@ struct KeyAttestationTests {
             tpm2_flushcontext -t; tpm2_flushcontext -s
             echo activated
             """
-        var environment = ProcessInfo.processInfo.environment
+        var environment = inheritedEnvironment()
         environment["TPM2TOOLS_TCTI"] = machine.tcti
         let run = try runCapturingOutput(
             URL(fileURLWithPath: "/bin/sh"), ["-c", "cd '\(work.path)' && \(script)"], environment: environment)
@@ -241,7 +241,7 @@ struct LactlKeyAttestationTests {
         let machine = try SoftwareTPM(certified: true)
         let verifier = try KeyAttestationTests.verifier(trusting: machine)
         let store = machine.stateDirectory.appendingPathComponent("store", isDirectory: true)
-        var environment = ProcessInfo.processInfo.environment.merging(machine.environment) { _, new in new }
+        var environment = inheritedEnvironment(merging: machine.environment)
         environment["LA_DAEMON_SOCKET"] = ""
         environment["LA_DATA_DIR"] = store.path
         environment["LA_READER_DRIVERS"] = "no_such_driver"

@@ -63,7 +63,7 @@ final class TPMEnclaveTests {
     /// The same attack through real processes: `lactl` on the copy with the other TPM configured.
     @Test func lactlOnACopyWithAnotherTPMPrintsNoSecret() throws {
         let lactl = try lactlExecutable()
-        var environment = ProcessInfo.processInfo.environment.merging(machine.environment) { _, new in new }
+        var environment = inheritedEnvironment(merging: machine.environment)
         environment["LA_DAEMON_SOCKET"] = ""
         let add = try runCapturingOutput(
             lactl, ["keychain", "add-generic-password", "--data-dir", directory.path, "-s", "svc", "-a", "a", "-w",
@@ -83,7 +83,7 @@ final class TPMEnclaveTests {
     }
 
     @Test func lactlStatusNamesTheBackend() throws {
-        var environment = ProcessInfo.processInfo.environment.merging(machine.environment) { _, new in new }
+        var environment = inheritedEnvironment(merging: machine.environment)
         environment["LA_DAEMON_SOCKET"] = ""
         environment["LA_DATA_DIR"] = directory.path
         let onTPM = try runCapturingOutput(try lactlExecutable(), ["status"], environment: environment)
