@@ -54,18 +54,6 @@ struct AppIsolationTests {
         return values
     }
 
-    /// Copies a program into place through a descriptor opened close-on-exec, so no child that another test
-    /// spawns meanwhile keeps it open for writing (exec of the copy would then fail with ETXTBSY, as it did with
-    /// `FileManager.copyItem`); mode 0755.
-    static func copyExecutable(_ source: String, to destination: String) throws {
-        let contents = try Data(contentsOf: URL(fileURLWithPath: source))
-        let fd = open(destination, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o755)
-        guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        defer { close(fd) }
-        let written = contents.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        guard written == contents.count else { throw POSIXError(.EIO) }
-    }
-
     static let notFound: Int32 = -25300  // errSecItemNotFound
     static let missingEntitlement: Int32 = -34018  // errSecMissingEntitlement
 
@@ -245,7 +233,7 @@ struct AppIsolationTests {
         defer { world.close() }
         let (a, b) = try Self.probes(world)
         let installed = world.directory + "/probe"
-        try Self.copyExecutable(a.executable, to: installed)
+        try copyExecutable(a.executable, to: installed)
         var environment = inheritedEnvironment()
         environment["LA_DAEMON_SOCKET"] = world.daemon.socket
         let configuration = (world.daemon.registryDirectory as NSString).deletingLastPathComponent
@@ -268,7 +256,7 @@ struct AppIsolationTests {
 
         // Another program put at the registered path is not the app, and gets nothing of the app's.
         try FileManager.default.removeItem(atPath: installed)
-        try Self.copyExecutable(b.executable, to: installed)
+        try copyExecutable(b.executable, to: installed)
         let replaced = Probe(executable: installed, socket: world.daemon.socket)
         #expect(try replaced.run(["whoami"])["application"] == "")
         #expect(try replaced.run(["read", "svc", "vault"])["status"] == String(Self.notFound))
@@ -291,7 +279,7 @@ struct AppIsolationTests {
         defer { world.close() }
         chmod(world.directory, 0o755)
         let probe = world.directory + "/probe-a"
-        try Self.copyExecutable(try builtExecutable("isolation-probe-a").path, to: probe)
+        try copyExecutable(try builtExecutable("isolation-probe-a").path, to: probe)
         chmod(probe, 0o755)
         let users = (0..<2).map { _ in "la-iso-" + UUID().uuidString.prefix(8).lowercased() }
         for user in users {

@@ -245,7 +245,7 @@ struct DaemonTests {
         // The world's directory is private; open it (the socket itself is 0666) and give nobody a lactl to run.
         chmod(world.directory, 0o755)
         let lactl = world.directory + "/lactl"
-        try FileManager.default.copyItem(atPath: try lactlExecutable().path, toPath: lactl)
+        try copyExecutable(try lactlExecutable().path, to: lactl)
         chmod(lactl, 0o755)
         func asNobody(_ arguments: [String]) throws -> (status: Int32, output: String) {
             let log = world.directory + "/nobody-\(UUID().uuidString).log"

@@ -167,7 +167,7 @@ struct DamagedStoreTests {
             directory = String(cString: made)
             chmod(directory, 0o755)
             lactlCopy = directory + "/lactl"
-            try FileManager.default.copyItem(atPath: try lactlExecutable().path, toPath: lactlCopy)
+            try copyExecutable(try lactlExecutable().path, to: lactlCopy)
             chmod(lactlCopy, 0o755)
         }
 

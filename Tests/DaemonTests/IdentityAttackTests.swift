@@ -23,7 +23,7 @@ struct IdentityAttackTests {
     /// with its secret stored by the honest app.
     static func registeredApp(_ world: DaemonWorld) throws -> Probe {
         let installed = world.directory + "/app"
-        try AppIsolationTests.copyExecutable(try builtExecutable("isolation-probe-a").path, to: installed)
+        try copyExecutable(try builtExecutable("isolation-probe-a").path, to: installed)
         try DaemonProcess.register(
             AppRegistration(
                 applicationIdentifier: "TEAMV.victim", executable: installed, keychainAccessGroups: ["TEAMV.vault"]),
@@ -57,7 +57,7 @@ struct IdentityAttackTests {
         defer { world.close() }
         let app = try Self.registeredApp(world)
         let impostor = world.directory + "/impostor"
-        try AppIsolationTests.copyExecutable(try builtExecutable("isolation-probe-b").path, to: impostor)
+        try copyExecutable(try builtExecutable("isolation-probe-b").path, to: impostor)
         func inNamespace(_ script: String) throws -> [String: String] {
             try Self.run(["/usr/bin/unshare", "-Urm", "sh", "-c", script], socket: world.daemon.socket)
         }
@@ -219,7 +219,7 @@ struct IdentityAttackTests {
         var huge: [String] = []
         for index in 0..<8 {
             let path = world.directory + "/huge-\(index)"
-            try AppIsolationTests.copyExecutable(try builtExecutable("isolation-probe-b").path, to: path)
+            try copyExecutable(try builtExecutable("isolation-probe-b").path, to: path)
             try #require(truncate(path, 4 << 30) == 0)
             huge.append(path)
         }
@@ -240,8 +240,8 @@ struct IdentityAttackTests {
         // user's is.
         let first = world.directory + "/small-1"
         let second = world.directory + "/small-2"
-        try AppIsolationTests.copyExecutable(try builtExecutable("isolation-probe-b").path, to: first)
-        try AppIsolationTests.copyExecutable(try builtExecutable("isolation-probe-b").path, to: second)
+        try copyExecutable(try builtExecutable("isolation-probe-b").path, to: first)
+        try copyExecutable(try builtExecutable("isolation-probe-b").path, to: second)
         let content = "unregistered." + (try AppIsolationTests.digest(first))
         #expect(try Self.run(user.asUser + [first, "whoami"], socket: world.daemon.socket)["groups"] == content)
         let overBudget = try Self.run(user.asUser + [second, "whoami"], socket: world.daemon.socket)
@@ -266,7 +266,7 @@ struct IdentityAttackTests {
         defer { user.remove() }
         let victim = try Self.registeredApp(world)
         let probe = world.directory + "/flooder"
-        try AppIsolationTests.copyExecutable(try builtExecutable("isolation-probe-b").path, to: probe)
+        try copyExecutable(try builtExecutable("isolation-probe-b").path, to: probe)
         func flood(_ hello: Bool) throws -> (SpawnedProcess, [String: String]) {
             let log = world.directory + "/flood-\(hello).log"
             let process = try SpawnedProcess(
@@ -308,7 +308,7 @@ struct IdentityAttackTests {
         defer { user.remove() }
         let victim = try Self.registeredApp(world)
         let probe = world.directory + "/unread"
-        try AppIsolationTests.copyExecutable(try builtExecutable("isolation-probe-b").path, to: probe)
+        try copyExecutable(try builtExecutable("isolation-probe-b").path, to: probe)
         let log = world.directory + "/unread.log"
         let process = try SpawnedProcess(
             "/usr/bin/setpriv", Array(user.asUser.dropFirst()) + [probe, "unread", world.daemon.socket, "4000"],
@@ -355,7 +355,7 @@ struct IdentityAttackTests {
         #expect(
             refusal > 0 && String(decoding: answer[0..<max(refusal, 0)], as: UTF8.self).contains("connections open"))
         let probe = world.directory + "/other"
-        try AppIsolationTests.copyExecutable(try builtExecutable("isolation-probe-b").path, to: probe)
+        try copyExecutable(try builtExecutable("isolation-probe-b").path, to: probe)
         let other = try Self.run(
             user.asUser + [probe, "whoami"], socket: world.daemon.socket, environment: ["HOME": "/"])
         #expect(other["groups"]?.hasPrefix("unregistered.") == true, "another user is served: \(other)")

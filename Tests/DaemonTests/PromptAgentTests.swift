@@ -38,7 +38,7 @@ struct PromptAgentTests {
                 PromptAgentTests.service, in: daemon.directory, users: [(user, PromptAgentTests.passcode)])
             chmod(daemon.directory, 0o755)
             lactl = daemon.directory + "/lactl"
-            try AppIsolationTests.copyExecutable(try lactlExecutable().path, to: lactl)
+            try copyExecutable(try lactlExecutable().path, to: lactl)
             guard let digest = AppRegistration.digest(hex: try AppIsolationTests.digest(lactl)) else {
                 throw CocoaError(.fileReadCorruptFile)
             }
@@ -48,7 +48,7 @@ struct PromptAgentTests {
                     digests: [digest], isAdministrative: true),
                 as: "lactl.conf", in: daemon.daemon.registryDirectory)
             probe = daemon.directory + "/asker"
-            try AppIsolationTests.copyExecutable(try builtExecutable("isolation-probe-a").path, to: probe)
+            try copyExecutable(try builtExecutable("isolation-probe-a").path, to: probe)
             usleep(300_000)
         }
 
@@ -301,7 +301,7 @@ struct PromptAgentTests {
         defer { world.close() }
         // The same lactl at a path nobody registered: an unregistered program.
         let copy = world.daemon.directory + "/lactl-copy"
-        try AppIsolationTests.copyExecutable(try lactlExecutable().path, to: copy)
+        try copyExecutable(try lactlExecutable().path, to: copy)
         let refused = try runCapturingOutput(
             URL(fileURLWithPath: copy), ["agent", "--pinentry", "/usr/bin/pinentry-tty"],
             environment: Self.environment(["LA_DAEMON_SOCKET": world.socket]))

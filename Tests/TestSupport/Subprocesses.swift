@@ -1,6 +1,10 @@
 import Foundation
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// An executable product of this package (`lactl`, `keychain-stress`), built next to the test bundle.
 ///
 /// - Throws: `CocoaError(.fileNoSuchFile)` when it is not there (build with `swift build --build-tests`).
@@ -17,6 +21,25 @@ package func builtExecutable(_ name: String) throws -> URL {
         if FileManager.default.isExecutableFile(atPath: path.path) { return path }
     }
     throw CocoaError(.fileNoSuchFile)
+}
+
+/// Copies a program to `destination` (created, mode 0755) through a descriptor opened close-on-exec.
+///
+/// `FileManager.copyItem` opens the copy without `O_CLOEXEC`: a child that another test spawns meanwhile inherits the
+/// descriptor open for writing and keeps it for its whole life, and running the copy then fails with ETXTBSY ("Text
+/// file busy"; seen with a daemon started by a parallel test).
+package func copyExecutable(_ source: String, to destination: String) throws {
+    let contents = try Data(contentsOf: URL(fileURLWithPath: source))
+    let fd = open(destination, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o755)
+    guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+    defer { close(fd) }
+    var written = 0
+    while written < contents.count {
+        let n = contents.withUnsafeBytes { write(fd, $0.baseAddress! + written, $0.count - written) }
+        if n < 0 && errno == EINTR { continue }
+        guard n > 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        written += n
+    }
 }
 
 /// `lactl`, built next to the test bundle.
