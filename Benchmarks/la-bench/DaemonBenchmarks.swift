@@ -130,7 +130,7 @@ final class BenchDaemon {
     /// Starts the daemon built beside la-bench and connects; nil (with the reason printed) when it cannot.
     ///
     /// `LA_BENCH_DAEMON_WRAPPER` runs the daemon under a profiler, e.g. "/usr/bin/perf record -F 4000 -o FILE"
-    /// (BENCHMARKS.md); `wrapper` does the same for one call.
+    /// (docs/benchmarks-history.md); `wrapper` does the same for one call.
     static func start(in directory: URL, wrapper: [String]? = nil) -> BenchDaemon? {
         let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
             .appendingPathComponent("localauthd").path

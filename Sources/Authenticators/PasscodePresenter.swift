@@ -1,7 +1,8 @@
 import SecureCrypto
 import SecurityProtocol
 
-/// Shows PAM's prompts and messages to the user and returns the answers: the terminal, a UI, or a script in tests.
+/// Answers PAM's prompts and shows its messages: in the engine `PasscodeConversation`, which relays them to the
+/// client's presenter as prompt events; a script in tests.
 ///
 /// Called on the PAM thread while PAM waits; a presenter may block (reading `/dev/tty`, say).
 package protocol PasscodePresenter: Sendable {

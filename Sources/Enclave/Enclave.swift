@@ -4,8 +4,8 @@ import StoreFiles
 import Synchronization
 import TrustedPlatform
 
-/// The software enclave of one store directory: the device root key, the protection-class keys it wraps, the
-/// metadata and index keys, and the keybag's lock state.
+/// The enclave of one store directory, on the software or the TPM backend: the device root key, the protection-class
+/// keys it wraps, the metadata and index keys, and the keybag's lock state.
 ///
 /// Files (all 0600, in the 0700 store directory): `device.key` (the 256-bit root key, created with the keybag and
 /// never again: a missing root key beside an existing keybag is an error, not a reason to make a new one; a key file
@@ -558,8 +558,8 @@ package final class Enclave: Sendable {
         }
     }
 
-    /// Re-reads the state file when it changed (and then the keybag, when another process rewrote it), and brings
-    /// the set of class keys in memory in line with it. A protected store keeps only `dk`/`dku` here; its passcode classes
+    /// Re-reads the state file when it changed (and then the keybag, when another process rewrote it), and brings the
+    /// set of class keys in memory in line with it. A protected store keeps only `dk`/`dku` here; its passcode classes
     /// are read from where unlocked keys are kept, on each use, so a lock by another process counts at once.
     ///
     /// The state file read last is held open, so the check on each use is one `fstat` of it, with no path to walk:

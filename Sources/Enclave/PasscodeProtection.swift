@@ -24,7 +24,7 @@ struct PasscodeProtection {
     /// The classes whose keys need the passcode: every class but `dk`/`dku`.
     static let classes = ProtectionClass.allCases.filter { $0.availability != .always }
 
-    /// The keys of `slot`, in the order `UnlockedKeys` concatenates them.
+    /// The keys of `slot`, in the order `Enclave` joins them into one slot of its ``UnlockedKeyStore``.
     static func classes(in slot: UnlockedSlot) -> [ProtectionClass] {
         classes.filter { ($0.availability == .unlocked) == (slot == .unlocked) }
     }

@@ -7,10 +7,10 @@ import SecurityProtocol
 /// `kSecReturnRef` returns for key items.
 ///
 /// A software key holds its key in this process (the private scalar in secure memory). An enclave key
-/// (`kSecAttrTokenIDSecureEnclave`) holds only its public key and a handle the engine gave it: the private key stays
-/// sealed under the device root key, and every private-key operation is a request to the engine, which checks the
-/// key's access control first. A key item whose bytes are not a P-256 key (stored by other code) gives a key that
-/// supports no operation.
+/// (`kSecAttrTokenIDSecureEnclave`) holds only its public key and a handle the engine gave it: the private key stays in
+/// the enclave (sealed under the device root key, or inside the TPM on the TPM backend), and every private-key
+/// operation is a request to the engine, which checks the key's access control first. A key item whose bytes are not a
+/// P-256 key (stored by other code) gives a key that supports no operation.
 public final class SecKey: Sendable {
     /// The `LAContext` an enclave key's operations use: its engine handle (fixed when the key was made or found)
     /// and the object itself, whose presenter and texts the operations' prompts use (nil when the caller passed

@@ -7,9 +7,10 @@ import Synchronization
 ///
 /// A lookup by primary key is one indexed probe. Through GRDB's pool it also took a reader from the pool through a
 /// dispatch queue, opened and committed an explicit transaction, and decoded through `Row`: about 130,000 of the
-/// 216,000 instructions of a whole `SecItemCopyMatching` (BENCHMARKS.md, "The hot path"). Here the statement runs
-/// in autocommit mode, so SQLite gives it its own read transaction: one consistent snapshot of the row, and no
-/// writer is blocked (WAL). Each connection is used by one thread at a time; idle ones wait in a short list.
+/// 216,000 instructions of a whole `SecItemCopyMatching` (docs/benchmarks-history.md, the hot path). Here the
+/// statement runs in autocommit mode, so SQLite gives it its own read transaction: one consistent snapshot of the
+/// row, and no writer is blocked (WAL). Each connection is used by one thread at a time; idle ones wait in a short
+/// list.
 final class DirectLookup: Sendable {
     private let path: String
     private let idle = Mutex<[Connection]>([])

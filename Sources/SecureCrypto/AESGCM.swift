@@ -2,8 +2,9 @@ internal import COpenSSL
 import Foundation
 import Synchronization
 
-/// AES-GCM through OpenSSL's EVP cipher interface, with 128-, 192- or 256-bit keys, 12- or 16-byte nonces
-/// (Apple's ECIES uses 16; GCM then derives its counter block through GHASH) and a 16-byte tag.
+/// AES-GCM on OpenSSL 3, with 128-, 192- or 256-bit keys, 12- or 16-byte nonces (Apple's ECIES uses 16; GCM then
+/// derives its counter block through GHASH) and a 16-byte tag. Sealing goes through the EVP cipher interface;
+/// opening (every item read) calls the provider's cipher functions directly (``DecryptionContext``).
 ///
 /// Opening never returns plaintext unless the tag verifies: a wrong key, nonce, associated data or a changed
 /// ciphertext is `CryptoError.authenticationFailure`.

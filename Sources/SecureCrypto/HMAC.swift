@@ -1,7 +1,8 @@
 internal import COpenSSL
 import Foundation
 
-/// HMAC-SHA256 through OpenSSL's EVP_MAC interface.
+/// HMAC-SHA256 on OpenSSL 3: one-shot codes through the EVP_MAC interface; a prepared ``Key`` (the blind indexes,
+/// the attempt records) from SHA-256 states kept after the key's pads.
 package enum HMACSHA256 {
     package static let byteCount = 32
 

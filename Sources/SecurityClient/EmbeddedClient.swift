@@ -6,7 +6,7 @@ import Synchronization
 /// A client that runs the engine inside the calling process, on the store its configuration names.
 ///
 /// Protects data at rest and gives Apple's semantics; it cannot keep keys from code running as the same user.
-/// Prompts take the same path as they will over the daemon's socket: the engine's ``PromptChannel`` sends
+/// Prompts take the same path as over the daemon's socket: the engine's ``PromptChannel`` sends
 /// ``PromptEvent``s to a ``PromptResponder`` and gets ``PromptAnswer``s back, through the codec when round-tripping.
 package final class EmbeddedClient: SecurityClient {
     /// The engine serving this client.

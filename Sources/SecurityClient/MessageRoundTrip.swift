@@ -2,7 +2,7 @@ import SecurityProtocol
 
 /// The codec round trip an embedded client puts every message through when asked to
 /// (`EmbeddedConfiguration.roundTripsMessages`): encode, decode, and require the decoded value to encode to the
-/// same bytes, so that in-process tests exercise the format the daemon will speak.
+/// same bytes, so that in-process tests exercise the format localauthd speaks.
 ///
 /// A message that does not survive is a codec bug, and stops the process with the message's type and the codec's
 /// error (never its contents).

@@ -1,8 +1,9 @@
 import Foundation
 import SecurityProtocol
 
-/// Sends requests to the engine and returns its answers: in-process (`EmbeddedClient`) or, later, over the
-/// daemon's socket. Both public APIs (SecItem dictionaries and the typed Swift API) go through this.
+/// Sends requests to the engine and returns its answers: in-process (`EmbeddedClient`) or to `localauthd` over its
+/// socket and its lane (`SocketClient`). Both public APIs (SecItem dictionaries and the typed Swift API) go through
+/// this.
 ///
 /// Requests are async; the `…Blocking` forms are for Apple's synchronous edges only (`SecItem*`, `SecKey*`, the
 /// synchronous `LAContext` members), which block their own thread as Apple's do. A request that may need the user

@@ -7,10 +7,12 @@ import Synchronization
 import Glibc
 #endif
 
-/// A client of `localauthd` over its Unix socket: every request is a ``ClientMessage`` frame tagged with a number,
-/// every answer, progress report, prompt event and subscribed event a ``ServerMessage`` frame naming it. Several
-/// requests are in flight at once on one connection; a reader thread hands each answer to the task waiting for it
-/// and each prompt event to that request's presenter, whose answers go back as frames.
+/// A client of `localauthd` over its main Unix socket and, for brief requests that cannot prompt, its lane
+/// (``LaneConnection``). On the main socket every request is a ``ClientMessage`` frame tagged with a number, every
+/// answer, progress report, prompt event and subscribed event a ``ServerMessage`` frame naming it. Several requests
+/// are in flight at once on one connection; whichever thread reads the socket (a caller blocked at a synchronous
+/// edge, else the connection's background thread; see ``SocketConnection``) hands each answer to whoever waits for
+/// it and each prompt event to that request's presenter, whose answers go back as frames.
 ///
 /// The daemon keeps the contexts, keys, database and reader: this process holds only context handles bound to the
 /// connection. A connection that drops fails the requests in flight (`errSecNotAvailable`,

@@ -239,7 +239,8 @@ final class IdentificationQueues: Sendable {
     }
 }
 
-/// `localauthd`'s listening socket and its connections.
+/// `localauthd`'s server: the listening socket and its connections, the lane beside it, the users' engines and the
+/// idle lock.
 package final class DaemonServer: Sendable {
     package static let logger = Logger(label: "localauthd")
 

@@ -119,14 +119,16 @@ package struct FrameReadError: Error, CustomStringConvertible {
 }
 
 extension KeychainRequest {
-    /// Whether the request is brief: an add, a lookup of one item (Apple's default match limit), the lock and its
-    /// state. localauthd runs such a request that cannot prompt on the connection's own thread (an event loop, or
-    /// the lane's); a lookup of every match, an update or delete (which may touch many items) and a backup (password
-    /// derivation, the whole store) run on a store thread, so they never hold up other connections.
+    /// Whether the request is brief: an add, a lookup of one item (no match limit, Apple's default, or a limit of one:
+    /// `kSecMatchLimitOne` or 1), the lock and its state, the sealing state. localauthd runs such a request that cannot
+    /// prompt on the connection's own thread (an event loop, or the lane's); a lookup of every match, an update or
+    /// delete (which may touch many items) and a backup (password derivation, the whole store) run on a store thread,
+    /// so they never hold up other connections.
     package var isBrief: Bool {
         switch self {
         case .add, .lock, .lockState, .sealingState: true
-        case .copyMatching(let query): query["m_Limit"] == nil || query["m_Limit"] == .integer(1)
+        case .copyMatching(let query):
+            query["m_Limit"] == nil || query["m_Limit"] == .integer(1) || query["m_Limit"] == .string("m_LimitOne")
         case .update, .delete, .exportBackup, .importBackup, .checkStore, .restoreBackup: false
         }
     }

@@ -10,8 +10,10 @@ import SecurityProtocol
 /// keeps items in an encrypted `KeychainDatabase` with keys from the `Enclave`.
 ///
 /// Thread-safe: requests may arrive from any thread; each writes in one SQLite transaction, so a failed request
-/// changes nothing, and prompts run with no transaction open (``withAuthorizations(_:)``). The operations live in
-/// `KeychainEngine+Add`, `+CopyMatching`, `+Update`, `+Delete`, `+Matching` and `+Rules`.
+/// changes nothing, and prompts run with no transaction open (``withAuthorizations(_:)``). The keychain operations
+/// live in `KeychainEngine+Add`, `+CopyMatching`, `+Update`, `+Delete`, `+Matching`, `+Rules`, `+Authorization`,
+/// `+Trust` and `+Backup`; authentication, administration, login and widening in `+Authentication`,
+/// `+Administration`, `+Login` and `+Widening`; key requests in `KeyEngine.swift`.
 package final class KeychainEngine: Sendable {
     /// The store directory (0700).
     package let directory: URL

@@ -5,7 +5,7 @@ import SecurityClient
 import SecurityProtocol
 import SecurityServer
 
-/// `lactl biometry …`: fingerprints through libfprint.
+/// `lactl biometry …`: enrolled fingerprints through the engine's requests (the reader through libfprint or fprintd).
 struct Biometry: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Enroll, list, remove and verify fingerprints.",

@@ -9,7 +9,8 @@ import Glibc
 #endif
 
 /// `localauthd`: the engine in its own process. It owns every user's store, keys, attempt counters and the reader,
-/// serves the message protocol on a Unix socket, and tells callers apart by the kernel's peer credentials.
+/// serves the message protocol on a Unix socket (brief requests also on the lane beside it), and tells callers apart
+/// by the kernel's peer credentials.
 @main
 struct LocalAuthDaemon: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
