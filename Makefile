@@ -27,6 +27,7 @@ pam: bootstrap
 # (prompts cancelled within 5 s) need them.
 test: bootstrap pam
 	scripts/check-imports
+	scripts/check-architecture
 	$(SWIFT) build --build-tests $(SWIFT_BUILD_FLAGS)
 	SWIFT="$(SWIFT)" SWIFT_BUILD_FLAGS="$(SWIFT_BUILD_FLAGS)" scripts/run-tests embedded
 	SWIFT="$(SWIFT)" SWIFT_BUILD_FLAGS="$(SWIFT_BUILD_FLAGS)" scripts/run-tests daemon
