@@ -62,13 +62,13 @@ package final class BiometricAuthenticator: Sendable {
     }
 
     /// The thread every libfprint call of this process runs on.
-    package static let fprintThread = DedicatedThread(name: "local-authentication.libfprint")
+    package static let fprintThread = DedicatedThread(name: "la.libfprint")
     /// The thread fprintd's blocking calls run on: one per fprintd (bus address), so that operations on its one
     /// reader run one at a time, as fprintd's claim allows.
     static func fprintdThread(for address: String?) -> DedicatedThread {
         fprintdThreads.withLock { threads in
             if let thread = threads[address ?? ""] { return thread }
-            let thread = DedicatedThread(name: "local-authentication.fprintd")
+            let thread = DedicatedThread(name: "la.fprintd")
             threads[address ?? ""] = thread
             return thread
         }

@@ -32,7 +32,7 @@ package struct PasscodeAuthenticator: Sendable {
     }
 
     /// The thread every PAM call of this process runs on.
-    package static let pamThread = DedicatedThread(name: "local-authentication.pam")
+    package static let pamThread = DedicatedThread(name: "la.pam")
 
     private static let logger = Logger(label: "local-authentication.passcode")
 

@@ -20,6 +20,10 @@
 
 extern int accept4(int fd, struct sockaddr *address, socklen_t *length, int flags);
 extern int memfd_create(const char *name, unsigned int flags);
+extern int prctl(int option, ...);
+
+/* Names the calling thread for the kernel (PR_SET_NAME: 15 bytes and a NUL; pthread_setname_np is _GNU_SOURCE). */
+static inline int la_name_current_thread(const char *name) { return prctl(15 /* PR_SET_NAME */, name, 0, 0, 0); }
 
 static inline int la_accept_cloexec(int listener) { return accept4(listener, 0, 0, SOCK_CLOEXEC); }
 

@@ -415,8 +415,10 @@ final class SocketConnection: Sendable {
             Glibc.close(fd)
             throw error
         }
-        let thread = Thread { [self] in backgroundLoop() }
-        thread.name = "local-authentication.socket"
+        let thread = Thread { [self] in
+            nameCurrentThread("la.socket")
+            backgroundLoop()
+        }
         thread.start()
     }
 

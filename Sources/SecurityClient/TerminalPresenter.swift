@@ -197,8 +197,10 @@ private final class FingerprintKeyWatcher: @unchecked Sendable {
             return nil
         }
         let watcher = FingerprintKeyWatcher(tty: tty, stopRead: fds[0], stopWrite: fds[1])
-        let thread = Thread { watcher.run(offersFallback: offersFallback, respond: respond) }
-        thread.name = "local-authentication.terminal"
+        let thread = Thread {
+            nameCurrentThread("la.terminal")
+            watcher.run(offersFallback: offersFallback, respond: respond)
+        }
         thread.start()
         return watcher
     }

@@ -95,7 +95,7 @@ final class LaneServer: Sendable {
     /// Starts accepting connections on a thread of the lane's own.
     func start() {
         let thread = Thread { [self] in
-            Thread.current.name = "localauthd.lane"
+            nameCurrentThread("localauthd.lane")
             acceptConnections()
         }
         thread.start()
@@ -145,8 +145,7 @@ final class LaneServer: Sendable {
                 continue
             }
             let thread = Thread { [self] in
-                // Named from the thread itself: that is when Foundation passes it to the kernel (ps, /proc/…/comm).
-                Thread.current.name = "lane.connection"
+                nameCurrentThread("lane.connection")
                 serve(descriptor)
                 connections.leave(credentials.uid)
             }

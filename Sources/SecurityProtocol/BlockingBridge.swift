@@ -9,7 +9,7 @@ import Synchronization
 /// caller that blocks a pool thread cannot starve the work it waits for. The slow parts (PAM, libfprint) run on
 /// the authenticators' own threads; this thread only glues their steps together.
 package enum BlockingBridge {
-    package static let executor = ThreadTaskExecutor(name: "local-authentication.evaluation")
+    package static let executor = ThreadTaskExecutor(name: "la.evaluation")
 
     /// Runs `body` to completion and returns its result, blocking the calling thread meanwhile.
     ///

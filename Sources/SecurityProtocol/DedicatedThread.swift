@@ -29,9 +29,9 @@ package final class DedicatedThread: Sendable {
     package init(name: String) {
         let queue = self.queue
         let thread = Thread {
+            nameCurrentThread(name)
             while let job = queue.next() { job() }
         }
-        thread.name = name
         thread.stackSize = 1 << 20
         thread.start()
     }

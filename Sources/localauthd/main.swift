@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import SecurityDaemon
+import SecurityProtocol
 import ServiceLifecycle
 import Synchronization
 #if canImport(Glibc)
@@ -63,6 +64,7 @@ enum StopSignals {
         pipeWrite = fds[1]
         let read = fds[0]
         let thread = Thread {
+            nameCurrentThread("localauthd.sig")
             var byte: UInt8 = 0
             while true {
                 let count = Glibc.read(read, &byte, 1)
@@ -77,7 +79,6 @@ enum StopSignals {
             DaemonServer.logger.error("the graceful stop did not finish in 15 s; exiting")
             exit(1)
         }
-        thread.name = "localauthd.signals"
         thread.start()
         var action = sigaction()
         action.__sigaction_handler.sa_handler = { signal in
