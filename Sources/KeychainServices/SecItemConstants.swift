@@ -1,10 +1,12 @@
 // Every kSec… constant with the literal string Apple's Security framework uses (SecItemConstants.c), so
 // dictionaries built here and on Apple platforms hold the same keys and values.
 
+import SecurityProtocol
+
 // MARK: Classes
 
 /// The key of an item's class.
-nonisolated(unsafe) public let kSecClass: CFString = ConstantString("class")
+nonisolated(unsafe) public let kSecClass: CFString = ConstantString(ItemKey.itemClass)
 /// Generic password items.
 nonisolated(unsafe) public let kSecClassGenericPassword: CFString = ConstantString("genp")
 /// Internet password items.
@@ -19,15 +21,15 @@ nonisolated(unsafe) public let kSecClassIdentity: CFString = ConstantString("idn
 // MARK: Attributes
 
 /// When the item's data can be read (a `kSecAttrAccessible…` value).
-nonisolated(unsafe) public let kSecAttrAccessible: CFString = ConstantString("pdmn")
+nonisolated(unsafe) public let kSecAttrAccessible: CFString = ConstantString(ItemKey.accessible)
 /// The item's `SecAccessControl`.
-nonisolated(unsafe) public let kSecAttrAccessControl: CFString = ConstantString("accc")
+nonisolated(unsafe) public let kSecAttrAccessControl: CFString = ConstantString(ItemKey.accessControl)
 /// The item's trusted-application list, a `SecAccess` (macOS; exclusive with `kSecAttrAccessControl`).
 nonisolated(unsafe) public let kSecAttrAccess: CFString = ConstantString("acls")
 /// The item's keychain access group.
-nonisolated(unsafe) public let kSecAttrAccessGroup: CFString = ConstantString("agrp")
+nonisolated(unsafe) public let kSecAttrAccessGroup: CFString = ConstantString(ItemKey.accessGroup)
 /// Whether the item is synchronizable (`true`, `false`, or `kSecAttrSynchronizableAny` in queries).
-nonisolated(unsafe) public let kSecAttrSynchronizable: CFString = ConstantString("sync")
+nonisolated(unsafe) public let kSecAttrSynchronizable: CFString = ConstantString(ItemKey.synchronizable)
 /// Matches synchronizable and non-synchronizable items.
 nonisolated(unsafe) public let kSecAttrSynchronizableAny: CFString = ConstantString("syna")
 /// A view hint for synchronization.
@@ -45,15 +47,15 @@ nonisolated(unsafe) public let kSecAttrCreator: CFString = ConstantString("crtr"
 /// The item type code (a number) for passwords; the key type for keys.
 nonisolated(unsafe) public let kSecAttrType: CFString = ConstantString("type")
 /// A user-visible label.
-nonisolated(unsafe) public let kSecAttrLabel: CFString = ConstantString("labl")
+nonisolated(unsafe) public let kSecAttrLabel: CFString = ConstantString(ItemKey.label)
 /// Whether the item is hidden.
 nonisolated(unsafe) public let kSecAttrIsInvisible: CFString = ConstantString("invi")
 /// Whether the item marks a password the user declined to save.
 nonisolated(unsafe) public let kSecAttrIsNegative: CFString = ConstantString("nega")
 /// The account name.
-nonisolated(unsafe) public let kSecAttrAccount: CFString = ConstantString("acct")
+nonisolated(unsafe) public let kSecAttrAccount: CFString = ConstantString(ItemKey.account)
 /// The service name of a generic password.
-nonisolated(unsafe) public let kSecAttrService: CFString = ConstantString("svce")
+nonisolated(unsafe) public let kSecAttrService: CFString = ConstantString(ItemKey.service)
 /// Application data of a generic password.
 nonisolated(unsafe) public let kSecAttrGeneric: CFString = ConstantString("gena")
 /// The security domain of an internet password.
@@ -244,13 +246,13 @@ nonisolated(unsafe) public let kSecAttrAuthenticationTypeDefault: CFString = Con
 // MARK: Search
 
 /// How many matches to return: `kSecMatchLimitOne` (the default), `kSecMatchLimitAll` or a number.
-nonisolated(unsafe) public let kSecMatchLimit: CFString = ConstantString("m_Limit")
+nonisolated(unsafe) public let kSecMatchLimit: CFString = ConstantString(ItemKey.matchLimit)
 /// One match.
-nonisolated(unsafe) public let kSecMatchLimitOne: CFString = ConstantString("m_LimitOne")
+nonisolated(unsafe) public let kSecMatchLimitOne: CFString = ConstantString(ItemKey.matchLimitOne)
 /// Every match.
-nonisolated(unsafe) public let kSecMatchLimitAll: CFString = ConstantString("m_LimitAll")
+nonisolated(unsafe) public let kSecMatchLimitAll: CFString = ConstantString(ItemKey.matchLimitAll)
 /// Compare strings without regard to case.
-nonisolated(unsafe) public let kSecMatchCaseInsensitive: CFString = ConstantString("m_CaseInsensitive")
+nonisolated(unsafe) public let kSecMatchCaseInsensitive: CFString = ConstantString(ItemKey.matchCaseInsensitive)
 /// Match certificates by policy (not supported: `errSecParam`).
 nonisolated(unsafe) public let kSecMatchPolicy: CFString = ConstantString("m_Policy")
 /// Match within a list of items (not supported: `errSecParam`).
@@ -265,19 +267,19 @@ nonisolated(unsafe) public let kSecMatchTrustedOnly: CFString = ConstantString("
 // MARK: Return types and values
 
 /// Return the item's data.
-nonisolated(unsafe) public let kSecReturnData: CFString = ConstantString("r_Data")
+nonisolated(unsafe) public let kSecReturnData: CFString = ConstantString(ItemKey.returnData)
 /// Return the item's attributes.
-nonisolated(unsafe) public let kSecReturnAttributes: CFString = ConstantString("r_Attributes")
+nonisolated(unsafe) public let kSecReturnAttributes: CFString = ConstantString(ItemKey.returnAttributes)
 /// Return a reference (`SecCertificate`, `SecKey`, `SecIdentity`).
-nonisolated(unsafe) public let kSecReturnRef: CFString = ConstantString("r_Ref")
+nonisolated(unsafe) public let kSecReturnRef: CFString = ConstantString(ItemKey.returnReference)
 /// Return a persistent reference.
-nonisolated(unsafe) public let kSecReturnPersistentRef: CFString = ConstantString("r_PersistentRef")
+nonisolated(unsafe) public let kSecReturnPersistentRef: CFString = ConstantString(ItemKey.returnPersistentReference)
 /// The item's data.
-nonisolated(unsafe) public let kSecValueData: CFString = ConstantString("v_Data")
+nonisolated(unsafe) public let kSecValueData: CFString = ConstantString(ItemKey.valueData)
 /// A reference to the item.
 nonisolated(unsafe) public let kSecValueRef: CFString = ConstantString("v_Ref")
 /// A persistent reference to the item.
-nonisolated(unsafe) public let kSecValuePersistentRef: CFString = ConstantString("v_PersistentRef")
+nonisolated(unsafe) public let kSecValuePersistentRef: CFString = ConstantString(ItemKey.valuePersistentReference)
 /// The item's persistent reference as an attribute (`"persistref"`): returned among `kSecReturnAttributes`
 /// results, and accepted in a query with the same meaning as `kSecValuePersistentRef`.
 nonisolated(unsafe) public let kSecAttrPersistentReference: CFString = ConstantString("persistref")
@@ -285,7 +287,7 @@ nonisolated(unsafe) public let kSecAttrPersistentReference: CFString = ConstantS
 // MARK: Use
 
 /// The `LAContext` to authenticate with.
-nonisolated(unsafe) public let kSecUseAuthenticationContext: CFString = ConstantString("u_AuthCtx")
+nonisolated(unsafe) public let kSecUseAuthenticationContext: CFString = ConstantString(ItemKey.authenticationContext)
 /// Whether the user may be asked to authenticate.
 nonisolated(unsafe) public let kSecUseAuthenticationUI: CFString = ConstantString("u_AuthUI")
 /// The user may be asked (the default).
@@ -295,7 +297,7 @@ nonisolated(unsafe) public let kSecUseAuthenticationUIFail: CFString = ConstantS
 /// Skip items that would need an authentication (`SecItemCopyMatching` only).
 nonisolated(unsafe) public let kSecUseAuthenticationUISkip: CFString = ConstantString("u_AuthUIS")
 /// The reason shown when asking (deprecated by Apple for `LAContext.localizedReason`).
-nonisolated(unsafe) public let kSecUseOperationPrompt: CFString = ConstantString("u_OpPrompt")
+nonisolated(unsafe) public let kSecUseOperationPrompt: CFString = ConstantString(ItemKey.operationPrompt)
 /// Do not ask (deprecated by Apple).
 nonisolated(unsafe) public let kSecUseNoAuthenticationUI: CFString = ConstantString("u_NoAuthUI")
 /// Use the data-protection keychain (always so here).

@@ -128,7 +128,7 @@ extension KeychainRequest {
         switch self {
         case .add, .lock, .lockState, .sealingState: true
         case .copyMatching(let query):
-            query["m_Limit"] == nil || query["m_Limit"] == .integer(1) || query["m_Limit"] == .string("m_LimitOne")
+            query[ItemKey.matchLimit] == nil || query[ItemKey.matchLimit] == .integer(1) || query[ItemKey.matchLimit] == .string(ItemKey.matchLimitOne)
         case .update, .delete, .exportBackup, .importBackup, .checkStore, .restoreBackup: false
         }
     }
@@ -139,7 +139,7 @@ extension KeychainRequest {
     /// authentication context (a context belongs to the main connection, and the engine refuses it elsewhere).
     package var mayTakeLane: Bool {
         switch self {
-        case .add(let dictionary), .copyMatching(let dictionary): isBrief && dictionary["u_AuthCtx"] == nil
+        case .add(let dictionary), .copyMatching(let dictionary): isBrief && dictionary[ItemKey.authenticationContext] == nil
         default: isBrief
         }
     }

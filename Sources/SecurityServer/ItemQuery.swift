@@ -57,7 +57,7 @@ package struct ItemQuery: Sendable {
     ///   or a key that makes no sense for the operation.
     package static func parse(_ dictionary: [String: KeychainValue], for operation: Operation) throws -> ItemQuery {
         var query = ItemQuery()
-        if let classValue = dictionary["class"] {
+        if let classValue = dictionary[ItemKey.itemClass] {
             guard let name = classValue.stringValue, let itemClass = ItemClass(rawValue: name) else {
                 throw KeychainStatus(.param, "kSecClass is not a known class")
             }
@@ -68,9 +68,9 @@ package struct ItemQuery: Sendable {
         let schema = query.itemClass.map(AttributeSchema.attributes(of:))
         var pendingAttributes: [String: KeychainValue] = [:]
         query.attributes.reserveCapacity(dictionary.count)
-        for (key, value) in dictionary where key != "class" {
+        for (key, value) in dictionary where key != ItemKey.itemClass {
             // Attributes are four-letter codes, and are most of a query: they skip the comparisons below.
-            if key.utf8.count == 4, key != "sync", key != "agrp", key != "nleg" {
+            if key.utf8.count == 4, key != ItemKey.synchronizable, key != ItemKey.accessGroup, key != "nleg" {
                 if let schema {
                     try query.addAttribute(key, value, schema: schema, for: operation)
                 } else {
@@ -79,41 +79,41 @@ package struct ItemQuery: Sendable {
                 continue
             }
             switch key {
-            case "m_Limit":
+            case ItemKey.matchLimit:
                 guard operation == .copyMatching || operation == .delete else {
                     throw KeychainStatus(.param, "kSecMatchLimit is only for queries")
                 }
                 query.limitWasGiven = true
                 switch value {
-                case .string("m_LimitOne"): query.limit = 1
-                case .string("m_LimitAll"): query.limit = nil
+                case .string(ItemKey.matchLimitOne): query.limit = 1
+                case .string(ItemKey.matchLimitAll): query.limit = nil
                 case .integer(let n) where n > 0: query.limit = Int(clamping: n)
                 default: throw KeychainStatus(.param, "kSecMatchLimit must be One, All or a positive number")
                 }
-            case "m_CaseInsensitive":
+            case ItemKey.matchCaseInsensitive:
                 guard operation != .add, let flag = value.boolValue else {
                     throw KeychainStatus(.param, "kSecMatchCaseInsensitive must be a boolean in a query")
                 }
                 query.caseInsensitive = flag
-            case "r_Data", "r_Attributes", "r_Ref", "r_PersistentRef":
+            case ItemKey.returnData, ItemKey.returnAttributes, ItemKey.returnReference, ItemKey.returnPersistentReference:
                 guard operation == .add || operation == .copyMatching else {
                     throw KeychainStatus(.param, "return keys are only for SecItemAdd and SecItemCopyMatching")
                 }
                 guard let flag = value.boolValue else { throw KeychainStatus(.param, "\(key) must be a boolean") }
                 let option: ReturnOptions =
                     switch key {
-                    case "r_Data": .data
-                    case "r_Attributes": .attributes
-                    case "r_Ref": .reference
+                    case ItemKey.returnData: .data
+                    case ItemKey.returnAttributes: .attributes
+                    case ItemKey.returnReference: .reference
                     default: .persistentReference
                     }
                 if flag { query.returns.insert(option) } else { query.returns.remove(option) }
-            case "v_Data":
+            case ItemKey.valueData:
                 guard operation == .add, let data = value.secretValue else {
                     throw KeychainStatus(.param, "kSecValueData must be data, and belongs in SecItemAdd")
                 }
                 query.valueData = data
-            case "v_PersistentRef", "persistref":
+            case ItemKey.valuePersistentReference, "persistref":
                 // kSecAttrPersistentReference names the same reference as kSecValuePersistentRef.
                 guard operation != .add, case .data(let data) = value,
                     let reference = PersistentReference(data)
@@ -131,17 +131,17 @@ package struct ItemQuery: Sendable {
             case "u_NoAuthUI":
                 guard let flag = value.boolValue else { throw KeychainStatus(.param, "\(key) must be a boolean") }
                 if flag { query.authenticationUI = .fail }
-            case "u_AuthCtx":
+            case ItemKey.authenticationContext:
                 guard case .data(let handle) = value, handle.count == 32 else {
                     throw KeychainStatus(.param, "kSecUseAuthenticationContext must be an LAContext")
                 }
                 query.authenticationContext = AuthenticationContextID(bytes: [UInt8](handle))
-            case "u_OpPrompt":
+            case ItemKey.operationPrompt:
                 guard let text = value.stringValue else { throw KeychainStatus(.param, "\(key) must be a string") }
                 query.operationPrompt = text.isEmpty ? nil : text
             case "nleg":
                 guard value.boolValue != nil else { throw KeychainStatus(.param, "\(key) must be a boolean") }
-            case "sync":
+            case ItemKey.synchronizable:
                 query.synchronizableWasGiven = true
                 if case .string("syna") = value, operation != .add {
                     query.synchronizable = .any
@@ -150,7 +150,7 @@ package struct ItemQuery: Sendable {
                 } else {
                     throw KeychainStatus(.param, "kSecAttrSynchronizable must be a boolean or Any (not in an add)")
                 }
-            case "agrp":
+            case ItemKey.accessGroup:
                 guard let group = value.stringValue, !group.isEmpty else {
                     throw KeychainStatus(.param, "kSecAttrAccessGroup must be a non-empty string")
                 }
@@ -210,7 +210,7 @@ package struct ItemQuery: Sendable {
         var attributes: [String: KeychainValue] = [:]
         var data: SecureBytes?
         for (key, value) in dictionary {
-            if key == "v_Data" {
+            if key == ItemKey.valueData {
                 guard let bytes = value.secretValue else { throw KeychainStatus(.param, "kSecValueData must be data") }
                 data = bytes
                 continue
@@ -221,7 +221,7 @@ package struct ItemQuery: Sendable {
             guard let normalized = AttributeSchema.normalize(value, as: kind) else {
                 throw KeychainStatus(.param, "\(key) has a value of the wrong type")
             }
-            if key == "agrp", normalized.stringValue?.isEmpty != false {
+            if key == ItemKey.accessGroup, normalized.stringValue?.isEmpty != false {
                 throw KeychainStatus(.param, "kSecAttrAccessGroup must be a non-empty string")
             }
             if kind == .protection, let name = normalized.stringValue, ProtectionClass(rawValue: name) == nil {

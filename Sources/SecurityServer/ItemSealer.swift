@@ -28,7 +28,7 @@ struct ItemSealer: Sendable {
         var attributesOpened = true
 
         var accessControl: AccessControlPolicy? {
-            if case .accessControl(let policy) = attributes["accc"] { return policy }
+            if case .accessControl(let policy) = attributes[ItemKey.accessControl] { return policy }
             return nil
         }
     }
@@ -158,13 +158,13 @@ struct ItemSealer: Sendable {
     ) throws -> StoredItem {
         var sealed = row
         // The column says whether any guard is due: an access-control list or a trusted-application list.
-        sealed.hasAccessControl = attributes["accc"] != nil || attributes["acls"] != nil
+        sealed.hasAccessControl = attributes[ItemKey.accessControl] != nil || attributes["acls"] != nil
         // The column is the file's: a writer of it could set the largest value, so no trapping arithmetic.
         let (generation, overflow) = (row.generation ?? 0).addingReportingOverflow(1)
         guard !overflow, generation > 0 else { throw KeychainStatus(.decode, "a row's generation is out of range") }
         sealed.generation = generation
         var accessControl: AccessControlPolicy?
-        if case .accessControl(let policy) = attributes["accc"] { accessControl = policy }
+        if case .accessControl(let policy) = attributes[ItemKey.accessControl] { accessControl = policy }
         let rowKey = try SecureBytes(randomCount: 32)
         sealed.wrappedKey = try enclave.wrap(
             rowKey: rowKey, protectionClass: protectionClass,

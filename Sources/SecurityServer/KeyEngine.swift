@@ -40,9 +40,9 @@ extension KeychainEngine {
                 }
                 let key = try enclave.generateKey(accessControl: Self.encodedAccessControl(policy), password: password)
                 if var item {
-                    item["v_Data"] = .data(key.serialized)
+                    item[ItemKey.valueData] = .data(key.serialized)
                     if item["klbl"] == nil { item["klbl"] = .data(InsecureSHA1.hash(key.publicKey)) }
-                    if let policy { item["accc"] = .accessControl(policy) }
+                    if let policy { item[ItemKey.accessControl] = .accessControl(policy) }
                     _ = try handle(.add(item), caller: caller, prompting: prompting)
                 }
                 return .generated(handle: key.serialized, publicKey: key.publicKey)
@@ -96,7 +96,7 @@ extension KeychainEngine {
     /// the list is bound exactly as the keychain stores it; empty for a key without one.
     static func encodedAccessControl(_ policy: AccessControlPolicy?) -> Data {
         guard let policy else { return Data() }
-        return AttributeCodec.encode(["accc": .accessControl(policy)])
+        return AttributeCodec.encode([ItemKey.accessControl: .accessControl(policy)])
     }
 
     /// Checks the key's list for `operation`, then runs `body` with the opened key. Failures of `body` (bad
@@ -107,7 +107,7 @@ extension KeychainEngine {
     ) throws -> Result {
         let key = try Self.enclaveKey(handle)
         if !key.accessControl.isEmpty {
-            guard case .accessControl(let policy)? = try? AttributeCodec.decode(key.accessControl)["accc"] else {
+            guard case .accessControl(let policy)? = try? AttributeCodec.decode(key.accessControl)[ItemKey.accessControl] else {
                 throw KeychainStatus(.decode, "the key's access control does not decode")
             }
             if let protectionClass = ProtectionClass(rawValue: policy.protection),

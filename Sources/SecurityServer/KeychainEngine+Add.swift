@@ -24,7 +24,7 @@ extension KeychainEngine {
         // keychain/securityd/SecItemServer.c); such an item never leaves the device, and this keychain syncs nothing.
         let synchronizable = query.synchronizable == .yes
         if protectionClass == .whenPasscodeSetThisDeviceOnly { try notePasscodeIfSet() }
-        if itemClass == .key, case .accessControl(let policy) = attributes["accc"], AccessRequirement.usesPrivateKey(policy),
+        if itemClass == .key, case .accessControl(let policy) = attributes[ItemKey.accessControl], AccessRequirement.usesPrivateKey(policy),
             attributes["tkid"] != .string(Self.secureEnclaveToken)
         {
             // Apple: privateKeyUsage is "required for SE keys" and scopes the list to operations only the Secure
@@ -36,17 +36,17 @@ extension KeychainEngine {
             attributes[key] = AttributeSchema.defaultValue(for: schema[key]!)
         }
         let now = Date()
-        attributes["agrp"] = .string(group)
-        attributes["pdmn"] = .string(protectionClass.rawValue)
-        attributes["sync"] = .bool(synchronizable)
+        attributes[ItemKey.accessGroup] = .string(group)
+        attributes[ItemKey.accessible] = .string(protectionClass.rawValue)
+        attributes[ItemKey.synchronizable] = .bool(synchronizable)
         attributes["cdat"] = .date(now)
         attributes["mdat"] = .date(now)
         var data = query.valueData ?? SecureBytes([UInt8]())
-        if case .accessControl(var policy) = attributes["accc"] {
+        if case .accessControl(var policy) = attributes[ItemKey.accessControl] {
             if AccessRequirement.bindsEnrolledSet(policy), let authentication {
                 // Bound now: after any enrollment change the item can never be satisfied again.
                 policy.boundStateHash = try authentication.currentStateHash() ?? Data()
-                attributes["accc"] = .accessControl(policy)
+                attributes[ItemKey.accessControl] = .accessControl(policy)
             }
             data = try sealForApplicationPassword(data, policy: policy, context: query.authenticationContext)
         }

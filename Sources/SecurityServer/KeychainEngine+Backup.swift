@@ -177,12 +177,12 @@ extension KeychainEngine {
             var events: [EngineEvent] = []
             for entry in entries {
                 let attributes = try AttributeCodec.decode(entry.attributes)
-                guard let group = attributes["agrp"]?.stringValue, caller.mayAccess(group) else {
+                guard let group = attributes[ItemKey.accessGroup]?.stringValue, caller.mayAccess(group) else {
                     skipped += 1
                     continue
                 }
                 let protectionClass = try Self.protectionClass(of: attributes)
-                let synchronizable = attributes["sync"]?.boolValue ?? false
+                let synchronizable = attributes[ItemKey.synchronizable]?.boolValue ?? false
                 guard !protectionClass.isThisDeviceOnly, entry.itemClass != .identity else {
                     skipped += 1
                     continue

@@ -43,7 +43,7 @@ extension KeychainEngine {
     /// boolean, `kSecReturnData` / `kSecReturnPersistentRef` and the match limit; any other key, a value of another
     /// type, a group the caller does not hold or a row with a list goes the general way.
     func directLookup(_ dictionary: [String: KeychainValue], caller: CallerIdentity) throws -> DirectOutcome {
-        guard case .string(let name)? = dictionary["class"], let itemClass = ItemClass(rawValue: name),
+        guard case .string(let name)? = dictionary[ItemKey.itemClass], let itemClass = ItemClass(rawValue: name),
             itemClass != .identity
         else { return .notTaken }
         let primaryKey = AttributeSchema.primaryKey(of: itemClass)
@@ -62,23 +62,23 @@ extension KeychainEngine {
         for entry in dictionary.indices {
             let (key, value) = dictionary[entry]
             switch key {
-            case "class":
+            case ItemKey.itemClass:
                 continue
-            case "r_Data", "r_PersistentRef":
+            case ItemKey.returnData, ItemKey.returnPersistentReference:
                 guard let flag = value.boolValue else { return .notTaken }
-                let option: ReturnOptions = key == "r_Data" ? .data : .persistentReference
+                let option: ReturnOptions = key == ItemKey.returnData ? .data : .persistentReference
                 if flag { returns.insert(option) } else { returns.remove(option) }
-            case "m_Limit":
+            case ItemKey.matchLimit:
                 switch value {
-                case .string("m_LimitOne"): limit = 1
-                case .string("m_LimitAll"): limit = nil
+                case .string(ItemKey.matchLimitOne): limit = 1
+                case .string(ItemKey.matchLimitAll): limit = nil
                 case .integer(let n) where n > 0: limit = Int(clamping: n)
                 default: return .notTaken
                 }
-            case "agrp":
+            case ItemKey.accessGroup:
                 guard let group = value.stringValue, !group.isEmpty else { return .notTaken }
                 accessGroup = group
-            case "sync":
+            case ItemKey.synchronizable:
                 // kSecAttrSynchronizableAny (both kinds) takes the general path.
                 guard let flag = value.boolValue else { return .notTaken }
                 synchronizable = flag
@@ -189,7 +189,7 @@ extension KeychainEngine {
         var attributes: [String: KeychainValue] = [:]
         if query.returns.contains(.attributes) || query.returns.contains(.reference) {
             attributes = item.attributes
-            attributes["class"] = .string(item.itemClass.rawValue)
+            attributes[ItemKey.itemClass] = .string(item.itemClass.rawValue)
         }
         if query.returns.contains(.attributes) {
             // Apple returns the persistent reference among the attributes too (kSecAttrPersistentReference).
@@ -217,7 +217,7 @@ extension KeychainEngine {
             guard let key = try identityKey(for: item, caller: caller, transaction: transaction) else { return nil }
             if query.returns.contains(.attributes) {
                 result.attributes = key.attributes.merging(attributes) { _, certificate in certificate }
-                result.attributes?["class"] = .string(ItemClass.identity.rawValue)
+                result.attributes?[ItemKey.itemClass] = .string(ItemClass.identity.rawValue)
             }
             if query.returns.contains(.reference), case .certificate(let certificate) = result.reference {
                 try requireAvailable(key)
@@ -225,7 +225,7 @@ extension KeychainEngine {
                 else { return nil }
                 let keyData = try openData(key, transaction: transaction)
                 var keyAttributes = key.attributes
-                keyAttributes["class"] = .string(ItemClass.key.rawValue)
+                keyAttributes[ItemKey.itemClass] = .string(ItemClass.key.rawValue)
                 result.reference = .identity(
                     certificate: certificate,
                     privateKey: ItemMaterial(

@@ -60,8 +60,8 @@ extension KeychainEngine {
     /// The protection class from `kSecAttrAccessControl` or `kSecAttrAccessible` (they must agree); `ak` when
     /// neither is given.
     static func protectionClass(of attributes: [String: KeychainValue]) throws -> ProtectionClass {
-        var name = attributes["pdmn"]?.stringValue
-        if case .accessControl(let policy) = attributes["accc"] {
+        var name = attributes[ItemKey.accessible]?.stringValue
+        if case .accessControl(let policy) = attributes[ItemKey.accessControl] {
             guard ProtectionClass(rawValue: policy.protection) != nil else {
                 throw KeychainStatus(.param, "the access control names an unknown protection class")
             }

@@ -46,7 +46,7 @@ extension KeychainEngine {
 
     /// Refuses an item with both `kSecAttrAccessControl` and `kSecAttrAccess`, which Apple makes exclusive.
     static func requireOneAccessKind(_ attributes: [String: KeychainValue]) throws {
-        guard attributes["accc"] == nil || attributes["acls"] == nil else {
+        guard attributes[ItemKey.accessControl] == nil || attributes["acls"] == nil else {
             throw KeychainStatus(.param, "kSecAttrAccessControl and kSecAttrAccess are exclusive")
         }
     }
@@ -135,7 +135,7 @@ struct NeedsTrust: Error {
 extension KeychainEngine {
     /// How a question names an item: its label, else its service, server or account, else the list's descriptor.
     static func displayName(of item: ItemSealer.OpenedItem, access: ItemAccess) -> String {
-        for key in ["labl", "svce", "srvr", "acct"] {
+        for key in [ItemKey.label, ItemKey.service, "srvr", ItemKey.account] {
             switch item.attributes[key] {
             case .string(let text)? where !text.isEmpty: return text
             case .data(let bytes)? where !bytes.isEmpty:

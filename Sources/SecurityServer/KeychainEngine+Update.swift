@@ -14,7 +14,7 @@ extension KeychainEngine {
         }
         var (changedAttributes, newData) = try ItemQuery.parseChanges(changes, for: itemClass)
         try nameTrustedApplications(in: &changedAttributes, caller: caller)
-        if case .string(let group) = changedAttributes["agrp"], !caller.mayAccess(group) {
+        if case .string(let group) = changedAttributes[ItemKey.accessGroup], !caller.mayAccess(group) {
             throw KeychainStatus(.missingEntitlement, "the caller does not hold access group \(group)")
         }
         var query = query
@@ -38,17 +38,17 @@ extension KeychainEngine {
                     try requireAvailable(item)
                     try Self.requireAllowed(decisions.verdict(for: item, caller: caller, operation: .update, query: query))
                     var attributes = item.attributes.merging(changedAttributes) { _, new in new }
-                    if changedAttributes["pdmn"] != nil && changedAttributes["accc"] == nil && item.accessControl != nil {
+                    if changedAttributes[ItemKey.accessible] != nil && changedAttributes[ItemKey.accessControl] == nil && item.accessControl != nil {
                         throw KeychainStatus(.param, "change kSecAttrAccessControl to change the protection class")
                     }
-                    if changedAttributes["accc"] != nil { attributes["pdmn"] = nil }
+                    if changedAttributes[ItemKey.accessControl] != nil { attributes[ItemKey.accessible] = nil }
                     try Self.requireOneAccessKind(attributes)
                     let protectionClass = try Self.protectionClass(of: attributes)
-                    attributes["pdmn"] = .string(protectionClass.rawValue)
+                    attributes[ItemKey.accessible] = .string(protectionClass.rawValue)
                     attributes["mdat"] = .date(max(now, Self.date(attributes["cdat"]) ?? now))
                     // Stored also with a `…ThisDeviceOnly` class, as Apple's securityd does (KeychainEngine+Add).
-                    let synchronizable = attributes["sync"]?.boolValue ?? false
-                    let group = attributes["agrp"]?.stringValue ?? item.row.accessGroup
+                    let synchronizable = attributes[ItemKey.synchronizable]?.boolValue ?? false
+                    let group = attributes[ItemKey.accessGroup]?.stringValue ?? item.row.accessGroup
                     // The current value is opened (and its application-password layer with the context's password) even
                     // when a new value replaces it: Apple's update decrypts the item under its current list first, so a
                     // wrong password changes nothing (kAKSKeyOpDecrypt of the old ACL, SecAccessControl.m).
@@ -57,10 +57,10 @@ extension KeychainEngine {
                         data = try openForApplicationPassword(data, policy: old, context: query.authenticationContext)
                     }
                     if let newData { data = newData }
-                    if case .accessControl(var policy) = attributes["accc"] {
-                        if changedAttributes["accc"] != nil, AccessRequirement.bindsEnrolledSet(policy), let authentication {
+                    if case .accessControl(var policy) = attributes[ItemKey.accessControl] {
+                        if changedAttributes[ItemKey.accessControl] != nil, AccessRequirement.bindsEnrolledSet(policy), let authentication {
                             policy.boundStateHash = try authentication.currentStateHash() ?? Data()
-                            attributes["accc"] = .accessControl(policy)
+                            attributes[ItemKey.accessControl] = .accessControl(policy)
                         }
                         data = try sealForApplicationPassword(data, policy: policy, context: query.authenticationContext)
                     }

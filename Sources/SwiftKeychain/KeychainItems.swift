@@ -50,10 +50,10 @@ private func commonAttributes(
     trustedApplications: [KeychainTrustedApplication]? = nil, name: String = ""
 ) -> [String: KeychainValue] {
     var attributes: [String: KeychainValue] = [
-        "pdmn": .string(accessibility.rawValue), "sync": .bool(isSynchronizable), "v_Data": .secret(SecureBytes(data)),
+        ItemKey.accessible: .string(accessibility.rawValue), ItemKey.synchronizable: .bool(isSynchronizable), ItemKey.valueData: .secret(SecureBytes(data)),
     ]
-    if let label { attributes["labl"] = .string(label) }
-    if let accessGroup { attributes["agrp"] = .string(accessGroup) }
+    if let label { attributes[ItemKey.label] = .string(label) }
+    if let accessGroup { attributes[ItemKey.accessGroup] = .string(accessGroup) }
     if let trustedApplications {
         attributes["acls"] = .access(
             ItemAccess(descriptor: label ?? name, applications: trustedApplications.map(\.application)))
@@ -125,20 +125,20 @@ public struct GenericPassword: KeychainItem, KeychainItemCoding, Hashable {
         var attributes = commonAttributes(
             label: label, accessGroup: accessGroup, accessibility: accessibility, isSynchronizable: isSynchronizable,
             data: password, trustedApplications: trustedApplications, name: service)
-        attributes["svce"] = .string(service)
-        attributes["acct"] = .string(account)
+        attributes[ItemKey.service] = .string(service)
+        attributes[ItemKey.account] = .string(account)
         if let comment { attributes["icmt"] = .string(comment) }
         return attributes
     }
 
     package init?(keychainAttributes attributes: [String: KeychainValue], data: Data?) {
-        guard let service = attributes["svce"]?.stringValue, let account = attributes["acct"]?.stringValue,
-            let accessibility = attributes["pdmn"]?.stringValue.flatMap(KeychainAccessibility.init(rawValue:))
+        guard let service = attributes[ItemKey.service]?.stringValue, let account = attributes[ItemKey.account]?.stringValue,
+            let accessibility = attributes[ItemKey.accessible]?.stringValue.flatMap(KeychainAccessibility.init(rawValue:))
         else { return nil }
         self.init(
-            service: service, account: account, password: data ?? Data(), label: attributes["labl"]?.stringValue,
-            comment: attributes["icmt"]?.stringValue, accessGroup: attributes["agrp"]?.stringValue,
-            accessibility: accessibility, isSynchronizable: attributes["sync"]?.boolValue ?? false,
+            service: service, account: account, password: data ?? Data(), label: attributes[ItemKey.label]?.stringValue,
+            comment: attributes["icmt"]?.stringValue, accessGroup: attributes[ItemKey.accessGroup]?.stringValue,
+            accessibility: accessibility, isSynchronizable: attributes[ItemKey.synchronizable]?.boolValue ?? false,
             trustedApplications: trustedApplicationList(attributes["acls"]))
         creationDate = date(attributes["cdat"])
         modificationDate = date(attributes["mdat"])
@@ -204,7 +204,7 @@ public struct InternetPassword: KeychainItem, KeychainItemCoding, Hashable {
             label: label, accessGroup: accessGroup, accessibility: accessibility, isSynchronizable: isSynchronizable,
             data: password, trustedApplications: trustedApplications, name: server)
         attributes["srvr"] = .string(server)
-        attributes["acct"] = .string(account)
+        attributes[ItemKey.account] = .string(account)
         attributes["ptcl"] = .string(`protocol`)
         attributes["port"] = .integer(Int64(port))
         attributes["path"] = .string(path)
@@ -214,16 +214,16 @@ public struct InternetPassword: KeychainItem, KeychainItemCoding, Hashable {
     }
 
     package init?(keychainAttributes attributes: [String: KeychainValue], data: Data?) {
-        guard let server = attributes["srvr"]?.stringValue, let account = attributes["acct"]?.stringValue,
-            let accessibility = attributes["pdmn"]?.stringValue.flatMap(KeychainAccessibility.init(rawValue:))
+        guard let server = attributes["srvr"]?.stringValue, let account = attributes[ItemKey.account]?.stringValue,
+            let accessibility = attributes[ItemKey.accessible]?.stringValue.flatMap(KeychainAccessibility.init(rawValue:))
         else { return nil }
         self.init(
             server: server, account: account, password: data ?? Data(),
             protocol: attributes["ptcl"]?.stringValue ?? "", port: Int(attributes["port"]?.integerValue ?? 0),
             path: attributes["path"]?.stringValue ?? "", securityDomain: attributes["sdmn"]?.stringValue ?? "",
-            authenticationType: attributes["atyp"]?.stringValue ?? "", label: attributes["labl"]?.stringValue,
-            accessGroup: attributes["agrp"]?.stringValue, accessibility: accessibility,
-            isSynchronizable: attributes["sync"]?.boolValue ?? false,
+            authenticationType: attributes["atyp"]?.stringValue ?? "", label: attributes[ItemKey.label]?.stringValue,
+            accessGroup: attributes[ItemKey.accessGroup]?.stringValue, accessibility: accessibility,
+            isSynchronizable: attributes[ItemKey.synchronizable]?.boolValue ?? false,
             trustedApplications: trustedApplicationList(attributes["acls"]))
     }
 }
@@ -294,13 +294,13 @@ public struct KeychainKey: KeychainItem, KeychainItemCoding, Hashable {
     package init?(keychainAttributes attributes: [String: KeychainValue], data: Data?) {
         guard let keyClass = attributes["kcls"]?.stringValue.flatMap(KeyClass.init(rawValue:)),
             let keyType = attributes["type"]?.stringValue,
-            let accessibility = attributes["pdmn"]?.stringValue.flatMap(KeychainAccessibility.init(rawValue:))
+            let accessibility = attributes[ItemKey.accessible]?.stringValue.flatMap(KeychainAccessibility.init(rawValue:))
         else { return nil }
         self.init(
             keyClass: keyClass, keyType: keyType, sizeInBits: Int(attributes["bsiz"]?.integerValue ?? 0),
             applicationTag: SwiftKeychain.data(attributes["atag"]) ?? Data(),
             applicationLabel: SwiftKeychain.data(attributes["klbl"]) ?? Data(), keyData: data ?? Data(),
-            label: attributes["labl"]?.stringValue, accessGroup: attributes["agrp"]?.stringValue,
+            label: attributes[ItemKey.label]?.stringValue, accessGroup: attributes[ItemKey.accessGroup]?.stringValue,
             accessibility: accessibility)
     }
 }
@@ -322,13 +322,13 @@ public struct KeychainQuery<Item: KeychainItem>: Sendable {
     }
 
     /// Matches items whose access group is `group`.
-    public func accessGroup(_ group: String) -> KeychainQuery { adding("agrp", .string(group)) }
+    public func accessGroup(_ group: String) -> KeychainQuery { adding(ItemKey.accessGroup, .string(group)) }
 
     /// Matches items whose label is `label`.
-    public func label(_ label: String) -> KeychainQuery { adding("labl", .string(label)) }
+    public func label(_ label: String) -> KeychainQuery { adding(ItemKey.label, .string(label)) }
 
     /// Matches synchronizable and non-synchronizable items alike.
-    public func includingSynchronizable() -> KeychainQuery { adding("sync", .string("syna")) }
+    public func includingSynchronizable() -> KeychainQuery { adding(ItemKey.synchronizable, .string("syna")) }
 
     /// Returns attributes only, without decrypting data.
     public func withoutData() -> KeychainQuery {
@@ -352,11 +352,11 @@ public struct KeychainQuery<Item: KeychainItem>: Sendable {
         public static func data(_ data: Data) -> Change { Change(data: data) }
 
         /// A change of the label.
-        public static func label(_ label: String) -> Change { Change(attributes: ["labl": .string(label)]) }
+        public static func label(_ label: String) -> Change { Change(attributes: [ItemKey.label: .string(label)]) }
 
         /// A change of the accessibility.
         public static func accessibility(_ accessibility: KeychainAccessibility) -> Change {
-            Change(attributes: ["pdmn": .string(accessibility.rawValue)])
+            Change(attributes: [ItemKey.accessible: .string(accessibility.rawValue)])
         }
     }
 }
@@ -365,8 +365,8 @@ extension KeychainQuery where Item == GenericPassword {
     /// Generic passwords, optionally of one service and account.
     public static func genericPasswords(service: String? = nil, account: String? = nil) -> KeychainQuery {
         var query = KeychainQuery()
-        if let service { query.filters["svce"] = .string(service) }
-        if let account { query.filters["acct"] = .string(account) }
+        if let service { query.filters[ItemKey.service] = .string(service) }
+        if let account { query.filters[ItemKey.account] = .string(account) }
         return query
     }
 }
@@ -376,7 +376,7 @@ extension KeychainQuery where Item == InternetPassword {
     public static func internetPasswords(server: String? = nil, account: String? = nil) -> KeychainQuery {
         var query = KeychainQuery()
         if let server { query.filters["srvr"] = .string(server) }
-        if let account { query.filters["acct"] = .string(account) }
+        if let account { query.filters[ItemKey.account] = .string(account) }
         return query
     }
 }
