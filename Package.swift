@@ -4,6 +4,12 @@
 
 import PackageDescription
 
+/// A pkg-config file of this package, by absolute path (SwiftPM looks a bare name up in the system's search path
+/// only). Used where the system's file brings a flag SwiftPM refuses with a warning on every build.
+func packagePkgConfig(_ file: String) -> String {
+    String(#filePath[..<#filePath.lastIndex(of: "/")!]) + "/" + file
+}
+
 let package = Package(
     name: "swift-local-authentication",
     platforms: [.macOS(.v14)],
@@ -45,7 +51,7 @@ let package = Package(
             name: "CPAM", pkgConfig: "pam",
             providers: [.apt(["libpam0g-dev"])]),
         .systemLibrary(
-            name: "CFPrint", pkgConfig: "libfprint-2",
+            name: "CFPrint", pkgConfig: packagePkgConfig("Sources/CFPrint/la-libfprint-2.pc"),
             providers: [.apt(["libfprint-2-dev", "libglib2.0-dev"])]),
         // keyutils: the kernel keyring, where the embedded engine keeps unlocked class keys.
         .systemLibrary(
@@ -57,7 +63,7 @@ let package = Package(
         .systemLibrary(name: "CSQLiteSettings"),
         // GLib's D-Bus (GDBus): the fprintd backend's client (CFprintd), in C.
         .systemLibrary(
-            name: "CGio", pkgConfig: "gio-2.0",
+            name: "CGio", pkgConfig: packagePkgConfig("Sources/CGio/la-gio-2.0.pc"),
             providers: [.apt(["libglib2.0-dev"])]),
         // fprintd's D-Bus API as plain synchronous C functions (no variadic GVariant call reaches Swift).
         .target(name: "CFprintd", dependencies: ["CGio"]),
@@ -76,7 +82,7 @@ let package = Package(
         .target(
             name: "KeychainStore",
             dependencies: [
-                "SecureCrypto", "SecurityProtocol", .product(name: "GRDB", package: "GRDB.swift"),
+                "SecurityProtocol", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ]),
         // Secrets: device root key, protection-class keys, enclave-held P-256 keys.
@@ -100,16 +106,21 @@ let package = Package(
                 "KeychainStore", "Enclave", "Authenticators", "SecureCrypto", "SecurityProtocol", "StoreFiles",
                 .product(name: "Logging", package: "swift-log"),
             ]),
-        // Client side: one protocol to send a request to the engine, embedded or over the daemon socket.
-        .target(name: "SecurityClient", dependencies: ["SecurityProtocol", "SecurityServer", "Authenticators", "StoreFiles"]),
+        // Client side: one protocol to send a request to the engine, and the client of localauthd (its socket and
+        // lane). A program that talks only to the daemon links no engine module.
+        .target(name: "SecurityClient", dependencies: ["SecurityProtocol", "SecureCrypto", "StoreFiles"]),
+        // The engine inside the calling program: the embedded client, its configuration, the default client choice.
+        .target(
+            name: "EmbeddedEngine",
+            dependencies: ["SecurityClient", "SecurityServer", "SecurityProtocol", "Authenticators", "StoreFiles"]),
         // Public API: SecItem*, SecAccessControl, SecKey*, kSec* constants, OSStatus.
         .target(
             name: "KeychainServices",
-            dependencies: ["SecurityClient", "SecurityProtocol", "SecureCrypto"]),
+            dependencies: ["SecurityClient", "EmbeddedEngine", "SecurityProtocol", "SecureCrypto"]),
         // Public API, ours: the typed Keychain over the same engine.
         .target(
             name: "SwiftKeychain",
-            dependencies: ["KeychainServices", "SecurityClient", "SecurityProtocol", "SecureCrypto", "KeyAttestation"]),
+            dependencies: ["KeychainServices", "SecurityClient", "EmbeddedEngine", "SecurityProtocol", "SecureCrypto", "KeyAttestation"]),
         // Public API: LAContext, LAError, LARight, LAPersistedRight, LARightStore.
         .target(
             name: "LocalAuthentication",
@@ -132,7 +143,7 @@ let package = Package(
         .target(
             name: "SecurityDaemon",
             dependencies: [
-                "SecurityServer", "SecurityProtocol", "SocketPeer", "StoreFiles", "AppRegistry", "Enclave", "CSocket", "CSQLiteSettings",
+                "SecurityServer", "Authenticators", "SecureCrypto", "SecurityProtocol", "SocketPeer", "StoreFiles", "AppRegistry", "Enclave", "CSocket", "CSQLiteSettings",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -140,7 +151,7 @@ let package = Package(
         .executableTarget(
             name: "localauthd",
             dependencies: [
-                "SecurityDaemon",
+                "SecurityDaemon", "SecurityProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -162,7 +173,7 @@ let package = Package(
             name: "lactl",
             dependencies: [
                 "LocalAuthentication", "KeychainServices", "SwiftKeychain", "SSHAgent", "SecurityClient",
-                "SecurityProtocol", "SecurityServer", "Authenticators", "SecureCrypto", "StoreFiles", "AppRegistry",
+                "EmbeddedEngine", "SecurityProtocol", "Authenticators", "SecureCrypto", "StoreFiles", "AppRegistry",
                 "KeyAttestation",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -178,7 +189,7 @@ let package = Package(
         .executableTarget(
             name: "la-bench",
             dependencies: [
-                "SecureCrypto", "COpenSSL", "Authenticators", "KeychainStore", "SecurityProtocol", "SecurityServer",
+                "SecureCrypto", "CPAM", "CFPrint", "EmbeddedEngine", "COpenSSL", "Authenticators", "KeychainStore", "SecurityProtocol", "SecurityServer",
                 "SecurityClient", "KeychainServices", "LocalAuthentication", "SSHAgent", "Enclave", "CRawSQLite",
             ],
             path: "Benchmarks/la-bench"),
@@ -190,30 +201,30 @@ let package = Package(
         .target(
             name: "TestSupport",
             dependencies: [
-                "Authenticators", "SecureCrypto", "SecurityClient", "SecurityProtocol", "SecurityServer", "AppRegistry",
+                "Authenticators", "EmbeddedEngine", "SecureCrypto", "SecurityClient", "SecurityProtocol", "SecurityServer", "AppRegistry",
                 "Enclave",
             ],
             path: "Tests/TestSupport"),
         .testTarget(
-            name: "AuthenticatorsTests", dependencies: ["Authenticators", "SecureCrypto", "SecurityProtocol", "TestSupport"]),
+            name: "AuthenticatorsTests", dependencies: ["Authenticators", "StoreFiles", "SecureCrypto", "SecurityProtocol", "TestSupport"]),
         // LAContext, presenters, contexts and access control against the virtual reader and pam_matrix.
         .testTarget(
             name: "LocalAuthenticationTests",
             dependencies: [
-                "LocalAuthentication", "KeychainServices", "SecurityClient", "SecurityProtocol", "SecurityServer",
-                "Authenticators", "KeychainStore", "SecureCrypto", "lactl", "TestSupport", "Enclave",
+                "LocalAuthentication", "EmbeddedEngine", "KeychainServices", "SecurityClient", "SecurityProtocol", "SecurityServer",
+                "Authenticators", "SecureCrypto", "lactl", "TestSupport", "Enclave",
             ]),
         // Keychain tests: semantics, tampering, scale, and two processes / SIGKILL through keychain-stress.
         .executableTarget(
-            name: "keychain-stress", dependencies: ["SecurityClient", "SecurityProtocol", "SecurityServer"]),
+            name: "keychain-stress", dependencies: ["SecurityClient", "EmbeddedEngine", "SecurityProtocol"]),
         .testTarget(
             name: "KeychainStoreTests",
-            dependencies: ["KeychainStore", "Enclave", "SecurityProtocol", "SecurityServer", "SecureCrypto"]),
+            dependencies: ["KeychainStore", "Enclave", "SecurityProtocol", "SecureCrypto"]),
         .testTarget(
             name: "KeychainServicesTests",
             dependencies: [
-                "KeychainServices", "SwiftKeychain", "SecurityClient", "SecurityProtocol", "SecurityServer",
-                "KeychainStore", "Enclave", "keychain-stress", "Authenticators", "SecureCrypto",
+                "KeychainServices", "EmbeddedEngine", "SwiftKeychain", "SecurityClient", "SecurityProtocol", "SecurityServer",
+                "KeychainStore", "keychain-stress", "Authenticators", "SecureCrypto",
                 "KeychainWrapperFixture", "TestSupport",
             ],
             resources: [.copy("Fixtures")]),
@@ -225,14 +236,14 @@ let package = Package(
         .testTarget(
             name: "SecKeyTests",
             dependencies: [
-                "KeychainServices", "LocalAuthentication", "SecurityClient", "SecurityProtocol", "SecurityServer",
+                "KeychainServices", "EmbeddedEngine", "Authenticators", "LocalAuthentication", "SecurityClient", "SecurityProtocol", "SecurityServer",
                 "KeychainStore", "Enclave", "SecureCrypto", "TestSupport",
             ]),
         // LARight, LARightStore, LAPersistedRight against the virtual reader and pam_matrix.
         .testTarget(
             name: "RightsTests",
             dependencies: [
-                "LocalAuthentication", "KeychainServices", "SecurityClient", "SecurityProtocol", "SecurityServer",
+                "LocalAuthentication", "EmbeddedEngine", "SecureCrypto", "KeychainServices", "SecurityClient", "SecurityProtocol", "SecurityServer",
                 "Authenticators", "lactl", "LocalAuthenticationCombine", "SwiftKeychain", "TestSupport",
             ]),
         // Code that ignores every result of Keychain Services and LocalAuthentication, as Apple's imported functions
@@ -256,13 +267,13 @@ let package = Package(
         .executableTarget(name: "RightObserver", dependencies: ["LocalAuthentication"], path: "Examples/RightObserver"),
         .testTarget(
             name: "ExamplesTests",
-            dependencies: ["GuardedOperation", "ChallengeSigning", "RightObserver", "SecurityServer", "TestSupport"]),
+            dependencies: ["GuardedOperation", "Authenticators", "ChallengeSigning", "RightObserver", "SecurityServer", "TestSupport"]),
         // Two programs built for the isolation tests (distinct executables, one shared command set): what one
         // app's items, keys and references are to another program of the same user.
         .target(
             name: "IsolationProbe",
             dependencies: [
-                "KeychainServices", "LocalAuthentication", "SecureCrypto", "SecurityClient", "SecurityProtocol",
+                "KeychainServices", "EmbeddedEngine", "LocalAuthentication", "SecureCrypto", "SecurityClient", "SecurityProtocol",
             ],
             path: "Tests/Fixtures/IsolationProbes/Shared"),
         .executableTarget(
@@ -282,7 +293,7 @@ let package = Package(
         .testTarget(
             name: "TrustedPlatformTests",
             dependencies: [
-                "TrustedPlatform", "Enclave", "SecureCrypto", "SecurityClient", "SecurityProtocol", "SecurityServer",
+                "TrustedPlatform", "EmbeddedEngine", "Enclave", "SecureCrypto", "SecurityClient", "SecurityProtocol", "SecurityServer",
                 "TestSupport", "lactl", "keychain-stress", "COpenSSL", "KeyAttestation",
             ]),
         // The protocol's codec: every message round-trips (property-based), hostile frames fail cleanly.

@@ -1,4 +1,5 @@
 import CRawSQLite
+import EmbeddedEngine
 import Foundation
 import KeychainStore
 import SecurityClient

@@ -1,3 +1,5 @@
+import Authenticators
+import EmbeddedEngine
 import Foundation
 import KeychainServices
 import SecureCrypto

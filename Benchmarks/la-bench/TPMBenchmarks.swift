@@ -1,3 +1,4 @@
+import EmbeddedEngine
 import Enclave
 import Foundation
 import KeychainServices

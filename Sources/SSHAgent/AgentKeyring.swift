@@ -117,7 +117,8 @@ public struct AgentKeyring: Sendable {
     public func remove(_ name: String) async throws {
         try await withClient {
             try await LARightStore.shared.removeRight(forIdentifier: Self.identifierPrefix + name)
-            SecItemDelete(Self.settingsQuery(name) as NSDictionary)
+            // The settings go with the key; a key saved without settings has none to delete (errSecItemNotFound).
+            _ = SecItemDelete(Self.settingsQuery(name) as NSDictionary)
         }
     }
 
@@ -161,7 +162,8 @@ public struct AgentKeyring: Sendable {
     }
 
     static func saveSettings(_ settings: Settings, for name: String) throws {
-        SecItemDelete(settingsQuery(name) as NSDictionary)
+        // Replaced whole: the earlier settings, if any, go first (none is errSecItemNotFound, and fine).
+        _ = SecItemDelete(settingsQuery(name) as NSDictionary)
         var item = settingsQuery(name)
         item[kSecValueData as String] = try JSONEncoder().encode(settings)
         item[kSecAttrAccessible as String] = kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly

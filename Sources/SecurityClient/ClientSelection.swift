@@ -44,19 +44,31 @@ package enum ClientSelection {
         return mode
     }
 
-    /// The process's default client: the daemon's (claiming the access groups `EmbeddedConfiguration` names) or
-    /// the embedded engine on the default store, prompting on the terminal when there is one.
+    /// The access groups a program claims: `$LA_ACCESS_GROUPS` (comma-separated), else one group named after the
+    /// executable (`local.<executable name>`), the way an app's default group is its application identifier.
+    package static func accessGroups(
+        _ environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> [String] {
+        environment["LA_ACCESS_GROUPS"].map {
+            $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        } ?? [defaultAccessGroup()]
+    }
+
+    /// `local.<name of the running executable>`.
+    package static func defaultAccessGroup() -> String {
+        let executable =
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+            ?? CommandLine.arguments.first ?? "unknown"
+        return "local." + URL(fileURLWithPath: executable).lastPathComponent
+    }
+
+    /// A client of the daemon listening on `socket`, claiming the groups ``accessGroups(_:)`` names and prompting on
+    /// the terminal when there is one.
     ///
-    /// - Throws: `KeychainStatus(.notAvailable)` when the configured daemon cannot be reached or the store cannot
-    ///   be opened.
-    package static func fromEnvironment(mayAccessAllGroups: Bool = false) throws -> any SecurityClient {
-        switch mode() {
-        case .embedded:
-            return try EmbeddedClient.fromEnvironment(mayAccessAllGroups: mayAccessAllGroups)
-        case .daemon(let socket):
-            return try SocketClient(
-                path: socket, accessGroups: EmbeddedConfiguration.fromEnvironment().accessGroups,
-                allGroups: mayAccessAllGroups, defaultPresenter: TerminalPresenter.environmentDefault())
-        }
+    /// - Throws: `KeychainStatus(.notAvailable)` when the daemon cannot be reached.
+    package static func daemonClient(socket: String, mayAccessAllGroups: Bool = false) throws -> SocketClient {
+        try SocketClient(
+            path: socket, accessGroups: accessGroups(), allGroups: mayAccessAllGroups,
+            defaultPresenter: TerminalPresenter.environmentDefault())
     }
 }

@@ -1,3 +1,4 @@
+import Authenticators
 import CSQLiteSettings
 import Enclave
 import Foundation
@@ -599,9 +600,10 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
         ) { message in
             channel.writeAndFlush(message.frame(channel.allocator), promise: nil)
         }
-        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
-        session.relieved = { [weak self] in
-            bound.eventLoop.execute { self?.regulateReading(bound.value) }
+        // The handler is reached on its event loop only, and weakly: the session must not keep it alive.
+        let bound = NIOLoopBound((context: context, handler: Weak(self)), eventLoop: context.eventLoop)
+        session.relieved = {
+            bound.eventLoop.execute { bound.value.handler.object?.regulateReading(bound.value.context) }
         }
         self.session = session
         identifying = false
@@ -662,20 +664,20 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
         stallWatched = true
         let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
         let channel = context.channel
-        var waiting = Int.max
-        var progressed = NIODeadline.now()
+        // Read and written by the repeated task only, on the event loop.
+        let watch = NIOLoopBoundBox((waiting: Int.max, progressed: NIODeadline.now()), eventLoop: context.eventLoop)
         context.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { [weak self] task in
             guard let self, channel.isActive, !channel.isWritable else {
                 self?.stallWatched = false
                 return task.cancel()
             }
             let bytes = (try? channel.syncOptions?.getOption(ChannelOptions.bufferedWritableBytes)) ?? 0
-            if bytes < waiting { progressed = .now() }
-            waiting = bytes
+            if bytes < watch.value.waiting { watch.value.progressed = .now() }
+            watch.value.waiting = bytes
             let reason: String
             if bytes > Self.outboundLimit {
                 reason = "more than \(Self.outboundLimit >> 20) MiB of answers wait for the client"
-            } else if NIODeadline.now() - progressed > self.stallLimit {
+            } else if NIODeadline.now() - watch.value.progressed > self.stallLimit {
                 reason = "the client read none of its answers for \(self.stallLimit.nanoseconds / 1_000_000_000) s"
             } else {
                 return
@@ -702,4 +704,10 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     private func wrapOutbound(_ message: ServerMessage) -> NIOAny {
         NIOAny(message.frame(ByteBufferAllocator()))
     }
+}
+
+/// A weak reference, for a closure that must not keep its object alive.
+struct Weak<Object: AnyObject> {
+    weak var object: Object?
+    init(_ object: Object) { self.object = object }
 }

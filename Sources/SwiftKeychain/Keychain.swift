@@ -1,3 +1,4 @@
+import EmbeddedEngine
 import Foundation
 import KeychainServices
 import SecureCrypto
@@ -62,7 +63,7 @@ public struct Keychain: Sendable {
     public func add(_ item: some KeychainItem) throws {
         guard let item = item as? any KeychainItemCoding else { throw KeychainError(status: errSecParam) }
         var attributes = item.keychainAttributes
-        attributes["class"] = .string(type(of: item).itemClass)
+        attributes[ItemKey.itemClass] = .string(type(of: item).itemClass)
         _ = try send(.add(attributes))
     }
 
@@ -70,10 +71,10 @@ public struct Keychain: Sendable {
     public func items<Item: KeychainItem>(matching query: KeychainQuery<Item>) throws -> [Item] {
         guard let coding = Item.self as? any KeychainItemCoding.Type else { throw KeychainError(status: errSecParam) }
         var dictionary = query.filters
-        dictionary["class"] = .string(coding.itemClass)
-        dictionary["r_Attributes"] = .bool(true)
-        if query.includesData { dictionary["r_Data"] = .bool(true) }
-        dictionary["m_Limit"] = query.limit.map { .integer(Int64($0)) } ?? .string("m_LimitAll")
+        dictionary[ItemKey.itemClass] = .string(coding.itemClass)
+        dictionary[ItemKey.returnAttributes] = .bool(true)
+        if query.includesData { dictionary[ItemKey.returnData] = .bool(true) }
+        dictionary[ItemKey.matchLimit] = query.limit.map { .integer(Int64($0)) } ?? .string(ItemKey.matchLimitAll)
         let response: KeychainResponse
         do {
             response = try send(.copyMatching(dictionary))
@@ -96,9 +97,9 @@ public struct Keychain: Sendable {
     ) throws {
         guard let coding = Item.self as? any KeychainItemCoding.Type else { throw KeychainError(status: errSecParam) }
         var dictionary = query.filters
-        dictionary["class"] = .string(coding.itemClass)
+        dictionary[ItemKey.itemClass] = .string(coding.itemClass)
         var attributes = change.attributes
-        if let data = change.data { attributes["v_Data"] = .secret(SecureBytes(data)) }
+        if let data = change.data { attributes[ItemKey.valueData] = .secret(SecureBytes(data)) }
         _ = try send(.update(query: dictionary, attributes: attributes))
     }
 
@@ -106,7 +107,7 @@ public struct Keychain: Sendable {
     public func delete<Item: KeychainItem>(_ query: KeychainQuery<Item>) throws {
         guard let coding = Item.self as? any KeychainItemCoding.Type else { throw KeychainError(status: errSecParam) }
         var dictionary = query.filters
-        dictionary["class"] = .string(coding.itemClass)
+        dictionary[ItemKey.itemClass] = .string(coding.itemClass)
         _ = try send(.delete(dictionary))
     }
 

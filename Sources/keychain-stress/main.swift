@@ -17,10 +17,10 @@
 //       makes an enclave P-256 key in the embedded store (on the backend LA_ENCLAVE names), signs with it once,
 //       prints "public <hex of 04||X||Y>" and then waits, engine and key still open, until it is killed: the tests
 //       read its memory for the private scalar.
+import EmbeddedEngine
 import Foundation
 import SecurityClient
 import SecurityProtocol
-import SecurityServer
 
 let arguments = CommandLine.arguments
 if arguments.count == 3, arguments[1] == "hold-key" {

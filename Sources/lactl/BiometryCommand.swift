@@ -1,9 +1,9 @@
 import ArgumentParser
 import Authenticators
+import EmbeddedEngine
 import Foundation
 import SecurityClient
 import SecurityProtocol
-import SecurityServer
 
 /// `lactl biometry …`: enrolled fingerprints through the engine's requests (the reader through libfprint or fprintd).
 struct Biometry: AsyncParsableCommand {

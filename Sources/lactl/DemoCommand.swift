@@ -1,12 +1,12 @@
 import ArgumentParser
 import Authenticators
+import EmbeddedEngine
 import Foundation
 import KeychainServices
 import SecurityProtocol
 import SwiftKeychain
 import SecureCrypto
 import SecurityClient
-import SecurityServer
 
 #if canImport(Glibc)
 import Glibc

@@ -1,11 +1,11 @@
 import ArgumentParser
+import EmbeddedEngine
 import Foundation
 import KeychainServices
 import SecurityProtocol
 import SwiftKeychain
 import SecureCrypto
 import SecurityClient
-import SecurityServer
 
 #if canImport(Glibc)
 import Glibc
@@ -568,12 +568,22 @@ struct LockKeychain: ParsableCommand {
 
     func run() throws {
         try reporting {
-            try options.run {
+            let client = try options.client()
+            try KeychainClientSelection.$current.withValue(client) {
                 do {
                     try Keychain.default.lock()
                 } catch let error as KeychainError {
                     throw KeychainCommandFailure(status: error.status, operation: "lock the keychain")
                 }
+            }
+            // Locked, but until a passcode unlock seals the class keys under the passcode, "locked" is a flag in the
+            // store's state file: say so, as `lactl status` does.
+            if case .sealedUnderPasscode(false) = try? client.sendBlocking(.sealingState) {
+                let note =
+                    "lactl: the keychain is locked, but not yet sealed under the passcode: the lock is a flag in the "
+                    + "store's state file and protects nothing against whoever can write it. 'lactl keychain unlock' "
+                    + "seals it.\n"
+                FileHandle.standardError.write(Data(note.utf8))
             }
         }
     }

@@ -1,10 +1,10 @@
 import ArgumentParser
 import Authenticators
+import EmbeddedEngine
 import Foundation
 import KeychainServices
 import SecurityClient
 import SecurityProtocol
-import SecurityServer
 import StoreFiles
 
 /// `lactl passcode …`: the passcode through PAM.
@@ -20,18 +20,19 @@ struct PasscodeVerify: AsyncParsableCommand {
         commandName: "verify",
         abstract: "Ask for the passcode on /dev/tty (echo off) and check it through PAM.",
         discussion: """
-            Uses the PAM service 'local-authentication' by default; install Resources/pam.d/local-authentication \
-            as /etc/pam.d/local-authentication first. Failed attempts are counted in the state directory and \
+            Uses the PAM service $LA_PAM_SERVICE, else 'local-authentication' (install \
+            Resources/pam.d/local-authentication as /etc/pam.d/local-authentication first), from the directory \
+            $LA_PAM_CONFDIR, else /etc/pam.d, as every other command does. Failed attempts are counted in the state directory and \
             escalate waits (5 -> 1 min, 6 -> 5 min, 7-8 -> 15 min, 9+ -> 1 h).
             """)
 
     @Option(help: "The user whose passcode is checked (default: the current user).")
     var user: String?
 
-    @Option(help: "The PAM service name.")
-    var service = "local-authentication"
+    @Option(help: "The PAM service name (default: $LA_PAM_SERVICE, else local-authentication).")
+    var service: String?
 
-    @Option(help: "A directory holding the PAM service file, instead of /etc/pam.d (pam_start_confdir).")
+    @Option(help: "A directory holding the PAM service file (default: $LA_PAM_CONFDIR, else /etc/pam.d).")
     var confdir: String?
 
     @Option(help: "Where the attempt counters live (default: $XDG_DATA_HOME/local-authentication).")
@@ -41,17 +42,19 @@ struct PasscodeVerify: AsyncParsableCommand {
     /// an embedded one on the store, so these attempts count with every other program's.
     func client(user: String) throws -> any SecurityClient {
         if case .daemon = ClientSelection.mode() {
-            guard self.user == nil, confdir == nil, stateDir == nil, service == "local-authentication" else {
+            guard self.user == nil, confdir == nil, stateDir == nil, service == nil else {
                 throw ValidationError("--user, --service, --confdir and --state-dir do not apply: the configured daemon checks")
             }
             return try ClientSelection.fromEnvironment()
         }
         let directory = URL(fileURLWithPath: stateDir ?? defaultAuthenticatorStateDirectory(), isDirectory: true)
+        // The environment's PAM service and directory, as `lactl status` reports them; the options override them.
+        var authentication = AuthenticationConfiguration.fromEnvironment(dataDirectory: directory, username: user)
+        if let service { authentication.passcode.service = service }
+        if let confdir { authentication.passcode.configurationDirectory = confdir }
         return try EmbeddedClient(
             configuration: EmbeddedConfiguration(dataDirectory: directory, accessGroups: []),
-            authentication: AuthenticationConfiguration(
-                stateDirectory: directory.path, username: user,
-                passcode: .init(service: service, configurationDirectory: confdir)))
+            authentication: authentication)
     }
 
     func run() async throws {

@@ -153,7 +153,7 @@ final class Pinentry: Sendable {
                 Glibc.kill(pid, SIGKILL)
                 while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
             }
-            if var (descriptor, settings) = terminal {
+            if case (let descriptor, var settings)? = terminal {
                 // Killed by a signal: the terminal as it was before the dialog.
                 if status & 0x7f != 0 { tcsetattr(descriptor, TCSANOW, &settings) }
                 close(descriptor)

@@ -1,4 +1,5 @@
 import ArgumentParser
+import EmbeddedEngine
 import Foundation
 import SecurityClient
 import SecurityProtocol

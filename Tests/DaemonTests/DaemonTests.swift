@@ -189,7 +189,7 @@ struct DaemonTests {
         async let matched = client.send(.verifyFinger) { event in
             if case .verification(.waitingForFinger) = event { signal.yield() }
         }
-        let reached = await firstElement(of: waiting, within: .seconds(20))
+        let reached: Void? = await firstElement(of: waiting, within: .seconds(20))
         #expect(reached != nil, "the next verification reached the reader")
         try await world.reader.send("SCAN alice-1")
         guard case .matched(let print) = try await matched else {

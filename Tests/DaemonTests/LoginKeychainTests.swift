@@ -290,7 +290,7 @@ final class SessionDriver {
         guard mkfifo(fifo, 0o600) == 0 else { throw CocoaError(.fileWriteUnknown) }
         if let runAs {
             _ = chown(fifo, runAs.uid, runAs.gid)
-            FileManager.default.createFile(atPath: log, contents: nil)
+            _ = FileManager.default.createFile(atPath: log, contents: nil)
             _ = chown(log, runAs.uid, runAs.gid)
         }
         // Read-write, so neither end blocks on opening.

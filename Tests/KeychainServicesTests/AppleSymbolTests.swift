@@ -105,7 +105,7 @@ struct AppleSymbolTests {
             var added: CFTypeRef?
             #expect(SecItemAdd(objects as CFDictionary, &added) == errSecSuccess)
             #expect(added as? Data == Data("1".utf8))
-            let keyed = [kSecClass: kSecClassGenericPassword, kSecAttrAccount: "o" as CFString, kSecReturnData: kCFBooleanTrue]
+            let keyed = [kSecClass: kSecClassGenericPassword, kSecAttrAccount: "o" as CFString, kSecReturnData: kCFBooleanTrue!]
                 as CFDictionary
             var found: CFTypeRef?
             #expect(SecItemCopyMatching(keyed, &found) == errSecSuccess)

@@ -36,7 +36,7 @@ struct BackupAttackTests {
         -> (OSStatus, Duration)
     {
         let path = directory.appendingPathComponent("crafted-\(UUID().uuidString).backup")
-        FileManager.default.createFile(atPath: path.path, contents: contents)
+        _ = FileManager.default.createFile(atPath: path.path, contents: contents)
         defer { try? FileManager.default.removeItem(at: path) }
         let start = ContinuousClock.now
         let status: OSStatus
@@ -106,7 +106,7 @@ struct BackupAttackTests {
         let store = TestStore()
         let client = try store.client()
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("huge-\(UUID().uuidString).backup")
-        FileManager.default.createFile(atPath: path.path, contents: Self.magic)
+        _ = FileManager.default.createFile(atPath: path.path, contents: Self.magic)
         defer { try? FileManager.default.removeItem(at: path) }
         let handle = try FileHandle(forWritingTo: path)
         try handle.truncate(atOffset: 2 << 30)  // sparse: no disk used

@@ -1,4 +1,5 @@
 import Authenticators
+import EmbeddedEngine
 import Foundation
 import KeychainServices
 import LocalAuthentication

@@ -1,4 +1,5 @@
 import Authenticators
+import EmbeddedEngine
 import Foundation
 import SecurityProtocol
 import KeychainServices
@@ -26,7 +27,7 @@ struct ContextOwnershipTests {
             let id = try context.authenticationContextID()
 
             // The other client names the same context: refused, whatever it asks.
-            try KeychainClientSelection.$current.withValue(other) {
+            KeychainClientSelection.$current.withValue(other) {
                 #expect(readProtected("owned", context: context).status == errSecAuthFailed)
                 #expect(throws: KeychainStatus.self) {
                     _ = try other.sendBlocking(.sign(handle: Data(), digest: Data(count: 32), context: id))

@@ -1,3 +1,4 @@
+import Authenticators
 import Foundation
 import SecurityClient
 import SecurityServer
@@ -57,6 +58,37 @@ struct LactlUnlockTests {
         #expect(accepted == 0)
         #expect(!screen.contains("secret"))
         #expect(try isLocked(world) == false)
+    }
+
+    /// `lactl passcode verify` checks through the PAM service and directory the environment names (`LA_PAM_SERVICE`,
+    /// `LA_PAM_CONFDIR`, as `lactl status` reports them); before, it always used /etc/pam.d/local-authentication.
+    @Test func passcodeVerifyUsesTheEnvironmentsPAMService() throws {
+        let world = try LocalAuthenticationWorld(reader: false, user: AuthenticationConfiguration.currentUsername())
+        defer { world.directory.remove() }
+        let (wrong, wrongScreen) = try runLactlOnTerminal("passcode verify", world: world, typing: "guess\r")
+        #expect(wrong != 0, "\(wrongScreen)")
+        #expect(!wrongScreen.contains("passcode accepted"), "\(wrongScreen)")
+        let (right, screen) = try runLactlOnTerminal("passcode verify", world: world, typing: "secret\r")
+        #expect(right == 0, "\(screen)")
+        #expect(screen.contains("passcode accepted"), "\(screen)")
+    }
+
+    /// `lactl keychain lock` says when the lock protects nothing yet (the keychain not sealed under the passcode),
+    /// and says nothing of the kind once a passcode unlock sealed it.
+    @Test func lockSaysWhenTheKeychainIsNotYetSealedUnderThePasscode() throws {
+        let world = try LocalAuthenticationWorld(reader: false, user: AuthenticationConfiguration.currentUsername())
+        defer { world.directory.remove() }
+        let (unsealed, unsealedScreen) = try runLactlOnTerminal("keychain lock", world: world, typing: nil)
+        #expect(unsealed == 0, "\(unsealedScreen)")
+        #expect(unsealedScreen.contains("not yet sealed under the passcode"), "\(unsealedScreen)")
+        #expect(try isLocked(world))
+
+        let (accepted, screen) = try unlock(world: world, typing: "secret\r")  // seals under "secret"
+        #expect(accepted == 0, "\(screen)")
+        let (sealed, sealedScreen) = try runLactlOnTerminal("keychain lock", world: world, typing: nil)
+        #expect(sealed == 0, "\(sealedScreen)")
+        #expect(!sealedScreen.contains("not yet sealed"), "\(sealedScreen)")
+        #expect(try isLocked(world))
     }
 
     /// The account's passcode changed with `passwd` (here: pam_matrix's file): `lactl passcode changed` asks for
@@ -124,7 +156,7 @@ struct LactlEnrollmentTests {
         let scans = Task { try await world.socket.send(Array(repeating: "SCAN finger-1", count: 5)) }
         let (enrolled, screen) = try runLactlOnTerminal(
             "biometry enroll --finger left-index", world: world, typing: "secret\r", readerDrivers: "virtual_device")
-        try await scans.value
+        _ = try await scans.value
         #expect(enrolled == 0, "\(screen)")
         #expect(screen.contains("Enrolled left-index as "))
         #expect(!screen.contains("secret"))

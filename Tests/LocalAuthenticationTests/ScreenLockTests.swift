@@ -1,3 +1,4 @@
+import Authenticators
 import Foundation
 import SecurityClient
 import SecurityProtocol

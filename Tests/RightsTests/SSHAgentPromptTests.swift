@@ -41,14 +41,14 @@ extension SSHAgentTests {
 
         let scan = Task { try await world.socket.send("SCAN alice-1") }
         #expect(try run(keygen, sign, environment: ssh).0 == 0, "the first signature needs the finger")
-        try await scan.value
+        _ = try await scan.value
         try FileManager.default.removeItem(atPath: message + ".sig")
         #expect(try run(keygen, sign, environment: ssh).0 == 0, "ssh-keygen signs again within the window, no scan")
 
         // ssh-add -T signs a test message: another program, so it is asked, and a stranger's finger refuses it.
         let stranger = Task { try await world.socket.send("SCAN mallory") }
         #expect(try run(URL(fileURLWithPath: "/usr/bin/ssh-add"), ["-T", publicKey], environment: ssh).0 != 0)
-        try await stranger.value
+        _ = try await stranger.value
 
         // Locking the agent drops every kept approval: after unlocking, ssh-keygen is asked again.
         let passphrase = Array("pass".utf8)
@@ -58,7 +58,7 @@ extension SSHAgentTests {
         try FileManager.default.removeItem(atPath: message + ".sig")
         let afterLock = Task { try await world.socket.send("SCAN mallory") }
         #expect(try run(keygen, sign, environment: ssh).0 != 0, "asked again after a lock; a stranger's finger refuses")
-        try await afterLock.value
+        _ = try await afterLock.value
         let log = (try? String(contentsOfFile: world.directory + "/agent.log", encoding: .utf8)) ?? ""
         #expect(log.contains("approval kept 60 s for ssh-keygen"))
         #expect(log.contains("(approval kept, "))
@@ -89,14 +89,14 @@ extension SSHAgentTests {
         let sign = ["-Y", "sign", "-n", "file", "-f", publicKey, "-U", message]
         let scan = Task { try await world.socket.send("SCAN alice-1") }
         #expect(try run(URL(fileURLWithPath: keygen), sign, environment: ssh).0 == 0, "the first one needs the finger")
-        try await scan.value
+        _ = try await scan.value
         try FileManager.default.removeItem(atPath: message + ".sig")
 
         var injected = ssh
         injected["LD_LIBRARY_PATH"] = world.directory
         let stranger = Task { try await world.socket.send("SCAN mallory") }
         #expect(try run(URL(fileURLWithPath: keygen), sign, environment: injected).0 != 0, "asked: loader steered")
-        try await stranger.value
+        _ = try await stranger.value
         #expect(!FileManager.default.fileExists(atPath: message + ".sig"))
 
         if FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare") {
@@ -104,7 +104,7 @@ extension SSHAgentTests {
             #expect(
                 try run(URL(fileURLWithPath: "/usr/bin/unshare"), ["-Urm", keygen] + sign, environment: ssh).0 != 0,
                 "asked: another mount namespace")
-            try await another.value
+            _ = try await another.value
             #expect(!FileManager.default.fileExists(atPath: message + ".sig"))
         }
 

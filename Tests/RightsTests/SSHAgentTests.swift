@@ -1,3 +1,5 @@
+import Authenticators
+import EmbeddedEngine
 import Foundation
 import SecurityClient
 import SecurityProtocol
@@ -82,7 +84,7 @@ struct SSHAgentTests {
         process.environment = environment(world)
         let output = Pipe()
         process.standardOutput = output
-        FileManager.default.createFile(atPath: world.directory + "/agent.log", contents: nil)
+        _ = FileManager.default.createFile(atPath: world.directory + "/agent.log", contents: nil)
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: world.directory + "/agent.log"))
         try process.run()
         let first = output.fileHandleForReading.availableData
@@ -119,7 +121,7 @@ struct SSHAgentTests {
         let keygen = URL(fileURLWithPath: "/usr/bin/ssh-keygen")
         let scan = Task { try await world.socket.send("SCAN alice-1") }
         let (signed, _) = try run(keygen, ["-Y", "sign", "-n", "file", "-f", publicKey, "-U", message], environment: ssh)
-        try await scan.value
+        _ = try await scan.value
         #expect(signed == 0)
         let allowed = world.directory + "/allowed_signers"
         try "alice \(line)".write(toFile: allowed, atomically: true, encoding: .utf8)
@@ -132,7 +134,7 @@ struct SSHAgentTests {
         try? FileManager.default.removeItem(atPath: message + ".sig")
         let stranger = Task { try await world.socket.send("SCAN mallory") }
         let (refused, _) = try run(keygen, ["-Y", "sign", "-n", "file", "-f", publicKey, "-U", message], environment: ssh)
-        try await stranger.value
+        _ = try await stranger.value
         #expect(refused != 0)
         #expect(!FileManager.default.fileExists(atPath: message + ".sig"))
 
@@ -216,7 +218,7 @@ struct SSHAgentTests {
         let scan = Task { try await world.socket.send("SCAN alice-1") }
         let (loggedIn, _) = try run(client, login, environment: ssh)
         #expect(loggedIn == 0, "logged in after the finger; sshd said: \((try? String(contentsOfFile: sshdLog, encoding: .utf8)) ?? "")")
-        try await scan.value
+        _ = try await scan.value
 
         let restarted = try await changeFingers(world, stopping: agent, socket: socket)
         defer { restarted.terminate() }

@@ -68,7 +68,7 @@ struct SecretTests {
         let password = SecureBytes(Array("correct horse".utf8))
         var frame = KeychainRequest.exportBackup(password: password).encoded()
         let decoded = try KeychainRequest(decoding: frame)
-        frame.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) }
+        frame.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0) }
         guard case .exportBackup(let decodedPassword) = decoded else {
             Issue.record("decoded \(decoded)")
             return
@@ -81,7 +81,7 @@ struct SecretTests {
         let secret = SecureBytes(Array("hunter2".utf8))
         var frame = KeychainRequest.add(["class": .string("genp"), "v_Data": .secret(secret)]).encoded()
         let decoded = try KeychainRequest(decoding: frame)
-        frame.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) }
+        frame.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0) }
         guard case .add(let attributes) = decoded, case .secret(let data)? = attributes["v_Data"] else {
             Issue.record("decoded \(decoded)")
             return
@@ -94,7 +94,7 @@ struct SecretTests {
         let passcode = SecureBytes(Array("1234".utf8))
         var frame = PromptAnswer(request: 7, .answer(question: 1, passcode)).encoded()
         let decoded = try PromptAnswer(decoding: frame)
-        frame.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) }
+        frame.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0) }
         guard case .answer(let question, let secret?) = decoded.kind else {
             Issue.record("decoded \(decoded)")
             return

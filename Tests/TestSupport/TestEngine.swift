@@ -1,3 +1,5 @@
+import Authenticators
+import EmbeddedEngine
 import Enclave
 import Foundation
 import SecurityClient

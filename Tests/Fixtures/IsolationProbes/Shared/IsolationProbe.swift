@@ -1,3 +1,4 @@
+import EmbeddedEngine
 import Foundation
 import KeychainServices
 import LocalAuthentication

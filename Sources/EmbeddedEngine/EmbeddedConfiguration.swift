@@ -1,4 +1,5 @@
 import Foundation
+import SecurityClient
 import StoreFiles
 
 /// Where an embedded client keeps its store and which access groups its caller holds.
@@ -35,16 +36,12 @@ package struct EmbeddedConfiguration: Sendable, Hashable {
     /// The configuration from the environment:
     /// - store: `$LA_DATA_DIR`, else `$XDG_DATA_HOME/local-authentication`, else
     ///   `~/.local/share/local-authentication`;
-    /// - access groups: `$LA_ACCESS_GROUPS` (comma-separated), else one group named after the executable
-    ///   (`local.<executable name>`), the way an app's default group is its application identifier.
+    /// - access groups: ``ClientSelection/accessGroups(_:)`` (`$LA_ACCESS_GROUPS`, else `local.<executable name>`).
     package static func fromEnvironment(
         _ environment: [String: String] = ProcessInfo.processInfo.environment
     ) -> EmbeddedConfiguration {
         EmbeddedConfiguration(
-            dataDirectory: defaultDataDirectory(environment),
-            accessGroups: environment["LA_ACCESS_GROUPS"].map {
-                $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-            } ?? [defaultAccessGroup()])
+            dataDirectory: defaultDataDirectory(environment), accessGroups: ClientSelection.accessGroups(environment))
     }
 
     /// `$LA_DATA_DIR`, `$XDG_DATA_HOME/local-authentication` or `~/.local/share/local-authentication`
@@ -54,12 +51,18 @@ package struct EmbeddedConfiguration: Sendable, Hashable {
     ) -> URL {
         DataLocations.dataDirectory(environment)
     }
+}
 
-    /// `local.<name of the running executable>`.
-    package static func defaultAccessGroup() -> String {
-        let executable =
-            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-            ?? CommandLine.arguments.first ?? "unknown"
-        return "local." + URL(fileURLWithPath: executable).lastPathComponent
+extension ClientSelection {
+    /// The process's default client: the daemon's (``daemonClient(socket:mayAccessAllGroups:)``) or the embedded
+    /// engine on the default store, prompting on the terminal when there is one.
+    ///
+    /// - Throws: `KeychainStatus(.notAvailable)` when the configured daemon cannot be reached or the store cannot
+    ///   be opened.
+    package static func fromEnvironment(mayAccessAllGroups: Bool = false) throws -> any SecurityClient {
+        switch mode() {
+        case .embedded: try EmbeddedClient.fromEnvironment(mayAccessAllGroups: mayAccessAllGroups)
+        case .daemon(let socket): try daemonClient(socket: socket, mayAccessAllGroups: mayAccessAllGroups)
+        }
     }
 }

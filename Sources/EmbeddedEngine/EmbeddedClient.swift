@@ -1,4 +1,6 @@
+import Authenticators
 import Foundation
+import SecurityClient
 import SecurityProtocol
 import SecurityServer
 import Synchronization

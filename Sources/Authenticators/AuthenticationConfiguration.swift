@@ -1,4 +1,3 @@
-import Authenticators
 import Foundation
 import StoreFiles
 
