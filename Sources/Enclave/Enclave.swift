@@ -47,14 +47,14 @@ package final class Enclave: Sendable {
     let rootKeys: RootKeyStore
     /// Enclave keys opened recently (see `EnclaveKey.swift`).
     let keyCache = EnclaveKeyCache()
-    private let statePath: String
-    private let keybagPath: String
-    private let bootID: String
+    let statePath: String
+    let keybagPath: String
+    let bootID: String
     /// Where a protected store's unlocked keys are (named by this store's identity).
-    private let unlockedKeys: any UnlockedKeyStore
-    private let state: Mutex<State>
+    let unlockedKeys: any UnlockedKeyStore
+    let state: Mutex<State>
 
-    private struct State {
+    struct State {
         var persisted: PersistedState
         var stamp: FileStamp?
         var classKeys: [ProtectionClass: SecureBytes] = [:]
@@ -73,13 +73,13 @@ package final class Enclave: Sendable {
         var openers: [ProtectionClass: AESGCM.Opener] = [:]
     }
 
-    private struct PersistedState: Codable, Equatable {
+    struct PersistedState: Codable, Equatable {
         var locked: Bool
         var unlockBootID: String?
         var passcodeSet: Bool
     }
 
-    private struct FileStamp: Equatable {
+    struct FileStamp: Equatable {
         var inode: UInt64
         var size: Int64
         var seconds: Int
@@ -94,7 +94,7 @@ package final class Enclave: Sendable {
     }
 
     /// A file held open by descriptor, to tell cheaply whether it is still the one under its name.
-    private final class OpenFile: Sendable {
+    final class OpenFile: Sendable {
         private let descriptor: Int32
 
         /// `path` opened for reading (not through a symbolic link); nil when it cannot be.
@@ -113,12 +113,12 @@ package final class Enclave: Sendable {
         }
     }
 
-    private static let keyByteCount = 32
-    private static let keyNames = ProtectionClass.allCases.map(\.rawValue) + ["metadata", "index", "attempts", "store-id"]
+    static let keyByteCount = 32
+    static let keyNames = ProtectionClass.allCases.map(\.rawValue) + ["metadata", "index", "attempts", "store-id"]
     /// The keybag format: version 2 binds the version into every entry, so an entry can never be read as one of an
     /// older keybag (which would let the attempt key be dropped and made afresh); version 3 adds the passcode layer
     /// (and two-byte entry sizes) and holds the passcode classes' keys only under it.
-    private static let keybagVersion = 3
+    static let keybagVersion = 3
 
     /// Opens the key store in `directory`, creating the directory (0700), the root key and the keybag on first use.
     ///
@@ -377,20 +377,20 @@ package final class Enclave: Sendable {
     }
 
     /// The TPM the store's root key is sealed to, which seals its passcode layer too.
-    private var tpm: TPM? {
+    var tpm: TPM? {
         if case .tpm(let tpm) = rootKeys.backend { return tpm }
         return nil
     }
 
     /// `changingState` with the root key loaded (the state written records an unlock when `change` stored unlocked
     /// keys).
-    private func changingKeybag(_ change: (inout State, SecureBytes) throws -> Void) throws {
+    func changingKeybag(_ change: (inout State, SecureBytes) throws -> Void) throws {
         let rootKey = try rootKeys.load()
         try changingState { state in try change(&state, rootKey) }
     }
 
     /// Puts the passcode classes' keys where unlocked keys are kept, and marks the store unlocked in this boot.
-    private func storeUnlocked(_ keys: [ProtectionClass: SecureBytes], _ state: inout State) throws {
+    func storeUnlocked(_ keys: [ProtectionClass: SecureBytes], _ state: inout State) throws {
         for slot in UnlockedSlot.allCases {
             var joined = SecureBytes(zeros: 0)
             for protectionClass in PasscodeProtection.classes(in: slot) { joined = joined.appending(keys[protectionClass]!) }
@@ -401,7 +401,7 @@ package final class Enclave: Sendable {
     }
 
     /// The passcode classes' keys of a store not protected yet, from their root-only copies.
-    private func rootSealedPasscodeClassKeys(_ state: State, rootKey: SecureBytes) throws -> [ProtectionClass: SecureBytes] {
+    func rootSealedPasscodeClassKeys(_ state: State, rootKey: SecureBytes) throws -> [ProtectionClass: SecureBytes] {
         var keys: [ProtectionClass: SecureBytes] = [:]
         for protectionClass in PasscodeProtection.classes {
             guard let wrapped = state.wrappedClassKeys[protectionClass] else {
@@ -414,7 +414,7 @@ package final class Enclave: Sendable {
 
     /// Seals `keys` under `passcode` (and the TPM, on that backend) and makes that the keybag's passcode layer.
     @discardableResult
-    private func seal(
+    func seal(
         _ state: inout State, _ keys: [ProtectionClass: SecureBytes], passcode: SecureBytes, rootKey: SecureBytes
     ) throws -> [ProtectionClass: SecureBytes] {
         try write(&state, try PasscodeProtection.seal(keys, passcode: passcode, rootKey: rootKey, tpm: tpm))
@@ -423,7 +423,7 @@ package final class Enclave: Sendable {
 
     /// Rewrites the keybag with `protection` as its passcode layer, without root-only copies of the passcode
     /// classes (a store being protected) or an earlier layer's entries.
-    private func write(_ state: inout State, _ protection: PasscodeProtection) throws {
+    func write(_ state: inout State, _ protection: PasscodeProtection) throws {
         try rewriteKeybag(&state) { entries in
             for protectionClass in PasscodeProtection.classes { entries[protectionClass.rawValue] = nil }
             for name in PasscodeProtection.entryNames { entries[name] = nil }
@@ -434,7 +434,7 @@ package final class Enclave: Sendable {
     }
 
     /// Reads the keybag's entries, applies `edit` and writes them back (atomically), noting the file as read.
-    private func rewriteKeybag(_ state: inout State, _ edit: (inout [String: Data]) -> Void) throws {
+    func rewriteKeybag(_ state: inout State, _ edit: (inout [String: Data]) -> Void) throws {
         var entries = try Self.decodeKeybag(try Self.readFile(keybagPath)).1
         edit(&entries)
         try Self.writeFileAtomically(Self.encodeKeybag(entries), to: keybagPath)
@@ -484,13 +484,13 @@ package final class Enclave: Sendable {
         }
     }
 
-    private func classKey(_ protectionClass: ProtectionClass) throws -> SecureBytes {
+    func classKey(_ protectionClass: ProtectionClass) throws -> SecureBytes {
         try state.withLock { state in try classKey(protectionClass, in: &state) }
     }
 
     /// The decryption context of `protectionClass`'s current key: the lock state is checked as for the key itself,
     /// and a context keyed with another key (a lock and unlock changed it) is made anew.
-    private func classOpener(_ protectionClass: ProtectionClass) throws -> AESGCM.Opener {
+    func classOpener(_ protectionClass: ProtectionClass) throws -> AESGCM.Opener {
         try state.withLock { state in
             let key: SecureBytes
             do {
@@ -510,7 +510,7 @@ package final class Enclave: Sendable {
         }
     }
 
-    private func classKey(_ protectionClass: ProtectionClass, in state: inout State) throws -> SecureBytes {
+    func classKey(_ protectionClass: ProtectionClass, in state: inout State) throws -> SecureBytes {
         try refresh(&state)
         if let key = state.classKeys[protectionClass] { return key }
         if protectionClass == .whenPasscodeSetThisDeviceOnly && !state.persisted.passcodeSet
@@ -528,7 +528,7 @@ package final class Enclave: Sendable {
     }
 
     /// A protected store's passcode class key, from where unlocked keys are kept; nil while locked.
-    private func unlockedKey(_ protectionClass: ProtectionClass) -> SecureBytes? {
+    func unlockedKey(_ protectionClass: ProtectionClass) -> SecureBytes? {
         let slot: UnlockedSlot = protectionClass.availability == .unlocked ? .unlocked : .afterFirstUnlock
         let classes = PasscodeProtection.classes(in: slot)
         guard let index = classes.firstIndex(of: protectionClass), let keys = unlockedKeys.read(slot),
@@ -536,231 +536,4 @@ package final class Enclave: Sendable {
         else { return nil }
         return keys.slice(index * Self.keyByteCount..<(index + 1) * Self.keyByteCount)
     }
-
-    // MARK: State file
-
-    private func updateState(_ change: (inout PersistedState) -> Void) throws {
-        try changingState { change(&$0.persisted) }
-    }
-
-    /// Runs `change` under the enclave's file lock on the state as the files hold it now, then writes the state
-    /// file and re-reads it (other processes see the change by the state file's new stamp).
-    private func changingState(_ change: (inout State) throws -> Void) throws {
-        let lock = try Self.files { try FileLock(path: directory.appendingPathComponent("enclave.lock").path) }
-        defer { lock.unlock() }
-        try state.withLock { state in
-            state.stamp = nil
-            try refresh(&state)
-            try change(&state)
-            try Self.writeFileAtomically(JSONEncoder().encode(state.persisted), to: statePath)
-            state.stamp = nil
-            try refresh(&state)
-        }
-    }
-
-    /// Re-reads the state file when it changed (and then the keybag, when another process rewrote it), and brings the
-    /// set of class keys in memory in line with it. A protected store keeps only `dk`/`dku` here; its passcode classes
-    /// are read from where unlocked keys are kept, on each use, so a lock by another process counts at once.
-    ///
-    /// The state file read last is held open, so the check on each use is one `fstat` of it, with no path to walk:
-    /// it is the file under the name as long as it is still linked with the stamp it had (a rewrite renames a new
-    /// file over it, which unlinks it; a deletion unlinks it; a write into it changes its size or times). Only when
-    /// that fails is the name looked up again.
-    private func refresh(_ state: inout State) throws {
-        if let file = state.stateFile, let known = state.stamp, file.linkedStamp == known { return }
-        let file = OpenFile(statePath)
-        state.stateFile = file
-        let stamp = file?.linkedStamp
-        if stamp == state.stamp && stamp != nil { return }
-        // A state file that vanished or does not decode means locked (keeping what else it said).
-        if stamp != nil, let data = try? Self.readFile(statePath),
-            let persisted = try? JSONDecoder().decode(PersistedState.self, from: data)
-        {
-            state.persisted = persisted
-        } else {
-            state.persisted.locked = true
-        }
-        state.stamp = stamp
-        // Another process may have changed the keybag (it rewrites the keybag, then the state file): protected it
-        // (from then on the root-only copies are gone), re-sealed it under a new passcode, or destroyed `akpu`.
-        let keybagStamp = Self.stamp(of: keybagPath)
-        if keybagStamp != state.keybagStamp {
-            let entries = try Self.decodeKeybag(try Self.readFile(keybagPath)).1
-            if let protection = try PasscodeProtection(entries: entries) {
-                state.protection = protection
-                for protectionClass in PasscodeProtection.classes { state.wrappedClassKeys[protectionClass] = nil }
-            } else if state.protection == nil {
-                for protectionClass in PasscodeProtection.classes {
-                    // A class key made afresh (akpu destroyed) replaces the one in memory.
-                    if state.wrappedClassKeys[protectionClass] != entries[protectionClass.rawValue] {
-                        state.classKeys[protectionClass] = nil
-                    }
-                    state.wrappedClassKeys[protectionClass] = entries[protectionClass.rawValue]
-                }
-            }
-            state.keybagStamp = keybagStamp
-        }
-        let afterFirstUnlock = !state.persisted.locked || state.persisted.unlockBootID == bootID
-        var wanted: Set<ProtectionClass> = []
-        for protectionClass in ProtectionClass.allCases {
-            let available: Bool
-            switch protectionClass.availability {
-            case .always: available = true
-            case .afterFirstUnlock: available = afterFirstUnlock && state.protection == nil
-            case .unlocked: available = !state.persisted.locked && state.protection == nil
-            }
-            if available && (protectionClass != .whenPasscodeSetThisDeviceOnly || state.persisted.passcodeSet) {
-                wanted.insert(protectionClass)
-            }
-        }
-        for protectionClass in state.classKeys.keys where !wanted.contains(protectionClass) {
-            state.classKeys[protectionClass] = nil
-        }
-        let missing = wanted.filter { state.classKeys[$0] == nil }
-        if missing.isEmpty { return }
-        let rootKey = try rootKeys.load()
-        for protectionClass in missing {
-            guard let wrapped = state.wrappedClassKeys[protectionClass] else {
-                throw EnclaveError(.corrupt, "the keybag does not hold every key")
-            }
-            state.classKeys[protectionClass] = try Self.unwrap(wrapped, name: protectionClass.rawValue, rootKey: rootKey)
-        }
-    }
-
-    // MARK: Files
-
-    private static func keybagBinding(_ name: String, version: Int) -> Data {
-        Data("la.keybag.v\(version):\(name)".utf8)
-    }
-
-    private static func seal(_ key: SecureBytes, name: String, rootKey: SecureBytes) throws -> Data {
-        try AESGCM.seal(key, using: rootKey, authenticating: keybagBinding(name, version: keybagVersion)).combined
-    }
-
-    private static func unwrap(
-        _ wrapped: Data, name: String, version: Int = keybagVersion, rootKey: SecureBytes
-    ) throws -> SecureBytes {
-        do {
-            return try AESGCM.open(
-                AESGCM.SealedBox(combined: wrapped), using: rootKey, authenticating: keybagBinding(name, version: version))
-        } catch {
-            throw EnclaveError(.corrupt, "the keybag does not open with this device key")
-        }
-    }
-
-    /// Version 3: `LAKB3`, then per entry its name (a one-byte size) and value (a two-byte size, big-endian).
-    private static func encodeKeybag(_ wrapped: [String: Data]) -> Data {
-        var out = Data("LAKB\(keybagVersion)".utf8)
-        for name in wrapped.keys.sorted() {
-            let nameBytes = Data(name.utf8)
-            let value = wrapped[name]!
-            out.append(UInt8(nameBytes.count))
-            out.append(nameBytes)
-            out.append(contentsOf: [UInt8(value.count >> 8), UInt8(value.count & 0xFF)])
-            out.append(value)
-        }
-        return out
-    }
-
-    /// The keybag's version (1, 2 or 3, from its magic) and its entries by name. Versions 1 and 2 size values in
-    /// one byte.
-    private static func decodeKeybag(_ data: Data) throws -> (Int, [String: Data]) {
-        let bytes = [UInt8](data)
-        guard bytes.count >= 5, Data(bytes[0..<4]) == Data("LAKB".utf8),
-            (UInt8(ascii: "1")...UInt8(ascii: "3")).contains(bytes[4])
-        else {
-            throw EnclaveError(.corrupt, "the keybag file is not a keybag")
-        }
-        let version = Int(bytes[4] - UInt8(ascii: "0"))
-        var result: [String: Data] = [:]
-        var offset = 5
-        func field(sizeBytes: Int) throws -> Data {
-            guard offset + sizeBytes <= bytes.count else { throw EnclaveError(.corrupt, "the keybag file is truncated") }
-            let count = bytes[offset..<offset + sizeBytes].reduce(0) { $0 << 8 | Int($1) }
-            guard offset + sizeBytes + count <= bytes.count else {
-                throw EnclaveError(.corrupt, "the keybag file is truncated")
-            }
-            defer { offset += sizeBytes + count }
-            return Data(bytes[(offset + sizeBytes)..<(offset + sizeBytes + count)])
-        }
-        while offset < bytes.count {
-            let name = String(decoding: try field(sizeBytes: 1), as: UTF8.self)
-            guard result.updateValue(try field(sizeBytes: version >= 3 ? 2 : 1), forKey: name) == nil else {
-                throw EnclaveError(.corrupt, "the keybag names a key twice")
-            }
-        }
-        return (version, result)
-    }
-
-    /// Checks that a current keybag holds exactly its keys: every class key under the root key, or (protected)
-    /// `dk`/`dku` under the root key and the rest under the passcode.
-    private static func checkEntries(_ entries: [String: Data], protected: Bool) throws {
-        var required = Set(keyNames)
-        var optional: Set<String> = []
-        if protected {
-            required.subtract(PasscodeProtection.classes.map(\.rawValue))
-            required.formUnion(PasscodeProtection.entryNames)
-            // A TPM-held part only on the TPM backend; no akpu key while the passcode is unusable.
-            optional = ["passcode-tpm", "pc:" + ProtectionClass.whenPasscodeSetThisDeviceOnly.rawValue]
-            required.subtract(optional)
-        }
-        let names = Set(entries.keys)
-        guard required.isSubset(of: names), names.isSubset(of: required.union(optional)) else {
-            throw EnclaveError(.corrupt, "the keybag does not hold every key")
-        }
-    }
-
-    /// The name a store's unlocked keys go by: its keybag's random identity and the directory's device and inode,
-    /// so a copy of the directory (or another store) never finds them.
-    private static func identity(of directory: URL, id: SecureBytes) throws -> String {
-        var info = stat()
-        guard stat(directory.path, &info) == 0 else { throw EnclaveError(.io, "cannot read the store directory") }
-        let digest = SHA256.hash(id.unprotectedData() + Data("\(info.st_dev):\(info.st_ino)".utf8))
-        return digest.prefix(16).map { String(format: "%02x", $0) }.joined()
-    }
-
-    /// Runs a store-file operation, reporting its failure as `EnclaveError.io`.
-    static func files<Result: ~Copyable>(_ body: () throws -> Result) throws -> Result {
-        do {
-            return try body()
-        } catch let failure as PrivateFileError {
-            throw EnclaveError(.io, failure.message)
-        }
-    }
-
-    static func createPrivateDirectory(_ directory: URL) throws {
-        do {
-            try FileManager.default.createDirectory(
-                at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        } catch {
-            throw EnclaveError(.io, "cannot create the store directory")
-        }
-        chmod(directory.path, 0o700)
-    }
-
-    static func readFile(_ path: String) throws -> Data {
-        guard let data = try? PrivateFiles.read(path) else {
-            throw EnclaveError(.io, "cannot read \((path as NSString).lastPathComponent)")
-        }
-        return data
-    }
-
-    /// Writes `data` to a fresh 0600 file and renames it over `path`, so readers see the old or the new file.
-    static func writeFileAtomically(_ data: Data, to path: String) throws {
-        try files { try PrivateFiles.writeAtomically(data, to: path) }
-    }
-
-    private static func stamp(of path: String) -> FileStamp? {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
-        return FileStamp(info)
-    }
-
-    private static func currentBootID() -> String {
-        guard let data = FileManager.default.contents(atPath: "/proc/sys/kernel/random/boot_id") else {
-            return "unknown-boot"
-        }
-        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-    }
 }
-
