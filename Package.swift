@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.2
 // Apple's LocalAuthentication and Keychain Services for Swift programs on Linux.
 // Layout and responsibilities: docs/ARCHITECTURE.md.
 
@@ -57,10 +57,11 @@ let package = Package(
         .systemLibrary(
             name: "CKeyutils", pkgConfig: "libkeyutils",
             providers: [.apt(["libkeyutils-dev"])]),
-        // libc's accept4 (not in Swift's Glibc module): localauthd's lane accepts close-on-exec.
-        .systemLibrary(name: "CSocket"),
+        // What Swift's Glibc module leaves out, compiled: accept4, memfd seals and descriptor passing for the lane,
+        // its mailbox's atomics, thread names, the kernel's process events.
+        .target(name: "CSocket"),
         // sqlite3_config for localauthd (variadic, so not callable from Swift).
-        .systemLibrary(name: "CSQLiteSettings"),
+        .target(name: "CSQLiteSettings", linkerSettings: [.linkedLibrary("sqlite3")]),
         // GLib's D-Bus (GDBus): the fprintd backend's client (CFprintd), in C.
         .systemLibrary(
             name: "CGio", pkgConfig: packagePkgConfig("Sources/CGio/la-gio-2.0.pc"),
@@ -72,8 +73,11 @@ let package = Package(
             name: "CTSS2", pkgConfig: "tss2-esys",
             providers: [.apt(["libtss2-dev"])]),
 
+        // What Swift cannot call in libcrypto directly, compiled: a macro, HMAC from prepared states, AES-GCM
+        // decryption through the provider's functions with EVP as the fallback.
+        .target(name: "COpenSSLShims", dependencies: ["COpenSSL"]),
         // Primitives: P-256, ECDSA, ECDH, Apple ECIES, AES-GCM, HKDF, X9.63 KDF, SecureBytes over OpenSSL 3.
-        .target(name: "SecureCrypto", dependencies: ["COpenSSL"]),
+        .target(name: "SecureCrypto", dependencies: ["COpenSSL", "COpenSSLShims"]),
         // The messages between the public API and the engine, and their one canonical tag-length-value codec.
         .target(name: "SecurityProtocol", dependencies: ["SecureCrypto", "CSocket"]),
         // Private store files: 0700/0600, atomic writes through unpredictable exclusive temporaries, locks, key files.
@@ -87,11 +91,13 @@ let package = Package(
             ]),
         // Secrets: device root key, protection-class keys, enclave-held P-256 keys.
         // A TPM 2.0 through tpm2-tss: sealed data, P-256 keys made and used inside it, its properties.
-        .target(name: "TrustedPlatform", dependencies: ["CTSS2", "SecureCrypto", "StoreFiles"]),
+        // The TPM objects' templates, in C (TPM2B and union fields are awkward to fill from Swift).
+        .target(name: "CTSS2Templates", dependencies: ["CTSS2"]),
+        .target(name: "TrustedPlatform", dependencies: ["CTSS2", "CTSS2Templates", "SecureCrypto", "StoreFiles"]),
         .target(name: "Enclave", dependencies: ["SecureCrypto", "StoreFiles", "TrustedPlatform", "CKeyutils"]),
         // Key attestation: the messages between a TPM's owner and a verifier, and the verifier (X.509 chains,
         // credential protection, certification statements) on OpenSSL alone.
-        .target(name: "KeyAttestation", dependencies: ["SecureCrypto", "COpenSSL"]),
+        .target(name: "KeyAttestation", dependencies: ["SecureCrypto", "COpenSSL", "COpenSSLShims"]),
         // Authenticators: passcodes through PAM, fingerprints through libfprint-2 or fprintd, attempt policy.
         .target(
             name: "Authenticators",

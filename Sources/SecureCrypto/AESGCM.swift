@@ -1,4 +1,5 @@
 internal import COpenSSL
+internal import COpenSSLShims
 import Foundation
 import Synchronization
 
@@ -180,23 +181,33 @@ package enum AESGCM {
         return try context.decrypt(ciphertext, authenticating: authenticatedData)
     }
 
-    /// The cipher functions of the provider that implements one AES-GCM cipher, looked up once: a decryption calls
-    /// them as `EVP_DecryptInit_ex2`, `EVP_DecryptUpdate` and `EVP_DecryptFinal_ex` would, without the parameter
-    /// searches OpenSSL 3.0's EVP layer adds around each call (`la_cipher_functions` in the C shim says more).
+    /// The decryption functions of one AES-GCM cipher, looked up once: its provider's own, called as
+    /// `EVP_DecryptInit_ex2`, `EVP_DecryptUpdate` and `EVP_DecryptFinal_ex` would, without the parameter searches
+    /// OpenSSL 3.0's EVP layer adds around each call; EVP itself when the provider does not give all of them
+    /// (Sources/COpenSSLShims/shims.c says more).
     fileprivate final class ProviderFunctions: @unchecked Sendable {
-        // @unchecked: filled once in init, only read afterwards.
-        let table: UnsafeMutablePointer<la_cipher_functions>
+        // @unchecked: made once in init, only read afterwards.
+        let table: OpaquePointer
 
-        private init(_ cipher: OpaquePointer, name: String) {
-            table = .allocate(capacity: 1)
-            guard la_cipher_functions_load(cipher, table) == 1 else {
-                fatalError("OpenSSL's provider of \(name) lacks a decryption function")
+        private init(_ cipher: OpaquePointer, forcingEVP: Bool = false) {
+            guard let table = la_cipher_functions_new(cipher, forcingEVP ? 1 : 0) else {
+                fatalError("no memory for the AES-GCM functions")
             }
+            self.table = table
         }
 
-        static let aes128 = ProviderFunctions(OpenSSLAlgorithms.aes128GCM, name: "AES-128-GCM")
-        static let aes192 = ProviderFunctions(OpenSSLAlgorithms.aes192GCM, name: "AES-192-GCM")
-        static let aes256 = ProviderFunctions(OpenSSLAlgorithms.aes256GCM, name: "AES-256-GCM")
+        /// Whether decryptions call the provider's functions (else EVP's).
+        var callsProviderDirectly: Bool { la_cipher_functions_direct(table) == 1 }
+
+        static let aes128 = ProviderFunctions(OpenSSLAlgorithms.aes128GCM)
+        static let aes192 = ProviderFunctions(OpenSSLAlgorithms.aes192GCM)
+        static let aes256 = ProviderFunctions(OpenSSLAlgorithms.aes256GCM)
+        /// The EVP path for each key size, as a provider without the functions would get: for the tests.
+        static let evp = [
+            16: ProviderFunctions(OpenSSLAlgorithms.aes128GCM, forcingEVP: true),
+            24: ProviderFunctions(OpenSSLAlgorithms.aes192GCM, forcingEVP: true),
+            32: ProviderFunctions(OpenSSLAlgorithms.aes256GCM, forcingEVP: true),
+        ]
 
         static func forKeyByteCount(_ count: Int) throws -> ProviderFunctions {
             switch count {
@@ -395,6 +406,10 @@ package enum AESGCM {
 }
 
 extension AESGCM {
+    /// Whether openings call the AES-GCM provider's functions directly (OpenSSL's default provider gives them all);
+    /// else they go through EVP.
+    package static var opensThroughProviderFunctions: Bool { ProviderFunctions.aes256.callsProviderDirectly }
+
     /// A decryption context keyed once, for opening many boxes under one key: the key schedule and GHASH key are
     /// made when the opener is, and each opening only sets its nonce (the keychain opens every row key under the
     /// same class key). The context is wiped and freed with the opener; openings are serialized.
@@ -405,11 +420,16 @@ extension AESGCM {
         /// The key, to tell whether this opener still serves a caller's current key.
         private let key: SecureBytes
 
-        /// An opener for `key` (16, 24 or 32 bytes).
+        /// An opener for `key` (16, 24 or 32 bytes); `throughEVP` takes the path a provider without the functions
+        /// gets (for the tests).
         ///
         /// - Throws: `invalidParameter` for another key length, `internalFailure` when OpenSSL fails.
-        package init(key: SecureBytes) throws {
-            let context = try DecryptionContext(functions: ProviderFunctions.forKeyByteCount(key.count))
+        package init(key: SecureBytes, throughEVP: Bool = false) throws {
+            let functions =
+                throughEVP
+                ? try ProviderFunctions.evp[key.count] ?? ProviderFunctions.forKeyByteCount(key.count)
+                : try ProviderFunctions.forKeyByteCount(key.count)
+            let context = try DecryptionContext(functions: functions)
             try key.withUnsafeBytes { try context.setKey($0) }
             self.context = context
             self.key = key

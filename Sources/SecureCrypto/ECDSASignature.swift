@@ -1,4 +1,5 @@
 internal import COpenSSL
+internal import COpenSSLShims
 import Foundation
 
 /// An ECDSA P-256 signature, held in DER (X9.62 `SEQUENCE { r INTEGER, s INTEGER }`) and convertible to and from

@@ -1,4 +1,5 @@
 internal import COpenSSL
+internal import COpenSSLShims
 import Foundation
 
 /// HMAC-SHA256 on OpenSSL 3: one-shot codes through the EVP_MAC interface; a prepared ``Key`` (the blind indexes,

@@ -1,4 +1,5 @@
 internal import COpenSSL
+internal import COpenSSLShims
 import Foundation
 
 /// NIST P-256 (secp256r1, prime256v1) keys over OpenSSL's EVP_PKEY.

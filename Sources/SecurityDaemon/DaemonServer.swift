@@ -291,7 +291,7 @@ package final class DaemonServer: Sendable {
     /// - Throws: when the socket cannot be bound.
     package static func start(_ configuration: DaemonConfiguration) async throws -> DaemonServer {
         // Before the first store opens: SQLite's memory statistics cost a process-wide mutex per allocation.
-        let statistics = la_sqlite_disable_memory_statistics() == SQLITE_OK ? "off" : "on (SQLite was initialized already)"
+        let statistics = la_sqlite_disable_memory_statistics() == 0 ? "off" : "on (SQLite was initialized already)"
         logger.debug("SQLite memory statistics", metadata: ["statistics": "\(statistics)"])
         // Subscribed (and tested) before the first connection rather than during it.
         let events = ProcessEvents.shared == nil ? "unavailable: /proc/<pid>/exe is checked on every request" : "on"

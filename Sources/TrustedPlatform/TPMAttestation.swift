@@ -1,4 +1,5 @@
 import CTSS2
+import CTSS2Templates
 import Foundation
 import SecureCrypto
 

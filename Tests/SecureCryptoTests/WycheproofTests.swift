@@ -154,8 +154,13 @@ struct WycheproofTests {
         #expect(tally.counts["valid/accepted", default: 0] >= 150, "the supported sizes cover most vectors")
     }
 
-    @Test("AES-GCM opener: one keyed context per key opens each 12-byte-nonce vector as AESGCM.open does, after failures too")
-    func aesGCMOpener() throws {
+    /// Through the provider's own functions (the default provider gives them all), and through EVP, the path a
+    /// provider without them gets.
+    @Test(
+        "AES-GCM opener: one keyed context per key opens each 12-byte-nonce vector as AESGCM.open does, after failures too",
+        arguments: [false, true])
+    func aesGCMOpener(throughEVP: Bool) throws {
+        #expect(AESGCM.opensThroughProviderFunctions)
         let file = try Wycheproof<AEADGroup>.load("aes_gcm_test")
         var openers: [String: AESGCM.Opener] = [:]
         var (checked, reused, rejected) = (0, 0, 0)
@@ -163,7 +168,7 @@ struct WycheproofTests {
             for test in group.tests {
                 let key = SecureBytes(Data(hex: test.key))
                 if openers[test.key] != nil { reused += 1 }
-                let opener = try openers[test.key] ?? AESGCM.Opener(key: key)
+                let opener = try openers[test.key] ?? AESGCM.Opener(key: key, throughEVP: throughEVP)
                 openers[test.key] = opener
                 #expect(opener.isKeyed(with: key))
                 #expect(opener.isKeyed(with: SecureBytes(Data(hex: test.key))), "the same bytes in another buffer")
