@@ -15,12 +15,14 @@ void la_openssl_free(void *pointer) {
 
 /*
  * HMAC-SHA256 from prepared states. A code copies each state (a plain struct) and hashes the message, then the inner
- * digest: three or four compressions and no allocation. Through the provider API the same code costs several times
- * more: EVP_MAC_CTX_dup of a keyed context about 6,000 instructions for a 60-byte message, and reusing one context
- * per thread (EVP_MAC_init with the key left NULL) still copies the provider's digest contexts; the keychain computes
- * one on every lookup (its blind index). The low-level SHA-256 calls are deprecated in OpenSSL 3 in favour of EVP
- * but remain part of its API and use the same SHA-NI/AVX2 code; the deprecation warning is silenced here only. They
- * do not go through a provider: with a FIPS provider configured, these codes are not FIPS-validated computations.
+ * digest: three or four compressions and no allocation. The keychain computes one on every lookup (its blind index).
+ * Measured for a 60-byte message (Benchmarks/hmac/hmac-paths.c, OpenSSL 3.0, this package's 2-core VM): these states
+ * 6,790 instructions (callgrind) and about 195 ns; through the provider API, EVP_MAC with one context per thread
+ * re-initialised with its key kept 8,310 and about 320 ns (and a context pool per key, as contexts are not shared
+ * between threads); EVP_MAC_CTX_dup of a keyed context 11,874 and about 730 ns. The low-level SHA-256 calls are
+ * deprecated in OpenSSL 3 in favour of EVP but remain part of its API and use the same SHA-NI/AVX2 code; the
+ * deprecation warning is silenced here only. They do not go through a provider: with a FIPS provider configured,
+ * these codes are not FIPS-validated computations.
  */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
