@@ -2,7 +2,7 @@
 SWIFT ?= swift
 SWIFT_BUILD_FLAGS ?=
 
-.PHONY: bootstrap build pam test demo bench soak fuzz clean install uninstall
+.PHONY: bootstrap build pam test demo bench soak fuzz docs clean install uninstall
 
 bootstrap:
 	@scripts/bootstrap
@@ -22,7 +22,7 @@ pam: bootstrap
 # (swtpm), in five passes over one build (scripts/run-tests): embedded, then the client-facing suites again through
 # a localauthd each world starts (LA_TEST_MODE=daemon), then the keychain, SecKey, rights and examples suites on the
 # TPM enclave backend, then the LAContext and rights suites with a real fprintd owning the reader, embedded and
-# through localauthd.
+# through localauthd. Then the public modules' documentation builds with no DocC warning (`make docs`).
 # The passes run one after the other: they would share the two cores, and timing-bounded tests
 # (prompts cancelled within 5 s) need them.
 test: bootstrap pam
@@ -34,6 +34,7 @@ test: bootstrap pam
 	SWIFT="$(SWIFT)" SWIFT_BUILD_FLAGS="$(SWIFT_BUILD_FLAGS)" scripts/run-tests tpm
 	SWIFT="$(SWIFT)" SWIFT_BUILD_FLAGS="$(SWIFT_BUILD_FLAGS)" scripts/run-tests fprintd
 	SWIFT="$(SWIFT)" SWIFT_BUILD_FLAGS="$(SWIFT_BUILD_FLAGS)" scripts/run-tests fprintd-daemon
+	$(MAKE) --no-print-directory docs
 
 # The ChallengeSigning example end to end: libfprint's virtual reader, a throwaway store, HTTP on loopback.
 # `lactl demo` (the building blocks one by one) stays available: `swift run lactl demo`.
@@ -69,6 +70,18 @@ fuzz: bootstrap
 	FUZZ_TARGET=protocol .build-fuzz/debug/message-fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=4096 .build-fuzz/corpus-protocol
 	FUZZ_TARGET=lane .build-fuzz/debug/message-fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=8192 .build-fuzz/corpus-lane
 	FUZZ_TARGET=registry .build-fuzz/debug/message-fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=8192 .build-fuzz/corpus-registry
+
+# The public modules' documentation (their DocC catalogs and doc comments) as static sites in .build/docs/<Module>,
+# through swift-docc-plugin; docc warns about every link it cannot resolve.
+DOC_TARGETS = LocalAuthentication KeychainServices SwiftKeychain KeyAttestation LocalAuthenticationCombine
+docs: bootstrap
+	mkdir -p .build/docs
+	for target in $(DOC_TARGETS); do \
+		rm -rf .build/docs/$$target; \
+		$(SWIFT) package --allow-writing-to-directory .build/docs \
+			generate-documentation --target $$target --output-path .build/docs/$$target \
+			--transform-for-static-hosting --warnings-as-errors || exit 1; \
+	done
 
 clean:
 	rm -rf .build

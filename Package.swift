@@ -39,6 +39,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         // Combine's API on Linux, for LocalAuthenticationCombine only.
         .package(url: "https://github.com/OpenCombine/OpenCombine", from: "0.14.0"),
+        // `make docs`: the public modules' DocC catalogs (swift package generate-documentation). A plugin only.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
         // Tests only: property-based round trips of every protocol message.
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
     ],
@@ -306,7 +308,8 @@ let package = Package(
         .testTarget(
             name: "SecurityProtocolTests",
             dependencies: [
-                "SecurityProtocol", "SecureCrypto", .product(name: "PropertyBased", package: "swift-property-based"),
+                "SecurityProtocol", "SecureCrypto", "TestSupport",
+                .product(name: "PropertyBased", package: "swift-property-based"),
             ]),
         .testTarget(
             name: "SecureCryptoTests",

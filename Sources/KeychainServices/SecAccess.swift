@@ -85,6 +85,7 @@ public func SecTrustedApplicationCopyData(_ appRef: SecTrustedApplication, _ dat
 /// - Parameters:
 ///   - descriptor: the name a question shows for an item that has no label.
 ///   - trustedlist: ``SecTrustedApplication``s; nil trusts the calling program alone, an empty array no program.
+///   - accessRef: receives the list.
 /// - Returns: `errSecSuccess`; `errSecParam` for an element that is not a ``SecTrustedApplication`` or more than
 ///   64 of them.
 @discardableResult

@@ -117,8 +117,11 @@ public func SecKeyIsAlgorithmSupported(_ key: SecKey, _ operation: SecKeyOperati
 /// Signs `dataToSign` with a private key.
 ///
 /// - Parameters:
+///   - key: the private key (a software key, or an enclave key's handle).
 ///   - algorithm: an ECDSA algorithm. `…Message…` variants hash the input; `…Digest…SHA256` variants take the
 ///     digest itself, exactly 32 bytes (other sizes: `errSecParam`, as Apple's "bad digest size").
+///   - dataToSign: the message or the digest, as `algorithm` says.
+///   - error: receives the failure.
 /// - Returns: the signature (DER for X9.62, 64-byte `r || s` for RFC 4754), or nil: `errSecParam` for an
 ///   algorithm the key does not support or a digest of the wrong size; for an enclave key, the engine's refusal when
 ///   the key's access control is not satisfied (`errSecInteractionNotAllowed`, `errSecAuthFailed`,
@@ -231,8 +234,12 @@ public func SecKeyCreateDecryptedData(
 /// ECDH between a private key and a public key, optionally through the X9.63 KDF.
 ///
 /// - Parameters:
+///   - privateKey: our P-256 private key (a software key, or an enclave key's handle).
+///   - algorithm: `ecdhKeyExchangeStandard`, `ecdhKeyExchangeCofactor` or one of their `…X963SHA256` variants.
+///   - publicKey: the other side's P-256 public key.
 ///   - parameters: for the `…X963SHA256` variants, `kSecKeyKeyExchangeParameterRequestedSize` (required) and
 ///     `kSecKeyKeyExchangeParameterSharedInfo` (optional); ignored by raw ECDH.
+///   - error: receives the failure.
 /// - Returns: Z (32 bytes) or the derived bytes, or nil: `errSecParam` for an unsupported algorithm, a missing or
 ///   invalid requested size, or a public key that is not P-256; for an enclave key, the engine's refusal when the
 ///   key's access control is not satisfied.

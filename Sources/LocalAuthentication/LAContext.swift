@@ -145,9 +145,11 @@ open class LAContext: NSObject, @unchecked Sendable {
 
     /// Whether `policy` can be evaluated now, without prompting; sets ``biometryType`` as a side effect.
     ///
-    /// - Parameter error: receives an `LAError` (as `NSError`) when it cannot: `biometryNotAvailable` (no reader),
-    ///   `biometryNotEnrolled`, `biometryLockout`, `passcodeNotSet` (the PAM service cannot authenticate the user),
-    ///   `companionNotAvailable` (companion, watch and wrist policies), `invalidContext`.
+    /// - Parameters:
+    ///   - policy: the policy to check.
+    ///   - error: receives an `LAError` (as `NSError`) when it cannot: `biometryNotAvailable` (no reader),
+    ///     `biometryNotEnrolled`, `biometryLockout`, `passcodeNotSet` (the PAM service cannot authenticate the user),
+    ///     `companionNotAvailable` (companion, watch and wrist policies), `invalidContext`.
     /// - Blocks the calling thread while it opens the reader and asks PAM whether the account can authenticate.
     @discardableResult
     public func canEvaluatePolicy(_ policy: LAPolicy, error: NSErrorPointer) -> Bool {

@@ -17,7 +17,7 @@ import SwiftKeychain
 // build OpenCombine.
 
 extension LARight {
-    /// Every state change of this right from the moment of subscription, in order (``stateUpdates`` as a
+    /// Every state change of this right from the moment of subscription, in order (`LARight.stateUpdates` as a
     /// publisher; not in Apple's API). It finishes when the right is released.
     public var statePublisher: AnyPublisher<LARight.State, Never> {
         AsyncSequencePublisher { [stateUpdates] in stateUpdates }.eraseToAnyPublisher()
@@ -26,7 +26,7 @@ extension LARight {
 
 extension Keychain {
     /// The keychain's events (items added, updated or deleted in the caller's groups; lock and unlock) from the
-    /// moment of subscription (``events()`` as a publisher; not in Apple's API).
+    /// moment of subscription (`Keychain.events()` as a publisher; not in Apple's API).
     ///
     /// - Throws: `KeychainError` when the keychain cannot be opened.
     public func eventsPublisher() throws -> AnyPublisher<KeychainEvent, Never> {

@@ -3,6 +3,7 @@ import SecureCrypto
 import SecurityProtocol
 @testable import SecurityServer
 import Testing
+import TestSupport
 
 /// The lookup's hot path reads the request's dictionary itself, beside `ItemQuery`'s parser: every query it answers
 /// must get exactly what the general path gives (items, data, persistent references, single or array, or the same
@@ -10,17 +11,7 @@ import Testing
 /// not, synchronizable, return flags, match limits, extra keys), the caller and the lock state.
 @Suite("The lookup's hot path answers as the general path does")
 struct FastPathAgreementTests {
-    /// SplitMix64: small, fast and the same everywhere, so a failure's seed reproduces it.
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
+    typealias Generator = SplitMix64
 
     /// The values each primary-key attribute takes in the store: two of each kind, so queries often name a row.
     static let pool: [String: [KeychainValue]] = [
@@ -105,7 +96,7 @@ struct FastPathAgreementTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let engine = try KeychainEngine(directory: directory)
         let owner = CallerIdentity(accessGroups: ["g1", "g2"])
-        var generator = Generator(state: 0x5EED)
+        var generator = Generator(seed: 0x5EED)
         // Rows in two groups, both synchronizable values, two protection classes.
         var stored = 0
         for index in 0..<160 {
@@ -129,7 +120,7 @@ struct FastPathAgreementTests {
         for round in 0..<2 {
             if round == 1 { _ = try engine.handle(.lock, caller: owner) }  // "ak" rows refuse, "dk" rows answer
             for seed in 0..<5_000 {
-                var generator = Generator(state: UInt64(seed) &* 7919 &+ UInt64(round))
+                var generator = Generator(seed: UInt64(seed) &* 7919 &+ UInt64(round))
                 let query = Self.query(&generator)
                 let caller = Self.pick(callers, &generator)
                 let general = Self.general(engine, query, caller)

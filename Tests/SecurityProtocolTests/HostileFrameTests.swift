@@ -3,6 +3,7 @@ import PropertyBased
 import SecureCrypto
 import SecurityProtocol
 import Testing
+import TestSupport
 
 /// The frame of `value` as ordinary bytes, to cut and corrupt.
 func frameBytes(_ value: some ProtocolCodable) -> [UInt8] {
@@ -43,19 +44,13 @@ extension MessageWriter {
 
 /// A deterministic stream of positions and bytes derived from a frame, for corrupting it reproducibly.
 struct FrameMutations: RandomNumberGenerator {
-    private var state: UInt64
+    private var generator: SplitMix64
 
     init(_ frame: [UInt8]) {
-        state = frame.reduce(0xCBF2_9CE4_8422_2325) { ($0 ^ UInt64($1)) &* 0x100_0000_01B3 }
+        generator = SplitMix64(seed: frame.reduce(0xCBF2_9CE4_8422_2325) { ($0 ^ UInt64($1)) &* 0x100_0000_01B3 })
     }
 
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+    mutating func next() -> UInt64 { generator.next() }
 }
 
 /// Decoding corrupted `bytes` as `T` either fails with the codec's error or gives a value whose frame is exactly
