@@ -18,6 +18,8 @@ pam: bootstrap
 	$(CC) $(PAM_CFLAGS) -shared -fPIC -fvisibility=hidden -o .build/pam/pam_localauth.so PAMModule/pam_localauth.c -lpam
 	$(CC) $(PAM_CFLAGS) -O0 -g -rdynamic -o .build/pam/pam-session-driver PAMModule/pam-session-driver.c -lpam
 
+# The tree's formatting first (.swift-format: `swift format -i -r Sources Tests Benchmarks Examples Fuzz Package.swift`
+# fixes what it reports, but documentation comments on public declarations), then the import and architecture checks.
 # Every test suite, against the real OpenSSL, SQLite, PAM (pam_matrix), libfprint (virtual reader) and a TPM
 # (swtpm), in five passes over one build (scripts/run-tests): embedded, then the client-facing suites again through
 # a localauthd each world starts (LA_TEST_MODE=daemon), then the keychain, SecKey, rights and examples suites on the
@@ -26,6 +28,7 @@ pam: bootstrap
 # The passes run one after the other: they would share the two cores, and timing-bounded tests
 # (prompts cancelled within 5 s) need them.
 test: bootstrap pam
+	$(SWIFT) format lint --strict --recursive Sources Tests Benchmarks Examples Fuzz Package.swift
 	scripts/check-imports
 	scripts/check-architecture
 	$(SWIFT) build --build-tests $(SWIFT_BUILD_FLAGS)

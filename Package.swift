@@ -128,7 +128,10 @@ let package = Package(
         // Public API, ours: the typed Keychain over the same engine.
         .target(
             name: "SwiftKeychain",
-            dependencies: ["KeychainServices", "SecurityClient", "EmbeddedEngine", "SecurityProtocol", "SecureCrypto", "KeyAttestation"]),
+            dependencies: [
+                "KeychainServices", "SecurityClient", "EmbeddedEngine", "SecurityProtocol", "SecureCrypto",
+                "KeyAttestation",
+            ]),
         // Public API: LAContext, LAError, LARight, LAPersistedRight, LARightStore.
         .target(
             name: "LocalAuthentication",
@@ -144,14 +147,17 @@ let package = Package(
             ]),
 
         // A Unix-socket connection's peer as the kernel reports it (SO_PEERCRED): the agent's and the daemon's.
-        .target(name: "SocketPeer", dependencies: ["SecureCrypto", "CSocket", .product(name: "NIOCore", package: "swift-nio")]),
+        .target(
+            name: "SocketPeer",
+            dependencies: ["SecureCrypto", "CSocket", .product(name: "NIOCore", package: "swift-nio")]),
         // The app registry (`<config-directory>/apps.d`): which program is which application, with which groups.
         .target(name: "AppRegistry"),
         // The daemon's server: per-user engines, frames on a Unix socket, one session per connection.
         .target(
             name: "SecurityDaemon",
             dependencies: [
-                "SecurityServer", "Authenticators", "SecureCrypto", "SecurityProtocol", "SocketPeer", "StoreFiles", "AppRegistry", "Enclave", "CSocket", "CSQLiteSettings",
+                "SecurityServer", "Authenticators", "SecureCrypto", "SecurityProtocol", "SocketPeer", "StoreFiles",
+                "AppRegistry", "Enclave", "CSocket", "CSQLiteSettings",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -171,7 +177,8 @@ let package = Package(
         .target(
             name: "SSHAgent",
             dependencies: [
-                "SSHAgentProtocol", "LocalAuthentication", "KeychainServices", "SecurityClient", "SecureCrypto", "SocketPeer",
+                "SSHAgentProtocol", "LocalAuthentication", "KeychainServices", "SecurityClient", "SecureCrypto",
+                "SocketPeer",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]),
@@ -197,7 +204,8 @@ let package = Package(
         .executableTarget(
             name: "la-bench",
             dependencies: [
-                "SecureCrypto", "CPAM", "CFPrint", "EmbeddedEngine", "COpenSSL", "Authenticators", "KeychainStore", "SecurityProtocol", "SecurityServer",
+                "SecureCrypto", "CPAM", "CFPrint", "EmbeddedEngine", "COpenSSL", "Authenticators", "KeychainStore",
+                "SecurityProtocol", "SecurityServer",
                 "SecurityClient", "KeychainServices", "LocalAuthentication", "SSHAgent", "Enclave", "CRawSQLite",
             ],
             path: "Benchmarks/la-bench"),
@@ -209,17 +217,20 @@ let package = Package(
         .target(
             name: "TestSupport",
             dependencies: [
-                "Authenticators", "EmbeddedEngine", "SecureCrypto", "SecurityClient", "SecurityProtocol", "SecurityServer", "AppRegistry",
+                "Authenticators", "EmbeddedEngine", "SecureCrypto", "SecurityClient", "SecurityProtocol",
+                "SecurityServer", "AppRegistry",
                 "Enclave",
             ],
             path: "Tests/TestSupport"),
         .testTarget(
-            name: "AuthenticatorsTests", dependencies: ["Authenticators", "StoreFiles", "SecureCrypto", "SecurityProtocol", "TestSupport"]),
+            name: "AuthenticatorsTests",
+            dependencies: ["Authenticators", "StoreFiles", "SecureCrypto", "SecurityProtocol", "TestSupport"]),
         // LAContext, presenters, contexts and access control against the virtual reader and pam_matrix.
         .testTarget(
             name: "LocalAuthenticationTests",
             dependencies: [
-                "LocalAuthentication", "EmbeddedEngine", "KeychainServices", "SecurityClient", "SecurityProtocol", "SecurityServer",
+                "LocalAuthentication", "EmbeddedEngine", "KeychainServices", "SecurityClient", "SecurityProtocol",
+                "SecurityServer",
                 "Authenticators", "SecureCrypto", "lactl", "TestSupport", "Enclave",
             ]),
         // Keychain tests: semantics, tampering, scale, and two processes / SIGKILL through keychain-stress.
@@ -231,7 +242,8 @@ let package = Package(
         .testTarget(
             name: "KeychainServicesTests",
             dependencies: [
-                "KeychainServices", "EmbeddedEngine", "SwiftKeychain", "SecurityClient", "SecurityProtocol", "SecurityServer",
+                "KeychainServices", "EmbeddedEngine", "SwiftKeychain", "SecurityClient", "SecurityProtocol",
+                "SecurityServer",
                 "KeychainStore", "keychain-stress", "Authenticators", "SecureCrypto",
                 "KeychainWrapperFixture", "TestSupport",
             ],
@@ -239,19 +251,22 @@ let package = Package(
         // A wrapper with its own `Keychain` and `KeychainError`, as open-source ones have: compiles only while
         // KeychainServices exports Apple's names alone.
         .target(
-            name: "KeychainWrapperFixture", dependencies: ["KeychainServices"], path: "Tests/Fixtures/KeychainWrapperFixture"),
+            name: "KeychainWrapperFixture", dependencies: ["KeychainServices"],
+            path: "Tests/Fixtures/KeychainWrapperFixture"),
         // SecKey: software and enclave P-256 keys, access-control-gated private-key operations.
         .testTarget(
             name: "SecKeyTests",
             dependencies: [
-                "KeychainServices", "EmbeddedEngine", "Authenticators", "LocalAuthentication", "SecurityClient", "SecurityProtocol", "SecurityServer",
+                "KeychainServices", "EmbeddedEngine", "Authenticators", "LocalAuthentication", "SecurityClient",
+                "SecurityProtocol", "SecurityServer",
                 "KeychainStore", "Enclave", "SecureCrypto", "TestSupport",
             ]),
         // LARight, LARightStore, LAPersistedRight against the virtual reader and pam_matrix.
         .testTarget(
             name: "RightsTests",
             dependencies: [
-                "LocalAuthentication", "EmbeddedEngine", "SecureCrypto", "KeychainServices", "SecurityClient", "SecurityProtocol", "SecurityServer",
+                "LocalAuthentication", "EmbeddedEngine", "SecureCrypto", "KeychainServices", "SecurityClient",
+                "SecurityProtocol", "SecurityServer",
                 "Authenticators", "lactl", "LocalAuthenticationCombine", "SwiftKeychain", "TestSupport",
             ]),
         // Code that ignores every result of Keychain Services and LocalAuthentication, as Apple's imported functions
@@ -260,7 +275,8 @@ let package = Package(
             name: "discarded-results", dependencies: ["KeychainServices", "LocalAuthentication"],
             path: "Tests/Fixtures/DiscardedResults", swiftSettings: [.unsafeFlags(["-warnings-as-errors"])]),
         // Examples (README.md, "Examples"), built and run as subprocesses by ExamplesTests.
-        .executableTarget(name: "GuardedOperation", dependencies: ["LocalAuthentication"], path: "Examples/GuardedOperation"),
+        .executableTarget(
+            name: "GuardedOperation", dependencies: ["LocalAuthentication"], path: "Examples/GuardedOperation"),
         .executableTarget(
             name: "ChallengeSigning",
             dependencies: [
@@ -275,13 +291,17 @@ let package = Package(
         .executableTarget(name: "RightObserver", dependencies: ["LocalAuthentication"], path: "Examples/RightObserver"),
         .testTarget(
             name: "ExamplesTests",
-            dependencies: ["GuardedOperation", "Authenticators", "ChallengeSigning", "RightObserver", "SecurityServer", "TestSupport"]),
+            dependencies: [
+                "GuardedOperation", "Authenticators", "ChallengeSigning", "RightObserver", "SecurityServer",
+                "TestSupport",
+            ]),
         // Two programs built for the isolation tests (distinct executables, one shared command set): what one
         // app's items, keys and references are to another program of the same user.
         .target(
             name: "IsolationProbe",
             dependencies: [
-                "KeychainServices", "EmbeddedEngine", "LocalAuthentication", "SecureCrypto", "SecurityClient", "SecurityProtocol",
+                "KeychainServices", "EmbeddedEngine", "LocalAuthentication", "SecureCrypto", "SecurityClient",
+                "SecurityProtocol",
             ],
             path: "Tests/Fixtures/IsolationProbes/Shared"),
         .executableTarget(
@@ -301,7 +321,8 @@ let package = Package(
         .testTarget(
             name: "TrustedPlatformTests",
             dependencies: [
-                "TrustedPlatform", "EmbeddedEngine", "Enclave", "SecureCrypto", "SecurityClient", "SecurityProtocol", "SecurityServer",
+                "TrustedPlatform", "EmbeddedEngine", "Enclave", "SecureCrypto", "SecurityClient", "SecurityProtocol",
+                "SecurityServer",
                 "TestSupport", "lactl", "keychain-stress", "COpenSSL", "KeyAttestation",
             ]),
         // The protocol's codec: every message round-trips (property-based), hostile frames fail cleanly.

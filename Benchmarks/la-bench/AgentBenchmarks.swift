@@ -7,7 +7,7 @@ import SecurityClient
 import SecurityServer
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `lactl ssh-agent`'s sign round trip against OpenSSH's own `ssh-agent` holding a file key, in the same run: one
@@ -78,9 +78,11 @@ enum AgentBenchmarks {
             ourRate = max(ourRate, try rate { try ours.sign(blob: [UInt8](ourBlob), data: data) })
             theirRate = max(theirRate, try rate { try theirs.sign(blob: [UInt8](theirBlob), data: data) })
         }
-        print(String(
-            format: "agent sign round trip (approval kept): ours %.0f ops/s, OpenSSH ssh-agent %.0f ops/s, ratio %.2f (target >= 0.5)",
-            ourRate, theirRate, ourRate / theirRate))
+        print(
+            String(
+                format:
+                    "agent sign round trip (approval kept): ours %.0f ops/s, OpenSSH ssh-agent %.0f ops/s, ratio %.2f (target >= 0.5)",
+                ourRate, theirRate, ourRate / theirRate))
     }
 
     /// Signatures per second over 0.5 s of wall-clock time (the work happens in another thread or process).
@@ -146,10 +148,14 @@ final class AgentConnection {
             throw AuthenticatorBenchmarks.BenchFailure("send failed")
         }
         var header = [UInt8](repeating: 0, count: 4)
-        guard recv(fd, &header, 4, Int32(MSG_WAITALL)) == 4 else { throw AuthenticatorBenchmarks.BenchFailure("no answer") }
+        guard recv(fd, &header, 4, Int32(MSG_WAITALL)) == 4 else {
+            throw AuthenticatorBenchmarks.BenchFailure("no answer")
+        }
         let length = header.reduce(0) { $0 << 8 | Int($1) }
         var answer = [UInt8](repeating: 0, count: length)
-        guard length > 0, recv(fd, &answer, length, Int32(MSG_WAITALL)) == length else { throw AuthenticatorBenchmarks.BenchFailure("short answer") }
+        guard length > 0, recv(fd, &answer, length, Int32(MSG_WAITALL)) == length else {
+            throw AuthenticatorBenchmarks.BenchFailure("short answer")
+        }
         return answer[0] == 14
     }
 

@@ -6,7 +6,7 @@ import SecureCrypto
 import SecurityProtocol
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Our authenticators against the raw library calls they wrap, in the same run: fingerprint verify against
@@ -58,7 +58,8 @@ enum AuthenticatorBenchmarks {
         // Ours: one verify consumes the SLEEP (during which the remaining scans are queued) and a scan; the
         // timed verifies then find their scan already waiting.
         async let warmUp = authenticator.verify()
-        let feedTime = try await feed(socketPath, ["SLEEP 3000"] + Array(repeating: "SCAN \(printID)", count: attempts + 1))
+        let feedTime = try await feed(
+            socketPath, ["SLEEP 3000"] + Array(repeating: "SCAN \(printID)", count: attempts + 1))
         _ = try await warmUp
         let start = ContinuousClock.now
         for _ in 0..<attempts { _ = try await authenticator.verify() }
@@ -67,15 +68,21 @@ enum AuthenticatorBenchmarks {
         await authenticator.close()
 
         // Baseline: the same reader and print through the bare sync call, on the same libfprint thread.
-        let baselineFeed = Task { try await feed(socketPath, ["SLEEP 3000"] + Array(repeating: "SCAN \(printID)", count: attempts + 1)) }
+        let baselineFeed = Task {
+            try await feed(socketPath, ["SLEEP 3000"] + Array(repeating: "SCAN \(printID)", count: attempts + 1))
+        }
         let baseline = try await BiometricAuthenticator.fprintThread.run {
             try rawVerifyRate(template: template, attempts: attempts)
         }
         let baselineFeedTime = try await baselineFeed.value
         if max(feedTime, baselineFeedTime) > .seconds(3) {
-            print("fingerprint verify: warning: queueing scans took longer than the reader's SLEEP; rates include feeding")
+            print(
+                "fingerprint verify: warning: queueing scans took longer than the reader's SLEEP; rates include feeding"
+            )
         }
-        report("fingerprint verify (virtual reader)", ours: ours, baseline: baseline, baselineName: "fp_device_verify_sync")
+        report(
+            "fingerprint verify (virtual reader)", ours: ours, baseline: baseline, baselineName: "fp_device_verify_sync"
+        )
     }
 
     /// Opens the virtual reader with a fresh context, verifies `attempts + 1` times (the first absorbs the
@@ -97,7 +104,9 @@ enum AuthenticatorBenchmarks {
             fp_print_deserialize($0.baseAddress!.assumingMemoryBound(to: guchar.self), gsize($0.count), nil)
         }
         guard let print else { throw BenchFailure("print did not deserialize") }
-        if g_object_is_floating(UnsafeMutableRawPointer(print)) != 0 { g_object_ref_sink(UnsafeMutableRawPointer(print)) }
+        if g_object_is_floating(UnsafeMutableRawPointer(print)) != 0 {
+            g_object_ref_sink(UnsafeMutableRawPointer(print))
+        }
         defer { g_object_unref(UnsafeMutableRawPointer(print)) }
         func verifyOnce() throws {
             var match: gboolean = 0
@@ -152,22 +161,25 @@ enum AuthenticatorBenchmarks {
             }
             return Double(iterations) / seconds(ContinuousClock.now - start)
         }
-        report("passcode authenticate (pam_matrix)", ours: ours, baseline: baseline,
-               baselineName: "pam_start_confdir+pam_authenticate+pam_acct_mgmt+pam_end")
+        report(
+            "passcode authenticate (pam_matrix)", ours: ours, baseline: baseline,
+            baselineName: "pam_start_confdir+pam_authenticate+pam_acct_mgmt+pam_end")
     }
 
     /// One bare PAM transaction with a minimal conversation.
     static func rawPAM(confdir: String) throws {
-        let conversation: @convention(c) (
-            Int32, UnsafeMutablePointer<UnsafePointer<pam_message>?>?,
-            UnsafeMutablePointer<UnsafeMutablePointer<pam_response>?>?, UnsafeMutableRawPointer?
-        ) -> Int32 = { count, _, responses, _ in
-            guard let responses else { return PAM_SUCCESS }
-            let array = calloc(Int(count), MemoryLayout<pam_response>.stride)!.assumingMemoryBound(to: pam_response.self)
-            for index in 0..<Int(count) { array[index].resp = strdup("secret") }
-            responses.pointee = array
-            return PAM_SUCCESS
-        }
+        let conversation:
+            @convention(c) (
+                Int32, UnsafeMutablePointer<UnsafePointer<pam_message>?>?,
+                UnsafeMutablePointer<UnsafeMutablePointer<pam_response>?>?, UnsafeMutableRawPointer?
+            ) -> Int32 = { count, _, responses, _ in
+                guard let responses else { return PAM_SUCCESS }
+                let array = calloc(Int(count), MemoryLayout<pam_response>.stride)!.assumingMemoryBound(
+                    to: pam_response.self)
+                for index in 0..<Int(count) { array[index].resp = strdup("secret") }
+                responses.pointee = array
+                return PAM_SUCCESS
+            }
         var conv = pam_conv(conv: conversation, appdata_ptr: nil)
         var handle: OpaquePointer?
         guard pam_start_confdir("la-bench", "bench", &conv, confdir, &handle) == PAM_SUCCESS, let handle else {

@@ -6,7 +6,7 @@ import SecurityClient
 import SecurityProtocol
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Instructions per lookup, counted by callgrind (repeatable on a shared machine where times are not): a find by
@@ -38,7 +38,9 @@ enum CallgrindBenchmarks {
         let rawDirectory = directory.appendingPathComponent("raw")
         try FileManager.default.createDirectory(at: rawDirectory, withIntermediateDirectories: true)
         var raw: OpaquePointer?
-        guard raw_sqlite_open(rawDirectory.path + "/keychain.db", sizes.attributes, sizes.wrappedKey, sizes.value, &raw) == 0
+        guard
+            raw_sqlite_open(rawDirectory.path + "/keychain.db", sizes.attributes, sizes.wrappedKey, sizes.value, &raw)
+                == 0
         else { throw CallgrindFailure("the raw store did not open") }
         for index in 0..<items { _ = raw_sqlite_insert(raw, Int64(index)) }
         raw_sqlite_close(raw)
@@ -69,20 +71,23 @@ enum CallgrindBenchmarks {
         if let ours = perLookup["engine"], let rawC = perLookup["raw-c"] {
             print(
                 String(
-                    format: "keychain lookup instructions: embedded %.0f, raw C SQLite %.0f per lookup, %.1fx", ours, rawC,
+                    format: "keychain lookup instructions: embedded %.0f, raw C SQLite %.0f per lookup, %.1fx", ours,
+                    rawC,
                     ours / rawC))
         }
         if let codec = perLookup["codec"] {
             print(
                 String(
-                    format: "lane messages of one lookup through localauthd (request and answer, encoded and decoded): %.0f instructions",
+                    format:
+                        "lane messages of one lookup through localauthd (request and answer, encoded and decoded): %.0f instructions",
                     codec))
         }
     }
 
     /// An embedded store in `directory` with the 1,000 generic passwords the lookups find.
     static func fill(_ directory: URL) throws {
-        try fill(EmbeddedClient(configuration: EmbeddedConfiguration(dataDirectory: directory, accessGroups: ["bench"])))
+        try fill(
+            EmbeddedClient(configuration: EmbeddedConfiguration(dataDirectory: directory, accessGroups: ["bench"])))
     }
 
     /// Adds the 1,000 generic passwords the lookups find.
@@ -113,7 +118,8 @@ enum CallgrindBenchmarks {
     /// or `perf record` on the daemon (BENCHMARKS.md).
     static func loop(_ arguments: [String]) throws {
         guard arguments.count == 3, let count = Int(arguments[2]) else {
-            throw CallgrindFailure("usage: la-bench lookup-loop fill|engine|codec|raw-c|daemon DIRECTORY-OR-SOCKET COUNT")
+            throw CallgrindFailure(
+                "usage: la-bench lookup-loop fill|engine|codec|raw-c|daemon DIRECTORY-OR-SOCKET COUNT")
         }
         let store = URL(fileURLWithPath: arguments[1])
         var random = KeychainBenchmarks.Random(seed: 7)

@@ -7,7 +7,7 @@ import SecurityProtocol
 import SecurityServer
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// localauthd against the embedded engine, in one run: a generic-password find and a signature with a key whose
@@ -29,7 +29,8 @@ enum DaemonBenchmarks {
             engine: try KeychainEngine(
                 directory: directory.appendingPathComponent("embedded"),
                 authentication: AuthenticationConfiguration(
-                    stateDirectory: directory.path + "/embedded", username: "la-bench", readerDrivers: ["no_such_driver"])),
+                    stateDirectory: directory.path + "/embedded", username: "la-bench",
+                    readerDrivers: ["no_such_driver"])),
             caller: CallerIdentity(accessGroups: ["la-bench"]))
 
         let items = 1_000
@@ -53,7 +54,8 @@ enum DaemonBenchmarks {
         }
         // The transport alone: a request the engine answers from memory.
         let transport = try interleaved(
-            daemon: { _ in _ = try daemon.sendBlocking(.lockState) }, embedded: { _ in _ = try embedded.sendBlocking(.lockState) })
+            daemon: { _ in _ = try daemon.sendBlocking(.lockState) },
+            embedded: { _ in _ = try embedded.sendBlocking(.lockState) })
         report("lock-state round trip (transport only)", transport, target: nil)
         let finds = try interleaved(daemon: { try find(daemon, $0) }, embedded: { try find(embedded, $0) })
         report("find generic password", finds, target: "<= 2x embedded")
@@ -61,7 +63,9 @@ enum DaemonBenchmarks {
         let policy = AccessControlPolicy(protection: "ak", flags: 1 << 30)
         let digest = Data(repeating: 7, count: 32)
         func signer(_ client: any SecurityClient) throws -> () throws -> Void {
-            guard case .generated(let handle, _) = try client.sendBlocking(.generate(accessControl: policy, item: nil, context: nil))
+            guard
+                case .generated(let handle, _) = try client.sendBlocking(
+                    .generate(accessControl: policy, item: nil, context: nil))
             else { throw KeychainStatus(.internalComponent, "la-bench: no key") }
             return { _ = try client.sendBlocking(.sign(handle: handle, digest: digest, context: nil)) }
         }
@@ -182,7 +186,8 @@ final class BenchDaemon {
     /// DWARF); symbols stay, so profiles still name functions.
     static func strippedCopy(of executable: String, in directory: URL) -> String {
         let copy = directory.appendingPathComponent(
-            URL(fileURLWithPath: executable).lastPathComponent + "-nodebug").path
+            URL(fileURLWithPath: executable).lastPathComponent + "-nodebug"
+        ).path
         if !FileManager.default.fileExists(atPath: copy) {
             _ = Measure.run("/usr/bin/objcopy", ["--strip-debug", executable, copy])
         }

@@ -28,12 +28,18 @@ enum KeychainBenchmarks {
         // The transport's floor on this machine: a C round trip between two processes over a Unix socket.
         let peerRoundTrip = raw_unix_round_trip_ns(5_000, 160, 120, 0) / 1e9
         if peerRoundTrip > 0 {
-            print(String(format: "transport floor: C round trip between two processes over a Unix socket %.1f µs (median)", peerRoundTrip * 1e6))
+            print(
+                String(
+                    format: "transport floor: C round trip between two processes over a Unix socket %.1f µs (median)",
+                    peerRoundTrip * 1e6))
         }
         // The physical floor: the same with both sides polling, so no wake-up is paid.
         let spinningRoundTrip = raw_unix_round_trip_ns(5_000, 160, 120, 1) / 1e9
         if spinningRoundTrip > 0 {
-            print(String(format: "transport floor, both sides polling (no wake-up): %.1f µs (median)", spinningRoundTrip * 1e6))
+            print(
+                String(
+                    format: "transport floor, both sides polling (no wake-up): %.1f µs (median)",
+                    spinningRoundTrip * 1e6))
         }
         var findAtSize: [Int: Double] = [:]
         for size in sizes {
@@ -43,20 +49,27 @@ enum KeychainBenchmarks {
                 client: EmbeddedClient(
                     configuration: EmbeddedConfiguration(dataDirectory: directory, accessGroups: ["bench"])),
                 size: size, service: "bench")
-            let throughDaemon = try daemon.map { try EngineSide(client: $0.client, size: size, service: "bench-\(size)") }
+            let throughDaemon = try daemon.map {
+                try EngineSide(client: $0.client, size: size, service: "bench-\(size)")
+            }
             let rawC = try RawCSide(
                 size: size, directory: root.appendingPathComponent("raw-c-\(size)"),
                 sizesLike: directory.appendingPathComponent(KeychainDatabase.fileName).path)
             let grdb = try RawSide(size: size, directory: root.appendingPathComponent("raw-\(size)"))
             // Lookups and updates alternate between the sides in short slices, so load from anything else on
             // the machine falls on every side alike.
-            let finds = try alternate(seconds: 4, [engine.find, rawC.find, grdb.find] + (throughDaemon.map { [$0.find] } ?? []))
+            let finds = try alternate(
+                seconds: 4, [engine.find, rawC.find, grdb.find] + (throughDaemon.map { [$0.find] } ?? []))
             let updates = try alternate(
                 seconds: 3, [engine.update, rawC.update, grdb.update] + (throughDaemon.map { [$0.update] } ?? []))
-            let deletes = try [engine.deleteSome(), rawC.deleteSome(), grdb.deleteSome(), throughDaemon?.deleteSome() ?? 0]
+            let deletes = try [
+                engine.deleteSome(), rawC.deleteSome(), grdb.deleteSome(), throughDaemon?.deleteSome() ?? 0,
+            ]
             findAtSize[size] = finds[0]
             let adds = [engine.addRate, rawC.addRate, grdb.addRate, throughDaemon?.addRate ?? 0]
-            for (operation, rates) in [("add", adds), ("find-by-primary-key", finds), ("update", updates), ("delete", deletes)] {
+            for (operation, rates) in [
+                ("add", adds), ("find-by-primary-key", finds), ("update", updates), ("delete", deletes),
+            ] {
                 let isFind = operation == "find-by-primary-key"
                 Measure.report(
                     "keychain \(operation) @\(label), embedded", ours: rates[0], baseline: rates[1],
@@ -74,7 +87,8 @@ enum KeychainBenchmarks {
                 let floor = 1 / finds[1] + peerRoundTrip
                 print(
                     String(
-                        format: "keychain find @%@ through localauthd vs the floor (raw C SQLite lookup + C socket round trip, "
+                        format:
+                            "keychain find @%@ through localauthd vs the floor (raw C SQLite lookup + C socket round trip, "
                             + "%.1f µs): ratio %.2f", label, floor * 1e6, floor * finds[3]))
             }
             print(
@@ -87,7 +101,8 @@ enum KeychainBenchmarks {
         if let small = findAtSize[1_000], let large = findAtSize[100_000] {
             print(
                 "keychain lookup time 100k vs 1k: \(String(format: "%.2f", small / large))x (target <= 2x; "
-                    + "\(String(format: "%.1f", 1e6 / small)) µs at 1k, \(String(format: "%.1f", 1e6 / large)) µs at 100k)")
+                    + "\(String(format: "%.1f", 1e6 / small)) µs at 1k, \(String(format: "%.1f", 1e6 / large)) µs at 100k)"
+            )
         }
         try compareWithSecretTool(findAt1k: findAtSize[1_000] ?? 0, directory: root.appendingPathComponent("engine-st"))
     }
@@ -126,14 +141,16 @@ enum KeychainBenchmarks {
                 "class": .string("genp"), "svce": .string(service),
                 "acct": .string("account-\(random.next(below: size))"), "r_Data": .bool(true),
             ]
-            guard case .items(let results) = try client.sendBlocking(.copyMatching(find)), results.items.count == 1 else {
+            guard case .items(let results) = try client.sendBlocking(.copyMatching(find)), results.items.count == 1
+            else {
                 throw BenchmarkFailure.wrongResult
             }
         }
 
         func update() throws {
             _ = try client.sendBlocking(
-                .update(query: query(random.next(below: size), service: service), attributes: ["v_Data": .data(secret)]))
+                .update(query: query(random.next(below: size), service: service), attributes: ["v_Data": .data(secret)])
+            )
         }
 
         func deleteSome() throws -> Double {
@@ -188,7 +205,9 @@ enum KeychainBenchmarks {
 
         func deleteSome() throws -> Double {
             try deletionRate(size) { index in
-                guard raw_sqlite_delete(handle, Int64(index)) == SQLITE_DONE_CODE else { throw BenchmarkFailure.wrongResult }
+                guard raw_sqlite_delete(handle, Int64(index)) == SQLITE_DONE_CODE else {
+                    throw BenchmarkFailure.wrongResult
+                }
             }
         }
     }
@@ -301,26 +320,26 @@ enum KeychainBenchmarks {
         // The bus and the keyring daemon are stopped with SIGKILL: a process started from a thread that blocks
         // signals (as thread-pool threads do) inherits that mask, and would ignore SIGTERM.
         try """
-            set -e
-            export HOME="$1" XDG_DATA_HOME="$1/data" XDG_RUNTIME_DIR="$1/run" XDG_CONFIG_HOME="$1/config"
-            mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
-            eval "$(dbus-launch --sh-syntax </dev/null 2>/dev/null)"
-            printf 'la-bench' | gnome-keyring-daemon --unlock --components=secrets --foreground >/dev/null 2>&1 &
-            daemon=$!
-            trap 'kill -9 $daemon $DBUS_SESSION_BUS_PID 2>/dev/null || true' EXIT
-            n=0
-            until dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \\
-                org.freedesktop.DBus.NameHasOwner string:org.freedesktop.secrets 2>/dev/null | grep -q true; do
-              n=$((n+1)); if [ $n -gt 200 ]; then echo "gnome-keyring did not claim org.freedesktop.secrets" >&2; exit 3; fi
-              sleep 0.05
-            done
-            N=$2; L=$3
-            i=1; while [ $i -le $N ]; do printf 'correct horse battery staple' | timeout 10 secret-tool store --label="bench $i" service la-bench account "account-$i"; i=$((i+1)); done
-            start=$(date +%s%N)
-            i=0; while [ $i -lt $L ]; do timeout 10 secret-tool lookup service la-bench account "account-$((i % N + 1))" >/dev/null; i=$((i+1)); done
-            end=$(date +%s%N)
-            echo "lookups $L $((end-start))"
-            """.write(to: script, atomically: true, encoding: .utf8)
+        set -e
+        export HOME="$1" XDG_DATA_HOME="$1/data" XDG_RUNTIME_DIR="$1/run" XDG_CONFIG_HOME="$1/config"
+        mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
+        eval "$(dbus-launch --sh-syntax </dev/null 2>/dev/null)"
+        printf 'la-bench' | gnome-keyring-daemon --unlock --components=secrets --foreground >/dev/null 2>&1 &
+        daemon=$!
+        trap 'kill -9 $daemon $DBUS_SESSION_BUS_PID 2>/dev/null || true' EXIT
+        n=0
+        until dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \\
+            org.freedesktop.DBus.NameHasOwner string:org.freedesktop.secrets 2>/dev/null | grep -q true; do
+          n=$((n+1)); if [ $n -gt 200 ]; then echo "gnome-keyring did not claim org.freedesktop.secrets" >&2; exit 3; fi
+          sleep 0.05
+        done
+        N=$2; L=$3
+        i=1; while [ $i -le $N ]; do printf 'correct horse battery staple' | timeout 10 secret-tool store --label="bench $i" service la-bench account "account-$i"; i=$((i+1)); done
+        start=$(date +%s%N)
+        i=0; while [ $i -lt $L ]; do timeout 10 secret-tool lookup service la-bench account "account-$((i % N + 1))" >/dev/null; i=$((i+1)); done
+        end=$(date +%s%N)
+        echo "lookups $L $((end-start))"
+        """.write(to: script, atomically: true, encoding: .utf8)
         let lookups = 200
         var nanoseconds: Double?
         var failure = "gnome-keyring did not start"

@@ -129,7 +129,7 @@ enum LoadBenchmarks {
                 + String(
                     format:
                         "throughput %.0f to %.0f ops/s per minute, RSS after minute 1 %.1f MB, at the end %.1f MB"
-                            + " (%+.1f%%)",
+                        + " (%+.1f%%)",
                     throughputs.min() ?? 0, throughputs.max() ?? 0, Double(firstMinute) / 1_024, Double(last) / 1_024,
                     growth)
                 + ", errors \(errors) (targets: growth <= 5%, no errors)")
@@ -352,7 +352,6 @@ enum LoadBenchmarks {
         print("done \(operations) \(errors) \(ran) " + sample.map { String(format: "%.7f", $0) }.joined(separator: " "))
         exit(0)
     }
-
 
     /// The processor time (user and system) process `pid` has used, in seconds (`/proc/PID/stat`).
     static func processorSeconds(of pid: pid_t) -> Double {

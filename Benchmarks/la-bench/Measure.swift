@@ -45,7 +45,8 @@ enum Measure {
     /// Prints one comparison line: ours, the baseline, and ours / baseline.
     static func report(_ name: String, ours: Double, baseline: Double, baselineName: String, target: String? = nil) {
         let ratio = baseline > 0 ? ours / baseline : .nan
-        var line = "\(name): ours \(format(ours)) ops/s, \(baselineName) \(format(baseline)) ops/s, ratio \(String(format: "%.2f", ratio))"
+        var line =
+            "\(name): ours \(format(ours)) ops/s, \(baselineName) \(format(baseline)) ops/s, ratio \(String(format: "%.2f", ratio))"
         if let target { line += " (target \(target))" }
         print(line)
     }
@@ -120,10 +121,14 @@ enum Measure {
         posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         var pid: pid_t = 0
-        guard spawn(&pid, "/usr/bin/swtpm", [
-            "socket", "--tpm2", "--tpmstate", "dir=\(state)", "--server", "type=unixio,path=\(socket)",
-            "--ctrl", "type=unixio,path=\(socket).ctrl", "--flags", "not-need-init,startup-clear",
-        ], actions: &actions) == 0 else { return nil }
+        guard
+            spawn(
+                &pid, "/usr/bin/swtpm",
+                [
+                    "socket", "--tpm2", "--tpmstate", "dir=\(state)", "--server", "type=unixio,path=\(socket)",
+                    "--ctrl", "type=unixio,path=\(socket).ctrl", "--flags", "not-need-init,startup-clear",
+                ], actions: &actions) == 0
+        else { return nil }
         for _ in 0..<200 where !FileManager.default.fileExists(atPath: socket) { usleep(10_000) }
         return (pid, "swtpm:path=\(socket)")
     }
@@ -138,7 +143,8 @@ enum Measure {
         let confdir = directory + "/pam"
         try FileManager.default.createDirectory(atPath: confdir, withIntermediateDirectories: true)
         try "bench:secret:la-bench\n".write(toFile: confdir + "/passdb", atomically: true, encoding: .utf8)
-        try "auth required \(pamMatrix) passdb=\(confdir)/passdb\naccount required \(pamMatrix) passdb=\(confdir)/passdb\n"
+        try
+            "auth required \(pamMatrix) passdb=\(confdir)/passdb\naccount required \(pamMatrix) passdb=\(confdir)/passdb\n"
             .write(toFile: confdir + "/la-bench", atomically: true, encoding: .utf8)
         return confdir
     }

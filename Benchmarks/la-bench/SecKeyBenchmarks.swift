@@ -15,8 +15,8 @@ enum SecKeyBenchmarks {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("la-bench-seckey-\(UUID())")
         defer { try? FileManager.default.removeItem(at: directory) }
         // The engine's context-aware evaluator decides each operation; no reader and no passcode service here.
-        let authentication = (
-            AuthenticationConfiguration(
+        let authentication =
+            (AuthenticationConfiguration(
                 stateDirectory: directory.appendingPathComponent("state").path, username: "la-bench",
                 passcode: .init(service: "la-bench-none", configurationDirectory: directory.path),
                 readerDrivers: ["no_such_driver"]))
@@ -31,7 +31,8 @@ enum SecKeyBenchmarks {
         func makeKey(_ privateAttributes: [String: Any]) throws -> SecKey {
             let parameters: [String: Any] = [
                 kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits as String: 256,
-                kSecAttrTokenID as String: kSecAttrTokenIDSecureEnclave, kSecPrivateKeyAttrs as String: privateAttributes,
+                kSecAttrTokenID as String: kSecAttrTokenIDSecureEnclave,
+                kSecPrivateKeyAttrs as String: privateAttributes,
             ]
             return try KeychainClientSelection.$current.withValue(client) {
                 var error: Unmanaged<CFError>?
@@ -56,7 +57,8 @@ enum SecKeyBenchmarks {
         var unchecked = 0.0
         var baseline = 0.0
         for _ in 0..<3 {
-            baseline = max(baseline, try Measure.opsPerSecond(seconds: 1) { _ = try rawKey.signature(forDigest: rawDigest) })
+            baseline = max(
+                baseline, try Measure.opsPerSecond(seconds: 1) { _ = try rawKey.signature(forDigest: rawDigest) })
             checked = max(
                 checked,
                 Measure.opsPerSecond(seconds: 1) {

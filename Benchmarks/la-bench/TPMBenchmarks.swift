@@ -7,7 +7,7 @@ import SecurityClient
 import SecurityServer
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Enclave-key signing on the TPM backend (swtpm started for the run) against the same signature on the software
@@ -55,8 +55,10 @@ enum TPMBenchmarks {
         Measure.report(
             "enclave sign on swtpm (SecKeyCreateSignature)", ours: tpm, baseline: software,
             baselineName: "the same call on the software backend")
-        print(String(format: "tpm: %.2f ms per TPM signature, %.3f ms in software, %.2f ms per tpm2_sign",
-                     1000 / tpm, 1000 / software, 1000 / tools))
+        print(
+            String(
+                format: "tpm: %.2f ms per TPM signature, %.3f ms in software, %.2f ms per tpm2_sign",
+                1000 / tpm, 1000 / software, 1000 / tools))
     }
 
     /// A closure that signs one digest with a new enclave key of a store on `configuration`'s backend.
@@ -85,16 +87,23 @@ enum TPMBenchmarks {
         try Data(SHA256.hash(Data("la-bench".utf8))).write(to: URL(fileURLWithPath: files + "/digest"))
         let steps: [[String]] = [
             ["/usr/bin/tpm2_createprimary", "-T", tcti, "-C", "o", "-G", "ecc256", "-c", files + "/primary.ctx"],
-            ["/usr/bin/tpm2_create", "-T", tcti, "-C", files + "/primary.ctx", "-G", "ecc256", "-u", files + "/key.pub",
-             "-r", files + "/key.priv"],
+            [
+                "/usr/bin/tpm2_create", "-T", tcti, "-C", files + "/primary.ctx", "-G", "ecc256", "-u",
+                files + "/key.pub",
+                "-r", files + "/key.priv",
+            ],
             ["/usr/bin/tpm2_flushcontext", "-T", tcti, "-t"],
-            ["/usr/bin/tpm2_load", "-T", tcti, "-C", files + "/primary.ctx", "-u", files + "/key.pub", "-r",
-             files + "/key.priv", "-c", files + "/key.ctx"],
+            [
+                "/usr/bin/tpm2_load", "-T", tcti, "-C", files + "/primary.ctx", "-u", files + "/key.pub", "-r",
+                files + "/key.priv", "-c", files + "/key.ctx",
+            ],
             ["/usr/bin/tpm2_flushcontext", "-T", tcti, "-t"],
         ]
         for step in steps where Measure.run(step[0], Array(step.dropFirst())) == nil { return nil }
-        let sign = ["-T", tcti, "-c", files + "/key.ctx", "-g", "sha256", "-d", files + "/digest", "-f", "plain",
-                    "-o", files + "/signature"]
+        let sign = [
+            "-T", tcti, "-c", files + "/key.ctx", "-g", "sha256", "-d", files + "/digest", "-f", "plain",
+            "-o", files + "/signature",
+        ]
         guard Measure.run("/usr/bin/tpm2_sign", sign) != nil else { return nil }
         return { Measure.run("/usr/bin/tpm2_sign", sign) != nil }
     }

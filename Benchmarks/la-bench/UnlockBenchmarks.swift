@@ -50,9 +50,10 @@ enum UnlockBenchmarks {
                 try enclave.unlock(passcode: passcode)
             }
             let verdict = ours <= 300 ? "within" : "OVER"
-            print(String(
-                format: "unlock, %@: %.1f ms, %.2f× raw scrypt (target <= 300 ms: %@)", name, ours, ours / baseline,
-                verdict))
+            print(
+                String(
+                    format: "unlock, %@: %.1f ms, %.2f× raw scrypt (target <= 300 ms: %@)", name, ours, ours / baseline,
+                    verdict))
         }
     }
 

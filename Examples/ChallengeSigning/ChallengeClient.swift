@@ -40,7 +40,9 @@ struct HTTPClient: Sendable {
         headers.add(name: "Host", value: "\(host):\(port)")
         headers.add(name: "Content-Length", value: String(body.utf8.count))
         headers.add(name: "Connection", value: "close")
-        channel.write(HTTPClientRequestPart.head(HTTPRequestHead(version: .http1_1, method: method, uri: path, headers: headers)), promise: nil)
+        channel.write(
+            HTTPClientRequestPart.head(HTTPRequestHead(version: .http1_1, method: method, uri: path, headers: headers)),
+            promise: nil)
         channel.write(HTTPClientRequestPart.body(.byteBuffer(ByteBuffer(string: body))), promise: nil)
         try await channel.writeAndFlush(HTTPClientRequestPart.end(nil))
         channel.closeFuture.whenComplete { _ in

@@ -104,20 +104,25 @@ private final class ChallengeBook: Sendable {
             return HTTPResponse(status: .forbidden, body: "rejected: this server registers TPM-attested keys only")
 
         case (.POST, "/attestation/challenge"):
-            guard let attestation else { return HTTPResponse(status: .notFound, body: "this server does not attest keys") }
+            guard let attestation else {
+                return HTTPResponse(status: .notFound, body: "this server does not attest keys")
+            }
             guard let identity = try? JSONDecoder().decode(TPMIdentity.self, from: Data(request.body.utf8)) else {
                 return HTTPResponse(status: .badRequest, body: "expected a TPMIdentity in JSON")
             }
             do {
                 let (challenge, expectation) = try attestation.challenge(for: identity)
                 state.withLock { $0.pendingAttestation = expectation }
-                return HTTPResponse(status: .ok, body: String(decoding: try JSONEncoder().encode(challenge), as: UTF8.self))
+                return HTTPResponse(
+                    status: .ok, body: String(decoding: try JSONEncoder().encode(challenge), as: UTF8.self))
             } catch {
                 return HTTPResponse(status: .forbidden, body: "rejected: \(error)")
             }
 
         case (.POST, "/register/attested"):
-            guard let attestation else { return HTTPResponse(status: .notFound, body: "this server does not attest keys") }
+            guard let attestation else {
+                return HTTPResponse(status: .notFound, body: "this server does not attest keys")
+            }
             guard let answer = try? JSONDecoder().decode(TPMKeyAttestation.self, from: Data(request.body.utf8)) else {
                 return HTTPResponse(status: .badRequest, body: "expected a TPMKeyAttestation in JSON")
             }
@@ -222,7 +227,8 @@ private final class RequestHandler: ChannelInboundHandler, RemovableChannelHandl
             headers.add(name: "Content-Length", value: String(response.body.utf8.count))
             headers.add(name: "Connection", value: "close")
             context.write(
-                wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: response.status, headers: headers))),
+                wrapOutboundOut(
+                    .head(HTTPResponseHead(version: head.version, status: response.status, headers: headers))),
                 promise: nil)
             context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: response.body)))), promise: nil)
             let parent = context.channel.parent

@@ -7,7 +7,7 @@ import SecurityProtocol
 import SecurityServer
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Everything `ChallengeSigning demo` needs instead of a person with a reader: a throwaway store, libfprint's

@@ -44,8 +44,9 @@ struct SigningClient {
     /// authorized. Returns the answer sent (for the demo's replay).
     func registerAttested(_ right: LAPersistedRight) async throws -> TPMKeyAttestation {
         let identity = try await right.key.tpmIdentity()
-        say("client: the key is held by the TPM; sent the TPM's identity (endorsement certificate: "
-            + "\(identity.endorsementCertificate?.count ?? 0) bytes).")
+        say(
+            "client: the key is held by the TPM; sent the TPM's identity (endorsement certificate: "
+                + "\(identity.endorsementCertificate?.count ?? 0) bytes).")
         let challenge = try await requestAttestationChallenge(for: identity)
         say("server: the endorsement certificate chains to the TPM maker's CA; sent a credential only that TPM opens.")
         let attestation = try await right.key.tpmAttestation(answering: challenge)
@@ -60,7 +61,8 @@ struct SigningClient {
     func requestAttestationChallenge(for identity: TPMIdentity) async throws -> TPMAttestationChallenge {
         let (status, body) = try await server.send(
             .POST, "/attestation/challenge", body: String(decoding: try JSONEncoder().encode(identity), as: UTF8.self))
-        guard status == .ok, let challenge = try? JSONDecoder().decode(TPMAttestationChallenge.self, from: Data(body.utf8))
+        guard status == .ok,
+            let challenge = try? JSONDecoder().decode(TPMAttestationChallenge.self, from: Data(body.utf8))
         else { throw ExampleError("the server refused the TPM's identity: \(status.code) \(body)") }
         return challenge
     }

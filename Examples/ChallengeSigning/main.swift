@@ -60,7 +60,9 @@ private func demoStory(environment: DemoEnvironment, server: ChallengeServer) as
         let someKey = try await right.key.publicKey.bytes
         let (bareStatus, bareVerdict) = try await client.registerUnattested(someKey)
         say("   Someone registers a key without attestation: \(bareStatus) \(bareVerdict).")
-        guard replayStatus == 401, bareStatus == 403 else { throw ExampleError("the server accepted an unattested key") }
+        guard replayStatus == 401, bareStatus == 403 else {
+            throw ExampleError("the server accepted an unattested key")
+        }
     } else {
         try await client.register(right)
     }

@@ -17,6 +17,8 @@ func appRegistrationFuzz(_ bytes: [UInt8]) {
         let again = try AppRegistration(parsing: registration.fileContents, file: "fuzz.conf")
         precondition(again == registration, "a registration reads back differently from the file it writes")
     } catch {
-        precondition(error.file == "fuzz.conf" && error.line >= 0 && error.line <= lineCount, "an error names no line of the input")
+        precondition(
+            error.file == "fuzz.conf" && error.line >= 0 && error.line <= lineCount,
+            "an error names no line of the input")
     }
 }

@@ -32,10 +32,12 @@ func laneFrameFuzz(_ bytes: [UInt8]) {
     let frames = FrameReader(descriptor: pair[0], limit: 4096)
     var handed = 0
     while true {
-        guard let count = try? frames.next({ frame -> Int in
-            _ = try? ClientMessage(decoding: frame)
-            return frame.count
-        }) else { break }
+        guard
+            let count = try? frames.next({ frame -> Int in
+                _ = try? ClientMessage(decoding: frame)
+                return frame.count
+            })
+        else { break }
         handed += count
         precondition(handed <= bytes.count, "the reader handed out more bytes than arrived")
     }

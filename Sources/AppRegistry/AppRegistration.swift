@@ -156,7 +156,8 @@ package struct AppRegistration: Sendable, Hashable {
                     throw fail(
                         number,
                         "application-identifier must be TEAMID.reverse.dns (a team of letters and digits, then a dot "
-                            + "and a name of letters, digits, dots, hyphens and underscores), found \(Self.quoted(value))")
+                            + "and a name of letters, digits, dots, hyphens and underscores), found \(Self.quoted(value))"
+                    )
                 }
                 guard Self.team(of: value) != Self.reservedTeam else {
                     throw fail(number, "the team \(Self.reservedTeam) is reserved for unregistered programs")
@@ -165,7 +166,9 @@ package struct AppRegistration: Sendable, Hashable {
             case "executable":
                 guard value.hasPrefix("/"), (value as NSString).standardizingPath == value, !value.hasSuffix("/")
                 else {
-                    throw fail(number, "executable must be an absolute path without . or .. parts, found \(Self.quoted(value))")
+                    throw fail(
+                        number, "executable must be an absolute path without . or .. parts, found \(Self.quoted(value))"
+                    )
                 }
                 executable = value
             case "sha256":
@@ -177,7 +180,9 @@ package struct AppRegistration: Sendable, Hashable {
                 for group in value.split(separator: ",", omittingEmptySubsequences: false) {
                     let group = group.trimmingCharacters(in: .whitespaces)
                     guard !group.isEmpty, !group.contains(where: \.isWhitespace) else {
-                        throw fail(number, "keychain-access-groups must be names separated by commas, found \(Self.quoted(value))")
+                        throw fail(
+                            number,
+                            "keychain-access-groups must be names separated by commas, found \(Self.quoted(value))")
                     }
                     groups.append((group, number))
                 }

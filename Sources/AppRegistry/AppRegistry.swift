@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The registered applications: every `*.conf` file under a directory (`<config-directory>/apps.d`), read in name
@@ -40,8 +40,11 @@ package struct AppRegistry: Sendable {
                 continue
             }
             // Two files naming the same program would make who it is depend on the order: the later one is left out.
-            if registration.digests.isEmpty, let executable = registration.executable, let earlier = byPath[executable] {
-                problems.append(RegistrationError(file: name, line: 0, message: "\(executable) is already registered by \(earlier)"))
+            if registration.digests.isEmpty, let executable = registration.executable, let earlier = byPath[executable]
+            {
+                problems.append(
+                    RegistrationError(file: name, line: 0, message: "\(executable) is already registered by \(earlier)")
+                )
                 continue
             }
             if let clash = registration.digests.first(where: { byDigest[$0] != nil }) {
@@ -59,7 +62,9 @@ package struct AppRegistry: Sendable {
                 problems.append(
                     RegistrationError(
                         file: name, line: 0,
-                        message: "the app group \(taken) belongs to team \(owner.team) (\(owner.file)), not to \(registration.team)"))
+                        message:
+                            "the app group \(taken) belongs to team \(owner.team) (\(owner.file)), not to \(registration.team)"
+                    ))
                 continue
             }
             for group in registration.applicationGroups where appGroupTeams[group] == nil {
@@ -97,7 +102,9 @@ package struct AppRegistry: Sendable {
     /// The file names read: `*.conf`, not hidden, in byte order.
     package static func fileNames(in directory: String) -> [String] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-        return names.filter { $0.hasSuffix(".conf") && !$0.hasPrefix(".") }.sorted { Array($0.utf8).lexicographicallyPrecedes($1.utf8) }
+        return names.filter { $0.hasSuffix(".conf") && !$0.hasPrefix(".") }.sorted {
+            Array($0.utf8).lexicographicallyPrecedes($1.utf8)
+        }
     }
 
     /// Reads and parses one file, refusing one that is not a regular file, that belongs to another user than root
@@ -106,7 +113,8 @@ package struct AppRegistry: Sendable {
     static func read(_ path: String, name: String) throws(RegistrationError) -> AppRegistration {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard descriptor >= 0 else {
-            throw RegistrationError(file: name, line: 0, message: "cannot be opened (\(String(cString: strerror(errno))))")
+            throw RegistrationError(
+                file: name, line: 0, message: "cannot be opened (\(String(cString: strerror(errno))))")
         }
         defer { close(descriptor) }
         var info = stat()
@@ -117,21 +125,27 @@ package struct AppRegistry: Sendable {
             throw RegistrationError(file: name, line: 0, message: "belongs to uid \(info.st_uid), not to root")
         }
         guard info.st_mode & (S_IWGRP | S_IWOTH) == 0 else {
-            throw RegistrationError(file: name, line: 0, message: "may be written by others than its owner (mode \(String(info.st_mode & 0o777, radix: 8)))")
+            throw RegistrationError(
+                file: name, line: 0,
+                message: "may be written by others than its owner (mode \(String(info.st_mode & 0o777, radix: 8)))")
         }
         guard info.st_size <= AppRegistration.maximumFileByteCount else {
-            throw RegistrationError(file: name, line: 0, message: "is longer than \(AppRegistration.maximumFileByteCount) bytes")
+            throw RegistrationError(
+                file: name, line: 0, message: "is longer than \(AppRegistration.maximumFileByteCount) bytes")
         }
         var bytes = [UInt8](repeating: 0, count: Int(info.st_size) + 1)
         var count = 0
         while count < bytes.count {
-            let read = bytes.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress! + count, $0.count - count) }
+            let read = bytes.withUnsafeMutableBytes {
+                Glibc.read(descriptor, $0.baseAddress! + count, $0.count - count)
+            }
             if read < 0 && errno == EINTR { continue }
             guard read > 0 else { break }
             count += read
         }
         guard count <= AppRegistration.maximumFileByteCount else {
-            throw RegistrationError(file: name, line: 0, message: "is longer than \(AppRegistration.maximumFileByteCount) bytes")
+            throw RegistrationError(
+                file: name, line: 0, message: "is longer than \(AppRegistration.maximumFileByteCount) bytes")
         }
         guard let text = String(validating: bytes[0..<count], as: UTF8.self) else {
             throw RegistrationError(file: name, line: 0, message: "is not UTF-8 text")
@@ -156,7 +170,8 @@ package struct AppRegistry: Sendable {
                     continue
                 }
                 entries.append([
-                    Int64(bitPattern: UInt64(info.st_ino)), Int64(info.st_size), Int64(info.st_mode), Int64(info.st_uid),
+                    Int64(bitPattern: UInt64(info.st_ino)), Int64(info.st_size), Int64(info.st_mode),
+                    Int64(info.st_uid),
                     Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec),
                     Int64(info.st_ctim.tv_sec) * 1_000_000_000 + Int64(info.st_ctim.tv_nsec),
                 ])

@@ -38,7 +38,8 @@ final class OperationCancellation: @unchecked Sendable {
         }
         guard first else { return }
         g_idle_add_full(
-            G_PRIORITY_HIGH, { cancellable in
+            G_PRIORITY_HIGH,
+            { cancellable in
                 g_cancellable_cancel(cancellable?.assumingMemoryBound(to: GCancellable.self))
                 return 0  // G_SOURCE_REMOVE
             }, g_object_ref(cancellable), { g_object_unref($0) })
@@ -54,7 +55,8 @@ final class OperationCancellation: @unchecked Sendable {
             generation += 1
             return generation
         }
-        let nanoseconds = Int(timeout.components.seconds) * 1_000_000_000
+        let nanoseconds =
+            Int(timeout.components.seconds) * 1_000_000_000
             + Int(timeout.components.attoseconds / 1_000_000_000)
         DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [weak self] in
             guard let self else { return }

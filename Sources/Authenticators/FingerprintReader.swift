@@ -39,15 +39,19 @@ final class FingerprintReader: @unchecked Sendable {
         for index in 0..<Int(devices.pointee.len) {
             guard let raw = devices.pointee.pdata[index] else { continue }
             let device = raw.assumingMemoryBound(to: FpDevice.self)
-            candidates.append((String(cString: fp_device_get_driver(device)),
-                               String(cString: fp_device_get_device_id(device)), device))
+            candidates.append(
+                (
+                    String(cString: fp_device_get_driver(device)),
+                    String(cString: fp_device_get_device_id(device)), device
+                ))
         }
         // Pick by driver name, never by index: the order of libfprint's device array is not stable.
         let chosen: (driver: String, id: String, device: UnsafeMutablePointer<FpDevice>)?
         if let drivers {
-            chosen = drivers.lazy.compactMap { driver in
-                candidates.filter { $0.driver == driver }.min { $0.id < $1.id }
-            }.first
+            chosen =
+                drivers.lazy.compactMap { driver in
+                    candidates.filter { $0.driver == driver }.min { $0.id < $1.id }
+                }.first
         } else {
             chosen = candidates.min { ($0.driver, $0.id) < ($1.driver, $1.id) }
         }
@@ -141,8 +145,9 @@ final class FingerprintReader: @unchecked Sendable {
         fp_print_set_enroll_date(template, date)
         g_date_free(date)
 
-        let reporter = EnrollReporter(total: info.enrollStages, cancellation: cancellation, timeout: timeout,
-                                      progress: progress)
+        let reporter = EnrollReporter(
+            total: info.enrollStages, cancellation: cancellation, timeout: timeout,
+            progress: progress)
         let userData = Unmanaged.passRetained(reporter)
         defer { userData.release() }
         cancellation.arm(timeout)
@@ -152,15 +157,18 @@ final class FingerprintReader: @unchecked Sendable {
             let reporter = Unmanaged<EnrollReporter>.fromOpaque(userData!).takeUnretainedValue()
             reporter.report(completed: Int(completed), error: error)
         }
-        guard let enrolled = fp_device_enroll_sync(
-            device, template, cancellation.cancellable, callback, userData.toOpaque(), &error)
+        guard
+            let enrolled = fp_device_enroll_sync(
+                device, template, cancellation.cancellable, callback, userData.toOpaque(), &error)
         else {
             throw handleFailure(error, cancellation: cancellation, operation: "enroll")
         }
         defer { g_object_unref(UnsafeMutableRawPointer(enrolled)) }
         let serialized = try Self.serialize(enrolled)
-        return (serialized, String(cString: fp_print_get_driver(enrolled)),
-                String(cString: fp_print_get_device_id(enrolled)))
+        return (
+            serialized, String(cString: fp_print_get_driver(enrolled)),
+            String(cString: fp_print_get_device_id(enrolled))
+        )
     }
 
     private static func serialize(_ print: OpaquePointer) throws -> SecureBytes {
@@ -176,7 +184,9 @@ final class FingerprintReader: @unchecked Sendable {
             explicit_bzero(data, Int(length))
             g_free(data)
         }
-        return SecureBytes(count: Int(length)) { $0.copyMemory(from: UnsafeRawBufferPointer(start: data, count: Int(length))) }
+        return SecureBytes(count: Int(length)) {
+            $0.copyMemory(from: UnsafeRawBufferPointer(start: data, count: Int(length)))
+        }
     }
 
     // MARK: Verify
@@ -233,7 +243,8 @@ final class FingerprintReader: @unchecked Sendable {
         for entry in prints { g_ptr_array_add(gallery, g_object_ref(UnsafeMutableRawPointer(entry.print))) }
         var matched: OpaquePointer?
         var scanned: OpaquePointer?
-        let ok = fp_device_identify_sync(device, gallery, cancellation.cancellable, nil, nil, &matched, &scanned, &error)
+        let ok = fp_device_identify_sync(
+            device, gallery, cancellation.cancellable, nil, nil, &matched, &scanned, &error)
         defer {
             if let matched { g_object_unref(UnsafeMutableRawPointer(matched)) }
             if let scanned { g_object_unref(UnsafeMutableRawPointer(scanned)) }
@@ -341,8 +352,10 @@ private final class EnrollReporter: @unchecked Sendable {
     let timeout: Duration
     let progress: @Sendable (EnrollmentEvent) -> Void
 
-    init(total: Int, cancellation: OperationCancellation, timeout: Duration,
-         progress: @escaping @Sendable (EnrollmentEvent) -> Void) {
+    init(
+        total: Int, cancellation: OperationCancellation, timeout: Duration,
+        progress: @escaping @Sendable (EnrollmentEvent) -> Void
+    ) {
         self.total = total
         self.cancellation = cancellation
         self.timeout = timeout
@@ -352,8 +365,10 @@ private final class EnrollReporter: @unchecked Sendable {
     func report(completed: Int, error: UnsafeMutablePointer<GError>?) {
         cancellation.arm(timeout)
         if let error, error.pointee.domain == fp_device_retry_quark() {
-            progress(.retry(reason: ScanRetryReason(rawValue: Int(error.pointee.code)), completed: completed,
-                            total: total, detail: String(cString: error.pointee.message)))
+            progress(
+                .retry(
+                    reason: ScanRetryReason(rawValue: Int(error.pointee.code)), completed: completed,
+                    total: total, detail: String(cString: error.pointee.message)))
         } else {
             progress(.stageCompleted(completed: completed, total: total))
         }

@@ -1,11 +1,11 @@
 internal import CPAM
 import Foundation
-import Synchronization
 import SecureCrypto
 import SecurityProtocol
+import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The state one PAM transaction's conversation function needs; it lives on the PAM thread for the length of one
@@ -52,60 +52,62 @@ private func discardResponses(_ responses: UnsafeMutablePointer<pam_response>, c
 ///
 /// Never writes `*resp` when `resp` is NULL (pam_matrix's `verbose` messages and some modules call it that way);
 /// answers echo-off and echo-on prompts through the presenter and forwards info/error messages.
-let pamConversation: @convention(c) (
-    Int32, UnsafeMutablePointer<UnsafePointer<pam_message>?>?,
-    UnsafeMutablePointer<UnsafeMutablePointer<pam_response>?>?, UnsafeMutableRawPointer?
-) -> Int32 = { count, messages, responsesOut, appdata in
-    guard count > 0, count <= PAM_MAX_NUM_MSG, let messages, let appdata else { return PAM_CONV_ERR }
-    let state = Unmanaged<PAMConversationState>.fromOpaque(appdata).takeUnretainedValue()
-    guard let responses = calloc(Int(count), MemoryLayout<pam_response>.stride)?
-        .assumingMemoryBound(to: pam_response.self)
-    else { return PAM_BUF_ERR }
+let pamConversation:
+    @convention(c) (
+        Int32, UnsafeMutablePointer<UnsafePointer<pam_message>?>?,
+        UnsafeMutablePointer<UnsafeMutablePointer<pam_response>?>?, UnsafeMutableRawPointer?
+    ) -> Int32 = { count, messages, responsesOut, appdata in
+        guard count > 0, count <= PAM_MAX_NUM_MSG, let messages, let appdata else { return PAM_CONV_ERR }
+        let state = Unmanaged<PAMConversationState>.fromOpaque(appdata).takeUnretainedValue()
+        guard
+            let responses = calloc(Int(count), MemoryLayout<pam_response>.stride)?
+                .assumingMemoryBound(to: pam_response.self)
+        else { return PAM_BUF_ERR }
 
-    for index in 0..<Int(count) {
-        guard let message = messages[index] else {
-            discardResponses(responses, count: index)
-            return PAM_CONV_ERR
+        for index in 0..<Int(count) {
+            guard let message = messages[index] else {
+                discardResponses(responses, count: index)
+                return PAM_CONV_ERR
+            }
+            let text = message.pointee.msg.map { String(cString: $0) } ?? ""
+            switch message.pointee.msg_style {
+            case PAM_PROMPT_ECHO_OFF, PAM_PROMPT_ECHO_ON:
+                guard responsesOut != nil else {
+                    // A prompt with nowhere to put the answer: refuse rather than crash.
+                    discardResponses(responses, count: index)
+                    return PAM_CONV_ERR
+                }
+                let prompt = PasscodePrompt(text: text, echo: message.pointee.msg_style == PAM_PROMPT_ECHO_ON)
+                guard let answer = state.presenter.answer(prompt) else {
+                    state.cancelled = true
+                    discardResponses(responses, count: index)
+                    return PAM_CONV_ERR
+                }
+                guard let copy = duplicateForPAM(answer) else {
+                    state.unusableAnswer = true
+                    discardResponses(responses, count: index)
+                    return PAM_CONV_ERR
+                }
+                responses[index].resp = copy
+                responses[index].resp_retcode = 0
+                state.promptsAnswered += 1
+            case PAM_ERROR_MSG:
+                state.presenter.show(PasscodeMessage(isError: true, text: text))
+            case PAM_TEXT_INFO:
+                state.presenter.show(PasscodeMessage(isError: false, text: text))
+            default:
+                // PAM_BINARY_PROMPT and anything newer: not supported by this application.
+                discardResponses(responses, count: index)
+                return PAM_CONV_ERR
+            }
         }
-        let text = message.pointee.msg.map { String(cString: $0) } ?? ""
-        switch message.pointee.msg_style {
-        case PAM_PROMPT_ECHO_OFF, PAM_PROMPT_ECHO_ON:
-            guard responsesOut != nil else {
-                // A prompt with nowhere to put the answer: refuse rather than crash.
-                discardResponses(responses, count: index)
-                return PAM_CONV_ERR
-            }
-            let prompt = PasscodePrompt(text: text, echo: message.pointee.msg_style == PAM_PROMPT_ECHO_ON)
-            guard let answer = state.presenter.answer(prompt) else {
-                state.cancelled = true
-                discardResponses(responses, count: index)
-                return PAM_CONV_ERR
-            }
-            guard let copy = duplicateForPAM(answer) else {
-                state.unusableAnswer = true
-                discardResponses(responses, count: index)
-                return PAM_CONV_ERR
-            }
-            responses[index].resp = copy
-            responses[index].resp_retcode = 0
-            state.promptsAnswered += 1
-        case PAM_ERROR_MSG:
-            state.presenter.show(PasscodeMessage(isError: true, text: text))
-        case PAM_TEXT_INFO:
-            state.presenter.show(PasscodeMessage(isError: false, text: text))
-        default:
-            // PAM_BINARY_PROMPT and anything newer: not supported by this application.
-            discardResponses(responses, count: index)
-            return PAM_CONV_ERR
+        if let responsesOut {
+            responsesOut.pointee = responses
+        } else {
+            discardResponses(responses, count: Int(count))
         }
+        return PAM_SUCCESS
     }
-    if let responsesOut {
-        responsesOut.pointee = responses
-    } else {
-        discardResponses(responses, count: Int(count))
-    }
-    return PAM_SUCCESS
-}
 
 /// The fail-delay hook installed as `PAM_FAIL_DELAY`: libpam calls it instead of sleeping after a failure.
 ///

@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A client for libfprint's `virtual_device` / `virtual_device_storage` socket protocol.
@@ -96,7 +96,8 @@ package struct VirtualReaderSocket: Sendable {
             if n < 0 {
                 if errno == EINTR { continue }
                 if errno == ECONNRESET && reply.isEmpty { return nil }
-                throw Failure(description: "waiting for the driver to take '\(command)': \(String(cString: strerror(errno)))")
+                throw Failure(
+                    description: "waiting for the driver to take '\(command)': \(String(cString: strerror(errno)))")
             }
             if n == 0 { break }
             reply += buffer[0..<n]

@@ -19,7 +19,8 @@ extension Enclave {
     ) throws -> SecureBytes {
         do {
             return try AESGCM.open(
-                AESGCM.SealedBox(combined: wrapped), using: rootKey, authenticating: keybagBinding(name, version: version))
+                AESGCM.SealedBox(combined: wrapped), using: rootKey,
+                authenticating: keybagBinding(name, version: version))
         } catch {
             throw EnclaveError(.corrupt, "the keybag does not open with this device key")
         }
@@ -52,7 +53,9 @@ extension Enclave {
         var result: [String: Data] = [:]
         var offset = 5
         func field(sizeBytes: Int) throws -> Data {
-            guard offset + sizeBytes <= bytes.count else { throw EnclaveError(.corrupt, "the keybag file is truncated") }
+            guard offset + sizeBytes <= bytes.count else {
+                throw EnclaveError(.corrupt, "the keybag file is truncated")
+            }
             let count = bytes[offset..<offset + sizeBytes].reduce(0) { $0 << 8 | Int($1) }
             guard offset + sizeBytes + count <= bytes.count else {
                 throw EnclaveError(.corrupt, "the keybag file is truncated")

@@ -90,7 +90,8 @@ extension Enclave {
             guard let wrapped = state.wrappedClassKeys[protectionClass] else {
                 throw EnclaveError(.corrupt, "the keybag does not hold every key")
             }
-            state.classKeys[protectionClass] = try Self.unwrap(wrapped, name: protectionClass.rawValue, rootKey: rootKey)
+            state.classKeys[protectionClass] = try Self.unwrap(
+                wrapped, name: protectionClass.rawValue, rootKey: rootKey)
         }
     }
 }

@@ -152,14 +152,17 @@ package final class Enclave: Sendable {
                 // An older keybag: re-seal every key under the current version, adding the attempt key (version 1
                 // had none) and the store's identity.
                 let expected = Set(Self.keyNames.filter { $0 != "store-id" && (version > 1 || $0 != "attempts") })
-                guard Set(wrapped.keys) == expected else { throw EnclaveError(.corrupt, "the keybag does not hold every key") }
+                guard Set(wrapped.keys) == expected else {
+                    throw EnclaveError(.corrupt, "the keybag does not hold every key")
+                }
                 var upgraded: [String: Data] = [:]
                 for (name, entry) in wrapped {
                     let key = try Self.unwrap(entry, name: name, version: version, rootKey: rootKey)
                     upgraded[name] = try Self.seal(key, name: name, rootKey: rootKey)
                 }
                 for name in ["attempts", "store-id"] where upgraded[name] == nil {
-                    upgraded[name] = try Self.seal(try SecureBytes(randomCount: Self.keyByteCount), name: name, rootKey: rootKey)
+                    upgraded[name] = try Self.seal(
+                        try SecureBytes(randomCount: Self.keyByteCount), name: name, rootKey: rootKey)
                     if name == "attempts" { attemptKeyIsNew = true }
                 }
                 try Self.writeFileAtomically(Self.encodeKeybag(upgraded), to: keybagPath)
@@ -168,7 +171,8 @@ package final class Enclave: Sendable {
         } else {
             wrapped = [:]
             for name in Self.keyNames {
-                wrapped[name] = try Self.seal(try SecureBytes(randomCount: Self.keyByteCount), name: name, rootKey: rootKey)
+                wrapped[name] = try Self.seal(
+                    try SecureBytes(randomCount: Self.keyByteCount), name: name, rootKey: rootKey)
             }
             try Self.writeFileAtomically(Self.encodeKeybag(wrapped), to: keybagPath)
             attemptKeyIsNew = true
@@ -185,10 +189,13 @@ package final class Enclave: Sendable {
         let storeID = try Self.unwrap(wrapped["store-id"]!, name: "store-id", rootKey: rootKey)
         switch configuration.unlockedKeys {
         case .processMemory: unlockedKeys = ProcessMemoryKeys()
-        case .kernelKeyring: unlockedKeys = KernelKeyringKeys(storeIdentity: try Self.identity(of: directory, id: storeID))
+        case .kernelKeyring:
+            unlockedKeys = KernelKeyringKeys(storeIdentity: try Self.identity(of: directory, id: storeID))
         }
         var classKeys: [ProtectionClass: Data] = [:]
-        for protectionClass in ProtectionClass.allCases { classKeys[protectionClass] = wrapped[protectionClass.rawValue] }
+        for protectionClass in ProtectionClass.allCases {
+            classKeys[protectionClass] = wrapped[protectionClass.rawValue]
+        }
 
         // A new store starts unlocked (the embedded store has no passcode of its own yet); an existing store whose
         // state file is missing or damaged is locked: damage never opens anything.
@@ -198,7 +205,8 @@ package final class Enclave: Sendable {
             try? JSONDecoder().decode(PersistedState.self, from: $0)
         }
         var persisted =
-            stored ?? (keybagExists ? lockedState : PersistedState(locked: false, unlockBootID: nil, passcodeSet: false))
+            stored
+            ?? (keybagExists ? lockedState : PersistedState(locked: false, unlockBootID: nil, passcodeSet: false))
         if !persisted.locked && persisted.unlockBootID != bootID {
             persisted.unlockBootID = bootID
         }
@@ -226,12 +234,16 @@ package final class Enclave: Sendable {
 
     /// Whether the store's passcode classes are sealed under the passcode (it was unlocked by passcode once).
     package var isPasscodeProtected: Bool {
-        (try? state.withLock { state in try refresh(&state); return state.protection != nil }) ?? false
+        (try? state.withLock { state in
+            try refresh(&state); return state.protection != nil
+        }) ?? false
     }
 
     /// Whether a passcode is set (needed for `akpu` items).
     package var isPasscodeSet: Bool {
-        (try? state.withLock { state in try refresh(&state); return state.persisted.passcodeSet }) ?? false
+        (try? state.withLock { state in
+            try refresh(&state); return state.persisted.passcodeSet
+        }) ?? false
     }
 
     /// Locks the keybag: `ak`, `aku` and `akpu` keys leave memory here and in every process that shares the store
@@ -303,12 +315,16 @@ package final class Enclave: Sendable {
                     try seal(&state, opened, passcode: passcode, rootKey: rootKey)
                 } else if protection.sealed[.whenPasscodeSetThisDeviceOnly] == nil {
                     var updated = protection
-                    try updated.add(opened[.whenPasscodeSetThisDeviceOnly]!, for: .whenPasscodeSetThisDeviceOnly, wrappingKey: wrappingKey)
+                    try updated.add(
+                        opened[.whenPasscodeSetThisDeviceOnly]!, for: .whenPasscodeSetThisDeviceOnly,
+                        wrappingKey: wrappingKey)
                     try write(&state, updated)
                 }
                 keys = opened
             } else {
-                keys = try seal(&state, try rootSealedPasscodeClassKeys(state, rootKey: rootKey), passcode: passcode, rootKey: rootKey)
+                keys = try seal(
+                    &state, try rootSealedPasscodeClassKeys(state, rootKey: rootKey), passcode: passcode,
+                    rootKey: rootKey)
             }
             try storeUnlocked(keys, &state)
         }
@@ -358,7 +374,8 @@ package final class Enclave: Sendable {
                 }
             } else {
                 let name = ProtectionClass.whenPasscodeSetThisDeviceOnly.rawValue
-                let sealed = try Self.seal(try SecureBytes(randomCount: Self.keyByteCount), name: name, rootKey: rootKey)
+                let sealed = try Self.seal(
+                    try SecureBytes(randomCount: Self.keyByteCount), name: name, rootKey: rootKey)
                 try rewriteKeybag(&state) { $0[name] = sealed }
                 state.wrappedClassKeys[.whenPasscodeSetThisDeviceOnly] = sealed
                 state.classKeys[.whenPasscodeSetThisDeviceOnly] = nil
@@ -393,7 +410,9 @@ package final class Enclave: Sendable {
     func storeUnlocked(_ keys: [ProtectionClass: SecureBytes], _ state: inout State) throws {
         for slot in UnlockedSlot.allCases {
             var joined = SecureBytes(zeros: 0)
-            for protectionClass in PasscodeProtection.classes(in: slot) { joined = joined.appending(keys[protectionClass]!) }
+            for protectionClass in PasscodeProtection.classes(in: slot) {
+                joined = joined.appending(keys[protectionClass]!)
+            }
             try unlockedKeys.store(joined, in: slot)
         }
         state.persisted.locked = false

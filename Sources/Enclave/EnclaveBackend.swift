@@ -15,7 +15,8 @@ package enum EnclaveBackend: Sendable, Hashable {
         do {
             let information = try tpm.withConnection { try $0.information() }
             let vendor = information.vendor.isEmpty ? "" : " \(information.vendor)"
-            return "TPM 2.0 (\(information.manufacturer)\(vendor), firmware \(information.firmware)) through \(tpm.tcti)"
+            return
+                "TPM 2.0 (\(information.manufacturer)\(vendor), firmware \(information.firmware)) through \(tpm.tcti)"
         } catch {
             return "TPM 2.0 through \(tpm.tcti), not answering: \(error)"
         }

@@ -8,7 +8,8 @@ extension Enclave {
     /// - Throws: `EnclaveError.notAttestable` on the software backend; the backend's errors when the TPM fails.
     package func attestationIdentity() throws -> TPMEndorsement {
         guard case .tpm(let tpm) = backend else {
-            throw EnclaveError(.notAttestable, "no TPM holds this store's keys (software backend): nothing can attest them")
+            throw EnclaveError(
+                .notAttestable, "no TPM holds this store's keys (software backend): nothing can attest them")
         }
         return try TPMHeldKey.call(tpm, passwordBound: false) { try $0.endorsement() }
     }

@@ -68,7 +68,8 @@ struct PasscodeProtection {
         var secret: SecureBytes?
         if let tpmSecret {
             guard let tpm else {
-                throw EnclaveError(.configuration, "the keychain's passcode layer is sealed to a TPM that is not configured")
+                throw EnclaveError(
+                    .configuration, "the keychain's passcode layer is sealed to a TPM that is not configured")
             }
             guard let object = try? TPMObject(serialized: tpmSecret) else {
                 throw EnclaveError(.corrupt, "the keybag's passcode TPM object is damaged")
@@ -81,7 +82,8 @@ struct PasscodeProtection {
         do {
             for (protectionClass, value) in sealed {
                 keys[protectionClass] = try AESGCM.open(
-                    AESGCM.SealedBox(combined: value), using: wrappingKey, authenticating: Self.binding(protectionClass))
+                    AESGCM.SealedBox(combined: value), using: wrappingKey, authenticating: Self.binding(protectionClass)
+                )
             }
         } catch {
             throw EnclaveError(.wrongPassword, "the keychain does not open with this passcode")
@@ -115,7 +117,8 @@ struct PasscodeProtection {
     /// (and counts a wrong one) without ever seeing it.
     private static func tpmAuthorization(_ stretched: SecureBytes) throws -> SecureBytes {
         try HKDFSHA256.deriveKey(
-            inputKeyMaterial: stretched, info: Data("la.keybag.passcode-tpm-authorization.v3".utf8), outputByteCount: 32)
+            inputKeyMaterial: stretched, info: Data("la.keybag.passcode-tpm-authorization.v3".utf8), outputByteCount: 32
+        )
     }
 
     /// Runs `body` on a connection to `tpm`, reporting a refused authorization as a wrong passcode and a lockout
@@ -130,7 +133,8 @@ struct PasscodeProtection {
                     let wait = state.map { ", and forgets one failure every \($0.recoverySeconds) s" } ?? ""
                     throw EnclaveError(
                         .lockedOut,
-                        "the TPM refuses passcode attempts after too many wrong ones (dictionary-attack lockout\(wait))")
+                        "the TPM refuses passcode attempts after too many wrong ones (dictionary-attack lockout\(wait))"
+                    )
                 }
             }
         } catch let error as TPMError where error.isAuthorizationFailure {

@@ -87,7 +87,9 @@ struct RootKeyStore: Sendable {
             } catch let error as TPMError {
                 throw Self.enclaveError(error, tpm: tpm)
             }
-            guard key.count == Self.keyByteCount else { throw EnclaveError(.corrupt, "the sealed device key is not a key") }
+            guard key.count == Self.keyByteCount else {
+                throw EnclaveError(.corrupt, "the sealed device key is not a key")
+            }
             return key
         }
     }
@@ -118,10 +120,12 @@ struct RootKeyStore: Sendable {
 
     static func enclaveError(_ error: TPMError, tpm: TPM) -> EnclaveError {
         if error.isForeignObject {
-            return EnclaveError(.corrupt, "the device key is sealed to another TPM: this store opens only where it was made")
+            return EnclaveError(
+                .corrupt, "the device key is sealed to another TPM: this store opens only where it was made")
         }
         if error.responseCode == nil {
-            return EnclaveError(.configuration, "the store needs its TPM, which does not answer at \(tpm.tcti) (\(error))")
+            return EnclaveError(
+                .configuration, "the store needs its TPM, which does not answer at \(tpm.tcti) (\(error))")
         }
         return EnclaveError(.io, "\(error)")
     }

@@ -35,7 +35,8 @@ struct TPMHeldKey: P256PrivateKeyOperations {
         _ body: (TPMHeldKey) throws -> Result
     ) throws -> Result {
         try call(tpm, passwordBound: passwordBound) { connection in
-            let key = TPMHeldKey(connection: connection, handle: try connection.load(object, authorization: authorization))
+            let key = TPMHeldKey(
+                connection: connection, handle: try connection.load(object, authorization: authorization))
             if passwordBound { _ = try connection.sign(Data(count: 32), with: key.handle) }
             return try body(key)
         }
@@ -44,7 +45,8 @@ struct TPMHeldKey: P256PrivateKeyOperations {
     /// Runs `body` on a TPM connection, reporting the TPM's refusals as the enclave's errors: a wrong authorization
     /// is a wrong password for a password-bound key and a changed key otherwise; a refused attestation credential is
     /// a bad challenge.
-    static func call<Result>(_ tpm: TPM, passwordBound: Bool, _ body: (TPMConnection) throws -> Result) throws -> Result {
+    static func call<Result>(_ tpm: TPM, passwordBound: Bool, _ body: (TPMConnection) throws -> Result) throws -> Result
+    {
         do {
             return try tpm.withConnection(body)
         } catch let error as TPMError {
@@ -53,10 +55,14 @@ struct TPMHeldKey: P256PrivateKeyOperations {
                     .invalidChallenge, "the challenge does not open in this TPM (made for another TPM, or changed)")
             }
             if error.isAuthorizationFailure {
-                if passwordBound { throw EnclaveError(.wrongPassword, "the application password does not open the key") }
+                if passwordBound {
+                    throw EnclaveError(.wrongPassword, "the application password does not open the key")
+                }
                 throw EnclaveError(.corrupt, "an enclave key does not open with its access control")
             }
-            if error.isForeignObject { throw EnclaveError(.corrupt, "an enclave key does not open on this device's TPM") }
+            if error.isForeignObject {
+                throw EnclaveError(.corrupt, "an enclave key does not open on this device's TPM")
+            }
             throw RootKeyStore.enclaveError(error, tpm: tpm)
         }
     }

@@ -27,6 +27,7 @@ public struct TPMIdentity: Codable, Sendable, Equatable {
     /// the TPM).
     public var attestationKey: Data
 
+    /// An identity with these parts.
     public init(endorsementCertificate: Data?, endorsementKey: Data, attestationKey: Data) {
         self.endorsementCertificate = endorsementCertificate
         self.endorsementKey = endorsementKey
@@ -41,6 +42,7 @@ public struct TPMAttestationChallenge: Codable, Sendable, Equatable {
     /// The `TPM2B_ENCRYPTED_SECRET`'s contents: the seed, RSA-OAEP-encrypted to the endorsement key.
     public var encryptedSecret: Data
 
+    /// A challenge with these parts.
     public init(credentialBlob: Data, encryptedSecret: Data) {
         self.credentialBlob = credentialBlob
         self.encryptedSecret = encryptedSecret
@@ -56,6 +58,7 @@ public struct TPMKeyAttestation: Codable, Sendable, Equatable {
     /// The attestation key's ECDSA P-256 signature over SHA-256 of `statement`: `r || s`, 32 bytes each.
     public var signature: Data
 
+    /// An attestation with these parts.
     public init(keyPublicArea: Data, statement: Data, signature: Data) {
         self.keyPublicArea = keyPublicArea
         self.statement = statement
@@ -65,6 +68,7 @@ public struct TPMKeyAttestation: Codable, Sendable, Equatable {
 
 /// Why a verifier refused an identity or an attestation. The message names the check that failed.
 public struct TPMAttestationError: Error, CustomStringConvertible, Sendable, Equatable {
+    /// The check that failed, in words.
     public var description: String
 
     init(_ description: String) { self.description = description }

@@ -90,7 +90,9 @@ public struct TPMAttestationVerifier: Sendable {
             throw TPMAttestationError("the statement certifies another key")
         }
         guard let publicKey = key.p256PublicKey, (try? P256.PublicKey(x963Representation: publicKey)) != nil,
-            key.has(TPMPublicArea.fixedTPM | TPMPublicArea.fixedParent | TPMPublicArea.sensitiveDataOrigin | TPMPublicArea.sign)
+            key.has(
+                TPMPublicArea.fixedTPM | TPMPublicArea.fixedParent | TPMPublicArea.sensitiveDataOrigin
+                    | TPMPublicArea.sign)
         else { throw TPMAttestationError("the key is not a P-256 signing key made in the TPM and fixed to it") }
         return TPMAttestedKey(publicKey: publicKey, endorsementCertificate: expectation.endorsementCertificate)
     }

@@ -55,7 +55,8 @@ struct TPMPublicArea {
             throw TPMAttestationError("a TPM public area of type 0x\(String(type, radix: 16)) is not an RSA or ECC key")
         }
         let symmetricAlgorithm = try reader.uint16()
-        symmetric = symmetricAlgorithm == Self.null
+        symmetric =
+            symmetricAlgorithm == Self.null
             ? (Self.null, 0, 0) : (symmetricAlgorithm, try reader.uint16(), try reader.uint16())
         let schemeAlgorithm = try reader.uint16()
         if schemeAlgorithm == Self.null {
@@ -90,7 +91,8 @@ struct TPMPublicArea {
 
     /// The P-256 public key (`04 || X || Y`), when this is a P-256 key.
     var p256PublicKey: Data? {
-        guard type == Self.ecc, keyBitsOrCurve == Self.nistP256, unique.count == 2, unique.allSatisfy({ $0.count <= 32 })
+        guard type == Self.ecc, keyBitsOrCurve == Self.nistP256, unique.count == 2,
+            unique.allSatisfy({ $0.count <= 32 })
         else { return nil }
         func padded(_ coordinate: Data) -> Data { Data(count: 32 - coordinate.count) + coordinate }
         return Data([4]) + padded(unique[0]) + padded(unique[1])
@@ -160,6 +162,8 @@ struct TPMReader {
     }
 
     func finish() throws {
-        guard offset == bytes.count else { throw TPMAttestationError("\(what) has \(bytes.count - offset) bytes too many") }
+        guard offset == bytes.count else {
+            throw TPMAttestationError("\(what) has \(bytes.count - offset) bytes too many")
+        }
     }
 }

@@ -20,10 +20,12 @@ public final class SecTrustedApplication: Sendable, Hashable {
     /// `unregistered.<sha256>`); empty until the item is stored.
     public var applicationIdentifier: String { application.applicationIdentifier }
 
+    /// Equal when they name the same program (executable, application identifier and code digest).
     public static func == (lhs: SecTrustedApplication, rhs: SecTrustedApplication) -> Bool {
         lhs.application == rhs.application
     }
 
+    /// Hashes the program, as `==` compares it.
     public func hash(into hasher: inout Hasher) { hasher.combine(application) }
 }
 
@@ -50,8 +52,10 @@ public final class SecAccess: Sendable, Hashable {
     /// The programs the item trusts.
     public var trustedApplications: [SecTrustedApplication] { access.applications.map(SecTrustedApplication.init) }
 
+    /// Equal when they hold the same descriptor and programs.
     public static func == (lhs: SecAccess, rhs: SecAccess) -> Bool { lhs.access == rhs.access }
 
+    /// Hashes the list, as `==` compares it.
     public func hash(into hasher: inout Hasher) { hasher.combine(access) }
 }
 
@@ -75,7 +79,9 @@ public func SecTrustedApplicationCreateFromPath(
 /// Copies what identifies a trusted application: its executable's path, as UTF-8 bytes (empty for the calling
 /// program).
 @discardableResult
-public func SecTrustedApplicationCopyData(_ appRef: SecTrustedApplication, _ data: UnsafeMutablePointer<CFData?>) -> OSStatus {
+public func SecTrustedApplicationCopyData(_ appRef: SecTrustedApplication, _ data: UnsafeMutablePointer<CFData?>)
+    -> OSStatus
+{
     data.pointee = Data(appRef.path.utf8) as CFData
     return errSecSuccess
 }

@@ -800,11 +800,15 @@ private let errorMessages: [OSStatus: String] = [
     errSecNoDefaultKeychain: "A default keychain could not be found.",
     errSecInteractionNotAllowed: "User interaction is not allowed.",
     errSecReadOnlyAttr: "The specified attribute could not be modified.",
-    errSecWrongSecVersion: "This keychain was created by a different version of the system software and cannot be opened.",
+    errSecWrongSecVersion:
+        "This keychain was created by a different version of the system software and cannot be opened.",
     errSecKeySizeNotAllowed: "This item specifies a key size which is too large or too small.",
-    errSecNoStorageModule: "A required component (data storage module) could not be loaded. You may need to restart your computer.",
-    errSecNoCertificateModule: "A required component (certificate module) could not be loaded. You may need to restart your computer.",
-    errSecNoPolicyModule: "A required component (policy module) could not be loaded. You may need to restart your computer.",
+    errSecNoStorageModule:
+        "A required component (data storage module) could not be loaded. You may need to restart your computer.",
+    errSecNoCertificateModule:
+        "A required component (certificate module) could not be loaded. You may need to restart your computer.",
+    errSecNoPolicyModule:
+        "A required component (policy module) could not be loaded. You may need to restart your computer.",
     errSecInteractionRequired: "User interaction is required, but is currently not allowed.",
     errSecDataNotAvailable: "The contents of this item cannot be retrieved.",
     errSecDataNotModifiable: "The contents of this item cannot be modified.",

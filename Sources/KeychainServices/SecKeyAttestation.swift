@@ -13,8 +13,9 @@ extension SecKey {
     /// - Throws: `KeychainStatus`: `errSecUnimplemented` for a key the engine does not hold in a TPM.
     package func attestationIdentity() throws -> (certificate: Data?, endorsementKey: Data, attestationKey: Data) {
         let (_, client, context) = try enclaveParts()
-        guard case .attestationIdentity(let certificate, let endorsementKey, let attestationKey) =
-            try client.sendBlocking(.attestationIdentity, context: context?.handle)
+        guard
+            case .attestationIdentity(let certificate, let endorsementKey, let attestationKey) =
+                try client.sendBlocking(.attestationIdentity, context: context?.handle)
         else { throw KeychainStatus(.internalComponent, "the engine answered another request") }
         return (certificate.isEmpty ? nil : certificate, endorsementKey, attestationKey)
     }
@@ -28,7 +29,8 @@ extension SecKey {
         credentialBlob: Data, encryptedSecret: Data
     ) throws -> (keyPublicArea: Data, statement: Data, signature: Data) {
         let (handle, client, context) = try enclaveParts()
-        guard case .attestation(let keyPublicArea, let statement, let signature) = try client.sendBlocking(
+        guard
+            case .attestation(let keyPublicArea, let statement, let signature) = try client.sendBlocking(
                 .attest(
                     handle: handle, credentialBlob: credentialBlob, encryptedSecret: encryptedSecret,
                     context: context?.id),

@@ -53,7 +53,8 @@ public func SecKeyCopyExternalRepresentation(
         case .publicKey(let publicKey): return publicKey.x963Representation as NSData
         case .privateKey(let privateKey): return privateKey.x963Representation.unprotectedData() as NSData
         case .enclave:
-            throw KeychainStatus(KeychainStatus.Code(rawValue: errSecUnimplemented), "an enclave key cannot be exported")
+            throw KeychainStatus(
+                KeychainStatus.Code(rawValue: errSecUnimplemented), "an enclave key cannot be exported")
         case .opaque:
             throw KeychainStatus(KeychainStatus.Code(rawValue: errSecUnimplemented), "the key is not a P-256 key")
         }
@@ -172,7 +173,8 @@ public func SecKeyVerifySignature(
         let bytes = contents(of: signature)
         let parsed = try? (raw ? ECDSASignature(rawRepresentation: bytes) : ECDSASignature(derRepresentation: bytes))
         guard let parsed, publicKey.isValidSignature(parsed, forDigest: digest) else {
-            throw KeychainStatus(KeychainStatus.Code(rawValue: errSecVerifyFailed), "ECDSA signature verification failed")
+            throw KeychainStatus(
+                KeychainStatus.Code(rawValue: errSecVerifyFailed), "ECDSA signature verification failed")
         }
         return true
     } ?? false
@@ -261,7 +263,8 @@ public func SecKeyCopyKeyExchangeResult(
                 switch name as? String {
                 case kSecKeyKeyExchangeParameterRequestedSize:
                     guard let number = value as? NSNumber, number.intValue > 0 else {
-                        throw KeychainStatus(.param, "kSecKeyKeyExchangeParameterRequestedSize is not a positive number")
+                        throw KeychainStatus(
+                            .param, "kSecKeyKeyExchangeParameterRequestedSize is not a positive number")
                     }
                     requestedSize = number.intValue
                 case kSecKeyKeyExchangeParameterSharedInfo:
@@ -282,7 +285,8 @@ public func SecKeyCopyKeyExchangeResult(
         switch privateKey.material {
         case .privateKey(let key):
             if let kdf {
-                secret = try key.sharedSecret(with: peer, x963SharedInfo: kdf.sharedInfo, outputByteCount: kdf.byteCount)
+                secret = try key.sharedSecret(
+                    with: peer, x963SharedInfo: kdf.sharedInfo, outputByteCount: kdf.byteCount)
             } else {
                 secret = try key.sharedSecret(with: peer)
             }

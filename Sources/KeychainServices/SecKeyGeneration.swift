@@ -57,7 +57,9 @@ struct SecKeyGeneration {
             publicKey = try P256.PublicKey(x963Representation: point)
             material = .enclave(handle: handle, publicKey: publicKey, client: client, context: context)
         } else {
-            if case .accessControl(let policy) = privateItem["accc"], policy.flags & UInt64(SecAccessControlCreateFlags.privateKeyUsage.rawValue) != 0 {
+            if case .accessControl(let policy) = privateItem["accc"],
+                policy.flags & UInt64(SecAccessControlCreateFlags.privateKeyUsage.rawValue) != 0
+            {
                 // Apple documents kSecAccessControlPrivateKeyUsage as required for, and meaningful only with, the
                 // Secure Enclave: a software key under it would carry a list nothing enforces.
                 throw KeychainStatus(.param, "kSecAccessControlPrivateKeyUsage needs kSecAttrTokenIDSecureEnclave")
@@ -73,7 +75,8 @@ struct SecKeyGeneration {
             material = .privateKey(privateKey)
         }
         if publicItem["perm"]?.boolValue == true {
-            var item = self.item(publicItem, keyClass: kSecAttrKeyClassPublic as String, publicKey: publicKey.x963Representation)
+            var item = self.item(
+                publicItem, keyClass: kSecAttrKeyClassPublic as String, publicKey: publicKey.x963Representation)
             item["v_Data"] = .data(publicKey.x963Representation)
             _ = try client.sendBlocking(.add(item), context: context?.handle)
         }

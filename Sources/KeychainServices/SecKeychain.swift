@@ -27,10 +27,14 @@ public final class SecKeychainItem: Sendable {
 
 /// An attribute of a keychain item in the macOS functions' lists (`SecKeychainAttribute`).
 public struct SecKeychainAttribute {
+    /// The attribute (`kSecAccountItemAttr`, `kSecServiceItemAttr`, `kSecLabelItemAttr`…).
     public var tag: SecKeychainAttrType
+    /// The length of `data` in bytes.
     public var length: UInt32
+    /// The attribute's bytes.
     public var data: UnsafeMutableRawPointer?
 
+    /// An attribute with these values.
     public init(tag: SecKeychainAttrType, length: UInt32, data: UnsafeMutableRawPointer?) {
         self.tag = tag
         self.length = length
@@ -40,9 +44,12 @@ public struct SecKeychainAttribute {
 
 /// A list of attributes (`SecKeychainAttributeList`).
 public struct SecKeychainAttributeList {
+    /// How many attributes `attr` points to.
     public var count: UInt32
+    /// The attributes.
     public var attr: UnsafeMutablePointer<SecKeychainAttribute>?
 
+    /// A list of `count` attributes at `attr`.
     public init(count: UInt32, attr: UnsafeMutablePointer<SecKeychainAttribute>?) {
         self.count = count
         self.attr = attr

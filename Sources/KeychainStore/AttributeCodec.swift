@@ -121,7 +121,9 @@ package enum AttributeCodec {
         case .access:
             let descriptor = try reader.string()
             let count = try reader.uint32()
-            guard count <= ItemAccess.maximumApplications else { throw StoreError(.corrupt, "too many trusted applications") }
+            guard count <= ItemAccess.maximumApplications else {
+                throw StoreError(.corrupt, "too many trusted applications")
+            }
             var applications: [TrustedApplication] = []
             for _ in 0..<count {
                 applications.append(

@@ -119,7 +119,8 @@ final class DirectLookup: Sendable {
         /// documentation orders the two calls).
         private static func bytes(_ statement: OpaquePointer, _ column: Int32) -> UnsafeRawBufferPointer {
             let start = sqlite3_column_blob(statement, column)
-            return UnsafeRawBufferPointer(start: start, count: start == nil ? 0 : Int(sqlite3_column_bytes(statement, column)))
+            return UnsafeRawBufferPointer(
+                start: start, count: start == nil ? 0 : Int(sqlite3_column_bytes(statement, column)))
         }
 
         private static func optionalInteger(_ statement: OpaquePointer, _ column: Int32) -> Int64? {

@@ -269,8 +269,9 @@ package struct StoreTransaction {
 
     /// The id the next inserted row will get (ids are never reused); valid until this transaction ends.
     package func nextRowID() throws -> Int64 {
-        let last = try Int64.fetchOne(
-            db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'item'") ?? 0
+        let last =
+            try Int64.fetchOne(
+                db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'item'") ?? 0
         let highest = try Int64.fetchOne(db, sql: "SELECT MAX(id) FROM item") ?? 0
         return max(last, highest) + 1
     }

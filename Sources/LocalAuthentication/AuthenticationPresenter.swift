@@ -1,7 +1,7 @@
 import Foundation
 import SecureCrypto
-import SecurityProtocol
 import SecurityClient
+import SecurityProtocol
 import Synchronization
 
 /// Who draws the prompts of an evaluation: the terminal, a program's own UI, or a script.
@@ -71,11 +71,12 @@ public enum ItemAccessChoice: Sendable, Equatable, CaseIterable {
     case alwaysAllow
 
     init(_ choice: TrustChoice) {
-        self = switch choice {
-        case .deny: .deny
-        case .allowOnce: .allowOnce
-        case .alwaysAllow: .alwaysAllow
-        }
+        self =
+            switch choice {
+            case .deny: .deny
+            case .allowOnce: .allowOnce
+            case .alwaysAllow: .alwaysAllow
+            }
     }
 
     var trustChoice: TrustChoice {
@@ -196,7 +197,8 @@ struct PresenterAdapter: EvaluationPresenter {
     }
 
     static func prompt(_ prompt: EvaluationPrompt) -> AuthenticationPrompt {
-        AuthenticationPrompt(reason: prompt.reason, fallbackTitle: prompt.fallbackTitle, cancelTitle: prompt.cancelTitle)
+        AuthenticationPrompt(
+            reason: prompt.reason, fallbackTitle: prompt.fallbackTitle, cancelTitle: prompt.cancelTitle)
     }
 
     /// The client's presenter for `presenter`: the client's own terminal presenter for the terminal one.
@@ -230,7 +232,8 @@ public struct TerminalAuthenticationPresenter: AuthenticationPresenter {
         _ prompt: AuthenticationPrompt, respond: @escaping @Sendable (AuthenticationPromptAction) -> Void
     ) {
         terminal.fingerprintPromptDidBegin(
-            EvaluationPrompt(reason: prompt.reason, fallbackTitle: prompt.fallbackTitle, cancelTitle: prompt.cancelTitle)
+            EvaluationPrompt(
+                reason: prompt.reason, fallbackTitle: prompt.fallbackTitle, cancelTitle: prompt.cancelTitle)
         ) { respond($0 == .cancel ? .cancel : .fallback) }
     }
 
@@ -249,7 +252,8 @@ public struct TerminalAuthenticationPresenter: AuthenticationPresenter {
     /// Reads the answer from `/dev/tty`, echo off for secrets; nil on Ctrl-C.
     public func passcode(for prompt: AuthenticationPrompt, question: PasscodeQuestion) -> AuthenticationSecret? {
         terminal.passcode(
-            EvaluationPrompt(reason: prompt.reason, fallbackTitle: prompt.fallbackTitle, cancelTitle: prompt.cancelTitle),
+            EvaluationPrompt(
+                reason: prompt.reason, fallbackTitle: prompt.fallbackTitle, cancelTitle: prompt.cancelTitle),
             question: PasscodePrompt(text: question.text, echo: !question.isSecret)
         ).map(AuthenticationSecret.init)
     }

@@ -116,7 +116,6 @@ public struct LAError: CustomNSError, Hashable, Sendable {
     /// Hashes the code.
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
-
     /// `.authenticationFailed`
     public static var authenticationFailed: Code { .authenticationFailed }
     /// `.userCancel`

@@ -72,10 +72,14 @@ public final class LAPrivateKey: NSObject, Sendable {
             let peer = try throwingSecurityError {
                 SecKeyCreateWithData(
                     publicKey as NSData,
-                    [kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeyClass as String: kSecAttrKeyClassPublic]
+                    [
+                        kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom,
+                        kSecAttrKeyClass as String: kSecAttrKeyClassPublic,
+                    ]
                         as NSDictionary, $0)
             }
-            return try throwingSecurityError { SecKeyCopyKeyExchangeResult(key, algorithm, peer, dictionary, $0) } as Data
+            return try throwingSecurityError { SecKeyCopyKeyExchangeResult(key, algorithm, peer, dictionary, $0) }
+                as Data
         }
     }
 
@@ -89,7 +93,9 @@ public final class LAPrivateKey: NSObject, Sendable {
         Task.detached {
             do {
                 let parameters = sendable as? [AnyHashable: Any] ?? [:]
-                completion(try await self.exchangeKeys(publicKey: publicKey, algorithm: algorithm, parameters: parameters), nil)
+                completion(
+                    try await self.exchangeKeys(publicKey: publicKey, algorithm: algorithm, parameters: parameters), nil
+                )
             } catch {
                 completion(nil, error)
             }

@@ -220,14 +220,18 @@ public final class LARightStore: NSObject, Sendable {
     // MARK: Internals
 
     static func recordQuery(_ identifier: String?) -> [String: Any] {
-        var query: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: recordService]
+        var query: [String: Any] = [
+            kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: recordService,
+        ]
         if let identifier { query[kSecAttrAccount as String] = identifier }
         return query
     }
 
     static func secretQuery(_ identifier: String) -> [String: Any] {
-        [kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: secretService,
-         kSecAttrAccount as String: identifier]
+        [
+            kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: secretService,
+            kSecAttrAccount as String: identifier,
+        ]
     }
 
     static func error(_ status: OSStatus, _ message: String) -> NSError {
@@ -292,12 +296,15 @@ public final class LARightStore: NSObject, Sendable {
                     item[kSecValueData as String] = secret
                     item[kSecAttrAccessControl as String] = try requirement.accessControl()
                     let status = SecItemAdd(item as NSDictionary, nil)
-                    guard status == errSecSuccess else { throw Self.error(status, "the right's secret cannot be saved") }
+                    guard status == errSecSuccess else {
+                        throw Self.error(status, "the right's secret cannot be saved")
+                    }
                 }
                 return LAPersistedRight(identifier: identifier, record: record, publicKey: publicKey)
             } catch {
                 _ = SecItemDelete(
-                    [kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: record.keyTag] as NSDictionary)
+                    [kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: record.keyTag] as NSDictionary
+                )
                 _ = SecItemDelete(Self.secretQuery(identifier) as NSDictionary)
                 _ = SecItemDelete(Self.recordQuery(identifier) as NSDictionary)
                 throw error

@@ -1,7 +1,7 @@
-@_exported import OpenCombine
-@_exported import OpenCombineFoundation
 import Foundation
 import LocalAuthentication
+@_exported import OpenCombine
+@_exported import OpenCombineFoundation
 import SwiftKeychain
 
 // Combine beside the async sequences, through OpenCombine (Combine's API for Linux), for code written for Apple

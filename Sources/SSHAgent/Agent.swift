@@ -1,6 +1,6 @@
 import Foundation
-import SSHAgentProtocol
 import LocalAuthentication
+import SSHAgentProtocol
 import SecureCrypto
 import SocketPeer
 import Synchronization
@@ -112,7 +112,9 @@ public final class Agent: Sendable {
         case .unlock(let passphrase):
             let digest = SHA256.hash(Data(passphrase))
             return state.withLock { state in
-                guard let locked = state.lockedWith, constantTimeEqual(locked, digest) else { return AgentResponse.failure }
+                guard let locked = state.lockedWith, constantTimeEqual(locked, digest) else {
+                    return AgentResponse.failure
+                }
                 state.lockedWith = nil
                 return AgentResponse.success
             }
@@ -142,7 +144,8 @@ public final class Agent: Sendable {
             ApprovalKey(key: key.name, program: $0, host: session.boundHost.withLock { $0 })
         }
         let programName = session.peer?.programName ?? "an unknown program"
-        let reason = Self.describe(data, host: session.boundHost.withLock { $0 }, key: key.name)
+        let reason =
+            Self.describe(data, host: session.boundHost.withLock { $0 }, key: key.name)
             + " (asked by \(programName))"
 
         let now = ContinuousClock.now
@@ -177,7 +180,9 @@ public final class Agent: Sendable {
             }
             if key.reuseSeconds > 0, let approvalKey, state.withLock({ $0.lockedWith == nil }) {
                 keep(right, for: approvalKey, seconds: key.reuseSeconds)
-                notice?("lactl ssh-agent: signed with \(key.name), approval kept \(key.reuseSeconds) s for \(programName): \(reason)")
+                notice?(
+                    "lactl ssh-agent: signed with \(key.name), approval kept \(key.reuseSeconds) s for \(programName): \(reason)"
+                )
             } else {
                 await right.deauthorize()
                 let unkept =

@@ -1,7 +1,7 @@
 import Foundation
-import SSHAgentProtocol
 import KeychainServices
 import LocalAuthentication
+import SSHAgentProtocol
 import SecurityClient
 
 /// The agent's keys: each an `LAPersistedRight` saved in `LARightStore` under `ssh-key.<name>`, so its P-256 key is
@@ -18,8 +18,11 @@ public struct AgentKeyring: Sendable {
 
     /// A key's name, public key, requirement and reuse window.
     public struct Key: Sendable {
+        /// The key's name (`lactl ssh-key create NAME`).
         public var name: String
+        /// The P-256 public key's bytes (X9.63, uncompressed).
         public var publicKey: Data
+        /// What its right requires: a ``Requirement``'s raw value (`biometryCurrentSet`, `biometry`…).
         public var requirement: String
         /// How long, in seconds, one approval lets the same program sign again without asking (0: every time).
         public var reuseSeconds: Int
@@ -96,10 +99,11 @@ public struct AgentKeyring: Sendable {
             where identifier.hasPrefix(Self.identifierPrefix) {
                 let name = String(identifier.dropFirst(Self.identifierPrefix.count))
                 let right = try await LARightStore.shared.right(forIdentifier: identifier)
-                keys.append(Key(
-                    name: name, publicKey: try await right.key.publicKey.bytes,
-                    requirement: (try? LARightStore.shared.requirementName(forIdentifier: identifier)) ?? "?",
-                    reuseSeconds: settings[name]?.reuseSeconds ?? 0))
+                keys.append(
+                    Key(
+                        name: name, publicKey: try await right.key.publicKey.bytes,
+                        requirement: (try? LARightStore.shared.requirementName(forIdentifier: identifier)) ?? "?",
+                        reuseSeconds: settings[name]?.reuseSeconds ?? 0))
             }
             return keys
         }
@@ -156,7 +160,9 @@ public struct AgentKeyring: Sendable {
     }
 
     static func settingsQuery(_ name: String?) -> [String: Any] {
-        var query: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: settingsService]
+        var query: [String: Any] = [
+            kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: settingsService,
+        ]
         if let name { query[kSecAttrAccount as String] = name }
         return query
     }
@@ -198,6 +204,8 @@ public struct AgentKeyring: Sendable {
 
     static func isValidName(_ name: String) -> Bool {
         !name.isEmpty && name.count <= 64
-            && name.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "-_.".unicodeScalars.contains($0)) }
+            && name.unicodeScalars.allSatisfy {
+                $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "-_.".unicodeScalars.contains($0))
+            }
     }
 }

@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The program on the other end of an agent connection, as the kernel reports it (`SO_PEERCRED`) when it connects:
@@ -9,11 +9,14 @@ import Glibc
 /// reused after the program exits, so nothing here is trusted beyond naming where to prompt and whose approval a
 /// reuse window belongs to.
 public struct AgentPeer: Sendable, Equatable {
+    /// The process id the kernel gave for the connection (`SO_PEERCRED`).
     public var pid: pid_t
+    /// The process's user.
     public var uid: uid_t
     /// The canonical path of the program's executable (`/proc/<pid>/exe`), when readable.
     public var executable: String?
 
+    /// A peer with these values.
     public init(pid: pid_t, uid: uid_t, executable: String?) {
         self.pid = pid
         self.uid = uid

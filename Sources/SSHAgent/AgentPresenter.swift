@@ -5,23 +5,29 @@ import LocalAuthentication
 /// each fingerprint prompt is written to standard error with what is being signed, and a passcode is never asked
 /// (there is nowhere the agent could read it safely), so only the finger can approve.
 public struct AgentNoticePresenter: AuthenticationPresenter {
+    /// A presenter that writes to standard error.
     public init() {}
 
+    /// Writes what is about to be signed and asks for a finger.
     public func fingerprintPromptDidBegin(
         _ prompt: AuthenticationPrompt, respond: @escaping @Sendable (AuthenticationPromptAction) -> Void
     ) {
         write("lactl ssh-agent: touch the fingerprint reader to \(prompt.reason)")
     }
 
+    /// Writes the reader's advice (a retry) and a finger it did not recognise.
     public func fingerprintPromptDidChange(_ status: FingerprintPromptStatus) {
         if case .retry(let advice) = status { write("lactl ssh-agent: \(advice)") }
         if case .notRecognized = status { write("lactl ssh-agent: fingerprint not recognised") }
     }
 
+    /// Nothing to take down: the notice was a line of text.
     public func fingerprintPromptDidEnd() {}
 
+    /// Never answers: the agent has nowhere to read a passcode safely, so only a finger approves.
     public func passcode(for prompt: AuthenticationPrompt, question: PasscodeQuestion) -> AuthenticationSecret? { nil }
 
+    /// Writes the engine's message.
     public func show(_ message: String, isError: Bool) { write("lactl ssh-agent: \(message)") }
 
     private func write(_ line: String) {
@@ -76,6 +82,7 @@ public struct DesktopNotificationPresenter: AuthenticationPresenter {
         self.executable = executable
     }
 
+    /// Writes the notice as ``AgentNoticePresenter`` does, and shows a desktop notification (`notify-send`).
     public func fingerprintPromptDidBegin(
         _ prompt: AuthenticationPrompt, respond: @escaping @Sendable (AuthenticationPromptAction) -> Void
     ) {
@@ -92,11 +99,14 @@ public struct DesktopNotificationPresenter: AuthenticationPresenter {
         try? process.run()
     }
 
+    /// Writes the reader's advice as ``AgentNoticePresenter`` does.
     public func fingerprintPromptDidChange(_ status: FingerprintPromptStatus) {
         notice.fingerprintPromptDidChange(status)
     }
 
+    /// Never answers: only a finger approves an agent's signature.
     public func passcode(for prompt: AuthenticationPrompt, question: PasscodeQuestion) -> AuthenticationSecret? { nil }
 
+    /// Writes the engine's message as ``AgentNoticePresenter`` does.
     public func show(_ message: String, isError: Bool) { notice.show(message, isError: isError) }
 }

@@ -1,7 +1,7 @@
 import Foundation
-import SSHAgentProtocol
 import NIOCore
 import NIOPosix
+import SSHAgentProtocol
 import SocketPeer
 
 /// The agent on a Unix socket (SwiftNIO): each message is a uint32 length and a body of at most 256 KiB (OpenSSH's

@@ -71,7 +71,8 @@ package enum AgentRequest: Equatable {
                 let hostKey = try reader.string()
                 let session = try reader.string()
                 _ = try reader.string()  // the host's signature over the session identifier
-                request = .sessionBind(hostKey: hostKey, sessionIdentifier: session, isForwarding: try reader.byte() != 0)
+                request = .sessionBind(
+                    hostKey: hostKey, sessionIdentifier: session, isForwarding: try reader.byte() != 0)
             } else {
                 _ = reader.rest()
                 request = .otherExtension(name: name)

@@ -145,7 +145,8 @@ package enum AESGCM {
     ///
     /// - Throws: `invalidCiphertext` when too short, `authenticationFailure` when anything does not match.
     package static func open(
-        combined: UnsafeRawBufferPointer, using key: SecureBytes, authenticating authenticatedData: UnsafeRawBufferPointer
+        combined: UnsafeRawBufferPointer, using key: SecureBytes,
+        authenticating authenticatedData: UnsafeRawBufferPointer
     ) throws -> SecureBytes {
         let (nonce, ciphertext, tag) = try split(combined: combined)
         return try open(nonce: nonce, ciphertext: ciphertext, tag: tag, using: key, authenticating: authenticatedData)

@@ -112,7 +112,8 @@ extension P256.PrivateKey {
                 var der = Data(count: 80)
                 var length = der.count
                 let signed = der.withUnsafeMutableBytes {
-                    EVP_PKEY_sign(ctx, $0.bindMemory(to: UInt8.self).baseAddress, &length, digest.nonNilBytes, digest.count)
+                    EVP_PKEY_sign(
+                        ctx, $0.bindMemory(to: UInt8.self).baseAddress, &length, digest.nonNilBytes, digest.count)
                 }
                 guard signed == 1 else { throw CryptoError.drainingQueue(.internalFailure, "ECDSA signing failed") }
                 der.count = length

@@ -24,15 +24,19 @@ package enum HKDFSHA256 {
                 try info.withNonNilBytes { infoBytes, infoCount in
                     var params = [
                         OSSL_PARAM_construct_utf8_string(ParameterName.digest, ParameterName.sha256Name, 0),
-                        OSSL_PARAM_construct_octet_string(ParameterName.key, UnsafeMutableRawPointer(mutating: ikm.nonNilBytes), ikm.count),
-                        OSSL_PARAM_construct_octet_string(ParameterName.salt, UnsafeMutableRawPointer(mutating: saltBytes), saltCount),
-                        OSSL_PARAM_construct_octet_string(ParameterName.info, UnsafeMutableRawPointer(mutating: infoBytes), infoCount),
+                        OSSL_PARAM_construct_octet_string(
+                            ParameterName.key, UnsafeMutableRawPointer(mutating: ikm.nonNilBytes), ikm.count),
+                        OSSL_PARAM_construct_octet_string(
+                            ParameterName.salt, UnsafeMutableRawPointer(mutating: saltBytes), saltCount),
+                        OSSL_PARAM_construct_octet_string(
+                            ParameterName.info, UnsafeMutableRawPointer(mutating: infoBytes), infoCount),
                         OSSL_PARAM_construct_end(),
                     ]
                     return try SecureBytes(count: outputByteCount) { output in
                         guard
                             EVP_KDF_derive(
-                                ctx, output.baseAddress!.assumingMemoryBound(to: UInt8.self), output.count, &params) == 1
+                                ctx, output.baseAddress!.assumingMemoryBound(to: UInt8.self), output.count, &params)
+                                == 1
                         else {
                             throw CryptoError.drainingQueue(.internalFailure, "HKDF-SHA256 derivation failed")
                         }

@@ -35,7 +35,9 @@ package enum HMACSHA256 {
 
         package init(_ key: SecureBytes) {
             prepared = .allocate(capacity: 1)
-            key.withUnsafeBytes { la_hmac_sha256_prepare(prepared, $0.baseAddress?.assumingMemoryBound(to: UInt8.self), $0.count) }
+            key.withUnsafeBytes {
+                la_hmac_sha256_prepare(prepared, $0.baseAddress?.assumingMemoryBound(to: UInt8.self), $0.count)
+            }
         }
 
         deinit {

@@ -28,7 +28,8 @@ extension SecurityClient {
     }
 
     /// Serves a key request for a synchronous edge, prompting as `context` says (the client's defaults without one).
-    package func sendBlocking(_ request: KeyRequest, context: (any AuthenticationContextHandle)?) throws -> KeyResponse {
+    package func sendBlocking(_ request: KeyRequest, context: (any AuthenticationContextHandle)?) throws -> KeyResponse
+    {
         guard let context else { return try sendBlocking(request) }
         return try sendBlocking(request, options: context.keychainPromptOptions, presenter: context.keychainPresenter)
     }

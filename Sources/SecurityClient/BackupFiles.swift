@@ -3,7 +3,7 @@ import SecurityProtocol
 import StoreFiles
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Backup files on the calling program's side. The engine seals and opens backups as bytes

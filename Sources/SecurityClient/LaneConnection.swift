@@ -4,7 +4,7 @@ import SecurityProtocol
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The client's end of localauthd's lane (`LaneServer`): a connection of its own for brief requests that cannot
@@ -33,7 +33,10 @@ package final class LaneConnection: @unchecked Sendable {
             guard SocketConnection.peerProcess(fd) == daemon else {
                 throw KeychainStatus(.notAvailable, "the lane at \(path) is not served by localauthd's process")
             }
-            guard FrameReader.write(ClientMessage.hello(versions: [1], accessGroups: accessGroups, allGroups: allGroups).encoded(), to: fd)
+            guard
+                FrameReader.write(
+                    ClientMessage.hello(versions: [1], accessGroups: accessGroups, allGroups: allGroups).encoded(),
+                    to: fd)
             else { throw KeychainStatus(.notAvailable, "localauthd's lane at \(path) did not welcome this program") }
             mailbox = try Self.receiveWelcome(fd, path)
         } catch {
@@ -53,7 +56,8 @@ package final class LaneConnection: @unchecked Sendable {
         var passed: Int32 = -1
         defer { if passed >= 0 { Glibc.close(passed) } }
         // The welcome is a few bytes, sent at once: read until its frame is whole (the header says how long).
-        while count < 5 || count < 5 + (Int(bytes[1]) << 24 | Int(bytes[2]) << 16 | Int(bytes[3]) << 8 | Int(bytes[4])) {
+        while count < 5 || count < 5 + (Int(bytes[1]) << 24 | Int(bytes[2]) << 16 | Int(bytes[3]) << 8 | Int(bytes[4]))
+        {
             let (read, received) = bytes.withUnsafeMutableBytes {
                 LaneMailbox.receive(fd, into: UnsafeMutableRawBufferPointer(rebasing: $0[count...]))
             }
@@ -69,7 +73,9 @@ package final class LaneConnection: @unchecked Sendable {
         }
         switch try? ServerMessage(decoding: bytes[0..<count]) {
         case .welcome(1)?:
-            guard passed >= 0 else { throw KeychainStatus(.notAvailable, "localauthd's lane at \(path) passed no mailbox") }
+            guard passed >= 0 else {
+                throw KeychainStatus(.notAvailable, "localauthd's lane at \(path) passed no mailbox")
+            }
             do {
                 return try LaneMailbox(mapping: passed)
             } catch {

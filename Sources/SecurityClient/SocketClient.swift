@@ -4,7 +4,7 @@ import SecurityProtocol
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A client of `localauthd` over its main Unix socket and, for brief requests that cannot prompt, its lane
@@ -305,9 +305,11 @@ package final class SocketClient: SecurityClient {
         AsyncStream { continuation in
             guard let connection = try? connection() else { return continuation.finish() }
             let id = PromptResponder.nextRequest()
-            connection.subscribe(id, deliver: { message in
-                if let value = element(message) { continuation.yield(value) }
-            }, end: { continuation.finish() })
+            connection.subscribe(
+                id,
+                deliver: { message in
+                    if let value = element(message) { continuation.yield(value) }
+                }, end: { continuation.finish() })
             do {
                 try connection.write(subscribe(id))
                 // Counted once written, so that only a request written after it can count it as registered.

@@ -4,7 +4,7 @@ import SecurityProtocol
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One connection to the daemon: the socket, the requests in flight and the subscriptions.
@@ -95,7 +95,8 @@ final class SocketConnection: Sendable {
             try write(.hello(versions: [1], accessGroups: accessGroups, allGroups: allGroups))
             switch try readMessage() {
             case .welcome(1)?: break
-            case .refused(let reason)?: throw KeychainStatus(.notAvailable, "localauthd refused the connection: \(reason)")
+            case .refused(let reason)?:
+                throw KeychainStatus(.notAvailable, "localauthd refused the connection: \(reason)")
             default: throw KeychainStatus(.notAvailable, "localauthd at \(path) did not answer the hello")
             }
         } catch {

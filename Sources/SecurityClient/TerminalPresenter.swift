@@ -4,7 +4,7 @@ import SecurityProtocol
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Draws prompts on a terminal (the controlling terminal, `/dev/tty`, by default): the reason and titles, "place
@@ -227,7 +227,10 @@ private final class FingerprintKeyWatcher: @unchecked Sendable {
         }
         defer { if isTerminal { tcsetattr(tty, TCSANOW, &saved) } }
         while true {
-            var polled = [pollfd(fd: tty, events: Int16(POLLIN), revents: 0), pollfd(fd: stopRead, events: Int16(POLLIN), revents: 0)]
+            var polled = [
+                pollfd(fd: tty, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: stopRead, events: Int16(POLLIN), revents: 0),
+            ]
             let n = poll(&polled, 2, -1)
             if n < 0 && errno == EINTR { continue }
             if n <= 0 || polled[1].revents != 0 { return }

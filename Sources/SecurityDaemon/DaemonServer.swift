@@ -54,7 +54,8 @@ package struct DaemonConfiguration: Sendable {
 
     package init(
         socketPath: String, stateDirectory: URL,
-        environment: [String: String] = ProcessInfo.processInfo.environment, frameLimit: Int = MessageLimits.default.maximumFrameByteCount,
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        frameLimit: Int = MessageLimits.default.maximumFrameByteCount,
         inheritedSocket: Int32? = nil, configurationDirectory: URL? = nil
     ) {
         self.socketPath = socketPath
@@ -185,7 +186,8 @@ final class UserEngines: Sendable {
                 try engine.lockKeychain()
                 DaemonServer.logger.info("locked an idle keychain", metadata: ["uid": "\(uid)", "idle": "\(idle)"])
             } catch {
-                DaemonServer.logger.error("cannot lock an idle keychain", metadata: ["uid": "\(uid)", "error": "\(error)"])
+                DaemonServer.logger.error(
+                    "cannot lock an idle keychain", metadata: ["uid": "\(uid)", "error": "\(error)"])
             }
         }
     }
@@ -342,7 +344,8 @@ package final class DaemonServer: Sendable {
             channel = try await bootstrap.withBoundSocket(inherited).get()
             logger.info("listening on the socket systemd passed", metadata: ["socket": "\(configuration.socketPath)"])
         } else {
-            channel = try await bootstrap
+            channel =
+                try await bootstrap
                 .bind(unixDomainSocketPath: configuration.socketPath, cleanupExistingSocketFile: true).get()
             chmod(configuration.socketPath, 0o666)
             logger.info("listening", metadata: ["socket": "\(configuration.socketPath)"])
@@ -698,7 +701,9 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     private func refuse(_ context: ChannelHandlerContext, _ reason: String) {
         DaemonServer.logger.notice("refused a connection", metadata: ["reason": "\(reason)"])
         let channel = context.channel
-        context.writeAndFlush(wrapOutbound(ServerMessage.refused(reason))).whenComplete { _ in channel.close(promise: nil) }
+        context.writeAndFlush(wrapOutbound(ServerMessage.refused(reason))).whenComplete { _ in
+            channel.close(promise: nil)
+        }
     }
 
     private func wrapOutbound(_ message: ServerMessage) -> NIOAny {

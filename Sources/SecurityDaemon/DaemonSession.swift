@@ -321,7 +321,8 @@ final class DaemonSession: Sendable {
         }
         storeThreads.submit { poolState in
             guard case .active = poolState else {
-                return self.finish(id, channel, .keychainFailure(id, KeychainStatus(.notAvailable, "localauthd is stopping")))
+                return self.finish(
+                    id, channel, .keychainFailure(id, KeychainStatus(.notAvailable, "localauthd is stopping")))
             }
             serve()
         }

@@ -7,7 +7,7 @@ import SocketPeer
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// localauthd's lane: the keychain's hot path on a socket of its own beside the main one (`<socket>.lane`).
@@ -135,7 +135,9 @@ final class LaneServer: Sendable {
                 continue
             }
             let admitted = state.withLock { state -> Bool in
-                guard !state.closed, !state.draining, state.connections.count < Self.connectionLimit else { return false }
+                guard !state.closed, !state.draining, state.connections.count < Self.connectionLimit else {
+                    return false
+                }
                 state.connections[descriptor] = false
                 return true
             }
@@ -203,19 +205,27 @@ final class LaneServer: Sendable {
                 id = number
                 if case .copyMatching = request { lookup = true } else { lookup = false }
                 serve = {
-                    .keychain(number, try engine.handle(request, caller: caller, prompting: Prompting(options: options, channel: nil)))
+                    .keychain(
+                        number,
+                        try engine.handle(request, caller: caller, prompting: Prompting(options: options, channel: nil))
+                    )
                 }
             case .key(let number, let request, let options, interactive: false) where request.mayTakeLane:
                 id = number
                 lookup = false
                 serve = {
-                    .key(number, try engine.handle(request, caller: caller, prompting: Prompting(options: options, channel: nil)))
+                    .key(
+                        number,
+                        try engine.handle(request, caller: caller, prompting: Prompting(options: options, channel: nil))
+                    )
                 }
             default:
-                return refuse(mailbox, sequence, descriptor, "the lane serves brief keychain and key requests that cannot prompt")
+                return refuse(
+                    mailbox, sequence, descriptor, "the lane serves brief keychain and key requests that cannot prompt")
             }
             guard peer.isCurrent else {
-                return refuse(mailbox, sequence, descriptor, "process \(peer.credentials.pid) no longer runs \(peer.executable)")
+                return refuse(
+                    mailbox, sequence, descriptor, "process \(peer.credentials.pid) no longer runs \(peer.executable)")
             }
             engines.requested(by: uid)
             var answer: ServerMessage
@@ -233,9 +243,12 @@ final class LaneServer: Sendable {
             if encoded.count > LaneMailbox.answerCapacity {
                 // A lookup changes nothing: an empty answer tells the client to ask again on the main socket.
                 // Nothing else the lane serves answers with more than it was sent.
-                encoded = lookup
+                encoded =
+                    lookup
                     ? SecureBytes(zeros: 0)
-                    : ServerMessage.keychainFailure(id, KeychainStatus(.allocate, "the answer is too large for the lane")).encoded()
+                    : ServerMessage.keychainFailure(
+                        id, KeychainStatus(.allocate, "the answer is too large for the lane")
+                    ).encoded()
             }
             guard encoded.withUnsafeBytes({ mailbox.post($0, as: .answer, sequence: sequence, doorbell: descriptor) })
             else { return }

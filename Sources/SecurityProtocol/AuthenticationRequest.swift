@@ -25,7 +25,8 @@ package struct EvaluationOptions: Sendable, Equatable {
     package static let keychainDefault = EvaluationOptions(prompt: EvaluationPrompt(reason: ""))
 
     /// Options under which nothing prompts.
-    package static let nonInteractive = EvaluationOptions(prompt: EvaluationPrompt(reason: ""), interactionNotAllowed: true)
+    package static let nonInteractive = EvaluationOptions(
+        prompt: EvaluationPrompt(reason: ""), interactionNotAllowed: true)
 }
 
 extension EvaluationOptions: ProtocolCodable {
@@ -85,7 +86,8 @@ extension AuthenticationRequest {
     package var contextID: AuthenticationContextID? {
         switch self {
         case .invalidate(let id), .discard(let id), .evaluatePolicy(_, let id, _), .canEvaluatePolicy(_, let id),
-            .evaluateAccessControl(_, _, let id, _), .setApplicationPassword(_, let id), .isApplicationPasswordSet(let id),
+            .evaluateAccessControl(_, _, let id, _), .setApplicationPassword(_, let id),
+            .isApplicationPasswordSet(let id),
             .evaluatedDomainState(let id):
             return id
         case .createContext, .biometryState, .environment, .unlockWithPasscode, .unlockWithBiometry:

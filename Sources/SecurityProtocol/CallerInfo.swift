@@ -65,7 +65,8 @@ extension CallerInfo: ProtocolCodable {
     /// - Throws: `MessageDecodingError`.
     package init(from reader: inout MessageReader) throws {
         self.init(
-            mode: try reader.field(1), uid: UInt32(bitPattern: try reader.field(2) as Int32), userName: try reader.field(3), pid: try reader.field(4),
+            mode: try reader.field(1), uid: UInt32(bitPattern: try reader.field(2) as Int32),
+            userName: try reader.field(3), pid: try reader.field(4),
             executable: try reader.field(5), executableDigest: try reader.optionalField(6),
             applicationIdentifier: try reader.optionalField(7), registrationFile: try reader.optionalField(8),
             accessGroups: try reader.field(9), mayAccessAllGroups: try reader.field(10),

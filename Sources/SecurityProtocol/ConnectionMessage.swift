@@ -119,12 +119,15 @@ extension ClientMessage: ProtocolCodable {
     package init(from reader: inout MessageReader) throws {
         self = try reader.variant { tag, payload in
             switch tag {
-            case 1: .hello(versions: try payload.field(1), accessGroups: try payload.field(2), allGroups: try payload.field(3))
+            case 1:
+                .hello(
+                    versions: try payload.field(1), accessGroups: try payload.field(2), allGroups: try payload.field(3))
             case 2:
                 .keychain(
                     try payload.field(1), try payload.field(2), try payload.field(3), interactive: try payload.field(4))
             case 3:
-                .key(try payload.field(1), try payload.field(2), try payload.field(3), interactive: try payload.field(4))
+                .key(
+                    try payload.field(1), try payload.field(2), try payload.field(3), interactive: try payload.field(4))
             case 4: .authentication(try payload.field(1), try payload.field(2), interactive: try payload.field(3))
             case 5: .administration(try payload.field(1), try payload.field(2))
             case 6: .answer(try payload.field(1))

@@ -178,7 +178,8 @@ extension KeyResponse: ProtocolCodable {
                     attestationKey: try payload.field(3))
             case 5:
                 .attestation(
-                    keyPublicArea: try payload.field(1), statement: try payload.field(2), signature: try payload.field(3))
+                    keyPublicArea: try payload.field(1), statement: try payload.field(2),
+                    signature: try payload.field(3))
             default: nil
             }
         }

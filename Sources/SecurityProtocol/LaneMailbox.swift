@@ -2,7 +2,7 @@ import CSocket
 import SecureCrypto
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The lane's mailbox: memory shared by localauthd and one lane connection's client, through which requests and
@@ -143,7 +143,8 @@ package final class LaneMailbox: @unchecked Sendable {
     /// Writes `frame` as the request (or, `.answer`, the answer) numbered `sequence`, and rings the doorbell on
     /// `socket` when the other side sleeps. False when the frame does not fit, or the doorbell could not be rung
     /// because the other side's end of the socket is gone.
-    package func post(_ frame: UnsafeRawBufferPointer, as kind: Word, sequence: UInt32, doorbell socket: Int32) -> Bool {
+    package func post(_ frame: UnsafeRawBufferPointer, as kind: Word, sequence: UInt32, doorbell socket: Int32) -> Bool
+    {
         let (area, length, sleeper): (UnsafeMutableRawBufferPointer, Word, Word) =
             kind == .request ? (requestArea, .requestLength, .daemonSleeps) : (answerArea, .answerLength, .clientSleeps)
         guard frame.count <= area.count else { return false }

@@ -2,7 +2,7 @@ import CSocket
 import SecureCrypto
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Reads frames from a blocking stream socket (a format-version byte, a big-endian UInt32 length, the value) into a
@@ -128,7 +128,8 @@ extension KeychainRequest {
         switch self {
         case .add, .lock, .lockState, .sealingState: true
         case .copyMatching(let query):
-            query[ItemKey.matchLimit] == nil || query[ItemKey.matchLimit] == .integer(1) || query[ItemKey.matchLimit] == .string(ItemKey.matchLimitOne)
+            query[ItemKey.matchLimit] == nil || query[ItemKey.matchLimit] == .integer(1)
+                || query[ItemKey.matchLimit] == .string(ItemKey.matchLimitOne)
         case .update, .delete, .exportBackup, .importBackup, .checkStore, .restoreBackup: false
         }
     }
@@ -139,7 +140,8 @@ extension KeychainRequest {
     /// authentication context (a context belongs to the main connection, and the engine refuses it elsewhere).
     package var mayTakeLane: Bool {
         switch self {
-        case .add(let dictionary), .copyMatching(let dictionary): isBrief && dictionary[ItemKey.authenticationContext] == nil
+        case .add(let dictionary), .copyMatching(let dictionary):
+            isBrief && dictionary[ItemKey.authenticationContext] == nil
         default: isBrief
         }
     }
@@ -150,7 +152,8 @@ extension KeyRequest {
     /// decrypt, key exchange — that names no authentication context (a context belongs to the main connection).
     package var mayTakeLane: Bool {
         switch self {
-        case .sign(_, _, let context), .decrypt(_, _, _, let context), .keyExchange(_, _, _, let context): context == nil
+        case .sign(_, _, let context), .decrypt(_, _, _, let context), .keyExchange(_, _, _, let context):
+            context == nil
         case .generate, .attestationIdentity, .attest: false
         }
     }

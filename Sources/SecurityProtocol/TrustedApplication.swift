@@ -151,7 +151,9 @@ extension TrustedApplication: ProtocolCodable {
     /// - Throws: ``MessageDecodingError``; `invalidValue` for a digest that is neither 32 bytes nor empty.
     package init(from reader: inout MessageReader) throws {
         let start = reader.offset
-        self.init(applicationIdentifier: try reader.field(1), executable: try reader.field(2), codeDigest: try reader.field(3))
+        self.init(
+            applicationIdentifier: try reader.field(1), executable: try reader.field(2), codeDigest: try reader.field(3)
+        )
         guard codeDigest.count == 32 || codeDigest.isEmpty else {
             throw MessageDecodingError(.invalidValue, at: start, "a code digest is 32 bytes")
         }

@@ -122,7 +122,9 @@ package struct AccessRequirement: Sendable, Equatable {
 
     /// The evaluations that would meet the unmet constraints, in order.
     func evaluations(for unmet: [Constraint]) -> [EvaluationPolicy] {
-        let biometric = unmet.contains { if case .biometryAny = $0 { true } else if case .biometryCurrentSet = $0 { true } else { false } }
+        let biometric = unmet.contains {
+            if case .biometryAny = $0 { true } else if case .biometryCurrentSet = $0 { true } else { false }
+        }
         let presence = unmet.contains(.userPresence)
         let passcode = unmet.contains(.devicePasscode)
         if requiresAll {

@@ -34,7 +34,8 @@ package enum AttributeSchema {
     }
 
     private static let common: [String: Kind] = [
-        "accc": .accessControl, "acls": .access, "agrp": .string, "pdmn": .protection, "sync": .bool, "cdat": .date, "mdat": .date,
+        "accc": .accessControl, "acls": .access, "agrp": .string, "pdmn": .protection, "sync": .bool, "cdat": .date,
+        "mdat": .date,
         "labl": .stringOrData,
     ]
     private static let password: [String: Kind] = [
@@ -76,7 +77,8 @@ package enum AttributeSchema {
 
     /// Each class's primary key and its attributes' kinds, made once: a lookup asks for them on every request.
     private static let primaryKeys: [(names: [String], kinds: [Kind])] = [
-        (["acct", "svce"], genericPassword), (["acct", "sdmn", "srvr", "ptcl", "atyp", "port", "path"], internetPassword),
+        (["acct", "svce"], genericPassword),
+        (["acct", "sdmn", "srvr", "ptcl", "atyp", "port", "path"], internetPassword),
         (["ctyp", "issr", "slnr"], certificate), (["kcls", "klbl", "atag", "type", "bsiz", "esiz"], key),
     ].map { names, schema in (names, names.map { schema[$0]! }) }
 

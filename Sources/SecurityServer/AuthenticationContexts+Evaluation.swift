@@ -46,7 +46,11 @@ extension AuthenticationContexts {
         defer { unregister(token, for: id) }
         let credential: Credential
         do {
-            credential = try await withTaskCancellationHandler { try await work.value } onCancel: { cancel() }
+            credential = try await withTaskCancellationHandler {
+                try await work.value
+            } onCancel: {
+                cancel()
+            }
             environmentMayHaveChanged()
         } catch {
             // A failure may have locked biometry out; a disconnect takes the reader away.
@@ -66,7 +70,9 @@ extension AuthenticationContexts {
     }
 
     /// Whether `policy` could be evaluated now, without prompting; also records the domain state in `id`.
-    package func canEvaluate(_ policy: EvaluationPolicy, context id: AuthenticationContextID?) async -> PolicyAvailability {
+    package func canEvaluate(_ policy: EvaluationPolicy, context id: AuthenticationContextID?) async
+        -> PolicyAvailability
+    {
         if let id, isInvalidated(id) {
             return PolicyAvailability(
                 readerPresent: false, error: AuthenticationError(.invalidContext, "the context was invalidated"))
@@ -201,7 +207,9 @@ extension AuthenticationContexts {
         }
         defer { prompts.fingerprintPromptDidEnd() }
         do {
-            _ = try await withTaskCancellationHandler { try await verification.value } onCancel: {
+            _ = try await withTaskCancellationHandler {
+                try await verification.value
+            } onCancel: {
                 verification.cancel()
             }
         } catch {

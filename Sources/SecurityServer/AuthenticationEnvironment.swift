@@ -32,7 +32,8 @@ final class EnvironmentMonitor: Sendable {
         var lastTicket: UInt64 = 0
         var nextTicket: UInt64 = 0
         var readerDisconnected = false
-        var subscribers: [UInt64: (caller: CallerIdentity, continuation: AsyncStream<EnvironmentSnapshot>.Continuation)] = [:]
+        var subscribers:
+            [UInt64: (caller: CallerIdentity, continuation: AsyncStream<EnvironmentSnapshot>.Continuation)] = [:]
         var nextID: UInt64 = 0
     }
 

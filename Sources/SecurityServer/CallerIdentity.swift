@@ -32,7 +32,8 @@ package struct CallerIdentity: Sendable {
 
     /// A caller holding `accessGroups` on a new connection (unless `connection` names one).
     package init(
-        accessGroups: [String], mayAccessAllGroups: Bool = false, connection: UInt64? = nil, identified: CallerInfo? = nil,
+        accessGroups: [String], mayAccessAllGroups: Bool = false, connection: UInt64? = nil,
+        identified: CallerInfo? = nil,
         registeredApplication: (@Sendable (String, Data) -> String?)? = nil, codeDigest: (@Sendable () -> Data?)? = nil,
         heldBackClaim: AccessClaim? = nil
     ) {
@@ -64,7 +65,8 @@ package struct CallerIdentity: Sendable {
         guard let identified else { return TrustedApplication.thisProcess }
         guard let digest = identified.executableDigest ?? codeDigest?() else { return nil }
         return TrustedApplication(
-            applicationIdentifier: identified.applicationIdentifier ?? TrustedApplication.unregisteredIdentifier(digest),
+            applicationIdentifier: identified.applicationIdentifier
+                ?? TrustedApplication.unregisteredIdentifier(digest),
             executable: identified.executable, codeDigest: digest)
     }
 
@@ -81,7 +83,8 @@ package struct CallerIdentity: Sendable {
     /// configuration names, which nothing checks.
     package var info: CallerInfo {
         if let identified { return identified }
-        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let executable =
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         return CallerInfo(
             mode: "embedded", uid: getuid(), userName: AuthenticationConfiguration.currentUsername(),
             pid: getpid(), executable: executable, executableDigest: nil, applicationIdentifier: nil,

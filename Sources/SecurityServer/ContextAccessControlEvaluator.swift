@@ -26,7 +26,8 @@ package struct ContextAccessControlEvaluator: AccessControlEvaluator {
             // Every private-key operation comes through here: read the enrolled set only when the list depends on it.
             let currentHash = requirement.dependsOnEnrolledSet ? try contexts.currentStateHash() : nil
             var credentials = try context.map { try contexts.credentials(for: $0) } ?? []
-            var hasPassword = try requirement.needsApplicationPassword
+            var hasPassword =
+                try requirement.needsApplicationPassword
                 ? context.map { try contexts.applicationPassword(for: $0) != nil } ?? false : true
             if requirement.isSatisfied(by: credentials, currentHash: currentHash) && hasPassword { return .allowed }
             guard requirement.isSatisfiable(currentHash: currentHash) else {

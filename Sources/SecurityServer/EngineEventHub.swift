@@ -15,7 +15,8 @@ final class EngineEventHub: Sendable {
     /// A stream of the events `caller` may see, from now until the stream is dropped.
     func subscribe(_ caller: CallerIdentity) -> AsyncStream<EngineEvent> {
         let id = nextID.add(1, ordering: .relaxed).newValue
-        let (stream, continuation) = AsyncStream.makeStream(of: EngineEvent.self, bufferingPolicy: .bufferingNewest(4096))
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: EngineEvent.self, bufferingPolicy: .bufferingNewest(4096))
         continuation.onTermination = { [weak self] _ in
             _ = self?.subscribers.withLock { $0.removeValue(forKey: id) }
         }

@@ -95,7 +95,8 @@ package struct ItemQuery: Sendable {
                     throw KeychainStatus(.param, "kSecMatchCaseInsensitive must be a boolean in a query")
                 }
                 query.caseInsensitive = flag
-            case ItemKey.returnData, ItemKey.returnAttributes, ItemKey.returnReference, ItemKey.returnPersistentReference:
+            case ItemKey.returnData, ItemKey.returnAttributes, ItemKey.returnReference,
+                ItemKey.returnPersistentReference:
                 guard operation == .add || operation == .copyMatching else {
                     throw KeychainStatus(.param, "return keys are only for SecItemAdd and SecItemCopyMatching")
                 }

@@ -91,7 +91,9 @@ struct ItemSealer: Sendable {
     }
 
     /// What `body` makes of `row`'s clear columns.
-    private static func withClearColumns<Result>(_ row: StoredItem, _ body: (ClearColumns) throws -> Result) rethrows -> Result {
+    private static func withClearColumns<Result>(_ row: StoredItem, _ body: (ClearColumns) throws -> Result) rethrows
+        -> Result
+    {
         var (itemClass, accessGroup, protectionClass) = (row.itemClass, row.accessGroup, row.protectionClass)
         return try itemClass.withUTF8 { itemClass in
             try accessGroup.withUTF8 { accessGroup in
@@ -216,7 +218,8 @@ struct ItemSealer: Sendable {
             try item.row.wrappedKey.withUnsafeBytes { wrappedKey in
                 try sealedValue.withUnsafeBytes { sealedValue in
                     try openData(
-                        columns, wrappedKey: wrappedKey, sealedValue: sealedValue, protectionClass: item.protectionClass,
+                        columns, wrappedKey: wrappedKey, sealedValue: sealedValue,
+                        protectionClass: item.protectionClass,
                         accessControl: item.accessControl)
                 }
             }

@@ -107,7 +107,9 @@ extension KeychainEngine {
     ) throws -> Result {
         let key = try Self.enclaveKey(handle)
         if !key.accessControl.isEmpty {
-            guard case .accessControl(let policy)? = try? AttributeCodec.decode(key.accessControl)[ItemKey.accessControl] else {
+            guard
+                case .accessControl(let policy)? = try? AttributeCodec.decode(key.accessControl)[ItemKey.accessControl]
+            else {
                 throw KeychainStatus(.decode, "the key's access control does not decode")
             }
             if let protectionClass = ProtectionClass(rawValue: policy.protection),

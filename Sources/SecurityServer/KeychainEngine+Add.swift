@@ -1,9 +1,9 @@
 import Authenticators
 import Enclave
 import Foundation
-import SecurityProtocol
 import KeychainStore
 import SecureCrypto
+import SecurityProtocol
 
 /// Adding an item: Keychain Services' defaults and rules, sealed and inserted in one write.
 extension KeychainEngine {
@@ -24,7 +24,8 @@ extension KeychainEngine {
         // keychain/securityd/SecItemServer.c); such an item never leaves the device, and this keychain syncs nothing.
         let synchronizable = query.synchronizable == .yes
         if protectionClass == .whenPasscodeSetThisDeviceOnly { try notePasscodeIfSet() }
-        if itemClass == .key, case .accessControl(let policy) = attributes[ItemKey.accessControl], AccessRequirement.usesPrivateKey(policy),
+        if itemClass == .key, case .accessControl(let policy) = attributes[ItemKey.accessControl],
+            AccessRequirement.usesPrivateKey(policy),
             attributes["tkid"] != .string(Self.secureEnclaveToken)
         {
             // Apple: privateKeyUsage is "required for SE keys" and scopes the list to operations only the Secure
@@ -67,7 +68,8 @@ extension KeychainEngine {
             row: stored, itemClass: itemClass, protectionClass: protectionClass, attributes: attributes)
         let result = try withAuthorizations { decisions in
             try database.read { transaction in
-                try self.result(for: opened, query: query, caller: caller, transaction: transaction, decisions: decisions)
+                try self.result(
+                    for: opened, query: query, caller: caller, transaction: transaction, decisions: decisions)
             }
         }
         return ItemResults(returns: query.returns, isSingle: true, items: result.map { [$0] } ?? [])

@@ -37,7 +37,8 @@ extension KeychainEngine {
         case .isApplicationPasswordSet(let id):
             return .flag(try contexts.applicationPassword(for: id) != nil)
         case .biometryState:
-            return .biometryState(readerPresent: await contexts.isReaderPresent(), stateHash: try contexts.currentStateHash())
+            return .biometryState(
+                readerPresent: await contexts.isReaderPresent(), stateHash: try contexts.currentStateHash())
         case .evaluatedDomainState(let id):
             return .domainState(
                 try contexts.evaluatedDomainState(for: id).map { EnvironmentSnapshot.applicationHash($0, caller) })

@@ -1,6 +1,6 @@
 import Foundation
-import SecurityProtocol
 import KeychainStore
+import SecurityProtocol
 
 /// Access-control decisions for one request, each taken with no database transaction open and kept for the row as
 /// it was when it was matched (its id, generation and sealed attributes).

@@ -211,7 +211,9 @@ extension KeychainEngine {
 
     private static func serialize(_ entries: [BackupEntry]) -> SecureBytes {
         var total = 4
-        for entry in entries { total += 12 + entry.itemClass.rawValue.utf8.count + entry.attributes.count + entry.data.count }
+        for entry in entries {
+            total += 12 + entry.itemClass.rawValue.utf8.count + entry.attributes.count + entry.data.count
+        }
         return SecureBytes(count: total) { buffer in
             var offset = 0
             func put(_ count: Int) {
@@ -223,7 +225,8 @@ extension KeychainEngine {
             func put(_ bytes: UnsafeRawBufferPointer) {
                 put(bytes.count)
                 if bytes.count > 0 {
-                    UnsafeMutableRawBufferPointer(rebasing: buffer[offset..<offset + bytes.count]).copyMemory(from: bytes)
+                    UnsafeMutableRawBufferPointer(rebasing: buffer[offset..<offset + bytes.count]).copyMemory(
+                        from: bytes)
                 }
                 offset += bytes.count
             }
@@ -260,7 +263,8 @@ extension KeychainEngine {
                     throw KeychainStatus(.decode, "the backup names an unknown class")
                 }
                 let attributes = Data(try field())
-                entries.append(BackupEntry(itemClass: itemClass, attributes: attributes, data: SecureBytes(try field())))
+                entries.append(
+                    BackupEntry(itemClass: itemClass, attributes: attributes, data: SecureBytes(try field())))
             }
             return entries
         }

@@ -1,9 +1,9 @@
 import Authenticators
 import Enclave
 import Foundation
-import SecurityProtocol
 import KeychainStore
 import SecureCrypto
+import SecurityProtocol
 
 /// Finding items and building their results; access control decided outside the read (see withAuthorizations).
 extension KeychainEngine {
@@ -136,7 +136,8 @@ extension KeychainEngine {
         var result: ItemResult?
         let found = try withUnsafeTemporaryAllocation(byteCount: HMACSHA256.byteCount, alignment: 1) { index in
             sealer.blindIndex(
-                itemClass: itemClass, accessGroup: accessGroup, synchronizable: synchronizable, value: value, into: index)
+                itemClass: itemClass, accessGroup: accessGroup, synchronizable: synchronizable, value: value,
+                into: index)
             return try database.withItem(blindIndex: UnsafeRawBufferPointer(index), includingValue: needsData) { row in
                 guard row.hasAccessControl == false else { return }
                 // The blind index names the class, so the row's is the one asked for (its data's associated data
@@ -210,7 +211,10 @@ extension KeychainEngine {
                 result.reference =
                     item.itemClass == .certificate
                     ? .certificate(ItemMaterial(attributes: attributes, data: data))
-                    : .key(ItemMaterial(attributes: attributes, data: data, enclavePublicKey: Self.enclavePublicKey(attributes, data)))
+                    : .key(
+                        ItemMaterial(
+                            attributes: attributes, data: data,
+                            enclavePublicKey: Self.enclavePublicKey(attributes, data)))
             }
         }
         if query.itemClass == .identity {

@@ -1,9 +1,9 @@
 import Authenticators
 import Enclave
 import Foundation
-import SecurityProtocol
 import KeychainStore
 import SecureCrypto
+import SecurityProtocol
 
 /// Deleting matched items (and an identity's key) in one write.
 extension KeychainEngine {

@@ -1,9 +1,9 @@
 import Authenticators
 import Enclave
 import Foundation
-import SecurityProtocol
 import KeychainStore
 import SecureCrypto
+import SecurityProtocol
 
 /// Which stored rows a query matches: blind-index lookups and attribute filters.
 extension KeychainEngine {

@@ -1,9 +1,9 @@
 import Authenticators
 import Enclave
 import Foundation
-import SecurityProtocol
 import KeychainStore
 import SecureCrypto
+import SecurityProtocol
 
 /// Rules shared by the operations: application passwords, protection classes, availability, events.
 extension KeychainEngine {

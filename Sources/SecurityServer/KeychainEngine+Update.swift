@@ -1,9 +1,9 @@
 import Authenticators
 import Enclave
 import Foundation
-import SecurityProtocol
 import KeychainStore
 import SecureCrypto
+import SecurityProtocol
 
 /// Updating matched items: authorized first, then re-sealed in one write.
 extension KeychainEngine {
@@ -26,7 +26,8 @@ extension KeychainEngine {
             try database.read { transaction in
                 for item in try matchingItems(query, caller: caller, transaction: transaction) {
                     try requireAvailable(item)
-                    try Self.requireAllowed(decisions.verdict(for: item, caller: caller, operation: .update, query: query))
+                    try Self.requireAllowed(
+                        decisions.verdict(for: item, caller: caller, operation: .update, query: query))
                 }
             }
             return try database.write { transaction in
@@ -36,9 +37,12 @@ extension KeychainEngine {
                 let now = Date()
                 for item in matches {
                     try requireAvailable(item)
-                    try Self.requireAllowed(decisions.verdict(for: item, caller: caller, operation: .update, query: query))
+                    try Self.requireAllowed(
+                        decisions.verdict(for: item, caller: caller, operation: .update, query: query))
                     var attributes = item.attributes.merging(changedAttributes) { _, new in new }
-                    if changedAttributes[ItemKey.accessible] != nil && changedAttributes[ItemKey.accessControl] == nil && item.accessControl != nil {
+                    if changedAttributes[ItemKey.accessible] != nil && changedAttributes[ItemKey.accessControl] == nil
+                        && item.accessControl != nil
+                    {
                         throw KeychainStatus(.param, "change kSecAttrAccessControl to change the protection class")
                     }
                     if changedAttributes[ItemKey.accessControl] != nil { attributes[ItemKey.accessible] = nil }
@@ -58,11 +62,14 @@ extension KeychainEngine {
                     }
                     if let newData { data = newData }
                     if case .accessControl(var policy) = attributes[ItemKey.accessControl] {
-                        if changedAttributes[ItemKey.accessControl] != nil, AccessRequirement.bindsEnrolledSet(policy), let authentication {
+                        if changedAttributes[ItemKey.accessControl] != nil, AccessRequirement.bindsEnrolledSet(policy),
+                            let authentication
+                        {
                             policy.boundStateHash = try authentication.currentStateHash() ?? Data()
                             attributes[ItemKey.accessControl] = .accessControl(policy)
                         }
-                        data = try sealForApplicationPassword(data, policy: policy, context: query.authenticationContext)
+                        data = try sealForApplicationPassword(
+                            data, policy: policy, context: query.authenticationContext)
                     }
                     var row = item.row
                     row.accessGroup = group
@@ -71,7 +78,8 @@ extension KeychainEngine {
                     row.blindIndex = sealer.blindIndex(
                         itemClass: item.itemClass, accessGroup: group, synchronizable: synchronizable,
                         attributes: attributes)
-                    let sealed = try sealer.seal(row, attributes: attributes, data: data, protectionClass: protectionClass)
+                    let sealed = try sealer.seal(
+                        row, attributes: attributes, data: data, protectionClass: protectionClass)
                     try transaction.update(sealed)
                     events.append(event(.updated, sealed))
                 }

@@ -92,14 +92,16 @@ package final class KeychainEngine: Sendable {
             let wasLocked = enclave.isLocked
             // The first passcode success also seals the passcode classes under the passcode (see Enclave); an
             // explicit unlock checks the sealing even when unlocked (the passcode may have changed since).
-            guard wasLocked || !enclave.isPasscodeProtected || success.unlockRequested
-                || enclave.needsPasscodeSetClassKey
+            guard
+                wasLocked || !enclave.isPasscodeProtected || success.unlockRequested
+                    || enclave.needsPasscodeSetClassKey
             else { return }
             let failure: String? =
                 if let passcode = success.passcode {
                     Self.unlock(enclave, with: passcode, success)
                 } else {
-                    (try? enclave.unlock()) == nil ? "the keychain is sealed under the passcode, which PAM did not ask" : nil
+                    (try? enclave.unlock()) == nil
+                        ? "the keychain is sealed under the passcode, which PAM did not ask" : nil
                 }
             authentication?.setKeychainUnlockFailure(failure, in: success.context)
             if failure == nil && wasLocked {
@@ -310,7 +312,8 @@ package final class KeychainEngine: Sendable {
             return KeychainStatus(.unimplemented, error.message)
         case let error as EnclaveError where error.code == .invalidChallenge:
             return KeychainStatus(.param, error.message)
-        case CryptoError.Code.authenticationFailure: return KeychainStatus(.decode, "a ciphertext does not authenticate")
+        case CryptoError.Code.authenticationFailure:
+            return KeychainStatus(.decode, "a ciphertext does not authenticate")
         default: return KeychainStatus(.internalComponent, "internal failure")
         }
     }

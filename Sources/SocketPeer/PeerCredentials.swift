@@ -1,7 +1,7 @@
 import NIOCore
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The process on the other end of a Unix-socket connection, as the kernel reports it when it connected

@@ -3,7 +3,7 @@ import SecureCrypto
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The process on the other end of a connection, held for as long as the connection lasts: its credentials
@@ -149,9 +149,10 @@ package final class PeerProcess: Sendable {
     package var fileVersionDigest: Data {
         var hash = SHA256()
         hash.update(Data("localauthd file version".utf8))
-        for value in [file.device, file.inode, UInt64(bitPattern: file.size), UInt64(bitPattern: file.modified),
-            UInt64(bitPattern: file.changed)]
-        {
+        for value in [
+            file.device, file.inode, UInt64(bitPattern: file.size), UInt64(bitPattern: file.modified),
+            UInt64(bitPattern: file.changed),
+        ] {
             withUnsafeBytes(of: value.bigEndian) { hash.update($0) }
         }
         return hash.finalize()

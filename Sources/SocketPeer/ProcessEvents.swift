@@ -2,7 +2,7 @@ import CSocket
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The kernel's process events (the proc connector): which connected processes executed another program or exited,

@@ -2,7 +2,7 @@ import Foundation
 import SecureCrypto
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Why a private store file could not be used: its path and the system's reason, never its contents.
@@ -135,7 +135,9 @@ package enum PrivateFiles {
         var temporary = ""
         for _ in 0..<8 {
             let digits = Array("0123456789abcdef".utf8)
-            let suffix = String(decoding: try SecureRandom.bytes(12).flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] }, as: UTF8.self)
+            let suffix = String(
+                decoding: try SecureRandom.bytes(12).flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] },
+                as: UTF8.self)
             temporary = (directory.isEmpty ? "" : directory + "/") + ".\(fileName).\(suffix).tmp"
             fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
             if fd >= 0 || errno != EEXIST { break }
@@ -221,7 +223,9 @@ package enum PrivateFiles {
     /// Call it while holding ``withExclusiveLock(on:_:)`` on the directory's lock file, so two processes never
     /// create two different keys. - Throws: ``PrivateFileError`` when the key is missing and may not be created,
     /// or is refused by ``readSecret(_:expectedCount:)``.
-    package static func loadOrCreateKey(at path: String, byteCount: Int = 32, mayCreate: Bool = true) throws -> SecureBytes {
+    package static func loadOrCreateKey(at path: String, byteCount: Int = 32, mayCreate: Bool = true) throws
+        -> SecureBytes
+    {
         if let key = try readSecret(path, expectedCount: byteCount) { return key }
         guard mayCreate else { throw PrivateFileError("key file \(path) is missing", errno: ENOENT) }
         let key = try SecureBytes(randomCount: byteCount)

@@ -219,7 +219,9 @@ public struct Keychain: Sendable {
             throw KeychainError(status)
         }
         let answer = try send(.restoreBackup(contents: contents, password: secret))
-        guard case .restoredBackup(let count, _, let aside) = answer else { throw KeychainError(KeychainStatus(.internalComponent, "an unexpected answer to a restore")) }
+        guard case .restoredBackup(let count, _, let aside) = answer else {
+            throw KeychainError(KeychainStatus(.internalComponent, "an unexpected answer to a restore"))
+        }
         return (count, aside)
     }
 

@@ -44,8 +44,10 @@ public struct KeychainError: Error, Sendable, Hashable, CustomStringConvertible 
         code = Code(rawValue: status)
     }
 
+    /// Two errors are equal when their statuses are (the messages may differ).
     public static func == (lhs: KeychainError, rhs: KeychainError) -> Bool { lhs.code == rhs.code }
 
+    /// Hashes the status, as `==` compares it.
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
     /// The `OSStatus`.

@@ -1,6 +1,6 @@
 import Foundation
-import SecureCrypto
 import KeychainServices
+import SecureCrypto
 import SecurityProtocol
 
 /// A type the typed keychain API stores: `GenericPassword`, `InternetPassword` or `KeychainKey`.
@@ -50,7 +50,8 @@ private func commonAttributes(
     trustedApplications: [KeychainTrustedApplication]? = nil, name: String = ""
 ) -> [String: KeychainValue] {
     var attributes: [String: KeychainValue] = [
-        ItemKey.accessible: .string(accessibility.rawValue), ItemKey.synchronizable: .bool(isSynchronizable), ItemKey.valueData: .secret(SecureBytes(data)),
+        ItemKey.accessible: .string(accessibility.rawValue), ItemKey.synchronizable: .bool(isSynchronizable),
+        ItemKey.valueData: .secret(SecureBytes(data)),
     ]
     if let label { attributes[ItemKey.label] = .string(label) }
     if let accessGroup { attributes[ItemKey.accessGroup] = .string(accessGroup) }
@@ -132,8 +133,10 @@ public struct GenericPassword: KeychainItem, KeychainItemCoding, Hashable {
     }
 
     package init?(keychainAttributes attributes: [String: KeychainValue], data: Data?) {
-        guard let service = attributes[ItemKey.service]?.stringValue, let account = attributes[ItemKey.account]?.stringValue,
-            let accessibility = attributes[ItemKey.accessible]?.stringValue.flatMap(KeychainAccessibility.init(rawValue:))
+        guard let service = attributes[ItemKey.service]?.stringValue,
+            let account = attributes[ItemKey.account]?.stringValue,
+            let accessibility = attributes[ItemKey.accessible]?.stringValue.flatMap(
+                KeychainAccessibility.init(rawValue:))
         else { return nil }
         self.init(
             service: service, account: account, password: data ?? Data(), label: attributes[ItemKey.label]?.stringValue,
@@ -215,7 +218,8 @@ public struct InternetPassword: KeychainItem, KeychainItemCoding, Hashable {
 
     package init?(keychainAttributes attributes: [String: KeychainValue], data: Data?) {
         guard let server = attributes["srvr"]?.stringValue, let account = attributes[ItemKey.account]?.stringValue,
-            let accessibility = attributes[ItemKey.accessible]?.stringValue.flatMap(KeychainAccessibility.init(rawValue:))
+            let accessibility = attributes[ItemKey.accessible]?.stringValue.flatMap(
+                KeychainAccessibility.init(rawValue:))
         else { return nil }
         self.init(
             server: server, account: account, password: data ?? Data(),
@@ -294,7 +298,8 @@ public struct KeychainKey: KeychainItem, KeychainItemCoding, Hashable {
     package init?(keychainAttributes attributes: [String: KeychainValue], data: Data?) {
         guard let keyClass = attributes["kcls"]?.stringValue.flatMap(KeyClass.init(rawValue:)),
             let keyType = attributes["type"]?.stringValue,
-            let accessibility = attributes[ItemKey.accessible]?.stringValue.flatMap(KeychainAccessibility.init(rawValue:))
+            let accessibility = attributes[ItemKey.accessible]?.stringValue.flatMap(
+                KeychainAccessibility.init(rawValue:))
         else { return nil }
         self.init(
             keyClass: keyClass, keyType: keyType, sizeInBits: Int(attributes["bsiz"]?.integerValue ?? 0),

@@ -47,9 +47,11 @@ package struct TPM: Sendable, Hashable {
 
     /// The lock every user of a TPM without resource manager takes: beside swtpm's Unix socket, else in `/tmp`.
     var lockPath: String {
-        if tcti.hasPrefix("swtpm:"), let path = tcti.dropFirst(6).split(separator: ",").first(where: {
-            $0.hasPrefix("path=")
-        }) {
+        if tcti.hasPrefix("swtpm:"),
+            let path = tcti.dropFirst(6).split(separator: ",").first(where: {
+                $0.hasPrefix("path=")
+            })
+        {
             return String(path.dropFirst(5)) + ".lock"
         }
         let hash = tcti.utf8.reduce(UInt64(14_695_981_039_346_656_037)) { ($0 ^ UInt64($1)) &* 1_099_511_628_211 }

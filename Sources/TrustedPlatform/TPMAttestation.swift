@@ -47,8 +47,9 @@ extension TPMConnection {
     /// The certificate of the RSA endorsement key from the TPM's NV memory (DER), or nil when there is none.
     package func endorsementCertificate() throws -> Data? {
         var index: ESYS_TR = ESYS_TR_NONE
-        guard Esys_TR_FromTPMPublic(
-            context, la_tpm_ek_rsa_certificate_index, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &index) == 0
+        guard
+            Esys_TR_FromTPMPublic(
+                context, la_tpm_ek_rsa_certificate_index, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &index) == 0
         else { return nil }
         defer { _ = Esys_TR_Close(context, &index) }
         var nvPublic: UnsafeMutablePointer<TPM2B_NV_PUBLIC>?
@@ -58,7 +59,9 @@ extension TPMConnection {
             Esys_Free(nvPublic)
             Esys_Free(nvName)
         }
-        guard rc == 0, let nvPublic else { throw TPMError(code: rc, operation: "read the endorsement certificate's size") }
+        guard rc == 0, let nvPublic else {
+            throw TPMError(code: rc, operation: "read the endorsement certificate's size")
+        }
         let size = Int(nvPublic.pointee.nvPublic.dataSize)
         var certificate = Data()
         // 512 bytes a read: within every TPM's TPM2_PT_NV_BUFFER_MAX.

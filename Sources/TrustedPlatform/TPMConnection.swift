@@ -236,7 +236,9 @@ package final class TPMConnection {
             guard rc == 0, let data else { throw TPMError(code: rc, operation: "list the TPM's loaded objects") }
             defer { Esys_Free(data) }
             let list = data.pointee.data.handles
-            let handles = withUnsafeBytes(of: list.handle) { Array($0.bindMemory(to: TPM2_HANDLE.self).prefix(Int(list.count))) }
+            let handles = withUnsafeBytes(of: list.handle) {
+                Array($0.bindMemory(to: TPM2_HANDLE.self).prefix(Int(list.count)))
+            }
             for handle in handles where handle & 0xFF00_0000 == first & 0xFF00_0000 {
                 _ = Tss2_Sys_FlushContext(sys, handle)
             }

@@ -28,9 +28,11 @@ if arguments.count == 3, arguments[1] == "hold-key" {
         let client = try EmbeddedClient(
             configuration: EmbeddedConfiguration(
                 dataDirectory: URL(fileURLWithPath: arguments[2], isDirectory: true), accessGroups: ["stress"]))
-        guard case .generated(let handle, let publicKey) = try client.sendBlocking(
-            KeyRequest.generate(accessControl: nil, item: nil, context: nil)),
-            case .signature = try client.sendBlocking(KeyRequest.sign(handle: handle, digest: Data(count: 32), context: nil))
+        guard
+            case .generated(let handle, let publicKey) = try client.sendBlocking(
+                KeyRequest.generate(accessControl: nil, item: nil, context: nil)),
+            case .signature = try client.sendBlocking(
+                KeyRequest.sign(handle: handle, digest: Data(count: 32), context: nil))
         else {
             FileHandle.standardError.write(Data("keychain-stress: the key was not made or did not sign\n".utf8))
             exit(1)
@@ -108,7 +110,8 @@ do {
                     "class": .string("genp"), "svce": .string("stress"), "acct": .string(account),
                     "r_Data": .bool(true),
                 ]))
-            guard case .items(let results) = response, results.items.first?.data?.unprotectedData() == Data(account.utf8)
+            guard case .items(let results) = response,
+                results.items.first?.data?.unprotectedData() == Data(account.utf8)
             else {
                 FileHandle.standardError.write(Data("read back a wrong value for \(account)\n".utf8))
                 exit(1)

@@ -53,7 +53,9 @@ struct RegisterApp: ParsableCommand {
     var groups: [String] = []
     @Option(
         name: .customLong("app-group"),
-        help: "An app group the app belongs to (group.com.example.shared; repeat for several), as Apple's application-groups entitlement.")
+        help:
+            "An app group the app belongs to (group.com.example.shared; repeat for several), as Apple's application-groups entitlement."
+    )
     var appGroups: [String] = []
     @Flag(help: .hidden) var pin = false
     @Flag(help: "Do not record the executable's SHA-256: any file at PATH is the app (warns).") var pathOnly = false
@@ -126,7 +128,9 @@ struct ListApps: ParsableCommand {
 
     func run() throws {
         let apps = AppRegistry(directory: registry.directory)
-        if apps.registrations.isEmpty && apps.problems.isEmpty { print("no application is registered in \(registry.directory)") }
+        if apps.registrations.isEmpty && apps.problems.isEmpty {
+            print("no application is registered in \(registry.directory)")
+        }
         for (file, app) in apps.registrations {
             print("\(app.applicationIdentifier)\(app.isAdministrative ? " (administrative)" : "")  [\(file)]")
             if let executable = app.executable { print("  executable: \(executable)") }
@@ -147,8 +151,11 @@ struct RemoveApp: ParsableCommand {
     func run() throws {
         try registry.requireRoot()
         let apps = AppRegistry(directory: registry.directory)
-        let files = apps.registrations.filter { $0.registration.applicationIdentifier == applicationIdentifier }.map(\.file)
-        guard !files.isEmpty else { throw ValidationError("\(applicationIdentifier) is not registered in \(registry.directory)") }
+        let files = apps.registrations.filter { $0.registration.applicationIdentifier == applicationIdentifier }.map(
+            \.file)
+        guard !files.isEmpty else {
+            throw ValidationError("\(applicationIdentifier) is not registered in \(registry.directory)")
+        }
         for file in files {
             try PrivateFiles.remove(registry.directory + "/" + file)
             print("removed \(applicationIdentifier): \(registry.directory)/\(file)")

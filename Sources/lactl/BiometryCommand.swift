@@ -40,7 +40,8 @@ struct BiometryOptions: ParsableArguments {
     func client() throws -> any SecurityClient {
         if case .daemon = ClientSelection.mode() {
             guard stateDir == nil, user == nil, drivers.isEmpty else {
-                throw ValidationError("--state-dir, --user and --driver do not apply: the configured daemon owns the reader")
+                throw ValidationError(
+                    "--state-dir, --user and --driver do not apply: the configured daemon owns the reader")
             }
             return try ClientSelection.fromEnvironment()
         }
@@ -59,7 +60,8 @@ struct BiometryOptions: ParsableArguments {
 /// fingerprints needs, as on Apple's devices.
 func passcodeContext(_ client: any SecurityClient, reason: String) async throws -> AuthenticationContextID {
     guard let presenter = TerminalPresenter.environmentDefault() else {
-        throw AuthenticationError(.notInteractive, "changing fingerprints needs the passcode, and there is no terminal to ask on")
+        throw AuthenticationError(
+            .notInteractive, "changing fingerprints needs the passcode, and there is no terminal to ask on")
     }
     return try await client.passcodeContext(reason: reason, presenter: presenter)
 }
@@ -153,7 +155,8 @@ struct BiometryRemove: AsyncParsableCommand {
 
     func validate() throws {
         guard (try? PrintIdentifier(hex: identifier)) != nil else {
-            throw ValidationError("'\(identifier)' is not a print identifier (32 hex digits, see `lactl biometry list`)")
+            throw ValidationError(
+                "'\(identifier)' is not a print identifier (32 hex digits, see `lactl biometry list`)")
         }
     }
 

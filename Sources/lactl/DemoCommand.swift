@@ -3,13 +3,13 @@ import Authenticators
 import EmbeddedEngine
 import Foundation
 import KeychainServices
-import SecurityProtocol
-import SwiftKeychain
 import SecureCrypto
 import SecurityClient
+import SecurityProtocol
+import SwiftKeychain
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `lactl demo`: the main flow end to end on real parts, in a throwaway directory, explained as it goes.
@@ -27,7 +27,9 @@ struct Demo: AsyncParsableCommand {
     func run() async throws {
         let directory = try makeThrowawayDirectory()
         defer { if !keep { try? FileManager.default.removeItem(atPath: directory) } }
-        say("swift-local-authentication demo — everything below runs on real parts in \(keep ? directory : "a throwaway directory").")
+        say(
+            "swift-local-authentication demo — everything below runs on real parts in \(keep ? directory : "a throwaway directory")."
+        )
 
         try signChallenge()
         try storeSecret(in: directory)
@@ -46,11 +48,15 @@ struct Demo: AsyncParsableCommand {
         let signature = try key.signature(for: challenge)
         say("The client signs it with its private key: a \(signature.derRepresentation.count)-byte ECDSA signature.")
         let verifies = key.publicKey.isValidSignature(signature, for: challenge)
-        say("The server checks it with the 65-byte public key it registered earlier: \(verifies ? "valid" : "INVALID").")
+        say(
+            "The server checks it with the 65-byte public key it registered earlier: \(verifies ? "valid" : "INVALID")."
+        )
         var forged = challenge
         forged[0] ^= 1
         let forgedVerifies = key.publicKey.isValidSignature(signature, for: forged)
-        say("The same signature on a different challenge: \(forgedVerifies ? "ACCEPTED (bug)" : "rejected, as it must be").")
+        say(
+            "The same signature on a different challenge: \(forgedVerifies ? "ACCEPTED (bug)" : "rejected, as it must be")."
+        )
         guard verifies, !forgedVerifies else { throw ValidationError("signature check did not behave") }
     }
 
@@ -77,7 +83,9 @@ struct Demo: AsyncParsableCommand {
         let onDisk = try FileManager.default.contentsOfDirectory(atPath: storeDirectory)
             .compactMap { FileManager.default.contents(atPath: storeDirectory + "/" + $0) }
         let leaked = onDisk.contains { $0.range(of: token) != nil || $0.range(of: Data("api.example.com".utf8)) != nil }
-        say("Searched every file of the store for the token and the service name: \(leaked ? "FOUND (bug)" : "neither is there in clear").")
+        say(
+            "Searched every file of the store for the token and the service name: \(leaked ? "FOUND (bug)" : "neither is there in clear")."
+        )
         try keychain.lock()
         let whileLocked: String
         do {
@@ -88,7 +96,9 @@ struct Demo: AsyncParsableCommand {
         }
         say("Locked the keychain and asked again: \(whileLocked).")
         try keychain.unlock()
-        say("Unlocked it with the passcode (checked by PAM): \(try keychain.genericPassword(service: "api.example.com", account: "demo") != nil ? "readable again" : "MISSING").")
+        say(
+            "Unlocked it with the passcode (checked by PAM): \(try keychain.genericPassword(service: "api.example.com", account: "demo") != nil ? "readable again" : "MISSING")."
+        )
         guard found?.password == token, !leaked else { throw ValidationError("keychain did not behave") }
     }
 
@@ -125,7 +135,9 @@ struct Demo: AsyncParsableCommand {
         let client = try authenticationClient(in: directory, pam: try writePAMService(in: directory))
         guard case .reader(let reader) = try await client.send(.reader) else { return }
         say("Opened reader \"\(reader.name)\" (driver \(reader.driver)).")
-        say("Before enrolling, the enrolled-set state hash is \(try await stateHash(client)?.prefix(8).hexString ?? "nil (nothing enrolled)").")
+        say(
+            "Before enrolling, the enrolled-set state hash is \(try await stateHash(client)?.prefix(8).hexString ?? "nil (nothing enrolled)")."
+        )
 
         let context = try await passcodeContext(client, answer: "correct horse")
         say("Enrolling needs the passcode first, as on Apple's devices: PAM accepted it.")
@@ -142,7 +154,9 @@ struct Demo: AsyncParsableCommand {
         async let matched = client.send(.verifyFinger)
         try await socket.send("SCAN demo-finger")
         if case .matched(let match) = try await matched {
-            say("The same finger on the reader: matched \(match.identifier == print.identifier ? "the enrolled print" : "ANOTHER print").")
+            say(
+                "The same finger on the reader: matched \(match.identifier == print.identifier ? "the enrolled print" : "ANOTHER print")."
+            )
         }
 
         async let mismatched = client.send(.verifyFinger)
@@ -158,7 +172,9 @@ struct Demo: AsyncParsableCommand {
         try await socket.send(Array(repeating: "SCAN second-finger", count: 5))
         _ = try await second
         let secondHash = try await stateHash(client)
-        say("Enrolled a second finger: the state hash changed (\(secondHash?.prefix(8).hexString ?? "nil")). Keys bound to")
+        say(
+            "Enrolled a second finger: the state hash changed (\(secondHash?.prefix(8).hexString ?? "nil")). Keys bound to"
+        )
         say("the first enrolled set (.biometryCurrentSet) stop working for good at this point.")
         _ = try await client.send(.closeReader)
         guard firstHash != nil, firstHash != secondHash else { throw ValidationError("state hash did not change") }
@@ -169,7 +185,9 @@ struct Demo: AsyncParsableCommand {
         heading("4. Passcodes through Linux-PAM (pam_matrix with a password file written for this run)")
         let module = "/usr/lib/x86_64-linux-gnu/pam_wrapper/pam_matrix.so"
         guard FileManager.default.fileExists(atPath: module) else {
-            say("pam_matrix is not installed (package libpam-wrapper); `make demo` installs it through scripts/bootstrap.")
+            say(
+                "pam_matrix is not installed (package libpam-wrapper); `make demo` installs it through scripts/bootstrap."
+            )
             return
         }
         let client = try authenticationClient(in: directory, pam: try writePAMService(in: directory))
@@ -179,7 +197,9 @@ struct Demo: AsyncParsableCommand {
             do {
                 _ = try await passcodeContext(client, answer: "wrong \(attempt)")
             } catch let error as AuthenticationError {
-                if attempt == 5 { say("Five wrong passcodes in a row: the fifth is refused too (code \(error.code.rawValue)).") }
+                if attempt == 5 {
+                    say("Five wrong passcodes in a row: the fifth is refused too (code \(error.code.rawValue)).")
+                }
             }
         }
         do {

@@ -2,13 +2,13 @@ import ArgumentParser
 import EmbeddedEngine
 import Foundation
 import KeychainServices
-import SecurityProtocol
-import SwiftKeychain
 import SecureCrypto
 import SecurityClient
+import SecurityProtocol
+import SwiftKeychain
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `lactl keychain …`: the keychain for people, with the subcommand names of macOS `security`.
@@ -67,7 +67,8 @@ struct KeychainOptions: ParsableArguments {
         } catch let failure as KeychainCommandFailure {
             throw failure
         } catch let status as KeychainStatus {
-            throw KeychainCommandFailure(status: status.code.rawValue, operation: "open the keychain: \(status.message)")
+            throw KeychainCommandFailure(
+                status: status.code.rawValue, operation: "open the keychain: \(status.message)")
         } catch {
             throw KeychainCommandFailure(status: errSecNotAvailable, operation: "open the keychain")
         }
@@ -127,7 +128,8 @@ struct KeychainCommandFailure: Error, CustomStringConvertible {
 private func check(_ status: OSStatus, _ operation: String) throws {
     guard status == errSecSuccess else {
         // Only the failures people act on carry the engine's words: a damaged, read-only or failing store.
-        let detail = [errSecNotAvailable, errSecReadOnly, errSecIO, errSecDiskFull].contains(status)
+        let detail =
+            [errSecNotAvailable, errSecReadOnly, errSecIO, errSecDiskFull].contains(status)
             ? SecItemFailureDetail.current : nil
         throw KeychainCommandFailure(status: status, operation: operation, detail: detail)
     }
@@ -202,7 +204,8 @@ private func describe(_ value: Any) -> String {
         }
         return "0x" + data.map { String(format: "%02X", $0) }.joined()
     case let date as Date: return "\"\(ISO8601DateFormatter().string(from: date))\""
-    case let access as SecAccessControl: return "<access control \(access.protection) 0x\(String(access.flags.rawValue, radix: 16))>"
+    case let access as SecAccessControl:
+        return "<access control \(access.protection) 0x\(String(access.flags.rawValue, radix: 16))>"
     case let access as SecAccess:
         let names = access.trustedApplications.map { "\($0.applicationIdentifier) (\($0.path))" }
         return "<trusted applications: \(names.isEmpty ? "none" : names.joined(separator: ", "))>"
@@ -214,7 +217,8 @@ private func describe(_ value: Any) -> String {
 
 struct AddGenericPassword: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "add-generic-password", abstract: "Add a generic password (reads it from the terminal or stdin unless -w).")
+        commandName: "add-generic-password",
+        abstract: "Add a generic password (reads it from the terminal or stdin unless -w).")
 
     @OptionGroup var options: KeychainOptions
     @Option(name: .customShort("a"), help: "Account name.") var account: String = ""
@@ -226,13 +230,15 @@ struct AddGenericPassword: ParsableCommand {
     @Option(name: .customShort("G"), help: "Access group.") var accessGroup: String?
     @Option(
         name: .customShort("T"),
-        help: "A program that may use the item without being asked (repeatable; \"\" for none: every program is asked).")
+        help: "A program that may use the item without being asked (repeatable; \"\" for none: every program is asked)."
+    )
     var trustedApplications: [String] = []
     @Flag(name: .customShort("U"), help: "Update the item if it exists.") var update = false
 
     func run() throws {
         try reporting {
-            let secret = try password.map { SecureBytes(Data($0.utf8)) } ?? readSecret(prompt: "password data for new item: ")
+            let secret =
+                try password.map { SecureBytes(Data($0.utf8)) } ?? readSecret(prompt: "password data for new item: ")
             var item: [String: Any] = [
                 kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: account,
                 kSecAttrService as String: service,
@@ -445,7 +451,8 @@ struct UntrustApplications: ParsableCommand {
 
 struct AddInternetPassword: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "add-internet-password", abstract: "Add an internet password (reads it from the terminal or stdin unless -w).")
+        commandName: "add-internet-password",
+        abstract: "Add an internet password (reads it from the terminal or stdin unless -w).")
 
     @OptionGroup var options: KeychainOptions
     @Option(name: .customShort("a"), help: "Account name.") var account: String = ""
@@ -454,7 +461,8 @@ struct AddInternetPassword: ParsableCommand {
     @Option(name: .customShort("P"), help: "Port.") var port: Int?
     @Option(name: .customShort("p"), help: "Path.") var path: String?
     @Option(name: .customShort("d"), help: "Security domain.") var securityDomain: String?
-    @Option(name: .customShort("t"), help: "Authentication type, four characters (e.g. dflt).") var authenticationType: String?
+    @Option(name: .customShort("t"), help: "Authentication type, four characters (e.g. dflt).") var authenticationType:
+        String?
     @Option(name: .customShort("w"), help: "The password (visible to other users in the process list; prefer stdin).")
     var password: String?
     @Option(name: .customShort("l"), help: "Label.") var label: String?
@@ -463,7 +471,8 @@ struct AddInternetPassword: ParsableCommand {
 
     func run() throws {
         try reporting {
-            let secret = try password.map { SecureBytes(Data($0.utf8)) } ?? readSecret(prompt: "password data for new item: ")
+            let secret =
+                try password.map { SecureBytes(Data($0.utf8)) } ?? readSecret(prompt: "password data for new item: ")
             var item: [String: Any] = [
                 kSecClass as String: kSecClassInternetPassword, kSecAttrAccount as String: account,
                 kSecAttrServer as String: server,
@@ -537,7 +546,9 @@ struct DumpKeychain: ParsableCommand {
     func run() throws {
         try reporting {
             try options.run(reaching: .everyGroup) {
-                for itemClass in [kSecClassGenericPassword, kSecClassInternetPassword, kSecClassCertificate, kSecClassKey] {
+                for itemClass in [
+                    kSecClassGenericPassword, kSecClassInternetPassword, kSecClassCertificate, kSecClassKey,
+                ] {
                     var query: [String: Any] = [
                         kSecClass as String: itemClass, kSecMatchLimit as String: kSecMatchLimitAll,
                         kSecReturnAttributes as String: true,
@@ -641,7 +652,8 @@ struct UnlockKeychain: ParsableCommand {
 /// - Throws: `KeychainCommandFailure` for `operation` when there is no terminal or the keychain does not open.
 func unlockWithPasscode(_ client: any SecurityClient, reason: String, operation: String) throws {
     guard let presenter = client.defaultPresenter else {
-        throw KeychainCommandFailure(status: errSecInteractionNotAllowed, operation: "\(operation) (no terminal to ask on)")
+        throw KeychainCommandFailure(
+            status: errSecInteractionNotAllowed, operation: "\(operation) (no terminal to ask on)")
     }
     let options = EvaluationOptions(prompt: EvaluationPrompt(reason: reason))
     do {

@@ -59,7 +59,8 @@ struct KeysAttest: AsyncParsableCommand {
     @Option(name: .customLong("ssh-key"), help: "The name of the SSH key to attest (`lactl ssh-key list`).")
     var sshKey: String?
 
-    @Option(help: "The verifier's challenge: a JSON file with credentialBlob and encryptedSecret (base64), - for stdin.")
+    @Option(
+        help: "The verifier's challenge: a JSON file with credentialBlob and encryptedSecret (base64), - for stdin.")
     var challenge: String
 
     func validate() throws {
@@ -68,12 +69,15 @@ struct KeysAttest: AsyncParsableCommand {
 
     func run() async throws {
         let identifier = right ?? "ssh-key." + (sshKey ?? "")
-        guard let input = challenge == "-"
-            ? FileHandle.standardInput.readDataToEndOfFile() : FileManager.default.contents(atPath: challenge),
+        guard
+            let input = challenge == "-"
+                ? FileHandle.standardInput.readDataToEndOfFile() : FileManager.default.contents(atPath: challenge),
             let parsed = try? JSONDecoder().decode(TPMAttestationChallenge.self, from: input)
         else {
             FileHandle.standardError.write(
-                Data("lactl keys attest: \(challenge) is not a challenge (JSON with credentialBlob and encryptedSecret)\n".utf8))
+                Data(
+                    "lactl keys attest: \(challenge) is not a challenge (JSON with credentialBlob and encryptedSecret)\n"
+                        .utf8))
             throw ExitCode(65)
         }
         // A right is an application's item (through localauthd the user is asked first); an SSH key is lactl's own.

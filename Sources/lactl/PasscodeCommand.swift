@@ -43,7 +43,8 @@ struct PasscodeVerify: AsyncParsableCommand {
     func client(user: String) throws -> any SecurityClient {
         if case .daemon = ClientSelection.mode() {
             guard self.user == nil, confdir == nil, stateDir == nil, service == nil else {
-                throw ValidationError("--user, --service, --confdir and --state-dir do not apply: the configured daemon checks")
+                throw ValidationError(
+                    "--user, --service, --confdir and --state-dir do not apply: the configured daemon checks")
             }
             return try ClientSelection.fromEnvironment()
         }

@@ -19,16 +19,18 @@ struct CreateSSHKey: AsyncParsableCommand {
 
     @Argument(help: "The key's name (letters, digits, '-', '_', '.').") var name: String
 
-    @Option(help: """
-        What each signature needs: biometryCurrentSet (a finger enrolled now; the key dies when the fingers change), \
-        biometry (any enrolled finger), userPresence (a finger or the passcode), devicePasscode (a finger or the \
-        passcode, as Apple has no passcode-only requirement).
-        """)
+    @Option(
+        help: """
+            What each signature needs: biometryCurrentSet (a finger enrolled now; the key dies when the fingers change), \
+            biometry (any enrolled finger), userPresence (a finger or the passcode), devicePasscode (a finger or the \
+            passcode, as Apple has no passcode-only requirement).
+            """)
     var requirement: String = AgentKeyring.Requirement.biometryCurrentSet.rawValue
 
-    @Option(help: """
-        For how many seconds one approval lets the same program (by executable) sign again with this key without         asking; 0 asks every time. At most 300 (Apple's limit) unless --allow-long-reuse.
-        """)
+    @Option(
+        help: """
+            For how many seconds one approval lets the same program (by executable) sign again with this key without         asking; 0 asks every time. At most 300 (Apple's limit) unless --allow-long-reuse.
+            """)
     var reuse: Int = 0
 
     @Flag(help: "Allow a reuse window longer than 300 seconds (up to 86400).")

@@ -4,7 +4,7 @@ import KeychainServices
 import SwiftKeychain
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `lactl keychain lock-on-screen-lock`: locks the keychain whenever logind asks a session to lock its screen

@@ -8,7 +8,8 @@ import StoreFiles
 /// `lactl status`: which engine this user's programs talk to and what it has.
 struct Status: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Show the mode (embedded or localauthd), the socket or store, the reader, enrolled prints, lock state and lockout.",
+        abstract:
+            "Show the mode (embedded or localauthd), the socket or store, the reader, enrolled prints, lock state and lockout.",
         discussion: """
             The mode comes from LA_DAEMON_SOCKET, then $XDG_CONFIG_HOME/local-authentication/client.conf, then
             /etc/local-authentication/client.conf; embedded when none names a socket.
@@ -61,10 +62,14 @@ struct Status: AsyncParsableCommand {
         }
         _ = try? await client.send(.closeReader)
         if case .prints(let prints, _)? = try? await client.send(.enrolledPrints) {
-            print("enrolled prints: \(prints.count)\(prints.isEmpty ? "" : " (" + prints.map(\.finger.description).joined(separator: ", ") + ")")")
+            print(
+                "enrolled prints: \(prints.count)\(prints.isEmpty ? "" : " (" + prints.map(\.finger.description).joined(separator: ", ") + ")")"
+            )
         }
         if case .environment(let environment)? = try? await client.send(.environment) {
-            print("passcode: \(environment.passcodeSet ? "set (PAM can authenticate this user)" : "not usable through PAM")")
+            print(
+                "passcode: \(environment.passcodeSet ? "set (PAM can authenticate this user)" : "not usable through PAM")"
+            )
             print("fingerprint lockout: \(environment.lockedOut ? "yes, until a passcode success" : "no")")
         }
     }

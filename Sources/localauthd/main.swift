@@ -5,8 +5,9 @@ import SecurityDaemon
 import SecurityProtocol
 import ServiceLifecycle
 import Synchronization
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `localauthd`: the engine in its own process. It owns every user's store, keys, attempt counters and the reader,

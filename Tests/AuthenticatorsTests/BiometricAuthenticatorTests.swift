@@ -1,8 +1,9 @@
-@testable import Authenticators
 import Foundation
 import SecurityProtocol
-import Testing
 import TestSupport
+import Testing
+
+@testable import Authenticators
 
 /// The fingerprint authenticator against the real libfprint and its `virtual_device` drivers.
 ///
@@ -94,7 +95,11 @@ struct BiometricAuthenticatorTests {
             #expect(failed.failure?.code == .biometryNotAvailable)
 
             let log = EventLog<EnrollmentEvent>()
-            let task = Task { await VirtualReaderFixture.capture { try await authenticator.enroll(finger: .leftIndex, progress: log.append) } }
+            let task = Task {
+                await VirtualReaderFixture.capture {
+                    try await authenticator.enroll(finger: .leftIndex, progress: log.append)
+                }
+            }
             try await fixture.socket.send("SCAN p2", "SCAN p2")
             try await Task.sleep(for: .milliseconds(100))
             task.cancel()
@@ -146,7 +151,9 @@ struct BiometricAuthenticatorTests {
         let log = EventLog<VerificationEvent>()
         try await fixture.withAuthenticator { authenticator in
             _ = try await fixture.enroll(authenticator, printID: "p1")
-            let task = Task { await VirtualReaderFixture.capture { try await authenticator.verify(progress: log.append) } }
+            let task = Task {
+                await VirtualReaderFixture.capture { try await authenticator.verify(progress: log.append) }
+            }
             try await Task.sleep(for: .milliseconds(300))
             #expect(log.events == [.waitingForFinger], "the scan should be waiting for a finger")
 
@@ -217,7 +224,8 @@ struct BiometricAuthenticatorTests {
             #expect(try authenticator.enrolledPrints().map(\.identifier) == [new.identifier])
             #expect(new.identifier != old.identifier)
             #expect(try authenticator.stateHash() != oldHash)
-            #expect(try await fixture.verify(authenticator, feeding: ["SCAN p1"]).failure?.code == .authenticationFailed)
+            #expect(
+                try await fixture.verify(authenticator, feeding: ["SCAN p1"]).failure?.code == .authenticationFailed)
         }
     }
 
@@ -237,7 +245,8 @@ struct BiometricAuthenticatorTests {
             let locked = await VirtualReaderFixture.capture { try await authenticator.verify() }
             #expect(locked.failure?.code == .biometryLockout)
             let restarted = try fixture.authenticator()
-            #expect(await VirtualReaderFixture.capture { try await restarted.verify() }.failure?.code == .biometryLockout)
+            #expect(
+                await VirtualReaderFixture.capture { try await restarted.verify() }.failure?.code == .biometryLockout)
 
             let passcode = PasscodeAuthenticator(
                 configuration: pam.configuration, policy: try AttemptPolicy(directory: fixture.stateDirectory))
@@ -260,7 +269,8 @@ struct BiometricAuthenticatorTests {
         let fixture = try VirtualReaderFixture()
         defer { fixture.directory.remove() }
         let authenticator = try BiometricAuthenticator(
-            configuration: .init(stateDirectory: fixture.stateDirectory, username: "alice", drivers: ["no_such_driver"]))
+            configuration: .init(stateDirectory: fixture.stateDirectory, username: "alice", drivers: ["no_such_driver"])
+        )
 
         let result = await VirtualReaderFixture.capture { try await authenticator.open() }
 

@@ -7,12 +7,15 @@ import Testing
 struct DataLocationsTests {
     @Test func theDataDirectoryFollowsLADataDirThenXDGThenHome() {
         #expect(DataLocations.dataDirectory(["LA_DATA_DIR": "/srv/la", "XDG_DATA_HOME": "/x"]).path == "/srv/la")
-        #expect(DataLocations.dataDirectory(["LA_DATA_DIR": "", "XDG_DATA_HOME": "/x"]).path == "/x/local-authentication")
+        #expect(
+            DataLocations.dataDirectory(["LA_DATA_DIR": "", "XDG_DATA_HOME": "/x"]).path == "/x/local-authentication")
         // A relative XDG_DATA_HOME is ignored, as the XDG specification says.
-        #expect(DataLocations.dataDirectory(["XDG_DATA_HOME": "x", "HOME": "/home/a"]).path
-            == "/home/a/.local/share/local-authentication")
-        #expect(DataLocations.runtimeDirectory(["XDG_RUNTIME_DIR": "/run/user/1000"]).path
-            == "/run/user/1000/local-authentication")
+        #expect(
+            DataLocations.dataDirectory(["XDG_DATA_HOME": "x", "HOME": "/home/a"]).path
+                == "/home/a/.local/share/local-authentication")
+        #expect(
+            DataLocations.runtimeDirectory(["XDG_RUNTIME_DIR": "/run/user/1000"]).path
+                == "/run/user/1000/local-authentication")
     }
 
     @Test func theCurrentUserIsTheEffectiveUidsName() {

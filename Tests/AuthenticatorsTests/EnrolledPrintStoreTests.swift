@@ -1,11 +1,12 @@
-@testable import Authenticators
 import Foundation
 import SecureCrypto
 import SecurityProtocol
 import Testing
 
+@testable import Authenticators
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The encrypted file store of enrolled prints, and the attempt policy's file.
@@ -111,6 +112,7 @@ struct EnrolledPrintStoreTests {
     @Test func printIdentifierRejectsMalformedHex() {
         #expect(throws: AuthenticationError.self) { try PrintIdentifier(hex: "zz") }
         #expect(throws: AuthenticationError.self) { try PrintIdentifier(hex: String(repeating: "a", count: 30)) }
-        #expect((try? PrintIdentifier(hex: String(repeating: "0f", count: 16)))?.hex == String(repeating: "0f", count: 16))
+        #expect(
+            (try? PrintIdentifier(hex: String(repeating: "0f", count: 16)))?.hex == String(repeating: "0f", count: 16))
     }
 }

@@ -1,10 +1,11 @@
-@testable import Authenticators
 import Foundation
 import Synchronization
 import Testing
 
+@testable import Authenticators
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The passcode authenticator against the real `pam_unix` with a throwaway local user (root only: creating users
@@ -43,7 +44,8 @@ struct PamUnixTests {
         #expect(wrong?.backendStatus == .init(library: "pam", code: 7))
 
         let unknown = await authenticationError {
-            try await authenticator.authenticate(user: user + "nobody", presenter: ScriptedPresenter(passcode: password))
+            try await authenticator.authenticate(
+                user: user + "nobody", presenter: ScriptedPresenter(passcode: password))
         }
         #expect(unknown?.code == .authenticationFailed)
 
@@ -57,7 +59,8 @@ struct PamUnixTests {
         // libpam hands pam_unix's 2 s, randomised by up to a quarter, to the PAM_FAIL_DELAY hook instead of sleeping
         // it. No wall-clock bound: these machines are shared, and one yescrypt check alone takes 0.1-0.9 s.
         let skipped = pamSkippedFailDelay.load(ordering: .relaxed)
-        #expect((1_000_000...3_000_000).contains(skipped), "libpam did not hand its fail delay to our hook: \(skipped) µs")
+        #expect(
+            (1_000_000...3_000_000).contains(skipped), "libpam did not hand its fail delay to our hook: \(skipped) µs")
     }
 
     @discardableResult

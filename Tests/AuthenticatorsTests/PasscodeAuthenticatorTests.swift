@@ -1,7 +1,8 @@
-@testable import Authenticators
 import Foundation
 import SecurityProtocol
 import Testing
+
+@testable import Authenticators
 
 /// The passcode authenticator against the real Linux-PAM library, with pam_matrix through `pam_start_confdir`.
 @Suite("Passcode authentication through PAM (pam_matrix)")
@@ -26,7 +27,9 @@ struct PasscodeAuthenticatorTests {
         let presenter = ScriptedPresenter(passcode: "not-the-secret")
         let authenticator = PasscodeAuthenticator(configuration: pam.configuration, policy: policy)
 
-        let error = await authenticationError { try await authenticator.authenticate(user: "alice", presenter: presenter) }
+        let error = await authenticationError {
+            try await authenticator.authenticate(user: "alice", presenter: presenter)
+        }
 
         #expect(error?.code == .authenticationFailed)
         #expect(error?.backendStatus == .init(library: "pam", code: 7))
@@ -148,7 +151,9 @@ struct PasscodeEscalationTests {
         let restarted = PasscodeAuthenticator(
             configuration: pam.configuration, policy: try AttemptPolicy(directory: stateDirectory, clock: clock))
         let presenter = ScriptedPresenter(passcode: "secret")
-        let refused = await authenticationError { try await restarted.authenticate(user: "alice", presenter: presenter) }
+        let refused = await authenticationError {
+            try await restarted.authenticate(user: "alice", presenter: presenter)
+        }
         #expect(refused?.code == .authenticationFailed)
         #expect(refused?.retryAfter == .seconds(59))
         #expect(presenter.askedPrompts.isEmpty, "PAM must not be asked while the wait runs")

@@ -1,10 +1,11 @@
-@testable import Authenticators
 import Foundation
 import SecureCrypto
 import SecurityProtocol
 
+@testable import Authenticators
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A fresh private temporary directory, removed by `remove()`. Short paths: Unix socket paths must fit 108 bytes.

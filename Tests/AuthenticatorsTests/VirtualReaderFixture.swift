@@ -1,10 +1,11 @@
-@testable import Authenticators
 import Foundation
 import SecurityProtocol
 import Testing
 
+@testable import Authenticators
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One test's virtual fingerprint reader: a fresh socket path (gotcha G5), the environment libfprint reads when a
@@ -91,7 +92,6 @@ struct VirtualReaderFixture {
         }
     }
 }
-
 
 extension Result {
     /// The failure, if any.

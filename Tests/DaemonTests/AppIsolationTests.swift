@@ -1,11 +1,11 @@
 import AppRegistry
 import Foundation
 import SecureCrypto
-import Testing
 import TestSupport
+import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Issue "Caller identity", items 2 and 3: localauthd decides from the connecting program's executable and the app
@@ -163,11 +163,16 @@ struct AppIsolationTests {
                 == String(Self.missingEntitlement))
 
         // A file granting a group of another team is refused, naming its file and line; B is then unregistered.
-        try Data("application-identifier = TEAMX.probe-b\nexecutable = \(b.executable)\nkeychain-access-groups = TEAMY.theirs\n".utf8)
-            .write(to: URL(fileURLWithPath: registry + "/probe-b.conf"))
+        try Data(
+            "application-identifier = TEAMX.probe-b\nexecutable = \(b.executable)\nkeychain-access-groups = TEAMY.theirs\n"
+                .utf8
+        )
+        .write(to: URL(fileURLWithPath: registry + "/probe-b.conf"))
         let whoB = try b.run(["whoami"])
         #expect(whoB["application"] == "", "\(whoB)")
-        #expect(world.daemon.logText.contains("probe-b.conf:3: the access group \"TEAMY.theirs\" does not start with the team prefix TEAMX."))
+        #expect(
+            world.daemon.logText.contains(
+                "probe-b.conf:3: the access group \"TEAMY.theirs\" does not start with the team prefix TEAMX."))
         #expect(try b.run(["read", "svc", "shared"])["status"] == String(Self.notFound))
 
         // Removed: A is unregistered from its next connection on; SIGHUP reads the registry again too.
@@ -218,7 +223,9 @@ struct AppIsolationTests {
             as: "probe-b.conf", in: registry)
         let whoB = try b.run(["whoami"])
         #expect(whoB["application"] == "", "\(whoB)")
-        #expect(world.daemon.logText.contains("the app group \(group) belongs to team TEAMG (probe-a.conf), not to OTHERTEAM"))
+        #expect(
+            world.daemon.logText.contains(
+                "the app group \(group) belongs to team TEAMG (probe-a.conf), not to OTHERTEAM"))
         #expect(try b.run(["read", "svc", "grouped", group])["status"] == String(Self.missingEntitlement))
         // A name that is no app group is refused where it is written.
         #expect(throws: RegistrationError.self) {
@@ -297,7 +304,9 @@ struct AppIsolationTests {
                 let result = try runCapturingOutput(
                     URL(fileURLWithPath: "/usr/bin/setpriv"),
                     ["--reuid=\(user)", "--regid=\(user)", "--clear-groups", probe] + arguments,
-                    environment: ["LA_DAEMON_SOCKET": world.daemon.socket, "LA_PRESENTER": "none", "HOME": "/nonexistent"])
+                    environment: [
+                        "LA_DAEMON_SOCKET": world.daemon.socket, "LA_PRESENTER": "none", "HOME": "/nonexistent",
+                    ])
                 if result.status == 126 && result.output.contains("Text file busy") {
                     usleep(20_000)
                     continue

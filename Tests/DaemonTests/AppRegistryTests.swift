@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Issue "Caller identity", item 2: the app registry's files, what they grant and how a bad one is refused.
@@ -24,18 +24,24 @@ struct AppRegistryTests {
         #expect(app.applicationIdentifier == "ABCDE12345.com.example.notes")
         #expect(app.teamIdentifier == "ABCDE12345")
         #expect(app.executable == "/usr/bin/notes")
-        #expect(app.digests.map(AppRegistration.hex) == ["3f7a9c0e1d2b4a5968778695a4b3c2d1e0f1a2b3c4d5e6f708192a3b4c5d6e7f"])
+        #expect(
+            app.digests.map(AppRegistration.hex) == ["3f7a9c0e1d2b4a5968778695a4b3c2d1e0f1a2b3c4d5e6f708192a3b4c5d6e7f"]
+        )
         #expect(app.accessGroups == ["ABCDE12345.com.example.shared", "ABCDE12345.com.example.notes"])
         #expect(!app.isAdministrative)
         #expect(try AppRegistration(parsing: app.fileContents, file: "again.conf") == app)
 
-        let plain = try AppRegistration(parsing: "application-identifier = T1.tool\r\nexecutable = /bin/tool\r\n", file: "t.conf")
+        let plain = try AppRegistration(
+            parsing: "application-identifier = T1.tool\r\nexecutable = /bin/tool\r\n", file: "t.conf")
         #expect(plain.accessGroups == ["T1.tool"], "an app always holds the group named after itself")
     }
 
     /// Each bad file is refused with the file and the line at fault.
     @Test(arguments: [
-        ("application-identifier = T.app\nexecutable = /x\nkeychain-access-groups = T.a, OTHER.b\n", 3, "team prefix T."),
+        (
+            "application-identifier = T.app\nexecutable = /x\nkeychain-access-groups = T.a, OTHER.b\n", 3,
+            "team prefix T."
+        ),
         ("application-identifier = T.app\nexecutable = /x\nkeychain-access-groups = T.\n", 3, "team prefix"),
         ("application-identifier = T.app\nexecutable = /x\ncolour = blue\n", 3, "unknown key"),
         ("application-identifier = T.app\n# fine\nexecutable relative\n", 3, "key = value"),
@@ -66,7 +72,8 @@ struct AppRegistryTests {
     @Test func aLineOrFileTooLongIsRefused() {
         let longLine = "application-identifier = T." + String(repeating: "a", count: 5_000) + "\n"
         #expect(throws: RegistrationError.self) { try AppRegistration(parsing: longLine, file: "long.conf") }
-        let longFile = "application-identifier = T.app\nexecutable = /x\n" + String(repeating: "# padding\n", count: 7_000)
+        let longFile =
+            "application-identifier = T.app\nexecutable = /x\n" + String(repeating: "# padding\n", count: 7_000)
         #expect(throws: RegistrationError.self) { try AppRegistration(parsing: longFile, file: "long.conf") }
     }
 
@@ -82,7 +89,8 @@ struct AppRegistryTests {
         }
         let digest = String(repeating: "ab", count: 32)
         try write("a-notes.conf", "application-identifier = T.notes\nexecutable = /usr/bin/notes\n")
-        try write("b-pinned.conf", "application-identifier = T.pinned\nexecutable = /usr/bin/notes\nsha256 = \(digest)\n")
+        try write(
+            "b-pinned.conf", "application-identifier = T.pinned\nexecutable = /usr/bin/notes\nsha256 = \(digest)\n")
         try write("c-again.conf", "application-identifier = T.again\nexecutable = /usr/bin/notes\n")
         try write("d-writable.conf", "application-identifier = T.open\nexecutable = /usr/bin/open\n", mode: 0o666)
         try write("e-broken.conf", "application-identifier = T.b\nexecutable = /x\nkeychain-access-groups = U.x\n")
@@ -96,7 +104,9 @@ struct AppRegistryTests {
         #expect(registry.problems[2].description.hasPrefix("e-broken.conf:3: "))
 
         // The pinned build is the pinned app; any other file at the path is the path's app; elsewhere, none.
-        #expect(registry.registration(path: "/usr/bin/notes") { AppRegistration.digest(hex: digest) }?.file == "b-pinned.conf")
+        #expect(
+            registry.registration(path: "/usr/bin/notes") { AppRegistration.digest(hex: digest) }?.file
+                == "b-pinned.conf")
         #expect(registry.registration(path: "/usr/bin/notes") { Data(count: 32) }?.file == "a-notes.conf")
         #expect(registry.registration(path: "/usr/bin/other") { AppRegistration.digest(hex: digest) } == nil)
 

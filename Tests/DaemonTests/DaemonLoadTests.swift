@@ -3,11 +3,11 @@ import SecureCrypto
 import SecurityClient
 import SecurityProtocol
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Issue "localauthd": many connections at once against one daemon, and a daemon killed under load.
@@ -21,7 +21,9 @@ struct DaemonLoadTests {
         let signer = try world.daemon.client()
         // `.privateKeyUsage` alone: the list is checked on every signature and satisfied without a prompt.
         let policy = AccessControlPolicy(protection: "ak", flags: 1 << 30)
-        guard case .generated(let key, _) = try await signer.send(.generate(accessControl: policy, item: nil, context: nil))
+        guard
+            case .generated(let key, _) = try await signer.send(
+                .generate(accessControl: policy, item: nil, context: nil))
         else {
             Issue.record("no key")
             return
@@ -48,7 +50,9 @@ struct DaemonLoadTests {
                             if step % 5 == 0 {
                                 _ = try await client.send(.delete(genericPassword(account)))
                             } else {
-                                guard case .signature = try await client.send(.sign(handle: key, digest: digest, context: nil))
+                                guard
+                                    case .signature = try await client.send(
+                                        .sign(handle: key, digest: digest, context: nil))
                                 else {
                                     errors.add()
                                     continue

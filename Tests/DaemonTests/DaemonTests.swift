@@ -5,11 +5,11 @@ import SecurityClient
 import SecurityProtocol
 import StoreFiles
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One test's daemon: a real `localauthd` on a socket of its own, its store in a scratch directory, PAM through
@@ -126,7 +126,8 @@ struct DaemonTests {
         let world = try DaemonWorld()
         defer { world.close() }
         let client = try world.daemon.client()
-        let context = try await client.passcodeContext(reason: "Unlock", presenter: FixedPasscodePresenter(passcode: "secret"))
+        let context = try await client.passcodeContext(
+            reason: "Unlock", presenter: FixedPasscodePresenter(passcode: "secret"))
         guard case .domainState = try await client.send(.evaluatedDomainState(context)) else {
             Issue.record("the context is not usable")
             return
@@ -157,7 +158,8 @@ struct DaemonTests {
         guard case .context(let next) = try await client.send(.createContext) else { return }
         let started = ContinuousClock.now
         async let matched = client.send(
-            .evaluatePolicy(.biometrics, next, options), presenter: SignallingPresenter(began: DispatchSemaphore(value: 0)))
+            .evaluatePolicy(.biometrics, next, options),
+            presenter: SignallingPresenter(began: DispatchSemaphore(value: 0)))
         try await world.reader.send("SCAN alice-1")
         guard case .credential(let credential) = try await matched else {
             Issue.record("no credential")
@@ -259,13 +261,16 @@ struct DaemonTests {
         let stolen = try asNobody(["keychain", "find-generic-password", "-s", "daemon", "-a", "root-only", "-w"])
         #expect(stolen.status != 0)
         #expect(!stolen.output.contains("root-secret"))
-        let added = try asNobody(["keychain", "add-generic-password", "-s", "daemon", "-a", "nobody-item", "-w", "n-pw"])
+        let added = try asNobody([
+            "keychain", "add-generic-password", "-s", "daemon", "-a", "nobody-item", "-w", "n-pw",
+        ])
         #expect(added.status == 0, "\(added.output)")
         let found = try asNobody(["keychain", "find-generic-password", "-s", "daemon", "-a", "nobody-item", "-w"])
         #expect(found.status == 0 && found.output.contains("n-pw"), "\(found.output)")
         // Each user's store is the daemon's own directory for that uid, unreadable to the other.
         var info = stat()
-        #expect(stat(world.daemon.stateDirectory + "/65534", &info) == 0 && info.st_uid == 0 && info.st_mode & 0o077 == 0)
+        #expect(
+            stat(world.daemon.stateDirectory + "/65534", &info) == 0 && info.st_uid == 0 && info.st_mode & 0o077 == 0)
         #expect(try await foundPassword(client, "nobody-item") == nil)
         #expect(try await foundPassword(client, "root-only") == "root-secret")
     }

@@ -1,11 +1,11 @@
 import Foundation
 import SecurityClient
 import SecurityProtocol
-import Testing
 import TestSupport
+import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Issue "localauthd", item 7: what `make install` puts in place works as systemd would run it.
@@ -20,16 +20,20 @@ struct DeploymentTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let daemon = try builtExecutable("localauthd")
-        let service = try String(contentsOf: Self.root.appendingPathComponent("Resources/systemd/localauthd.service"), encoding: .utf8)
-            .replacingOccurrences(of: "@SBINDIR@", with: daemon.deletingLastPathComponent().path)
+        let service = try String(
+            contentsOf: Self.root.appendingPathComponent("Resources/systemd/localauthd.service"), encoding: .utf8
+        )
+        .replacingOccurrences(of: "@SBINDIR@", with: daemon.deletingLastPathComponent().path)
         try service.write(to: directory.appendingPathComponent("localauthd.service"), atomically: true, encoding: .utf8)
         try FileManager.default.copyItem(
             at: Self.root.appendingPathComponent("Resources/systemd/localauthd.socket"),
             to: directory.appendingPathComponent("localauthd.socket"))
         let (status, output) = try runCapturingOutput(
             URL(fileURLWithPath: "/usr/bin/systemd-analyze"),
-            ["verify", directory.appendingPathComponent("localauthd.service").path,
-             directory.appendingPathComponent("localauthd.socket").path])
+            [
+                "verify", directory.appendingPathComponent("localauthd.service").path,
+                directory.appendingPathComponent("localauthd.socket").path,
+            ])
         #expect(status == 0, "\(output)")
         #expect(output.isEmpty, "\(output)")
     }

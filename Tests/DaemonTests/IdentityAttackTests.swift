@@ -1,6 +1,6 @@
 import AppRegistry
-import SecurityClient
 import Foundation
+import SecurityClient
 import TestSupport
 import Testing
 

@@ -1,14 +1,14 @@
 import CSocket
 import Foundation
 import SecureCrypto
-import Synchronization
 import SecurityClient
 import SecurityProtocol
-import Testing
+import Synchronization
 import TestSupport
+import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// localauthd's lane (`<socket>.lane`): brief keychain requests that cannot prompt are answered on a thread of the
@@ -48,7 +48,8 @@ struct LaneTests {
         }
         #expect(found.items.first?.data.map { String(decoding: $0.unprotectedData(), as: UTF8.self) } == "fast")
         // An update is not brief: the main socket serves it, and the lane sees the new value at once.
-        _ = try client.sendBlocking(.update(query: genericPassword("lane"), attributes: ["v_Data": .data(Data("new".utf8))]))
+        _ = try client.sendBlocking(
+            .update(query: genericPassword("lane"), attributes: ["v_Data": .data(Data("new".utf8))]))
         guard case .items(let updated) = try client.sendBlocking(.copyMatching(query)) else {
             Issue.record("no items")
             return
@@ -117,7 +118,8 @@ struct LaneTests {
         }
         #expect(Self.laneThreads(world.daemon) == 0, "key generation stays on the main socket")
         let digest = Data(repeating: 0x5A, count: 32)
-        guard case .signature(let der) = try client.sendBlocking(.sign(handle: handle, digest: digest, context: nil)) else {
+        guard case .signature(let der) = try client.sendBlocking(.sign(handle: handle, digest: digest, context: nil))
+        else {
             Issue.record("no signature")
             return
         }
@@ -131,12 +133,23 @@ struct LaneTests {
         defer { world.close() }
         let lane = world.daemon.socket + ".lane"
         let refusedAfterWelcome: [ClientMessage] = [
-            .keychain(1, .update(query: genericPassword("a"), attributes: ["labl": .string("x")]), .nonInteractive, interactive: false),
+            .keychain(
+                1, .update(query: genericPassword("a"), attributes: ["labl": .string("x")]), .nonInteractive,
+                interactive: false),
             .keychain(2, .copyMatching(genericPassword("a")), .nonInteractive, interactive: true),
-            .keychain(3, .copyMatching(genericPassword("a").merging(["m_Limit": .string("m_LimitAll")]) { $1 }), .nonInteractive, interactive: false),
+            .keychain(
+                3, .copyMatching(genericPassword("a").merging(["m_Limit": .string("m_LimitAll")]) { $1 }),
+                .nonInteractive, interactive: false),
             .authentication(4, .createContext, interactive: false),
-            .key(6, .sign(handle: Data([1]), digest: Data(count: 32), context: AuthenticationContextID(bytes: [UInt8](repeating: 7, count: 32))), .nonInteractive, interactive: false),
-            .key(8, .generate(accessControl: AccessControlPolicy(protection: "ak", flags: 0), item: nil, context: nil), .nonInteractive, interactive: false),
+            .key(
+                6,
+                .sign(
+                    handle: Data([1]), digest: Data(count: 32),
+                    context: AuthenticationContextID(bytes: [UInt8](repeating: 7, count: 32))), .nonInteractive,
+                interactive: false),
+            .key(
+                8, .generate(accessControl: AccessControlPolicy(protection: "ak", flags: 0), item: nil, context: nil),
+                .nonInteractive, interactive: false),
             .subscribeKeychainEvents(5),
             .hello(versions: [1], accessGroups: ["test.daemon"], allGroups: false),
         ]
@@ -150,16 +163,21 @@ struct LaneTests {
         }
         // In the mailbox: garbage, a frame that claims more than it holds, another format version, nothing at all.
         for bytes in [
-            Array("GET / HTTP/1.1\r\n\r\n".utf8), [1, 0xFF, 0xFF, 0xFF, 0xFF], [1, 0, 0, 0, 3, 0xEE, 0xEE, 0xEE], [2, 0, 0, 0, 0], [],
+            Array("GET / HTTP/1.1\r\n\r\n".utf8), [1, 0xFF, 0xFF, 0xFF, 0xFF], [1, 0, 0, 0, 3, 0xEE, 0xEE, 0xEE],
+            [2, 0, 0, 0, 0], [],
         ] as [[UInt8]] {
             let answer = try Self.exchange(world, [SecureBytes(bytes)])
             #expect(answer.closed)
-            #expect(answer.messages.count == 1 && answer.messages.allSatisfy { if case .refused = $0 { true } else { false } }, "\(answer.messages)")
+            #expect(
+                answer.messages.count == 1
+                    && answer.messages.allSatisfy { if case .refused = $0 { true } else { false } },
+                "\(answer.messages)")
         }
         // On the socket: garbage, an oversized frame, a request before the hello: refused or closed, nothing served.
         for bytes in [
             Array("GET / HTTP/1.1\r\n\r\n".utf8), [1, 0xFF, 0xFF, 0xFF, 0xFF], [1, 0, 0, 0, 3, 0xEE, 0xEE, 0xEE],
-            Array(ClientMessage.keychain(9, .lockState, .nonInteractive, interactive: false).encoded().unprotectedData()),
+            Array(
+                ClientMessage.keychain(9, .lockState, .nonInteractive, interactive: false).encoded().unprotectedData()),
         ] as [[UInt8]] {
             let answer = try Self.exchange(lane, raw: bytes)
             #expect(answer.closed)
@@ -167,7 +185,12 @@ struct LaneTests {
         }
         // A brief request after the hello is served.
         let served = try Self.exchange(
-            world, [ClientMessage.keychain(7, .add(genericPassword("served", data: "yes")), .nonInteractive, interactive: false).encoded()])
+            world,
+            [
+                ClientMessage.keychain(
+                    7, .add(genericPassword("served", data: "yes")), .nonInteractive, interactive: false
+                ).encoded()
+            ])
         #expect(served.messages == [.keychain(7, .success)])
         #expect(!served.closed)
         #expect(world.daemon.isRunning)
@@ -194,8 +217,11 @@ struct LaneTests {
         mailbox.store(.request, mailbox.load(.request) &+ 1)
         var bell: UInt8 = 1
         _ = send(fd, &bell, 1, Int32(MSG_NOSIGNAL))
-        #expect(mailbox.wait(until: .answer, false, mailbox.load(.request), sleeps: .clientSleeps, socket: fd, polling: .zero))
-        let answer = try ServerMessage(decoding: UnsafeRawBufferPointer(rebasing: mailbox.answerArea[0..<Int(mailbox.load(.answerLength))]))
+        #expect(
+            mailbox.wait(
+                until: .answer, false, mailbox.load(.request), sleeps: .clientSleeps, socket: fd, polling: .zero))
+        let answer = try ServerMessage(
+            decoding: UnsafeRawBufferPointer(rebasing: mailbox.answerArea[0..<Int(mailbox.load(.answerLength))]))
         guard case .refused(let reason) = answer else {
             Issue.record("answered \(answer)")
             return
@@ -223,13 +249,17 @@ struct LaneTests {
         scribbler.start()
         var answered = 0
         for number in 0..<200 {
-            let frame = ClientMessage.keychain(UInt64(number), .lockState, .nonInteractive, interactive: false).encoded()
+            let frame = ClientMessage.keychain(UInt64(number), .lockState, .nonInteractive, interactive: false)
+                .encoded()
             frame.withUnsafeBytes { target.requestArea.copyMemory(from: $0) }
             target.store(.requestLength, UInt32(frame.count))
             let sequence = target.load(.request) &+ 1
             target.store(.request, sequence)
             _ = send(scribbled.fd, &bell, 1, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
-            guard target.wait(until: .answer, false, sequence, sleeps: .clientSleeps, socket: scribbled.fd, polling: .milliseconds(1))
+            guard
+                target.wait(
+                    until: .answer, false, sequence, sleeps: .clientSleeps, socket: scribbled.fd,
+                    polling: .milliseconds(1))
             else { break }
             answered += 1
         }
@@ -273,7 +303,8 @@ struct LaneTests {
         var query = genericPassword("guarded")
         query["r_Data"] = .bool(true)
         query["u_AuthCtx"] = .data(Data(id.bytes))
-        let answer = try Self.exchange(world, [ClientMessage.keychain(1, .copyMatching(query), .nonInteractive, interactive: false).encoded()])
+        let answer = try Self.exchange(
+            world, [ClientMessage.keychain(1, .copyMatching(query), .nonInteractive, interactive: false).encoded()])
         guard answer.messages.count == 1, case .keychainFailure(1, let status) = answer.messages[0] else {
             Issue.record("answered \(answer.messages)")
             return
@@ -319,9 +350,12 @@ struct LaneTests {
 
     /// Posts `frames` one by one through the mailbox of a new lane connection (welcomed for `test.daemon`) and
     /// returns the answers until the daemon closed, and whether it closed (a harmless request is then not taken).
-    static func exchange(_ world: DaemonWorld, _ frames: [SecureBytes]) throws -> (messages: [ServerMessage], closed: Bool) {
+    static func exchange(_ world: DaemonWorld, _ frames: [SecureBytes]) throws -> (
+        messages: [ServerMessage], closed: Bool
+    ) {
         let lane = try LaneConnection(
-            path: world.daemon.socket + ".lane", daemon: world.daemon.pid, accessGroups: ["test.daemon"], allGroups: false)
+            path: world.daemon.socket + ".lane", daemon: world.daemon.pid, accessGroups: ["test.daemon"],
+            allGroups: false)
         defer { lane.close() }
         var answers: [ServerMessage] = []
         for frame in frames {
@@ -359,7 +393,9 @@ struct LaneTests {
         var messages: [ServerMessage] = []
         while true {
             do {
-                guard let message = try frames.next({ try ServerMessage(decoding: $0) }) else { return (messages, true) }
+                guard let message = try frames.next({ try ServerMessage(decoding: $0) }) else {
+                    return (messages, true)
+                }
                 messages.append(message)
             } catch {
                 return (messages, false)

@@ -1,13 +1,13 @@
 import Foundation
-import StoreFiles
-import Synchronization
 import SecurityClient
 import SecurityProtocol
-import Testing
+import StoreFiles
+import Synchronization
 import TestSupport
+import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The login keychain (issue "The login keychain"): localauthd's idle lock, and the PAM module `pam_localauth.so`
@@ -92,7 +92,9 @@ final class LoginWorld {
     /// A new login program on the stack (or the plain one); `asUser`: the program runs with the user's real ids and
     /// an effective uid of root, as the set-user-ID `passwd` does for its caller.
     func driver(plain: Bool = false, valgrind: Bool = false, asUser: Bool = false) throws -> SessionDriver {
-        let number = drivers.withLock { $0 += 1; return $0 }
+        let number = drivers.withLock {
+            $0 += 1; return $0
+        }
         return try SessionDriver(
             confdir: plain ? plainStack : stack, service: Self.service, user: user, name: "driver-\(number)",
             valgrind: valgrind, runAs: asUser ? (uid, gid) : nil)
@@ -269,7 +271,9 @@ final class SessionDriver {
 
     static func built(_ name: String) throws -> String {
         var directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        while directory.path != "/" && !FileManager.default.fileExists(atPath: directory.appendingPathComponent("Package.swift").path) {
+        while directory.path != "/"
+            && !FileManager.default.fileExists(atPath: directory.appendingPathComponent("Package.swift").path)
+        {
             directory.deleteLastPathComponent()
         }
         let path = directory.appendingPathComponent(".build/pam/\(name)").path
@@ -297,13 +301,15 @@ final class SessionDriver {
         input = open(fifo, O_RDWR)
         var command = [try Self.built("pam-session-driver"), "--confdir", confdir, service, user]
         if valgrind {
-            command = [
-                "/usr/bin/valgrind", "--leak-check=full", "--errors-for-leak-kinds=definite,indirect",
-                "--error-exitcode=99", "--child-silent-after-fork=yes",
-            ] + command
+            command =
+                [
+                    "/usr/bin/valgrind", "--leak-check=full", "--errors-for-leak-kinds=definite,indirect",
+                    "--error-exitcode=99", "--child-silent-after-fork=yes",
+                ] + command
         }
         if let runAs {
-            command = ["/usr/bin/setpriv", "--ruid=\(runAs.uid)", "--rgid=\(runAs.gid)", "--keep-groups", "--"] + command
+            command =
+                ["/usr/bin/setpriv", "--ruid=\(runAs.uid)", "--rgid=\(runAs.gid)", "--keep-groups", "--"] + command
         }
         process = try SpawnedProcess(command[0], Array(command.dropFirst()), log: log, input: fifo)
     }

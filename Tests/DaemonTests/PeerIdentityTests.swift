@@ -1,11 +1,11 @@
 import Foundation
 import SecurityProtocol
 import SocketPeer
-import Testing
 import TestSupport
+import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Issue "Caller identity": the daemon holds the connecting process (a pidfd) and the executable it ran, and serves
@@ -38,7 +38,8 @@ struct PeerIdentityTests {
             let handed = try probes.run(socket, hello, then: probes.send, add("handed-\(name)"))
             #expect(handed.welcome == .welcome(version: 1), "\(name)")
             guard case .refused(let reason)? = handed.answer else {
-                Issue.record("the exec'd program was answered on the \(name) socket: \(String(describing: handed.answer))")
+                Issue.record(
+                    "the exec'd program was answered on the \(name) socket: \(String(describing: handed.answer))")
                 continue
             }
             #expect(reason.contains("no longer runs"), "\(name)")
@@ -70,7 +71,8 @@ struct PeerIdentityTests {
     /// after it was reaped.
     @Test func anExitedPeerIsNotCurrent() throws {
         let child = try SpawnedProcess("/bin/sleep", ["30"])
-        let peer = try PeerProcess(credentials: PeerCredentials(pid: child.pid, uid: getuid(), gid: getgid()), pidfd: -1)
+        let peer = try PeerProcess(
+            credentials: PeerCredentials(pid: child.pid, uid: getuid(), gid: getgid()), pidfd: -1)
         #expect(peer.isCurrent)
         kill(child.pid, SIGKILL)
         // A zombie until reaped: state Z in /proc/<pid>/stat.

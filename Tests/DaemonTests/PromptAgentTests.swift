@@ -16,7 +16,8 @@ import Testing
 /// waits; a second agent, another user's agent, an agent killed mid-prompt and a pinentry that hangs each end with
 /// a clear error and nothing granted.
 @Suite(
-    "lactl agent: prompts drawn where the asking program cannot see them", .serialized, .virtualReaderLock(timeLimit: .seconds(300)))
+    "lactl agent: prompts drawn where the asking program cannot see them", .serialized,
+    .virtualReaderLock(timeLimit: .seconds(300)))
 struct PromptAgentTests {
     /// The passcode of the PAM service these tests use: distinctive, so that finding it in a process's memory
     /// means that process held it.

@@ -1,10 +1,10 @@
 import AppRegistry
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Issue "Caller identity", item 4: an item's list of trusted applications (`kSecAttrAccess`). Programs of the
@@ -82,7 +82,8 @@ struct TrustedApplicationTests {
         #expect(try b.run(["read", "svc", "acct", Self.group])["status"] == Self.interactionNotAllowed, "once is once")
 
         // Changing or deleting the item is asked as well, and a denial changes nothing.
-        let update = try b.run(["update", "svc", "acct", "b-was-here", Self.group], environment: Self.answering("deny"))
+        let update = try b.run(
+            ["update", "svc", "acct", "b-was-here", Self.group], environment: Self.answering("deny"))
         #expect(update["status"] == Self.authFailed, "\(update)")
         let delete = try b.run(["delete", "svc", "acct", Self.group], environment: Self.answering("deny"))
         #expect(delete["status"] == Self.authFailed, "\(delete)")
@@ -107,7 +108,8 @@ struct TrustedApplicationTests {
         let asked = try c.run(["read", "svc", "acct", Self.group], environment: Self.answering("deny"))
         #expect(asked["status"] == Self.authFailed, "\(asked)")
         #expect(asked["changed"] == "true", "\(asked)")
-        #expect(asked["asked"]?.hasPrefix("TEAMT.probe-c has changed since it was allowed to use the item svc.") == true)
+        #expect(
+            asked["asked"]?.hasPrefix("TEAMT.probe-c has changed since it was allowed to use the item svc.") == true)
 
         let allowed = try c.run(
             ["read", "svc", "acct", Self.group], environment: Self.answering("always", passcode: "secret"))
@@ -153,7 +155,8 @@ struct TrustedApplicationTests {
         #expect(trusted.status == 0, "\(trusted.screen)")
         #expect(trusted.screen.contains("trusted: TEAMT.probe-b \(b.executable)"), "\(trusted.screen)")
         #expect(try b.run(["read", "svc", "open", Self.group])["value"] == "o-secret")
-        #expect(try a.run(["read", "svc", "open", Self.group])["status"] == Self.interactionNotAllowed, "A is not on it")
+        #expect(
+            try a.run(["read", "svc", "open", Self.group])["status"] == Self.interactionNotAllowed, "A is not on it")
 
         // Now lactl is not on the list either: after the passcode it is asked, and a denial changes nothing.
         let untrusted = try runOnTerminal(

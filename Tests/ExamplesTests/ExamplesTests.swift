@@ -1,11 +1,11 @@
 import Authenticators
 import Foundation
 import SecurityServer
-import Testing
 import TestSupport
+import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Runs each example program as a subprocess in a throwaway environment and checks what it prints.
@@ -18,7 +18,8 @@ struct ExamplesTests {
         let world = try ExampleWorld()
         defer { world.remove() }
         let run = try world.run(
-            "GuardedOperation", ["--passcode", "secret", "show-account", "login", "show-account", "logout", "show-account"])
+            "GuardedOperation",
+            ["--passcode", "secret", "show-account", "login", "show-account", "logout", "show-account"])
         #expect(run.status == 0, "\(run)")
         #expect(
             run.lines == [
@@ -30,7 +31,9 @@ struct ExamplesTests {
             ], "\(run)")
         if let daemon = try world.daemon.engine() {
             // The example reached the daemon: its store is the daemon's, and none was opened beside the world.
-            #expect(FileManager.default.fileExists(atPath: daemon.storeDirectory.appendingPathComponent("keychain.db").path))
+            #expect(
+                FileManager.default.fileExists(atPath: daemon.storeDirectory.appendingPathComponent("keychain.db").path)
+            )
             #expect(!FileManager.default.fileExists(atPath: world.directory + "/store/keychain.db"))
         }
     }
@@ -67,14 +70,21 @@ struct ExamplesTests {
         #expect(run.lines.filter { $0.hasSuffix("200 verified.") }.count == 2, "\(run)")
         #expect(run.lines.contains { $0.contains("signing before authorizing is refused") }, "\(run)")
         #expect(run.lines.contains { $0.contains("authorizing the right again is refused") }, "\(run)")
-        #expect(run.lines.contains { $0.hasSuffix("replays challenge 2 with its signature: 401 rejected: unknown or reused challenge.") }, "\(run)")
+        #expect(
+            run.lines.contains {
+                $0.hasSuffix("replays challenge 2 with its signature: 401 rejected: unknown or reused challenge.")
+            }, "\(run)")
         #expect(run.lines.contains { $0.hasSuffix("for a new challenge: 401 rejected: bad signature.") }, "\(run)")
         if ProcessInfo.processInfo.environment["LA_TEST_TPM_CA"] != nil {
             // Key attestation against the swtpm's CA: the key registers only through it, once.
-            #expect(run.lines.contains { $0.hasSuffix("checked the certification: 201 registered a TPM-attested key.") }, "\(run)")
+            #expect(
+                run.lines.contains { $0.hasSuffix("checked the certification: 201 registered a TPM-attested key.") },
+                "\(run)")
             #expect(
                 run.lines.contains {
-                    $0.hasSuffix("replays that attestation for a new challenge: 401 rejected: the statement answers another challenge.")
+                    $0.hasSuffix(
+                        "replays that attestation for a new challenge: 401 rejected: the statement answers another challenge."
+                    )
                 }, "\(run)")
             #expect(
                 run.lines.contains {
@@ -134,7 +144,8 @@ struct ExampleWorld {
 
     /// Where `swift build` put the example binaries: next to this test bundle.
     static var binDirectory: URL {
-        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let executable =
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         var directory = URL(fileURLWithPath: executable).deletingLastPathComponent()
         // Inside `<bin>/<package>PackageTests.xctest` on some layouts.
         while directory.pathExtension == "xctest" || directory.lastPathComponent == "MacOS" {

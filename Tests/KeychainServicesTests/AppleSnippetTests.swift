@@ -32,10 +32,13 @@ struct AppleSnippetTests {
             #expect(item as? Data == password)
 
             let attributes: [String: Any] = [kSecValueData as String: "new".data(using: .utf8)!]
-            #expect(SecItemUpdate(query.filter { $0.key != kSecValueData as String } as CFDictionary,
-                attributes as CFDictionary) == errSecSuccess)
-            #expect(SecItemDelete([kSecClass: kSecClassGenericPassword, kSecAttrAccount: account] as CFDictionary)
-                == errSecSuccess)
+            #expect(
+                SecItemUpdate(
+                    query.filter { $0.key != kSecValueData as String } as CFDictionary,
+                    attributes as CFDictionary) == errSecSuccess)
+            #expect(
+                SecItemDelete([kSecClass: kSecClassGenericPassword, kSecAttrAccount: account] as CFDictionary)
+                    == errSecSuccess)
             #expect(SecItemCopyMatching(search as CFDictionary, &item) == errSecItemNotFound)
         }
     }
@@ -43,15 +46,17 @@ struct AppleSnippetTests {
     @Test func dictionaryLiteralWithCFStringKeysAndCFBooleans() throws {
         let store = TestStore()
         try store.with {
-            let add = [
-                kSecClass: kSecClassInternetPassword, kSecAttrServer: "example.com", kSecAttrAccount: "bob",
-                kSecAttrPort: 443, kSecAttrProtocol: kSecAttrProtocolHTTPS, kSecValueData: Data("pw".utf8),
-            ] as CFDictionary
+            let add =
+                [
+                    kSecClass: kSecClassInternetPassword, kSecAttrServer: "example.com", kSecAttrAccount: "bob",
+                    kSecAttrPort: 443, kSecAttrProtocol: kSecAttrProtocolHTTPS, kSecValueData: Data("pw".utf8),
+                ] as CFDictionary
             #expect(SecItemAdd(add, nil) == errSecSuccess)
-            let query = [
-                kSecClass: kSecClassInternetPassword, kSecAttrServer: "example.com",
-                kSecReturnAttributes: kCFBooleanTrue as Any, kSecReturnData: kCFBooleanTrue as Any,
-            ] as CFDictionary
+            let query =
+                [
+                    kSecClass: kSecClassInternetPassword, kSecAttrServer: "example.com",
+                    kSecReturnAttributes: kCFBooleanTrue as Any, kSecReturnData: kCFBooleanTrue as Any,
+                ] as CFDictionary
             var result: AnyObject?
             #expect(SecItemCopyMatching(query, &result) == errSecSuccess)
             let dictionary = result as? [String: Any]
@@ -62,8 +67,11 @@ struct AppleSnippetTests {
     }
 
     @Test func errorMessagesAndConstantsUseApplesValues() {
-        #expect(SecCopyErrorMessageString(errSecItemNotFound, nil) == "The specified item could not be found in the keychain.")
-        #expect(SecCopyErrorMessageString(errSecDuplicateItem, nil) == "The specified item already exists in the keychain.")
+        #expect(
+            SecCopyErrorMessageString(errSecItemNotFound, nil)
+                == "The specified item could not be found in the keychain.")
+        #expect(
+            SecCopyErrorMessageString(errSecDuplicateItem, nil) == "The specified item already exists in the keychain.")
         #expect(errSecDuplicateItem == -25299 && errSecItemNotFound == -25300 && errSecParam == -50)
         #expect(errSecInteractionNotAllowed == -25308 && errSecMissingEntitlement == -34018 && errSecDecode == -26275)
         #expect(kSecClassGenericPassword == "genp" && kSecAttrAccessible == "pdmn" && kSecMatchLimitAll == "m_LimitAll")

@@ -10,8 +10,10 @@ struct AppleSymbolTests {
     @Test func noErrIsZeroAndComparesWithStatuses() throws {
         try TestStore().with {
             let status = SecItemAdd(
-                [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "a",
-                 kSecValueData as String: Data("x".utf8)] as CFDictionary, nil)
+                [
+                    kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "a",
+                    kSecValueData as String: Data("x".utf8),
+                ] as CFDictionary, nil)
             #expect(status == noErr)
         }
     }
@@ -25,8 +27,9 @@ struct AppleSymbolTests {
         #expect(errSecACLNotSimple == -25240)
         #expect(errSecCertificateIsCA == -67902)
         #expect(SecCopyErrorMessageString(errSecOpWr, nil) as String? == "File already open with write permission.")
-        #expect(SecCopyErrorMessageString(errSecItemNotFound, nil) as String?
-            == "The specified item could not be found in the keychain.")
+        #expect(
+            SecCopyErrorMessageString(errSecItemNotFound, nil) as String?
+                == "The specified item could not be found in the keychain.")
         #expect(SecCopyErrorMessageString(errSecInternalComponent, nil) != nil)
     }
 
@@ -47,21 +50,28 @@ struct AppleSymbolTests {
     @Test func persistentReferenceIsAnAttributeAndAQueryKey() throws {
         try TestStore().with {
             var added: CFTypeRef?
-            #expect(SecItemAdd(
-                [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "p",
-                 kSecValueData as String: Data("x".utf8), kSecReturnPersistentRef as String: true] as CFDictionary,
-                &added) == errSecSuccess)
+            #expect(
+                SecItemAdd(
+                    [
+                        kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "p",
+                        kSecValueData as String: Data("x".utf8), kSecReturnPersistentRef as String: true,
+                    ] as CFDictionary,
+                    &added) == errSecSuccess)
             let reference = try #require(added as? Data)
             var found: CFTypeRef?
-            #expect(SecItemCopyMatching(
-                [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "p",
-                 kSecReturnAttributes as String: true] as CFDictionary, &found) == errSecSuccess)
+            #expect(
+                SecItemCopyMatching(
+                    [
+                        kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "p",
+                        kSecReturnAttributes as String: true,
+                    ] as CFDictionary, &found) == errSecSuccess)
             let attributes = try #require(found as? [String: Any])
             #expect(attributes[kSecAttrPersistentReference as String] as? Data == reference)
             var data: CFTypeRef?
-            #expect(SecItemCopyMatching(
-                [kSecAttrPersistentReference as String: reference, kSecReturnData as String: true] as CFDictionary,
-                &data) == errSecSuccess)
+            #expect(
+                SecItemCopyMatching(
+                    [kSecAttrPersistentReference as String: reference, kSecReturnData as String: true] as CFDictionary,
+                    &data) == errSecSuccess)
             #expect(data as? Data == Data("x".utf8))
         }
     }
@@ -76,14 +86,17 @@ struct AppleSymbolTests {
         let asAny: CFTypeRef = key
         #expect(CFGetTypeID(asAny) == SecKeyGetTypeID())
         #expect(CFGetTypeID(asAny) != SecAccessControlGetTypeID())
-        let access = try #require(SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .userPresence, nil))
+        let access = try #require(
+            SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .userPresence, nil))
         #expect(CFGetTypeID(access) == SecAccessControlGetTypeID())
         #expect(SecCertificateGetTypeID() != SecIdentityGetTypeID())
 
         let refused = SecKeyCreateWithData(
             Data([1, 2, 3]) as CFData,
-            [kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom,
-             kSecAttrKeyClass as String: kSecAttrKeyClassPublic] as CFDictionary, &error)
+            [
+                kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom,
+                kSecAttrKeyClass as String: kSecAttrKeyClassPublic,
+            ] as CFDictionary, &error)
         #expect(refused == nil)
         let cfError = try #require(error?.takeRetainedValue())
         #expect(CFErrorGetCode(cfError) == Int(errSecDecode))
@@ -105,12 +118,18 @@ struct AppleSymbolTests {
             var added: CFTypeRef?
             #expect(SecItemAdd(objects as CFDictionary, &added) == errSecSuccess)
             #expect(added as? Data == Data("1".utf8))
-            let keyed = [kSecClass: kSecClassGenericPassword, kSecAttrAccount: "o" as CFString, kSecReturnData: kCFBooleanTrue!]
+            let keyed =
+                [
+                    kSecClass: kSecClassGenericPassword, kSecAttrAccount: "o" as CFString,
+                    kSecReturnData: kCFBooleanTrue!,
+                ]
                 as CFDictionary
             var found: CFTypeRef?
             #expect(SecItemCopyMatching(keyed, &found) == errSecSuccess)
             #expect(found as? Data == Data("1".utf8))
-            let strings: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "o"]
+            let strings: [String: Any] = [
+                kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "o",
+            ]
             #expect(SecItemDelete(strings as CFDictionary) == errSecSuccess)
             let flag: Bool = kCFBooleanFalse.boolValue
             #expect(!flag)

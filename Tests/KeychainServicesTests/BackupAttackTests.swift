@@ -15,7 +15,8 @@ struct BackupAttackTests {
     static let magic = Data("LABACKUP1\n".utf8)
 
     /// A backup file with `header` (raw bytes) and `body`, its length field saying `declaredLength` if given.
-    static func file(header: Data, body: Data = Data(repeating: 0xA5, count: 64), declaredLength: UInt32? = nil) -> Data {
+    static func file(header: Data, body: Data = Data(repeating: 0xA5, count: 64), declaredLength: UInt32? = nil) -> Data
+    {
         var out = magic
         withUnsafeBytes(of: (declaredLength ?? UInt32(header.count)).bigEndian) { out.append(contentsOf: $0) }
         out.append(header)
@@ -55,7 +56,8 @@ struct BackupAttackTests {
         let store = TestStore()
         let client = try store.client()
         try store.with(client) { addGenericPassword(account: "a") }
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("backup-attack-\(UUID().uuidString)")
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "backup-attack-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: scratch) }
 
@@ -65,14 +67,30 @@ struct BackupAttackTests {
         let genuine = try Data(contentsOf: genuinePath)
 
         var cases: [(String, Data, Set<OSStatus>)] = [
-            ("scrypt N = UInt64.max", Self.file(header: Self.header("scrypt", cost: "18446744073709551615")), [errSecDecode]),
+            (
+                "scrypt N = UInt64.max", Self.file(header: Self.header("scrypt", cost: "18446744073709551615")),
+                [errSecDecode]
+            ),
             ("scrypt N = 2^40", Self.file(header: Self.header("scrypt", cost: "1099511627776")), [errSecDecode]),
-            ("scrypt r·N·p overflowing", Self.file(header: Self.header(
-                "scrypt", cost: "1048576", blockSize: "4294967295", parallelism: "4294967295")), [errSecDecode]),
-            ("scrypt 4 GiB", Self.file(header: Self.header("scrypt", cost: "1048576", blockSize: "32")), [errSecDecode]),
-            ("PBKDF2 2^40 iterations", Self.file(header: Self.header("pbkdf2-sha256", cost: "1099511627776")), [errSecDecode]),
-            ("header length 0xFFFFFFFF", Self.file(header: Self.header("scrypt", cost: "32768"), declaredLength: .max),
-             [errSecDecode]),
+            (
+                "scrypt r·N·p overflowing",
+                Self.file(
+                    header: Self.header(
+                        "scrypt", cost: "1048576", blockSize: "4294967295", parallelism: "4294967295")), [errSecDecode]
+            ),
+            (
+                "scrypt 4 GiB", Self.file(header: Self.header("scrypt", cost: "1048576", blockSize: "32")),
+                [errSecDecode]
+            ),
+            (
+                "PBKDF2 2^40 iterations", Self.file(header: Self.header("pbkdf2-sha256", cost: "1099511627776")),
+                [errSecDecode]
+            ),
+            (
+                "header length 0xFFFFFFFF",
+                Self.file(header: Self.header("scrypt", cost: "32768"), declaredLength: .max),
+                [errSecDecode]
+            ),
             ("header not JSON", Self.file(header: Data("{garbage".utf8)), [errSecDecode]),
             ("empty file", Data(), [errSecDecode]),
             ("wrong password", genuine, [errSecAuthFailed]),
@@ -142,5 +160,5 @@ struct BackupAttackTests {
 }
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif

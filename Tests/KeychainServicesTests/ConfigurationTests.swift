@@ -7,7 +7,9 @@ import Testing
 struct ConfigurationTests {
     @Test func storeLocationFollowsTheEnvironment() {
         #expect(
-            EmbeddedConfiguration.defaultDataDirectory(["LA_DATA_DIR": "/tmp/x", "XDG_DATA_HOME": "/data", "HOME": "/home/u"]).path
+            EmbeddedConfiguration.defaultDataDirectory([
+                "LA_DATA_DIR": "/tmp/x", "XDG_DATA_HOME": "/data", "HOME": "/home/u",
+            ]).path
                 == "/tmp/x")
         #expect(
             EmbeddedConfiguration.defaultDataDirectory(["XDG_DATA_HOME": "/data", "HOME": "/home/u"]).path

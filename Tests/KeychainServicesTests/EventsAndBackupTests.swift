@@ -1,11 +1,11 @@
 import EmbeddedEngine
 import Foundation
 import KeychainServices
-import SwiftKeychain
 import SecurityClient
 import SecurityServer
-import Testing
+import SwiftKeychain
 import TestSupport
+import Testing
 
 @Suite("Keychain events")
 struct EventTests {
@@ -50,10 +50,13 @@ struct BackupTests {
         try sourceKeychain.add(
             GenericPassword(
                 service: "s", account: "stays", password: Data("d".utf8), accessibility: .whenUnlockedThisDeviceOnly))
-        try sourceKeychain.add(InternetPassword(server: "example.com", account: "u", password: Data("i".utf8), port: 443))
+        try sourceKeychain.add(
+            InternetPassword(server: "example.com", account: "u", password: Data("i".utf8), port: 443))
         try source.with(try source.client(groups: ["app"])) {
             let access = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .userPresence, nil)!
-            #expect(addGenericPassword(account: "guarded", extra: [kSecAttrAccessControl as String: access]) == errSecSuccess)
+            #expect(
+                addGenericPassword(account: "guarded", extra: [kSecAttrAccessControl as String: access])
+                    == errSecSuccess)
         }
         #expect(try sourceKeychain.exportBackup(to: file, password: Data("backup pw".utf8)) == 2)
         let mode = try FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? Int
@@ -121,7 +124,8 @@ struct TypedAPITests {
 @Suite("Keychain through the protocol codec")
 struct ProtocolRoundTripTests {
     /// Whatever `LA_PROTOCOL_ROUNDTRIP` says: requests, responses, statuses and events through their encodings.
-    @Test(.embeddedOnly("compares embedded clients with and without the codec; over the daemon every message crosses it"))
+    @Test(
+        .embeddedOnly("compares embedded clients with and without the codec; over the daemon every message crosses it"))
     func aClientThatRoundTripsEveryMessageServesTheKeychainAsOneThatDoesNot() async throws {
         let store = TestStore()
         let plain = try store.client(groups: ["app"])

@@ -1,9 +1,10 @@
 import Foundation
 import SecureCrypto
 import SecurityProtocol
-@testable import SecurityServer
-import Testing
 import TestSupport
+import Testing
+
+@testable import SecurityServer
 
 /// The lookup's hot path reads the request's dictionary itself, beside `ItemQuery`'s parser: every query it answers
 /// must get exactly what the general path gives (items, data, persistent references, single or array, or the same
@@ -35,7 +36,8 @@ struct FastPathAgreementTests {
     /// A lookup made of the keys the hot path reads, and now and then one it leaves to the general path.
     static func query(_ generator: inout Generator) -> [String: KeychainValue] {
         var query: [String: KeychainValue] = [:]
-        let itemClass = pick(["genp", "genp", "genp", "inet", "inet", "inet", "cert", "keys", "idnt", "bogus"], &generator)
+        let itemClass = pick(
+            ["genp", "genp", "genp", "inet", "inet", "inet", "cert", "keys", "idnt", "bogus"], &generator)
         if !chance(3, &generator) { query["class"] = .string(itemClass) }
         let names = ItemClass(rawValue: itemClass).map { AttributeSchema.primaryKey(of: $0) } ?? ["acct", "svce"]
         for name in names where !chance(8, &generator) {
@@ -51,13 +53,17 @@ struct FastPathAgreementTests {
         if chance(30, &generator) { query["r_PersistentRef"] = pick([.bool(true), .bool(false)], &generator) }
         if chance(55, &generator) {
             query["m_Limit"] = pick(
-                [.string("m_LimitOne"), .string("m_LimitAll"), .integer(1), .integer(2), .integer(0), .integer(-1),
-                 .string("x"), .bool(true)], &generator)
+                [
+                    .string("m_LimitOne"), .string("m_LimitAll"), .integer(1), .integer(2), .integer(0), .integer(-1),
+                    .string("x"), .bool(true),
+                ], &generator)
         }
         if chance(8, &generator) {
             let extra = pick(
-                [("labl", KeychainValue.string("label")), ("r_Attributes", .bool(true)), ("r_Ref", .bool(true)),
-                 ("m_CaseInsensitive", .bool(true)), ("pdmn", .string("ak"))], &generator)
+                [
+                    ("labl", KeychainValue.string("label")), ("r_Attributes", .bool(true)), ("r_Ref", .bool(true)),
+                    ("m_CaseInsensitive", .bool(true)), ("pdmn", .string("ak")),
+                ], &generator)
             query[extra.0] = extra.1
         }
         return query

@@ -1,11 +1,11 @@
 import Foundation
 import KeychainServices
-import SwiftKeychain
 import KeychainStore
 import SecurityClient
 import SecurityServer
-import Testing
+import SwiftKeychain
 import TestSupport
+import Testing
 
 @Suite("Store integrity")
 struct IntegrityTests {
@@ -33,7 +33,9 @@ struct IntegrityTests {
         }
         #expect(FileManager.default.fileExists(atPath: store.storeDirectory.appendingPathComponent("keychain.db").path))
         for name in ["keychain.db", "keychain.db-wal"] {
-            guard let contents = FileManager.default.contents(atPath: store.storeDirectory.appendingPathComponent(name).path)
+            guard
+                let contents = FileManager.default.contents(
+                    atPath: store.storeDirectory.appendingPathComponent(name).path)
             else { continue }
             for marker in ["clear-account-marker", "clear-service-marker", "clear-password-marker"] {
                 #expect(contents.range(of: Data(marker.utf8)) == nil, "\(marker) in \(name)")
@@ -143,7 +145,10 @@ struct IntegrityTests {
         contents[range.lowerBound + 20] ^= 0x5A
         try contents.write(to: URL(fileURLWithPath: path))
         try store.with {
-            #expect(copyMatching([kSecClass as String: kSecClassGenericPassword, kSecMatchLimit as String: kSecMatchLimitAll]).0 == errSecDecode)
+            #expect(
+                copyMatching([
+                    kSecClass as String: kSecClassGenericPassword, kSecMatchLimit as String: kSecMatchLimitAll,
+                ]).0 == errSecDecode)
             #expect(password(account: "account-3") == .success("password-3"))
         }
     }
@@ -162,7 +167,8 @@ struct ScaleTests {
                     kSecAttrLabel as String: "label \(index)", kSecAttrDescription as String: "description \(index)",
                     kSecAttrComment as String: "comment \(index)", kSecAttrCreator as String: index,
                     kSecAttrType as String: index % 3, kSecAttrIsInvisible as String: index % 2 == 0,
-                    kSecAttrIsNegative as String: false, kSecAttrGeneric as String: Data(repeating: UInt8(index % 251), count: 64),
+                    kSecAttrIsNegative as String: false,
+                    kSecAttrGeneric as String: Data(repeating: UInt8(index % 251), count: 64),
                     kSecAttrAccessible as String: kSecAttrAccessibleAfterFirstUnlock,
                     kSecValueData as String: Data("value-\(index)".utf8),
                 ]
@@ -173,15 +179,21 @@ struct ScaleTests {
             }
             #expect(genericPasswordCount() == count)
             for index in stride(from: 0, to: count, by: 997) {
-                #expect(password(account: "account-\(index)", service: "service-\(index % 7)") == .success("value-\(index)"))
+                #expect(
+                    password(account: "account-\(index)", service: "service-\(index % 7)") == .success("value-\(index)")
+                )
             }
-            let byLabel = copyMatching([
-                kSecClass as String: kSecClassGenericPassword, kSecAttrLabel as String: "label 14999",
-                kSecReturnAttributes as String: true,
-            ]).1 as? [String: Any]
+            let byLabel =
+                copyMatching([
+                    kSecClass as String: kSecClassGenericPassword, kSecAttrLabel as String: "label 14999",
+                    kSecReturnAttributes as String: true,
+                ]).1 as? [String: Any]
             #expect(byLabel?[kSecAttrCreator as String] as? Int == 14999)
             #expect(byLabel?.count ?? 0 >= 15)
-            #expect(SecItemDelete([kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "service-0"] as CFDictionary) == errSecSuccess)
+            #expect(
+                SecItemDelete(
+                    [kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "service-0"]
+                        as CFDictionary) == errSecSuccess)
             #expect(genericPasswordCount() == count - (count + 6) / 7)
         }
     }
@@ -190,15 +202,19 @@ struct ScaleTests {
         try TestStore().with {
             var value = Data(count: 16 << 20)
             value.withUnsafeMutableBytes { buffer in
-                for index in stride(from: 0, to: buffer.count, by: 4096) { buffer[index] = UInt8(truncatingIfNeeded: index >> 12) }
+                for index in stride(from: 0, to: buffer.count, by: 4096) {
+                    buffer[index] = UInt8(truncatingIfNeeded: index >> 12)
+                }
             }
             value[value.count - 1] = 0xEE
             let item: [String: Any] = [
-                kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "big", kSecValueData as String: value,
+                kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "big",
+                kSecValueData as String: value,
             ]
             #expect(SecItemAdd(item as CFDictionary, nil) == errSecSuccess)
             let (status, result) = copyMatching([
-                kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "big", kSecReturnData as String: true,
+                kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "big",
+                kSecReturnData as String: true,
             ])
             #expect(status == errSecSuccess)
             #expect(result as? Data == value)

@@ -3,8 +3,8 @@ import KeychainServices
 import SecurityClient
 import SecurityProtocol
 import SwiftKeychain
-import Testing
 import TestSupport
+import Testing
 
 /// Locked means locked (issue "Locked means locked"): from its first unlock by passcode, a store's
 /// `ak`/`aku`/`akpu`/`ck`/`cku` keys are sealed under the passcode and the device root key, and kept unlocked only
@@ -21,7 +21,8 @@ struct PasscodeProtectionTests {
         try store.with(owner) {
             for (protection, marker) in Self.markers {
                 #expect(
-                    addGenericPassword(account: protection, password: marker, extra: [kSecAttrAccessible as String: protection])
+                    addGenericPassword(
+                        account: protection, password: marker, extra: [kSecAttrAccessible as String: protection])
                         == errSecSuccess)
             }
         }
@@ -42,7 +43,8 @@ struct PasscodeProtectionTests {
         environment["LA_DAEMON_SOCKET"] = ""
         func find(_ account: String, in directory: URL) throws -> (status: Int32, output: String) {
             try runCapturingOutput(
-                lactl, ["keychain", "find-generic-password", "--data-dir", directory.path, "-s", "svc", "-a", account, "-w"],
+                lactl,
+                ["keychain", "find-generic-password", "--data-dir", directory.path, "-s", "svc", "-a", account, "-w"],
                 environment: environment)
         }
         let bootID = try String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8)
@@ -62,7 +64,8 @@ struct PasscodeProtectionTests {
                 let stolen = try find(account, in: copy)
                 #expect(stolen.status != 0, "\(attack) \(account): \(stolen.output)")
                 #expect(!stolen.output.contains(Self.markers[account]!), "\(attack) \(account)")
-                #expect(stolen.output.contains("User interaction is not allowed"), "\(attack) \(account): \(stolen.output)")
+                #expect(
+                    stolen.output.contains("User interaction is not allowed"), "\(attack) \(account): \(stolen.output)")
             }
             // Items that need no passcode open as before (servers, background jobs).
             let always = try find("dk", in: copy)
@@ -74,7 +77,9 @@ struct PasscodeProtectionTests {
         let state = store.directory.appendingPathComponent("keybag.state")
         try Data("{\"locked\":false,\"unlockBootID\":\"\(bootID)\",\"passcodeSet\":true}".utf8).write(to: state)
         let ak = try find("ak", in: store.directory)
-        #expect(ak.status != 0 && !ak.output.contains(Self.markers["ak"]!) && ak.output.contains("User interaction is not allowed"), "\(ak.output)")
+        #expect(
+            ak.status != 0 && !ak.output.contains(Self.markers["ak"]!)
+                && ak.output.contains("User interaction is not allowed"), "\(ak.output)")
         let ck = try find("ck", in: store.directory)
         #expect(ck.status == 0 && ck.output.contains(Self.markers["ck"]!), "\(ck.output)")
 
@@ -121,14 +126,18 @@ struct PasscodeProtectionTests {
 
         // The previous passcode is asked once; a wrong answer leaves the keychain locked and the unlock fails.
         let mistaken = PasscodeAnswers("renewed", "not the old one")
-        #expect(throws: KeychainError.self) { try Keychain(client: try store.passcodeClient(presenter: mistaken)).unlock() }
+        #expect(throws: KeychainError.self) {
+            try Keychain(client: try store.passcodeClient(presenter: mistaken)).unlock()
+        }
         #expect(mistaken.questionCount == 2)
         try store.with(try store.client()) {
             #expect(password(account: "ak") == .failure(StatusError(status: errSecInteractionNotAllowed)))
         }
         // Cancelling the question leaves it locked too.
         let cancelling = PasscodeAnswers("renewed", nil)
-        #expect(throws: KeychainError.self) { try Keychain(client: try store.passcodeClient(presenter: cancelling)).unlock() }
+        #expect(throws: KeychainError.self) {
+            try Keychain(client: try store.passcodeClient(presenter: cancelling)).unlock()
+        }
         #expect(cancelling.questionCount == 2)
 
         // The right previous passcode re-seals the keychain under the new one.
@@ -187,7 +196,8 @@ struct PasscodeProtectionTests {
             // Without a passcode the class takes no new item (Apple: errSecAuthFailed).
             #expect(
                 addGenericPassword(
-                    account: "akpu-2", extra: [kSecAttrAccessible as String: kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly])
+                    account: "akpu-2",
+                    extra: [kSecAttrAccessible as String: kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly])
                     == errSecAuthFailed)
         }
 

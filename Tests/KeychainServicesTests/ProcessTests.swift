@@ -1,7 +1,7 @@
 import Foundation
 import KeychainServices
-import Testing
 import TestSupport
+import Testing
 
 /// Starts `keychain-stress add` on `store` (its files, or its daemon in daemon mode), adding `count` items named
 /// `prefix-N`; its standard output is the pipe.
@@ -41,7 +41,8 @@ struct ProcessTests {
             #expect(genericPasswordCount() == 2 * count)
             for prefix in ["p1", "p2"] {
                 for index in stride(from: 0, to: count, by: 37) {
-                    #expect(password(account: "\(prefix)-\(index)", service: "stress") == .success("\(prefix)-\(index)"))
+                    #expect(
+                        password(account: "\(prefix)-\(index)", service: "stress") == .success("\(prefix)-\(index)"))
                 }
             }
         }

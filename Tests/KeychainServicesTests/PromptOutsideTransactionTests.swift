@@ -1,9 +1,9 @@
 import Authenticators
 import Foundation
-import SecurityProtocol
 import KeychainServices
 import SecureCrypto
 import SecurityClient
+import SecurityProtocol
 import SecurityServer
 import Synchronization
 import Testing
@@ -39,7 +39,8 @@ struct PromptOutsideTransactionTests {
     func addProtected(_ store: TestStore, _ client: any SecurityClient, account: String) throws {
         try store.with(client) {
             let access = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .userPresence, nil)!
-            #expect(addGenericPassword(account: account, extra: [kSecAttrAccessControl as String: access]) == errSecSuccess)
+            #expect(
+                addGenericPassword(account: account, extra: [kSecAttrAccessControl as String: access]) == errSecSuccess)
         }
     }
 
@@ -66,8 +67,10 @@ struct PromptOutsideTransactionTests {
         Thread {
             let result = try? store.with(client) {
                 SecItemUpdate(
-                    [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: account,
-                     kSecAttrService as String: "svc"] as CFDictionary,
+                    [
+                        kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: account,
+                        kSecAttrService as String: "svc",
+                    ] as CFDictionary,
                     [kSecValueData as String: Data(value.utf8)] as CFDictionary)
             }
             outcome.finish(result ?? -1)
@@ -113,9 +116,11 @@ struct PromptOutsideTransactionTests {
         let updated = startUpdate(store, client, account: "guarded", to: "new value")
         #expect(gate.waitUntilAsked(seconds: 20))
         try store.with(groups: ["stress"]) {
-            #expect(SecItemDelete(
-                [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "guarded"] as CFDictionary)
-                == errSecSuccess)
+            #expect(
+                SecItemDelete(
+                    [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "guarded"]
+                        as CFDictionary)
+                    == errSecSuccess)
         }
         gate.release()
         #expect(updated.wait(seconds: 20) == errSecItemNotFound)

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// `scripts/check-imports` (run by `make test`) passes on the repository and fails on a copy of the public modules
 /// where one file imports an engine module, or where a SecurityClient file does (a program that talks to localauthd
@@ -34,7 +34,8 @@ struct SeamImportTests {
         let (copied, _) = try check(copy)
         #expect(copied == 0)
         for (file, module) in [
-            ("KeychainServices/SecItem.swift", "KeychainStore"), ("SecurityClient/PresenterQueue.swift", "SecurityServer"),
+            ("KeychainServices/SecItem.swift", "KeychainStore"),
+            ("SecurityClient/PresenterQueue.swift", "SecurityServer"),
             ("SecurityClient/SocketClient.swift", "EmbeddedEngine"), ("LocalAuthentication/LAContext.swift", "Enclave"),
         ] {
             let url = copy.appendingPathComponent("Sources/\(file)")

@@ -11,36 +11,47 @@ struct SecItemCompatibilityTests {
     @Test func accountAndServiceTakeDataAsWellAsStringAndMatchEitherWay() throws {
         try TestStore().with {
             let account = Data("alice".utf8)
-            #expect(SecItemAdd([
-                kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: account,
-                kSecAttrService as String: Data("svc".utf8), kSecAttrLabel as String: Data([0xFF, 0x00]),
-                kSecValueData as String: Data("1".utf8),
-            ] as CFDictionary, nil) == errSecSuccess)
+            #expect(
+                SecItemAdd(
+                    [
+                        kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: account,
+                        kSecAttrService as String: Data("svc".utf8), kSecAttrLabel as String: Data([0xFF, 0x00]),
+                        kSecValueData as String: Data("1".utf8),
+                    ] as CFDictionary, nil) == errSecSuccess)
             // Found by the string spelling of the same bytes.
             var found: CFTypeRef?
-            #expect(SecItemCopyMatching([
-                kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "alice",
-                kSecAttrService as String: "svc", kSecReturnAttributes as String: true,
-            ] as CFDictionary, &found) == errSecSuccess)
+            #expect(
+                SecItemCopyMatching(
+                    [
+                        kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "alice",
+                        kSecAttrService as String: "svc", kSecReturnAttributes as String: true,
+                    ] as CFDictionary, &found) == errSecSuccess)
             let attributes = try #require(found as? [String: Any])
             #expect(attributes[kSecAttrAccount as String] as? Data == account, "returned as stored: Data")
             #expect(attributes[kSecAttrLabel as String] as? Data == Data([0xFF, 0x00]))
             // The same primary key spelled as a string is a duplicate.
-            #expect(SecItemAdd([
-                kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "alice",
-                kSecAttrService as String: "svc", kSecValueData as String: Data("2".utf8),
-            ] as CFDictionary, nil) == errSecDuplicateItem)
+            #expect(
+                SecItemAdd(
+                    [
+                        kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "alice",
+                        kSecAttrService as String: "svc", kSecValueData as String: Data("2".utf8),
+                    ] as CFDictionary, nil) == errSecDuplicateItem)
 
-            #expect(SecItemAdd([
-                kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "bob",
-                kSecValueData as String: Data("3".utf8),
-            ] as CFDictionary, nil) == errSecSuccess)
+            #expect(
+                SecItemAdd(
+                    [
+                        kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "bob",
+                        kSecValueData as String: Data("3".utf8),
+                    ] as CFDictionary, nil) == errSecSuccess)
             var bob: CFTypeRef?
-            #expect(SecItemCopyMatching([
-                kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: Data("bob".utf8),
-                kSecReturnAttributes as String: true,
-            ] as CFDictionary, &bob) == errSecSuccess)
-            #expect((bob as? [String: Any])?[kSecAttrAccount as String] as? String == "bob", "returned as stored: String")
+            #expect(
+                SecItemCopyMatching(
+                    [
+                        kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: Data("bob".utf8),
+                        kSecReturnAttributes as String: true,
+                    ] as CFDictionary, &bob) == errSecSuccess)
+            #expect(
+                (bob as? [String: Any])?[kSecAttrAccount as String] as? String == "bob", "returned as stored: String")
         }
     }
 
@@ -49,16 +60,20 @@ struct SecItemCompatibilityTests {
     @Test func returnRefOnAPasswordIsNotAnError() throws {
         try TestStore().with {
             var added: CFTypeRef?
-            #expect(SecItemAdd([
-                kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "r",
-                kSecValueData as String: Data("x".utf8), kSecReturnRef as String: true,
-            ] as CFDictionary, &added) == errSecSuccess)
+            #expect(
+                SecItemAdd(
+                    [
+                        kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "r",
+                        kSecValueData as String: Data("x".utf8), kSecReturnRef as String: true,
+                    ] as CFDictionary, &added) == errSecSuccess)
             #expect(added == nil)
             var found: CFTypeRef?
-            #expect(SecItemCopyMatching([
-                kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "r",
-                kSecReturnRef as String: true, kSecReturnAttributes as String: true,
-            ] as CFDictionary, &found) == errSecSuccess)
+            #expect(
+                SecItemCopyMatching(
+                    [
+                        kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "r",
+                        kSecReturnRef as String: true, kSecReturnAttributes as String: true,
+                    ] as CFDictionary, &found) == errSecSuccess)
             let attributes = try #require(found as? [String: Any])
             #expect(attributes[kSecValueRef as String] == nil)
             #expect(attributes[kSecAttrAccount as String] as? String == "r")
@@ -68,15 +83,20 @@ struct SecItemCompatibilityTests {
     /// `kSecAttrCreator` / `kSecAttrType` as four-character strings ("aapl"), as Mac-era code writes them.
     @Test func creatorAndTypeAsStringsAreKeptAsGiven() throws {
         try TestStore().with {
-            #expect(SecItemAdd([
-                kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "c",
-                kSecAttrCreator as String: "aapl", kSecAttrType as String: "note", kSecValueData as String: Data(),
-            ] as CFDictionary, nil) == errSecSuccess)
+            #expect(
+                SecItemAdd(
+                    [
+                        kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "c",
+                        kSecAttrCreator as String: "aapl", kSecAttrType as String: "note",
+                        kSecValueData as String: Data(),
+                    ] as CFDictionary, nil) == errSecSuccess)
             var found: CFTypeRef?
-            #expect(SecItemCopyMatching([
-                kSecClass as String: kSecClassGenericPassword, kSecAttrCreator as String: "aapl",
-                kSecReturnAttributes as String: true,
-            ] as CFDictionary, &found) == errSecSuccess)
+            #expect(
+                SecItemCopyMatching(
+                    [
+                        kSecClass as String: kSecClassGenericPassword, kSecAttrCreator as String: "aapl",
+                        kSecReturnAttributes as String: true,
+                    ] as CFDictionary, &found) == errSecSuccess)
             let attributes = try #require(found as? [String: Any])
             #expect(attributes[kSecAttrCreator as String] as? String == "aapl")
             #expect(attributes[kSecAttrType as String] as? String == "note")
@@ -88,21 +108,27 @@ struct SecItemCompatibilityTests {
     @Test func aPersistentReferenceFindsTheItemWhateverItsSynchronizable() throws {
         try TestStore().with {
             var reference: CFTypeRef?
-            #expect(SecItemAdd([
-                kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "s",
-                kSecAttrSynchronizable as String: true, kSecValueData as String: Data("x".utf8),
-                kSecReturnPersistentRef as String: true,
-            ] as CFDictionary, &reference) == errSecSuccess)
+            #expect(
+                SecItemAdd(
+                    [
+                        kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "s",
+                        kSecAttrSynchronizable as String: true, kSecValueData as String: Data("x".utf8),
+                        kSecReturnPersistentRef as String: true,
+                    ] as CFDictionary, &reference) == errSecSuccess)
             let persistent = try #require(reference as? Data)
             var found: CFTypeRef?
-            #expect(SecItemCopyMatching([
-                kSecValuePersistentRef as String: persistent, kSecReturnData as String: true,
-            ] as CFDictionary, &found) == errSecSuccess)
+            #expect(
+                SecItemCopyMatching(
+                    [
+                        kSecValuePersistentRef as String: persistent, kSecReturnData as String: true,
+                    ] as CFDictionary, &found) == errSecSuccess)
             #expect(found as? Data == Data("x".utf8))
-            #expect(SecItemCopyMatching([
-                kSecValuePersistentRef as String: persistent,
-                kSecAttrSynchronizable as String: false, kSecReturnData as String: true,
-            ] as CFDictionary, &found) == errSecItemNotFound, "unless the query says otherwise")
+            #expect(
+                SecItemCopyMatching(
+                    [
+                        kSecValuePersistentRef as String: persistent,
+                        kSecAttrSynchronizable as String: false, kSecReturnData as String: true,
+                    ] as CFDictionary, &found) == errSecItemNotFound, "unless the query says otherwise")
         }
     }
 }

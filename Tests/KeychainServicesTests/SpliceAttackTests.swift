@@ -1,13 +1,15 @@
 import Foundation
 import KeychainServices
 import KeychainStore
-import Testing
 import TestSupport
+import Testing
 
 /// Attack review, finding 6: someone who can write `keychain.db` but holds no key spliced an item's earlier
 /// attributes blob (with its earlier, weaker access control) back beside the current value, and read the current
 /// value under the weaker list. Each part of a row was bound to the row, not to the other parts nor to a version.
-@Suite("Attack review: splicing parts of a row", .embeddedOnly("rewrites the files of a store under an engine this process opens again"))
+@Suite(
+    "Attack review: splicing parts of a row",
+    .embeddedOnly("rewrites the files of a store under an engine this process opens again"))
 struct SpliceAttackTests {
     /// The parts of the item's row as a writer of the file sees them.
     struct Parts {
@@ -40,18 +42,27 @@ struct SpliceAttackTests {
     @Test func anEarlierPartNeverFitsTheCurrentRow() throws {
         let splices: [(String, (inout StoredItem, Parts) -> Void)] = [
             ("attributes", { row, old in row.attributes = old.attributes }),
-            ("attributes and generation", { row, old in
-                row.attributes = old.attributes
-                row.generation = old.generation
-            }),
-            ("attributes, generation cleared", { row, old in
-                row.attributes = old.attributes
-                row.generation = nil
-            }),
-            ("key and value", { row, old in
-                row.wrappedKey = old.wrappedKey
-                row.value = old.value
-            }),
+            (
+                "attributes and generation",
+                { row, old in
+                    row.attributes = old.attributes
+                    row.generation = old.generation
+                }
+            ),
+            (
+                "attributes, generation cleared",
+                { row, old in
+                    row.attributes = old.attributes
+                    row.generation = nil
+                }
+            ),
+            (
+                "key and value",
+                { row, old in
+                    row.wrappedKey = old.wrappedKey
+                    row.value = old.value
+                }
+            ),
         ]
         for (name, splice) in splices {
             let store = TestStore()
@@ -62,15 +73,20 @@ struct SpliceAttackTests {
             let strict = try #require(
                 SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .devicePasscode, nil))
             try store.with(client) {
-                #expect(addGenericPassword(
-                    account: "a", password: "old", extra: [kSecAttrAccessControl as String: open]) == errSecSuccess)
+                #expect(
+                    addGenericPassword(
+                        account: "a", password: "old", extra: [kSecAttrAccessControl as String: open]) == errSecSuccess)
             }
             let before = try parts(store.directory)
             try store.with(client) {
-                let query = [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "a"] as CFDictionary
-                #expect(SecItemUpdate(query, [
-                    kSecAttrAccessControl as String: strict, kSecValueData as String: Data("new".utf8),
-                ] as CFDictionary) == errSecSuccess)
+                let query =
+                    [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "a"] as CFDictionary
+                #expect(
+                    SecItemUpdate(
+                        query,
+                        [
+                            kSecAttrAccessControl as String: strict, kSecValueData as String: Data("new".utf8),
+                        ] as CFDictionary) == errSecSuccess)
                 #expect(password(account: "a") == .success("new"))
             }
             try write(store.directory, splice, from: before)
@@ -107,7 +123,9 @@ struct SpliceAttackTests {
 
 /// A store from the release before generations: opening it re-seals every row whose class is available, so the
 /// splice that release allowed stops working at once, not only after each item's next update.
-@Suite("Attack review: stores from before row generations", .embeddedOnly("rewrites the files of a store under an engine this process opens again"))
+@Suite(
+    "Attack review: stores from before row generations",
+    .embeddedOnly("rewrites the files of a store under an engine this process opens again"))
 struct LegacyStoreMigrationTests {
     /// A private copy of the fixture, its key files 0600 as the store expects (git keeps them 0644).
     func copyOfLegacyStore() throws -> TestStore {
@@ -151,5 +169,5 @@ struct LegacyStoreMigrationTests {
 }
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif

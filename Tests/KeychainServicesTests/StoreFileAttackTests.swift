@@ -1,14 +1,14 @@
 import Foundation
 import KeychainServices
-import SecurityProtocol
-import SwiftKeychain
 import SecurityClient
+import SecurityProtocol
 import SecurityServer
-import Testing
+import SwiftKeychain
 import TestSupport
+import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The attack review's findings about the lock, the store's files and "passcode set" (issue "Fixes from an attack
@@ -22,7 +22,8 @@ struct StoreFileAttackTests {
         try store.with(setup) { addGenericPassword(account: "ak") }
         try Keychain(client: setup).lock()
 
-        for (answers, status) in [([nil], errSecUserCanceled), (["wrong"], errSecAuthFailed)] as [([String?], OSStatus)] {
+        for (answers, status) in [([nil], errSecUserCanceled), (["wrong"], errSecAuthFailed)] as [([String?], OSStatus)]
+        {
             let client = try store.passcodeClient(presenter: PasscodeAnswers(answers))
             #expect(throws: KeychainError(status: status)) { try Keychain(client: client).unlock() }
             #expect(try Keychain(client: client).isLocked)
@@ -54,11 +55,13 @@ struct StoreFileAttackTests {
                 try Data("{\"locked\": fals".utf8).write(to: state)
             }
             try store.with(try store.client()) {
-                #expect(password(account: "ak") == .failure(StatusError(status: errSecInteractionNotAllowed)), "\(damage)")
+                #expect(
+                    password(account: "ak") == .failure(StatusError(status: errSecInteractionNotAllowed)), "\(damage)")
             }
             // The engine already open sees it too.
             try store.with(client) {
-                #expect(password(account: "ak") == .failure(StatusError(status: errSecInteractionNotAllowed)), "\(damage)")
+                #expect(
+                    password(account: "ak") == .failure(StatusError(status: errSecInteractionNotAllowed)), "\(damage)")
             }
         }
     }

@@ -2,13 +2,14 @@ import Authenticators
 import EmbeddedEngine
 import Foundation
 import KeychainServices
-import SecurityProtocol
-import SwiftKeychain
 import SecureCrypto
 import SecurityClient
+import SecurityProtocol
 import SecurityServer
-import Testing
+import SwiftKeychain
+import Synchronization
 import TestSupport
+import Testing
 
 /// A store in a fresh temporary directory, removed when the value goes away; clients for callers of it. Embedded
 /// (the default ``TestMode``), every client opens its own engine on the store, as separate programs do; in daemon
@@ -19,7 +20,8 @@ final class TestStore: Sendable {
     private let daemon: StoreDaemon
 
     init() {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("keychain-test-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "keychain-test-\(UUID().uuidString)")
         self.directory = directory
         daemon = StoreDaemon {
             try TestEngine(
@@ -181,5 +183,3 @@ final class PasscodeAnswers: EvaluationPresenter {
     }
     func show(_ message: PasscodeMessage) {}
 }
-
-import Synchronization

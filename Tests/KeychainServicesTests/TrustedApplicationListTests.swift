@@ -25,7 +25,8 @@ struct TrustedApplicationListTests {
 
         var prompts: [TrustPrompt] { asked.withLock { $0 } }
 
-        func fingerprintPromptDidBegin(_ prompt: EvaluationPrompt, respond: @escaping @Sendable (PromptAction) -> Void) {
+        func fingerprintPromptDidBegin(_ prompt: EvaluationPrompt, respond: @escaping @Sendable (PromptAction) -> Void)
+        {
             respond(.fallback)
         }
         func fingerprintPrompt(_ event: FingerprintPromptEvent) {}
@@ -44,7 +45,8 @@ struct TrustedApplicationListTests {
         var applications: [SecTrustedApplication] = []
         for path in paths {
             var application: SecTrustedApplication?
-            let status = path.map { SecTrustedApplicationCreateFromPath($0, &application) }
+            let status =
+                path.map { SecTrustedApplicationCreateFromPath($0, &application) }
                 ?? SecTrustedApplicationCreateFromPath(nil, &application)
             #expect(status == errSecSuccess)
             applications.append(try #require(application))
@@ -97,7 +99,8 @@ struct TrustedApplicationListTests {
             #expect(password(account: "theirs") == .success("p"), "Allow once, then the passcode")
             #expect(password(account: "theirs") == .success("p"), "asked again: once is once")
             #expect(presenter.prompts.count == 4)
-            #expect(presenter.prompts.allSatisfy { $0.item == "svc" && !$0.changed && $0.text.contains("wants to use") })
+            #expect(
+                presenter.prompts.allSatisfy { $0.item == "svc" && !$0.changed && $0.text.contains("wants to use") })
             #expect(password(account: "theirs") == .success("p"), "Always allow")
             #expect(password(account: "theirs") == .success("p"))
             #expect(presenter.prompts.count == 5, "not asked after Always allow")
@@ -122,8 +125,12 @@ struct TrustedApplicationListTests {
                     == .failure(StatusError(status: errSecItemNotFound)))
             #expect(presenter.prompts.count == 1, "neither asked")
             // Updating and deleting are guarded too: cancelled, nothing changes.
-            let query: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "guarded"]
-            #expect(SecItemUpdate(query as CFDictionary, [kSecValueData as String: Data("x".utf8)] as CFDictionary) == errSecUserCanceled)
+            let query: [String: Any] = [
+                kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "guarded",
+            ]
+            #expect(
+                SecItemUpdate(query as CFDictionary, [kSecValueData as String: Data("x".utf8)] as CFDictionary)
+                    == errSecUserCanceled)
             #expect(SecItemDelete(query as CFDictionary) == errSecUserCanceled)
             #expect(genericPasswordCount([kSecAttrAccount as String: "guarded"]) == 1)
         }
@@ -157,7 +164,8 @@ struct TrustedApplicationListTests {
             let control = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .userPresence, nil)!
             #expect(
                 addGenericPassword(
-                    account: "both", extra: [kSecAttrAccess as String: access, kSecAttrAccessControl as String: control])
+                    account: "both",
+                    extra: [kSecAttrAccess as String: access, kSecAttrAccessControl as String: control])
                     == errSecParam)
             #expect(addGenericPassword(account: "one", extra: [kSecAttrAccess as String: access]) == errSecSuccess)
             let (status, _) = copyMatching([
@@ -186,7 +194,8 @@ struct TrustedApplicationListTests {
 
         let other = try #require(KeychainTrustedApplication(executableAt: "/bin/true"))
         try keychain.add(
-            GenericPassword(service: "typed", account: "theirs", password: Data("t".utf8), trustedApplications: [other]))
+            GenericPassword(service: "typed", account: "theirs", password: Data("t".utf8), trustedApplications: [other])
+        )
         #expect(throws: KeychainError.self) { try keychain.genericPassword(service: "typed", account: "theirs") }
         #expect(presenter.prompts.map(\.item) == ["typed"])
         #expect(KeychainTrustedApplication(executableAt: "/no/such/program") == nil)

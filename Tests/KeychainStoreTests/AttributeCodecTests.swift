@@ -29,7 +29,9 @@ struct AttributeCodecTests {
     @Test func aTrustedApplicationListEncodesToThePinnedBytes() throws {
         let access = ItemAccess(
             descriptor: "d",
-            applications: [TrustedApplication(applicationIdentifier: "T.a", executable: "/x", codeDigest: Data([1, 2]))])
+            applications: [
+                TrustedApplication(applicationIdentifier: "T.a", executable: "/x", codeDigest: Data([1, 2]))
+            ])
         let hex = AttributeCodec.encode(["acls": .access(access)]).map { String(format: "%02x", $0) }.joined()
         #expect(
             hex == "01" + "00000001" + "0000000461636c73" + "08" + "0000000164" + "00000001" + "00000003542e61"

@@ -138,7 +138,8 @@ struct EnclaveTests {
         try enclave.setPasscodeSet(true)
         let rowKey = try SecureBytes(randomCount: 32)
         let binding = Data("row 1".utf8)
-        let wrapped = try enclave.wrap(rowKey: rowKey, protectionClass: .whenPasscodeSetThisDeviceOnly, binding: binding)
+        let wrapped = try enclave.wrap(
+            rowKey: rowKey, protectionClass: .whenPasscodeSetThisDeviceOnly, binding: binding)
         let keybagBefore = try Data(contentsOf: directory.appendingPathComponent("keybag"))
 
         try enclave.destroyPasscodeSetClassKey()
@@ -158,6 +159,8 @@ struct EnclaveTests {
         let fresh = try enclave.wrap(rowKey: rowKey, protectionClass: .whenPasscodeSetThisDeviceOnly, binding: binding)
         let reopened = try Enclave(directory: directory, configuration: configuration)
         if protected { try reopened.unlock(passcode: passcode) }
-        #expect(try reopened.unwrap(rowKey: fresh, protectionClass: .whenPasscodeSetThisDeviceOnly, binding: binding) == rowKey)
+        #expect(
+            try reopened.unwrap(rowKey: fresh, protectionClass: .whenPasscodeSetThisDeviceOnly, binding: binding)
+                == rowKey)
     }
 }

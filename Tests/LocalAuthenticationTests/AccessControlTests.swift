@@ -5,8 +5,8 @@ import LocalAuthentication
 import SecurityClient
 import SecurityProtocol
 import SecurityServer
-import Testing
 import TestSupport
+import Testing
 
 /// Adds a generic password guarded by `flags`, optionally with `context` (needed for `.applicationPassword`).
 func addProtected(
@@ -52,10 +52,12 @@ struct AccessControlTests {
             #expect(readProtected("presence").status == errSecInteractionNotAllowed)
             let unevaluated = LAContext()
             unevaluated.presenter = ScriptedAuthenticationPresenter()
-            #expect(readProtected("presence", context: unevaluated, ui: kSecUseAuthenticationUIFail).status
-                == errSecInteractionNotAllowed)
-            #expect(readProtected("presence", context: unevaluated, ui: kSecUseAuthenticationUISkip).status
-                == errSecItemNotFound)
+            #expect(
+                readProtected("presence", context: unevaluated, ui: kSecUseAuthenticationUIFail).status
+                    == errSecInteractionNotAllowed)
+            #expect(
+                readProtected("presence", context: unevaluated, ui: kSecUseAuthenticationUISkip).status
+                    == errSecItemNotFound)
             unevaluated.interactionNotAllowed = true
             #expect(readProtected("presence", context: unevaluated).status == errSecInteractionNotAllowed)
 
@@ -145,10 +147,12 @@ struct AccessControlTests {
                 kSecReturnAttributes as String: true,
             ]
             #expect(SecItemCopyMatching(query as CFDictionary, &attributes) == errSecSuccess)
-            let stored = try #require((attributes as? [String: Any])?[kSecAttrAccessControl as String] as? SecAccessControl)
-            #expect(await laErrorCode {
-                try await after.evaluateAccessControl(stored, operation: .useItem, localizedReason: "r")
-            } == .authenticationFailed)
+            let stored = try #require(
+                (attributes as? [String: Any])?[kSecAttrAccessControl as String] as? SecAccessControl)
+            #expect(
+                await laErrorCode {
+                    try await after.evaluateAccessControl(stored, operation: .useItem, localizedReason: "r")
+                } == .authenticationFailed)
             let fresh = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .biometryCurrentSet, nil)!
             let satisfied = try await after.evaluateAccessControl(fresh, operation: .useItem, localizedReason: "r")
             #expect(satisfied)
@@ -189,12 +193,14 @@ struct AccessControlTests {
                 kSecAttrAccount as String: "app", kSecUseAuthenticationContext as String: friend,
             ]
             let plain = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, [], nil)!
-            #expect(SecItemUpdate(item as CFDictionary, [kSecAttrAccessControl as String: plain] as CFDictionary)
-                == errSecSuccess)
+            #expect(
+                SecItemUpdate(item as CFDictionary, [kSecAttrAccessControl as String: plain] as CFDictionary)
+                    == errSecSuccess)
             #expect(readProtected("app").value == "top secret")
             let again = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .applicationPassword, nil)!
-            #expect(SecItemUpdate(item as CFDictionary, [kSecAttrAccessControl as String: again] as CFDictionary)
-                == errSecSuccess)
+            #expect(
+                SecItemUpdate(item as CFDictionary, [kSecAttrAccessControl as String: again] as CFDictionary)
+                    == errSecSuccess)
             #expect(readProtected("app", context: friend).value == "top secret")
             #expect(readProtected("app", context: stranger).status == errSecAuthFailed)
         }
@@ -207,9 +213,13 @@ struct AccessControlTests {
         try await world.enroll("alice-1")
         let evaluator = ContextAccessControlEvaluator(contexts: world.contexts)
         let keyPolicy = AccessControlPolicy(protection: "ak", flags: 1 << 30 | 1 << 1)
-        #expect(evaluator.authorize(keyPolicy, operation: .readData, authenticationUI: .fail, context: nil, prompting: .none) == .allowed)
-        #expect(evaluator.authorize(keyPolicy, operation: .useKeySign, authenticationUI: .fail, context: nil, prompting: .none)
-            == .denied(.interactionNotAllowed))
+        #expect(
+            evaluator.authorize(
+                keyPolicy, operation: .readData, authenticationUI: .fail, context: nil, prompting: .none) == .allowed)
+        #expect(
+            evaluator.authorize(
+                keyPolicy, operation: .useKeySign, authenticationUI: .fail, context: nil, prompting: .none)
+                == .denied(.interactionNotAllowed))
         let both = AccessControlPolicy(protection: "ak", flags: 1 << 15 | 1 << 1 | 1 << 4)
         try await world.run {
             let context = LAContext()
@@ -219,18 +229,23 @@ struct AccessControlTests {
             #expect(try await matched)
             let id = try context.authenticationContextID()
             for operation in [AccessControlOperation.useKeySign, .useKeyDecrypt, .useKeyKeyExchange] {
-                #expect(evaluator.authorize(keyPolicy, operation: operation, authenticationUI: .fail, context: id, prompting: .none)
-                    == .allowed)
+                #expect(
+                    evaluator.authorize(
+                        keyPolicy, operation: operation, authenticationUI: .fail, context: id, prompting: .none)
+                        == .allowed)
             }
-            #expect(evaluator.authorize(both, operation: .useKeySign, authenticationUI: .fail, context: id, prompting: .none)
-                == .denied(.interactionNotAllowed))
+            #expect(
+                evaluator.authorize(
+                    both, operation: .useKeySign, authenticationUI: .fail, context: id, prompting: .none)
+                    == .denied(.interactionNotAllowed))
             // Allowed to prompt: the engine asks for the missing passcode through the request's channel, which
             // reaches the context's presenter.
             let prompting = Prompting(
                 options: context.keychainPromptOptions,
                 channel: EmbeddedClient.promptChannel(to: context.keychainPresenter))
             #expect(
-                evaluator.authorize(both, operation: .useKeySign, authenticationUI: .allow, context: id, prompting: prompting)
+                evaluator.authorize(
+                    both, operation: .useKeySign, authenticationUI: .allow, context: id, prompting: prompting)
                     == .allowed)
         }
         await world.close()
@@ -245,7 +260,8 @@ struct AccessControlTests {
             context.presenter = presenter
             let access = SecAccessControlCreateWithFlags(
                 nil, kSecAttrAccessibleWhenUnlocked, [.devicePasscode, .or, .biometryAny], nil)!
-            let evaluated = try await context.evaluateAccessControl(access, operation: .useItem, localizedReason: "read")
+            let evaluated = try await context.evaluateAccessControl(
+                access, operation: .useItem, localizedReason: "read")
             #expect(evaluated)
             #expect(presenter.askedQuestions.count == 1)
             context.interactionNotAllowed = true
@@ -264,7 +280,8 @@ struct AccessControlTests {
         try await world.run {
             let owner = LAContext()
             #expect(owner.setCredential(Data("hunter2".utf8), type: .applicationPassword))
-            #expect(addProtected("vault", flags: .applicationPassword, value: "owner's", context: owner) == errSecSuccess)
+            #expect(
+                addProtected("vault", flags: .applicationPassword, value: "owner's", context: owner) == errSecSuccess)
             let mallory = LAContext()
             mallory.presenter = nil
             #expect(mallory.setCredential(Data("guess".utf8), type: .applicationPassword))
@@ -273,11 +290,15 @@ struct AccessControlTests {
                 kSecAttrAccount as String: "vault", kSecUseAuthenticationContext as String: mallory,
             ]
             let weaker = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, [], nil)!
-            #expect(SecItemUpdate(item as CFDictionary, [
-                kSecValueData as String: Data("mallory's".utf8), kSecAttrAccessControl as String: weaker,
-            ] as CFDictionary) == errSecAuthFailed)
-            #expect(SecItemUpdate(item as CFDictionary, [kSecValueData as String: Data("mallory's".utf8)] as CFDictionary)
-                == errSecAuthFailed)
+            #expect(
+                SecItemUpdate(
+                    item as CFDictionary,
+                    [
+                        kSecValueData as String: Data("mallory's".utf8), kSecAttrAccessControl as String: weaker,
+                    ] as CFDictionary) == errSecAuthFailed)
+            #expect(
+                SecItemUpdate(item as CFDictionary, [kSecValueData as String: Data("mallory's".utf8)] as CFDictionary)
+                    == errSecAuthFailed)
             #expect(readProtected("vault", context: owner).value == "owner's")
             #expect(readProtected("vault").status == errSecInteractionNotAllowed, "still under its password")
         }

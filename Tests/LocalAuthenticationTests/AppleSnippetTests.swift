@@ -1,7 +1,7 @@
 import Foundation
 import LocalAuthentication
-import Testing
 import TestSupport
+import Testing
 
 /// Code written for Apple platforms (shaped as Apple's documentation shows it), unchanged.
 @Suite("Apple-style LAContext code", .serialized, .virtualReaderLock)
@@ -12,7 +12,8 @@ struct AppleSnippetTests {
         var error: NSError?
         if context.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error) {
             let reason = "Log in to your account"
-            context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: reason) { success, error in
+            context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: reason) {
+                success, error in
                 if success {
                     completion(true, "logged in")
                 } else {

@@ -6,8 +6,8 @@ import LocalAuthentication
 import SecurityClient
 import SecurityProtocol
 import SecurityServer
-import Testing
 import TestSupport
+import Testing
 
 /// The attack review's findings about attempts, reuse and enrollment (issue "Fixes from an attack review"), each
 /// tried as the attacker did: concurrent evaluations, an edited or deleted state file, a reused match, an
@@ -67,9 +67,10 @@ struct AttackReviewTests {
         let world = try LocalAuthenticationWorld()
         for _ in 0..<5 {
             let context = makeContext(in: world, presenter: ScriptedAuthenticationPresenter(passcodes: ["wrong"]))
-            #expect(await laErrorCode {
-                try await context.evaluatePolicy(.deviceOwnerAuthentication, localizedReason: "guess")
-            } == .authenticationFailed)
+            #expect(
+                await laErrorCode {
+                    try await context.evaluatePolicy(.deviceOwnerAuthentication, localizedReason: "guess")
+                } == .authenticationFailed)
         }
         world.clock.advance(by: 61)
         let guesses: [String?] = Array(repeating: "wrong", count: 29) + ["secret"]
@@ -116,9 +117,10 @@ struct AttackReviewTests {
                 authentication: world.contexts.configuration)
             let context = KeychainClientSelection.$current.withValue(restarted) { LAContext() }
             context.presenter = ScriptedAuthenticationPresenter()
-            #expect(await laErrorCode {
-                try await context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "x")
-            } == .biometryLockout, "after \(tamper)")
+            #expect(
+                await laErrorCode {
+                    try await context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "x")
+                } == .biometryLockout, "after \(tamper)")
             let state = try restarted.engine.authentication!.attemptPolicy.currentState()
             #expect(state.biometryLocked && state.passcodeFailures >= 9, "after \(tamper)")
             await restarted.engine.authentication!.closeReader()
@@ -135,9 +137,10 @@ struct AttackReviewTests {
         try await world.failScans(5)
         try saved.write(to: URL(fileURLWithPath: file))
         let context = makeContext(in: world)
-        #expect(await laErrorCode {
-            try await context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "x")
-        } == .biometryLockout)
+        #expect(
+            await laErrorCode {
+                try await context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "x")
+            } == .biometryLockout)
         await world.close()
     }
 
@@ -155,7 +158,8 @@ struct AttackReviewTests {
             let reusing = LAContext()
             reusing.presenter = nil
             reusing.touchIDAuthenticationAllowableReuseDuration = 60
-            let reused = try await reusing.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "reuse")
+            let reused = try await reusing.evaluatePolicy(
+                .deviceOwnerAuthenticationWithBiometrics, localizedReason: "reuse")
             #expect(reused)
             #expect(readProtected("bio", context: reusing).status == errSecInteractionNotAllowed)
             #expect(readProtected("bio", context: first).status == errSecSuccess)
@@ -163,9 +167,10 @@ struct AttackReviewTests {
         first.invalidate()
         let after = makeContext(in: world, presenter: nil)
         after.touchIDAuthenticationAllowableReuseDuration = 60
-        #expect(await laErrorCode {
-            try await after.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "reuse")
-        } == .notInteractive, "the invalidated context's match is no longer offered for reuse")
+        #expect(
+            await laErrorCode {
+                try await after.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "reuse")
+            } == .notInteractive, "the invalidated context's match is no longer offered for reuse")
         await world.close()
     }
 
@@ -190,7 +195,9 @@ struct AttackReviewTests {
         let print = try await enrolled
         #expect(try contexts.biometric.enrolledPrints().map(\.identifier) == [print.identifier])
 
-        await #expect(throws: AuthenticationError.self) { try await contexts.removePrint(print.identifier, context: bare) }
+        await #expect(throws: AuthenticationError.self) {
+            try await contexts.removePrint(print.identifier, context: bare)
+        }
         world.clock.advance(by: AuthenticationContexts.enrollmentPasscodeWindow + 1)
         await #expect(throws: AuthenticationError.self) {
             try await contexts.removePrint(print.identifier, context: proven)

@@ -1,13 +1,14 @@
 import Authenticators
 import EmbeddedEngine
 import Foundation
-import SecurityProtocol
 import KeychainServices
-@testable import LocalAuthentication
 import SecurityClient
+import SecurityProtocol
 import SecurityServer
-import Testing
 import TestSupport
+import Testing
+
+@testable import LocalAuthentication
 
 /// Issue "One message protocol", item 3: a context belongs to the client connection that created it. Its id is not
 /// a bearer token: another client of the same engine that learns it can neither use its credentials nor end it,

@@ -1,8 +1,8 @@
 import Foundation
 import KeychainServices
 import LocalAuthentication
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Enclave keys and enrollment changes", .serialized, .virtualReaderLock(timeLimit: .seconds(60)))
 struct EnclaveKeyEnrollmentTests {
@@ -46,7 +46,9 @@ struct EnclaveKeyEnrollmentTests {
         return context
     }
 
-    @Test func biometryCurrentSetKeySignsBeforeAnEnrollmentChangeAndNeverAfterWhileBiometryAnyKeepsWorking() async throws {
+    @Test func biometryCurrentSetKeySignsBeforeAnEnrollmentChangeAndNeverAfterWhileBiometryAnyKeepsWorking()
+        async throws
+    {
         let world = try LocalAuthenticationWorld()
         try await world.enroll("alice-1")
         let message = Data("server challenge".utf8)
@@ -64,8 +66,10 @@ struct EnclaveKeyEnrollmentTests {
             let keyBefore = try keyUsable("current-set", with: before)
             let signature = try #require(sign(keyBefore, message).signature)
             var verifyError: Unmanaged<CFError>?
-            #expect(SecKeyVerifySignature(publicKey, .ecdsaSignatureMessageX962SHA256, message as CFData,
-                                          signature as CFData, &verifyError))
+            #expect(
+                SecKeyVerifySignature(
+                    publicKey, .ecdsaSignatureMessageX962SHA256, message as CFData,
+                    signature as CFData, &verifyError))
             #expect(sign(try keyUsable("any-finger", with: before), message).signature != nil)
 
             // A finger numbered after the first one: on the fprintd pass the reader cannot identify, and fprintd

@@ -5,8 +5,8 @@ import SecurityClient
 import SecurityProtocol
 import SecurityServer
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// Records every state change an environment reports, and lets a test wait for one that matches.
 final class EnvironmentRecorder: LAEnvironmentObserver, @unchecked Sendable {

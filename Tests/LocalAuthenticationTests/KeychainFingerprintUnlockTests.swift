@@ -3,8 +3,8 @@ import KeychainServices
 import SecureCrypto
 import SecurityClient
 import SecurityProtocol
-import Testing
 import TestSupport
+import Testing
 
 /// Fingerprint unlock of the keychain after a passcode unlock (issue "The login keychain", item 2): once the
 /// passcode has unlocked the keychain, a lock keeps the `ak` keys in localauthd for an enrolled finger, for at most
@@ -12,13 +12,15 @@ import TestSupport
 ///
 /// Daemon mode runs a real localauthd; the embedded pass runs the very engine localauthd runs, inside the test
 /// process with its unlocked keys in its own memory (`unlockedKeysInProcess`), so the clock can be moved 48 hours.
-@Suite("Keychain: fingerprint unlock after a passcode unlock", .serialized, .virtualReaderLock(timeLimit: .seconds(120)))
+@Suite(
+    "Keychain: fingerprint unlock after a passcode unlock", .serialized, .virtualReaderLock(timeLimit: .seconds(120)))
 struct KeychainFingerprintUnlockTests {
     static let marker = "ak-fingerprint-marker-7d21"
 
     /// Answers the passcode with `secret`; leaves fingerprint prompts to the reader.
     struct ReaderPresenter: EvaluationPresenter {
-        func fingerprintPromptDidBegin(_ prompt: EvaluationPrompt, respond: @escaping @Sendable (PromptAction) -> Void) {}
+        func fingerprintPromptDidBegin(_ prompt: EvaluationPrompt, respond: @escaping @Sendable (PromptAction) -> Void)
+        {}
         func fingerprintPrompt(_ event: FingerprintPromptEvent) {}
         func fingerprintPromptDidEnd() {}
         func passcode(_ prompt: EvaluationPrompt, question: PasscodePrompt) -> SecureBytes? {
@@ -68,7 +70,9 @@ struct KeychainFingerprintUnlockTests {
     }
 
     /// Asks for a fingerprint unlock and, when `finger` is given, scans it; the `LAError` code, nil on success.
-    func unlockWithFinger(_ world: LocalAuthenticationWorld, scanning finger: String?) async throws -> AuthenticationError.Code? {
+    func unlockWithFinger(_ world: LocalAuthenticationWorld, scanning finger: String?) async throws
+        -> AuthenticationError.Code?
+    {
         async let outcome: AuthenticationError.Code? = {
             do {
                 _ = try await world.client.send(.unlockWithBiometry(Self.options), presenter: ReaderPresenter())

@@ -2,8 +2,8 @@ import Foundation
 import KeychainServices
 import LocalAuthentication
 import SecurityServer
-import Testing
 import TestSupport
+import Testing
 
 @Suite("LAContext with the virtual reader and pam_matrix", .serialized, .virtualReaderLock(timeLimit: .seconds(60)))
 struct LAContextEvaluationTests {
@@ -71,10 +71,12 @@ struct LAContextEvaluationTests {
             try await context.evaluatePolicy(.deviceOwnerAuthentication, localizedReason: "unlock")
         }
         #expect(code == .userCancel)
-        let passcodeCancelled = makeContext(in: world, presenter: ScriptedAuthenticationPresenter(fingerprintSteps: [.fallback], passcodes: [nil]))
-        #expect(await laErrorCode {
-            try await passcodeCancelled.evaluatePolicy(.deviceOwnerAuthentication, localizedReason: "unlock")
-        } == .userCancel)
+        let passcodeCancelled = makeContext(
+            in: world, presenter: ScriptedAuthenticationPresenter(fingerprintSteps: [.fallback], passcodes: [nil]))
+        #expect(
+            await laErrorCode {
+                try await passcodeCancelled.evaluatePolicy(.deviceOwnerAuthentication, localizedReason: "unlock")
+            } == .userCancel)
         await world.close()
     }
 
@@ -88,9 +90,10 @@ struct LAContextEvaluationTests {
         try await Task.sleep(for: .milliseconds(300))
         context.invalidate()
         #expect(await code == .appCancel)
-        #expect(await laErrorCode {
-            try await context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "unlock")
-        } == .invalidContext)
+        #expect(
+            await laErrorCode {
+                try await context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "unlock")
+            } == .invalidContext)
         var error: NSError?
         #expect(!context.canEvaluatePolicy(.deviceOwnerAuthentication, error: &error))
         #expect(error?.code == LAError.Code.invalidContext.rawValue)
@@ -114,16 +117,18 @@ struct LAContextEvaluationTests {
         #expect(try await inside.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "again"))
 
         let noWindow = makeContext(in: world, presenter: nil)
-        #expect(await laErrorCode {
-            try await noWindow.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "again")
-        } == .notInteractive)
+        #expect(
+            await laErrorCode {
+                try await noWindow.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "again")
+            } == .notInteractive)
 
         world.clock.advance(by: 40)
         let outside = makeContext(in: world, presenter: nil)
         outside.touchIDAuthenticationAllowableReuseDuration = 60
-        #expect(await laErrorCode {
-            try await outside.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "again")
-        } == .notInteractive)
+        #expect(
+            await laErrorCode {
+                try await outside.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "again")
+            } == .notInteractive)
 
         // Longer windows count as 300 s.
         let capped = makeContext(in: world, presenter: nil)
@@ -133,9 +138,10 @@ struct LAContextEvaluationTests {
         world.clock.advance(by: 240)
         let beyond = makeContext(in: world, presenter: nil)
         beyond.touchIDAuthenticationAllowableReuseDuration = 10_000
-        #expect(await laErrorCode {
-            try await beyond.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "again")
-        } == .notInteractive)
+        #expect(
+            await laErrorCode {
+                try await beyond.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "again")
+            } == .notInteractive)
         await world.close()
     }
 
@@ -144,9 +150,10 @@ struct LAContextEvaluationTests {
         try await world.enroll("alice-1")
         try await world.failScans(5)
         let locked = makeContext(in: world)
-        #expect(await laErrorCode {
-            try await locked.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "unlock")
-        } == .biometryLockout)
+        #expect(
+            await laErrorCode {
+                try await locked.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "unlock")
+            } == .biometryLockout)
         var error: NSError?
         #expect(!locked.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error))
         #expect(error?.code == LAError.Code.biometryLockout.rawValue)
@@ -169,13 +176,15 @@ struct LAContextEvaluationTests {
         try await world.enroll("alice-1")
         let context = makeContext(in: world)
         context.interactionNotAllowed = true
-        #expect(await laErrorCode {
-            try await context.evaluatePolicy(.deviceOwnerAuthentication, localizedReason: "unlock")
-        } == .notInteractive)
+        #expect(
+            await laErrorCode {
+                try await context.evaluatePolicy(.deviceOwnerAuthentication, localizedReason: "unlock")
+            } == .notInteractive)
         let silent = makeContext(in: world, presenter: nil)
-        #expect(await laErrorCode {
-            try await silent.evaluatePolicy(.deviceOwnerAuthentication, localizedReason: "unlock")
-        } == .notInteractive)
+        #expect(
+            await laErrorCode {
+                try await silent.evaluatePolicy(.deviceOwnerAuthentication, localizedReason: "unlock")
+            } == .notInteractive)
         await world.close()
     }
 
@@ -203,9 +212,10 @@ struct LAContextEvaluationTests {
         #expect(error?.code == LAError.Code.companionNotAvailable.rawValue)
         #expect(!empty.canEvaluatePolicy(.deviceOwnerAuthenticationWithWatch, error: &error))
         #expect(!empty.canEvaluatePolicy(.deviceOwnerAuthenticationWithWristDetection, error: &error))
-        #expect(await laErrorCode {
-            try await empty.evaluatePolicy(.deviceOwnerAuthenticationWithCompanion, localizedReason: "watch")
-        } == .companionNotAvailable)
+        #expect(
+            await laErrorCode {
+                try await empty.evaluatePolicy(.deviceOwnerAuthenticationWithCompanion, localizedReason: "watch")
+            } == .companionNotAvailable)
         await nothingEnrolled.close()
 
         let noPAM = try LocalAuthenticationWorld(pamService: false)
@@ -244,9 +254,10 @@ struct LAContextEvaluationTests {
             return
         }
         let wrong = makeContext(in: world, presenter: ScriptedAuthenticationPresenter(passcodes: ["wrong"]))
-        #expect(await laErrorCode {
-            try await wrong.evaluatePolicy(.deviceOwnerAuthentication, localizedReason: "unlock")
-        } == .authenticationFailed)
+        #expect(
+            await laErrorCode {
+                try await wrong.evaluatePolicy(.deviceOwnerAuthentication, localizedReason: "unlock")
+            } == .authenticationFailed)
         await world.close()
     }
 

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// `lactl demo` end to end: its fingerprint and passcode steps go through the engine's client requests.
 @Suite("lactl demo")

@@ -3,8 +3,8 @@ import Foundation
 import SecurityClient
 import SecurityServer
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// Runs `lactl <command>` on a pty with `world`'s store, PAM service and reader, typing `keys` once the passcode
 /// prompt shows (at once when `keys` is nil and `LA_PRESENTER=none`); returns the exit status and everything the
@@ -26,7 +26,6 @@ func runLactlOnTerminal(
         try lactlExecutable().path + " " + command, environment: environment,
         answering: keys.map { [("Password:", $0)] } ?? [])
 }
-
 
 /// `lactl keychain unlock` on a real pseudo-terminal (util-linux `script`): the terminal presenter reads the
 /// passcode from `/dev/tty` with echo off and PAM (pam_matrix) checks it.
@@ -100,19 +99,22 @@ struct LactlUnlockTests {
         let (first, firstScreen) = try unlock(world: world, typing: "secret\r")  // seals under "secret"
         #expect(first == 0, "\(firstScreen)")
         _ = try world.client.sendBlocking(.lock)
-        try MatrixPAM.writeService(LocalAuthenticationWorld.service, in: world.directory.path, users: [(user, "renewed")])
+        try MatrixPAM.writeService(
+            LocalAuthenticationWorld.service, in: world.directory.path, users: [(user, "renewed")])
 
         let command = try lactlExecutable().path + " passcode changed"
         var environment = world.engine.subprocessEnvironment()
         if world.engine.mode == .embedded { environment["LA_READER_DRIVERS"] = "no_such_driver" }
         let (wrong, wrongScreen) = try runOnTerminal(
-            command, environment: environment, answering: [("Password:", "renewed\r"), ("Previous passcode:", "guess\r")])
+            command, environment: environment,
+            answering: [("Password:", "renewed\r"), ("Previous passcode:", "guess\r")])
         #expect(wrong != 0, "\(wrongScreen)")
         #expect(wrongScreen.contains("The keychain stays locked"), "\(wrongScreen)")
         #expect(try isLocked(world))
 
         let (changed, screen) = try runOnTerminal(
-            command, environment: environment, answering: [("Password:", "renewed\r"), ("Previous passcode:", "secret\r")])
+            command, environment: environment,
+            answering: [("Password:", "renewed\r"), ("Previous passcode:", "secret\r")])
         #expect(changed == 0, "\(screen)")
         #expect(screen.contains("sealed under the current passcode"), "\(screen)")
         #expect(!screen.contains("renewed") && !screen.contains("secret"))

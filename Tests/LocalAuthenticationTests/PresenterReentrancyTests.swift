@@ -3,8 +3,8 @@ import KeychainServices
 import LocalAuthentication
 import SecurityClient
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// A presenter that calls the public API from inside its callbacks: `invalidate()` on the context being evaluated
 /// when the fingerprint prompt begins, and `SecItemCopyMatching` when asked for the passcode (as a program that
@@ -25,13 +25,17 @@ final class ReentrantPresenter: AuthenticationPresenter, @unchecked Sendable {
     func passcode(for prompt: AuthenticationPrompt, question: PasscodeQuestion) -> AuthenticationSecret? {
         KeychainClientSelection.$current.withValue(client) {
             let status = SecItemCopyMatching(
-                [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "hint",
-                 kSecAttrService as String: "reentrancy", kSecReturnData as String: true] as CFDictionary, nil)
+                [
+                    kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "hint",
+                    kSecAttrService as String: "reentrancy", kSecReturnData as String: true,
+                ] as CFDictionary, nil)
             readBack.withLock { $0 = status }
             // A protected item would need a second prompt while this one is answered: refused at once.
             let protected = SecItemCopyMatching(
-                [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "guarded",
-                 kSecAttrService as String: "reentrancy", kSecReturnData as String: true] as CFDictionary, nil)
+                [
+                    kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "guarded",
+                    kSecAttrService as String: "reentrancy", kSecReturnData as String: true,
+                ] as CFDictionary, nil)
             protectedReadBack.withLock { $0 = protected }
         }
         return AuthenticationSecret(copying: Array("secret".utf8))
@@ -60,15 +64,21 @@ struct PresenterReentrancyTests {
     @Test func aPresenterReadingTheKeychainWhileAskedForThePasscodeCompletes() async throws {
         let world = try LocalAuthenticationWorld(reader: false)
         try await world.run {
-            #expect(SecItemAdd(
-                [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "hint",
-                 kSecAttrService as String: "reentrancy", kSecValueData as String: Data("hint".utf8)] as CFDictionary,
-                nil) == errSecSuccess)
+            #expect(
+                SecItemAdd(
+                    [
+                        kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "hint",
+                        kSecAttrService as String: "reentrancy", kSecValueData as String: Data("hint".utf8),
+                    ] as CFDictionary,
+                    nil) == errSecSuccess)
             let access = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .devicePasscode, nil)!
-            #expect(SecItemAdd(
-                [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "guarded",
-                 kSecAttrService as String: "reentrancy", kSecAttrAccessControl as String: access,
-                 kSecValueData as String: Data("guarded".utf8)] as CFDictionary, nil) == errSecSuccess)
+            #expect(
+                SecItemAdd(
+                    [
+                        kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "guarded",
+                        kSecAttrService as String: "reentrancy", kSecAttrAccessControl as String: access,
+                        kSecValueData as String: Data("guarded".utf8),
+                    ] as CFDictionary, nil) == errSecSuccess)
             let context = LAContext()
             let presenter = ReentrantPresenter()
             presenter.client = world.client

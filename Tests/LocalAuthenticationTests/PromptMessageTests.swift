@@ -7,8 +7,8 @@ import SecurityClient
 import SecurityProtocol
 import SecurityServer
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// A presenter whose passcode answer waits until the test opens `gate` (then cancels): a client that does not
 /// answer. `asked` is signalled each time it is asked.
@@ -62,13 +62,15 @@ struct PromptMessageTests {
                 // An answer naming another request is ignored; the right one is taken.
                 let stray = PromptAnswer(request: 99, .answer(question: number, SecureBytes(Array("wrong".utf8))))
                 channel.receive(try PromptAnswer(decoding: stray.encoded()))
-                let answer = PromptAnswer(request: event.request, .answer(question: number, SecureBytes(Array("secret".utf8))))
+                let answer = PromptAnswer(
+                    request: event.request, .answer(question: number, SecureBytes(Array("secret".utf8))))
                 channel.receive(try PromptAnswer(decoding: answer.encoded()))
             }
             return seen
         }
         let options = EvaluationOptions(prompt: EvaluationPrompt(reason: "Open the vault"))
-        let response = try await engine.handle(.evaluatePolicy(.passcode, id, options), caller: caller, prompts: channel)
+        let response = try await engine.handle(
+            .evaluatePolicy(.passcode, id, options), caller: caller, prompts: channel)
         sink.finish()
         let seen = try await client.value
         guard case .credential(let credential) = response else {
@@ -78,7 +80,9 @@ struct PromptMessageTests {
         #expect(credential.method == AuthenticationMethod.passcode)
         #expect(!seen.isEmpty && seen.allSatisfy { $0.request == 41 })
         let questions = seen.compactMap { event -> (EvaluationPrompt, PasscodePrompt)? in
-            guard case .question(_, let prompt, let question, isApplicationPassword: false) = event.kind else { return nil }
+            guard case .question(_, let prompt, let question, isApplicationPassword: false) = event.kind else {
+                return nil
+            }
             return (prompt, question)
         }
         #expect(questions.count == 1)
@@ -178,8 +182,10 @@ struct PromptMessageTests {
             #expect(addProtected("guarded", flags: .devicePasscode) == errSecSuccess)
             #expect(
                 SecItemAdd(
-                    [kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "acl-tests",
-                     kSecAttrAccount as String: "plain", kSecValueData as String: Data("x".utf8)] as CFDictionary, nil)
+                    [
+                        kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "acl-tests",
+                        kSecAttrAccount as String: "plain", kSecValueData as String: Data("x".utf8),
+                    ] as CFDictionary, nil)
                     == errSecSuccess)
         }
         let guarded: [String: KeychainValue] = [

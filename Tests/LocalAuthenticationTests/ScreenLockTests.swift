@@ -3,11 +3,11 @@ import Foundation
 import SecurityClient
 import SecurityProtocol
 import SecurityServer
-import Testing
 import TestSupport
+import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `lactl keychain lock-on-screen-lock` (the user unit's command) against a real D-Bus daemon standing in for the
@@ -50,8 +50,10 @@ struct ScreenLockTests {
         func lockSignal(session path: String) throws {
             let (status, output) = try runCapturingOutput(
                 URL(fileURLWithPath: "/usr/bin/dbus-send"),
-                ["--bus=\(bus)", "--type=signal", "/org/freedesktop/login1/session/\(path)",
-                 "org.freedesktop.login1.Session.Lock"])
+                [
+                    "--bus=\(bus)", "--type=signal", "/org/freedesktop/login1/session/\(path)",
+                    "org.freedesktop.login1.Session.Lock",
+                ])
             #expect(status == 0, "\(output)")
         }
         func unlock() throws {
@@ -113,12 +115,15 @@ struct ScreenLockTests {
             try lactlExecutable().path, ["keychain", "lock-on-screen-lock", "--session", "c2"],
             environment: environment, log: world.directory.path + "/watcher.log")
         defer { _ = watcher.stop(SIGTERM) }
-        #expect(try eventually {
-            _ = try runCapturingOutput(
-                URL(fileURLWithPath: "/usr/bin/dbus-send"),
-                ["--bus=\(bus)", "--type=signal", "/org/freedesktop/login1/session/c2",
-                 "org.freedesktop.login1.Session.Lock"])
-            return try isLocked(world)
-        })
+        #expect(
+            try eventually {
+                _ = try runCapturingOutput(
+                    URL(fileURLWithPath: "/usr/bin/dbus-send"),
+                    [
+                        "--bus=\(bus)", "--type=signal", "/org/freedesktop/login1/session/c2",
+                        "org.freedesktop.login1.Session.Lock",
+                    ])
+                return try isLocked(world)
+            })
     }
 }

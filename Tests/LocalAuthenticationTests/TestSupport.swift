@@ -7,11 +7,12 @@ import SecureCrypto
 import SecurityClient
 import SecurityProtocol
 import SecurityServer
-import Testing
+import Synchronization
 import TestSupport
+import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A private temporary directory with a short path (Unix socket paths must fit 108 bytes).
@@ -48,8 +49,6 @@ final class ManualClock: AttemptClock, Sendable {
     /// Someone sets the wall clock (root, timedated, a time source): only the wall clock moves.
     func setWallClock(by seconds: TimeInterval) { current.withLock { $0.wall += seconds } }
 }
-
-import Synchronization
 
 /// One test's world: a keychain store, the virtual reader (its own socket), pam_matrix with the user's passcode
 /// `secret`, and a client whose engine authenticates that user with them: embedded, or a `localauthd` of the
@@ -88,7 +87,8 @@ struct LocalAuthenticationWorld {
         clock = ManualClock()
         var authentication = AuthenticationConfiguration(
             stateDirectory: directory.path + "/store", username: user,
-            passcode: .init(service: pamService ? Self.service : "absent-service", configurationDirectory: directory.path),
+            passcode: .init(
+                service: pamService ? Self.service : "absent-service", configurationDirectory: directory.path),
             readerDrivers: [reader ? "virtual_device" : "no_such_driver"], attemptTimeout: .seconds(20), clock: clock)
         authentication.biometryBackend = self.reader.backend
         var enclave: EnclaveConfiguration?

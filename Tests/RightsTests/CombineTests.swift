@@ -3,8 +3,8 @@ import LocalAuthentication
 import LocalAuthenticationCombine
 import SwiftKeychain
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// Issue "Apple compatibility measured on real code", item 6: Combine as Apple code uses it beside async
 /// sequences — `NotificationCenter.default.publisher(for:object:)` (Foundation's Combine extension, here through

@@ -1,8 +1,8 @@
 import Foundation
 import KeychainServices
 import LocalAuthentication
-import Testing
 import TestSupport
+import Testing
 
 @Suite("LARightStore and LAPersistedRight: store, key, secret, invalidation", .serialized, .virtualReaderLock)
 struct LARightStoreTests {
@@ -23,7 +23,8 @@ struct LARightStoreTests {
             #expect(secret == token)
             let data = Data("challenge from the server".utf8)
             let signature = try await right.key.sign(data, algorithm: .ecdsaSignatureMessageX962SHA256)
-            try await right.key.publicKey.verify(data, signature: signature, algorithm: .ecdsaSignatureMessageX962SHA256)
+            try await right.key.publicKey.verify(
+                data, signature: signature, algorithm: .ecdsaSignatureMessageX962SHA256)
             let bytes = try await right.key.publicKey.bytes
             #expect(bytes.count == 65 && bytes.first == 0x04)
         }
@@ -39,7 +40,9 @@ struct LARightStoreTests {
             let right = try await LARightStore.shared.right(forIdentifier: "gated")
             let data = Data("message".utf8)
             await #expect(throws: LAError.self) { _ = try await right.secret.rawData }
-            await #expect(throws: LAError.self) { _ = try await right.key.sign(data, algorithm: .ecdsaSignatureMessageX962SHA256) }
+            await #expect(throws: LAError.self) {
+                _ = try await right.key.sign(data, algorithm: .ecdsaSignatureMessageX962SHA256)
+            }
             // Public-key operations are always allowed.
             let ciphertext = try await right.key.publicKey.encrypt(
                 data, algorithm: .eciesEncryptionStandardVariableIVX963SHA256AESGCM)
@@ -50,7 +53,8 @@ struct LARightStoreTests {
             #expect(right.key.canExchangeKeys(using: .ecdhKeyExchangeStandard))
             #expect(!right.key.canSign(using: .eciesEncryptionStandardVariableIVX963SHA256AESGCM))
             await #expect(throws: LAError.self) {
-                _ = try await right.key.decrypt(ciphertext, algorithm: .eciesEncryptionStandardVariableIVX963SHA256AESGCM)
+                _ = try await right.key.decrypt(
+                    ciphertext, algorithm: .eciesEncryptionStandardVariableIVX963SHA256AESGCM)
             }
 
             right.presenter = Self.passcodePresenter()
@@ -70,17 +74,22 @@ struct LARightStoreTests {
             let rightPublic = try #require(
                 SecKeyCreateWithData(
                     try await right.key.publicKey.bytes as CFData,
-                    [kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom,
-                     kSecAttrKeyClass as String: kSecAttrKeyClassPublic] as CFDictionary, nil))
+                    [
+                        kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom,
+                        kSecAttrKeyClass as String: kSecAttrKeyClassPublic,
+                    ] as CFDictionary, nil))
             let expected = try #require(
                 SecKeyCopyKeyExchangeResult(peer, .ecdhKeyExchangeStandard, rightPublic, [:] as CFDictionary, nil))
             #expect(shared == expected as Data)
 
             await right.deauthorize()
             await #expect(throws: LAError.self) { _ = try await right.secret.rawData }
-            await #expect(throws: LAError.self) { _ = try await right.key.sign(data, algorithm: .ecdsaSignatureMessageX962SHA256) }
+            await #expect(throws: LAError.self) {
+                _ = try await right.key.sign(data, algorithm: .ecdsaSignatureMessageX962SHA256)
+            }
             // A right without a secret reads an empty one once authorized.
-            let plain = try await LARightStore.shared.saveRight(LARight(requirement: .biometry(fallback: .devicePasscode)), identifier: "plain")
+            let plain = try await LARightStore.shared.saveRight(
+                LARight(requirement: .biometry(fallback: .devicePasscode)), identifier: "plain")
             plain.presenter = Self.passcodePresenter()
             try await plain.authorize(localizedReason: "Unlock")
             #expect(try await plain.secret.rawData.isEmpty)
@@ -123,7 +132,9 @@ struct LARightStoreTests {
             }
             #expect(removed)
             let fetched = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-                store.right(forIdentifier: "b") { right, error in continuation.resume(returning: right != nil && error == nil) }
+                store.right(forIdentifier: "b") { right, error in
+                    continuation.resume(returning: right != nil && error == nil)
+                }
             }
             #expect(fetched)
             try await store.removeAllRights()
@@ -179,7 +190,8 @@ struct LARightStoreTests {
             try await right.authorize(localizedReason: "Sign")
             await scan.value
             let signature = try await right.key.sign(Data("m".utf8), algorithm: .ecdsaSignatureMessageX962SHA256)
-            try await right.key.publicKey.verify(Data("m".utf8), signature: signature, algorithm: .ecdsaSignatureMessageX962SHA256)
+            try await right.key.publicKey.verify(
+                Data("m".utf8), signature: signature, algorithm: .ecdsaSignatureMessageX962SHA256)
             await right.deauthorize()
 
             try await world.enroll("alice-2", finger: .leftThumb)
@@ -203,8 +215,10 @@ struct LARightStoreTests {
     static func count(_ itemClass: String) -> Int {
         var result: CFTypeRef?
         let status = SecItemCopyMatching(
-            [kSecClass as String: itemClass, kSecMatchLimit as String: kSecMatchLimitAll,
-             kSecReturnAttributes as String: true] as CFDictionary, &result)
+            [
+                kSecClass as String: itemClass, kSecMatchLimit as String: kSecMatchLimitAll,
+                kSecReturnAttributes as String: true,
+            ] as CFDictionary, &result)
         return status == errSecSuccess ? (result as? [Any])?.count ?? 0 : 0
     }
 }

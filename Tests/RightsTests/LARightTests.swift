@@ -1,8 +1,8 @@
 import Foundation
 import LocalAuthentication
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 @Suite("LARight: transitions, notifications, state updates", .serialized, .virtualReaderLock)
 struct LARightTests {

@@ -2,8 +2,8 @@ import Foundation
 import KeychainServices
 import LocalAuthentication
 import SecurityClient
-import Testing
 import TestSupport
+import Testing
 
 @Suite("lactl rights list and remove", .serialized, .virtualReaderLock)
 struct LactlRightsTests {
@@ -12,7 +12,8 @@ struct LactlRightsTests {
     func lactl(_ arguments: [String], world: RightsWorld) throws -> (Int32, String) {
         let process = Process()
         process.executableURL = try lactlExecutable()
-        process.arguments = ["rights"] + arguments + (world.engine.mode == .embedded ? ["--data-dir", world.storeDirectory] : [])
+        process.arguments =
+            ["rights"] + arguments + (world.engine.mode == .embedded ? ["--data-dir", world.storeDirectory] : [])
         process.environment = world.subprocessEnvironment()
         let output = Pipe()
         process.standardOutput = output
@@ -38,13 +39,17 @@ struct LactlRightsTests {
         let (missing, _) = try lactl(["remove", "access-token"], world: world)
         #expect(missing == 44)
         try await world.run {
-            await #expect(throws: (any Error).self) { try await LARightStore.shared.right(forIdentifier: "access-token") }
+            await #expect(throws: (any Error).self) {
+                try await LARightStore.shared.right(forIdentifier: "access-token")
+            }
             let identifiers = try LARightStore.shared.identifiers()
             #expect(identifiers == ["show-account"])
             var result: CFTypeRef?
             let status = SecItemCopyMatching(
-                [kSecClass as String: kSecClassKey, kSecMatchLimit as String: kSecMatchLimitAll,
-                 kSecReturnAttributes as String: true] as CFDictionary, &result)
+                [
+                    kSecClass as String: kSecClassKey, kSecMatchLimit as String: kSecMatchLimitAll,
+                    kSecReturnAttributes as String: true,
+                ] as CFDictionary, &result)
             #expect(status == errSecSuccess && (result as? [Any])?.count == 1)
         }
         #expect(try lactl(["remove", "show-account"], world: world).0 == 0)

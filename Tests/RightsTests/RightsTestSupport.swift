@@ -7,11 +7,11 @@ import SecurityClient
 import SecurityProtocol
 import SecurityServer
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One test's world (as LocalAuthenticationTests' world): a temporary keychain store, the virtual reader on its own
@@ -108,7 +108,6 @@ final class TransitionLog: @unchecked Sendable {
 
     var posted: [String] { entries.withLock { $0 } }
 }
-
 
 /// The OSStatus of an `NSOSStatusErrorDomain` error, or nil.
 func osStatus(_ error: any Error) -> Int? {

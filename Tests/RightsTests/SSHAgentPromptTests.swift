@@ -2,11 +2,11 @@ import Foundation
 import SecurityClient
 import SecurityServer
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Where the agent asks and how often: the prompt on the requesting program's terminal (the passcode fallback
@@ -20,7 +20,9 @@ extension SSHAgentTests {
         let lactl = try lactlExecutable()
         let env = environment(world)
         #expect(try run(lactl, ["ssh-key", "create", "long", "--reuse", "301"], environment: env).0 != 0)
-        #expect(try run(lactl, ["ssh-key", "create", "long", "--reuse", "3600", "--allow-long-reuse"], environment: env).0 == 0)
+        #expect(
+            try run(lactl, ["ssh-key", "create", "long", "--reuse", "3600", "--allow-long-reuse"], environment: env).0
+                == 0)
         let (created, line) = try run(lactl, ["ssh-key", "create", "quick", "--reuse", "60"], environment: env)
         #expect(created == 0)
         let listed = try run(lactl, ["ssh-key", "list"], environment: env).1
@@ -135,12 +137,15 @@ extension SSHAgentTests {
         var ssh = env
         ssh["SSH_AUTH_SOCK"] = socket
         let command = "/usr/bin/ssh-keygen -Y sign -n git -f \(publicKey) -U \(message)"
-        let (status, screen) = try runOnTerminal(command, environment: ssh, answering: [
-            ("Place your finger", "\r"),
-            ("Password:", "secret\r"),
-        ])
+        let (status, screen) = try runOnTerminal(
+            command, environment: ssh,
+            answering: [
+                ("Place your finger", "\r"),
+                ("Password:", "secret\r"),
+            ])
         let log = (try? String(contentsOfFile: world.directory + "/agent.log", encoding: .utf8)) ?? ""
-        #expect(status == 0, "signed with the passcode typed on ssh-keygen's terminal; it showed: \(screen); agent: \(log)")
+        #expect(
+            status == 0, "signed with the passcode typed on ssh-keygen's terminal; it showed: \(screen); agent: \(log)")
         #expect(screen.contains("sign for namespace \"git\" with SSH key desk (asked by ssh-keygen)"))
         #expect(!screen.contains("secret"), "the passcode is not echoed")
         #expect(FileManager.default.fileExists(atPath: message + ".sig"))

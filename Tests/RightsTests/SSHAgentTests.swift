@@ -5,8 +5,8 @@ import SecurityClient
 import SecurityProtocol
 import SecurityServer
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// Issue "An SSH agent whose keys are persisted rights": real OpenSSH (ssh-add, ssh-keygen) against
 /// `lactl ssh-agent`, its keys persisted `.biometryCurrentSet` rights, on the virtual reader.
@@ -31,7 +31,8 @@ struct SSHAgentTests {
         let passdb = world.directory + "/passdb"
         let known = try String(contentsOfFile: passdb, encoding: .utf8)
         if !known.contains("\n\(user):") && !known.hasPrefix("\(user):") {
-            try (known + "\(user):secret:\(RightsWorld.service)\n").write(toFile: passdb, atomically: true, encoding: .utf8)
+            try (known + "\(user):secret:\(RightsWorld.service)\n").write(
+                toFile: passdb, atomically: true, encoding: .utf8)
         }
         var authentication = AuthenticationConfiguration(
             stateDirectory: world.storeDirectory, username: user,
@@ -120,7 +121,8 @@ struct SSHAgentTests {
         try Data("deploy build 42".utf8).write(to: URL(fileURLWithPath: message))
         let keygen = URL(fileURLWithPath: "/usr/bin/ssh-keygen")
         let scan = Task { try await world.socket.send("SCAN alice-1") }
-        let (signed, _) = try run(keygen, ["-Y", "sign", "-n", "file", "-f", publicKey, "-U", message], environment: ssh)
+        let (signed, _) = try run(
+            keygen, ["-Y", "sign", "-n", "file", "-f", publicKey, "-U", message], environment: ssh)
         _ = try await scan.value
         #expect(signed == 0)
         let allowed = world.directory + "/allowed_signers"
@@ -133,7 +135,8 @@ struct SSHAgentTests {
         // Another finger: no signature.
         try? FileManager.default.removeItem(atPath: message + ".sig")
         let stranger = Task { try await world.socket.send("SCAN mallory") }
-        let (refused, _) = try run(keygen, ["-Y", "sign", "-n", "file", "-f", publicKey, "-U", message], environment: ssh)
+        let (refused, _) = try run(
+            keygen, ["-Y", "sign", "-n", "file", "-f", publicKey, "-U", message], environment: ssh)
         _ = try await stranger.value
         #expect(refused != 0)
         #expect(!FileManager.default.fileExists(atPath: message + ".sig"))
@@ -168,22 +171,23 @@ struct SSHAgentTests {
         let directory = world.directory
         try line.write(toFile: directory + "/authorized_keys", atomically: true, encoding: .utf8)
         let keygen = URL(fileURLWithPath: "/usr/bin/ssh-keygen")
-        #expect(try run(keygen, ["-q", "-t", "ed25519", "-N", "", "-f", directory + "/host_key"], environment: env).0 == 0)
+        #expect(
+            try run(keygen, ["-q", "-t", "ed25519", "-N", "", "-f", directory + "/host_key"], environment: env).0 == 0)
         let port = try Self.freeLoopbackPort()
         try """
-            Port \(port)
-            ListenAddress 127.0.0.1
-            HostKey \(directory)/host_key
-            PidFile \(directory)/sshd.pid
-            AuthorizedKeysFile \(directory)/authorized_keys
-            PubkeyAuthentication yes
-            PasswordAuthentication no
-            KbdInteractiveAuthentication no
-            PermitRootLogin prohibit-password
-            StrictModes no
-            UsePAM no
+        Port \(port)
+        ListenAddress 127.0.0.1
+        HostKey \(directory)/host_key
+        PidFile \(directory)/sshd.pid
+        AuthorizedKeysFile \(directory)/authorized_keys
+        PubkeyAuthentication yes
+        PasswordAuthentication no
+        KbdInteractiveAuthentication no
+        PermitRootLogin prohibit-password
+        StrictModes no
+        UsePAM no
 
-            """.write(toFile: directory + "/sshd_config", atomically: true, encoding: .utf8)
+        """.write(toFile: directory + "/sshd_config", atomically: true, encoding: .utf8)
         try FileManager.default.createDirectory(atPath: "/run/sshd", withIntermediateDirectories: true)
         // Not through Foundation's Process: sshd closes every inherited descriptor at start, which Foundation takes for
         // its exit and then waits for it for good, holding up every other Process of the test.
@@ -217,7 +221,9 @@ struct SSHAgentTests {
         let client = URL(fileURLWithPath: "/usr/bin/ssh")
         let scan = Task { try await world.socket.send("SCAN alice-1") }
         let (loggedIn, _) = try run(client, login, environment: ssh)
-        #expect(loggedIn == 0, "logged in after the finger; sshd said: \((try? String(contentsOfFile: sshdLog, encoding: .utf8)) ?? "")")
+        #expect(
+            loggedIn == 0,
+            "logged in after the finger; sshd said: \((try? String(contentsOfFile: sshdLog, encoding: .utf8)) ?? "")")
         _ = try await scan.value
 
         let restarted = try await changeFingers(world, stopping: agent, socket: socket)
@@ -305,5 +311,5 @@ struct SSHAgentTests {
 }
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif

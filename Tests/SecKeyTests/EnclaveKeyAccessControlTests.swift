@@ -7,8 +7,8 @@ import SecureCrypto
 import SecurityClient
 import SecurityProtocol
 import SecurityServer
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Enclave keys under the context-aware evaluator")
 struct EnclaveKeyAccessControlTests {
@@ -16,7 +16,8 @@ struct EnclaveKeyAccessControlTests {
         let store = KeyTestStore()
         try store.with(try store.contextClient()) {
             let usageOnly = try #require(
-                SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlockedThisDeviceOnly, .privateKeyUsage, nil))
+                SecAccessControlCreateWithFlags(
+                    nil, kSecAttrAccessibleWhenUnlockedThisDeviceOnly, .privateKeyUsage, nil))
             let free = try makeKey(keyParameters(enclave: true, accessControl: usageOnly))
             #expect(SecKeyCreateSignature(free, .ecdsaSignatureMessageX962SHA256, Data("m".utf8) as CFData, nil) != nil)
             // No presenter and no reader: nothing can satisfy user presence, and nothing is prompted.
@@ -33,7 +34,9 @@ struct EnclaveKeyAccessControlTests {
         let client = try store.contextClient()
         func boundHash(_ flags: UInt64) throws -> Data? {
             let policy = AccessControlPolicy(protection: "aku", flags: flags)
-            guard case .generated(let handle, _) = try client.sendBlocking(KeyRequest.generate(accessControl: policy, item: nil, context: nil))
+            guard
+                case .generated(let handle, _) = try client.sendBlocking(
+                    KeyRequest.generate(accessControl: policy, item: nil, context: nil))
             else { throw SecKeyFailure(status: 6) }
             let sealed = try EnclaveKey(serialized: handle)
             guard case .accessControl(let bound)? = try AttributeCodec.decode(sealed.accessControl)["accc"] else {
@@ -53,7 +56,8 @@ struct EnclaveKeyAccessControlTests {
         let tag = Data("com.example.context".utf8)
         let handle = Data(repeating: 0x5C, count: 32)
         try store.with(evaluator: evaluator) {
-            _ = try makeKey(keyParameters(enclave: true, permanent: true, tag: tag, accessControl: try userPresenceACL()))
+            _ = try makeKey(
+                keyParameters(enclave: true, permanent: true, tag: tag, accessControl: try userPresenceACL()))
             var result: CFTypeRef?
             #expect(
                 SecItemCopyMatching(
@@ -63,7 +67,9 @@ struct EnclaveKeyAccessControlTests {
                     ] as CFDictionary, &result) == errSecSuccess)
             let key = try #require(result.map { $0 as! SecKey })
             #expect(SecKeyCreateSignature(key, .ecdsaSignatureMessageX962SHA256, Data("m".utf8) as CFData, nil) != nil)
-            #expect(evaluator.calls.last == .init(operation: .useKeySign, context: AuthenticationContextID(bytes: [UInt8](handle))))
+            #expect(
+                evaluator.calls.last
+                    == .init(operation: .useKeySign, context: AuthenticationContextID(bytes: [UInt8](handle))))
         }
     }
 }
@@ -104,7 +110,8 @@ struct EnclaveKeyLAContextTests {
                 return result.map { $0 as! SecKey }
             }
             let found = try #require(lookUp(context))
-            #expect(SecKeyCreateSignature(found, .ecdsaSignatureMessageX962SHA256, Data("m".utf8) as CFData, nil) != nil)
+            #expect(
+                SecKeyCreateSignature(found, .ecdsaSignatureMessageX962SHA256, Data("m".utf8) as CFData, nil) != nil)
             // Another context without the credential gets no key.
             let stranger = LAContext()
             stranger.interactionNotAllowed = true

@@ -6,8 +6,8 @@ import SecureCrypto
 import SecurityClient
 import SecurityProtocol
 import SecurityServer
-import Testing
 import TestSupport
+import Testing
 
 @Suite("SecKey with enclave keys")
 struct EnclaveKeyTests {
@@ -75,7 +75,9 @@ struct EnclaveKeyTests {
                 let process = Process()
                 process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
                 process.currentDirectoryURL = directory
-                process.arguments = ["dgst", "-sha256", "-verify", "pub.der", "-keyform", "DER", "-signature", "sig", messageFile]
+                process.arguments = [
+                    "dgst", "-sha256", "-verify", "pub.der", "-keyform", "DER", "-signature", "sig", messageFile,
+                ]
                 let pipe = Pipe()
                 process.standardOutput = pipe
                 process.standardError = pipe
@@ -175,7 +177,8 @@ struct EnclaveKeyTests {
                 } == Int(errSecInteractionNotAllowed))
             #expect(
                 failureStatus {
-                    SecKeyCopyKeyExchangeResult(privateKey, .ecdhKeyExchangeStandard, publicKey, [:] as CFDictionary, $0)
+                    SecKeyCopyKeyExchangeResult(
+                        privateKey, .ecdhKeyExchangeStandard, publicKey, [:] as CFDictionary, $0)
                 } == Int(errSecInteractionNotAllowed))
         }
     }
@@ -210,7 +213,8 @@ struct EnclaveKeyTests {
                 SecKeyCreateEncryptedData(publicKey, .eciesEncryptionStandardX963SHA256AESGCM, message as CFData, nil)
                     as Data?)
             #expect(
-                SecKeyCreateDecryptedData(privateKey, .eciesEncryptionStandardX963SHA256AESGCM, ciphertext as CFData, nil)
+                SecKeyCreateDecryptedData(
+                    privateKey, .eciesEncryptionStandardX963SHA256AESGCM, ciphertext as CFData, nil)
                     as Data? == message)
             #expect(
                 SecKeyCopyKeyExchangeResult(privateKey, .ecdhKeyExchangeStandard, publicKey, [:] as CFDictionary, nil)
@@ -248,8 +252,10 @@ struct EnclaveKeyTests {
         let store = KeyTestStore()
         let tag = Data("com.example.persisted".utf8)
         let (publicBytes, label) = try store.with(evaluator: AllowingEvaluator()) {
-            let privateKey = try makeKey(keyParameters(enclave: true, permanent: true, tag: tag, accessControl: try userPresenceACL()))
-            let publicBytes = try #require(SecKeyCopyExternalRepresentation(SecKeyCopyPublicKey(privateKey)!, nil) as Data?)
+            let privateKey = try makeKey(
+                keyParameters(enclave: true, permanent: true, tag: tag, accessControl: try userPresenceACL()))
+            let publicBytes = try #require(
+                SecKeyCopyExternalRepresentation(SecKeyCopyPublicKey(privateKey)!, nil) as Data?)
             return (publicBytes, InsecureSHA1.hash(publicBytes))
         }
         try store.with(evaluator: AllowingEvaluator()) {
@@ -301,8 +307,10 @@ struct EnclaveKeyTests {
             var result: CFTypeRef?
             #expect(
                 SecItemCopyMatching(
-                    [kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: tag,
-                     kSecMatchLimit as String: kSecMatchLimitAll, kSecReturnRef as String: true] as CFDictionary,
+                    [
+                        kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: tag,
+                        kSecMatchLimit as String: kSecMatchLimitAll, kSecReturnRef as String: true,
+                    ] as CFDictionary,
                     &result) == errSecSuccess)
             #expect((result as? [Any])?.count == 2)
         }
@@ -313,10 +321,13 @@ struct EnclaveKeyTests {
         let store = KeyTestStore()
         let client = try store.client(evaluator: AllowingEvaluator())
         let policy = AccessControlPolicy(protection: "aku", flags: 0x4000_0001)
-        guard case .generated(let handle, _) = try client.sendBlocking(KeyRequest.generate(accessControl: policy, item: nil, context: nil))
+        guard
+            case .generated(let handle, _) = try client.sendBlocking(
+                KeyRequest.generate(accessControl: policy, item: nil, context: nil))
         else { throw SecKeyFailure(status: 3) }
         let digest = SHA256.hash(Data("m".utf8))
-        guard case .signature = try client.sendBlocking(KeyRequest.sign(handle: handle, digest: digest, context: nil)) else {
+        guard case .signature = try client.sendBlocking(KeyRequest.sign(handle: handle, digest: digest, context: nil))
+        else {
             throw SecKeyFailure(status: 4)
         }
         let sealed = try EnclaveKey(serialized: handle)
@@ -338,11 +349,15 @@ struct EnclaveKeyTests {
         otherPublicKey.publicKey = try P256.PrivateKey().publicKey.x963Representation
         for tampered in [changedScalar, weakerACL, otherACL, otherPublicKey] {
             #expect(
-                statusCode { try client.sendBlocking(KeyRequest.sign(handle: tampered.serialized, digest: digest, context: nil)) }
+                statusCode {
+                    try client.sendBlocking(KeyRequest.sign(handle: tampered.serialized, digest: digest, context: nil))
+                }
                     == .decode)
         }
         #expect(
-            statusCode { try client.sendBlocking(KeyRequest.sign(handle: Data("not a key".utf8), digest: digest, context: nil)) }
+            statusCode {
+                try client.sendBlocking(KeyRequest.sign(handle: Data("not a key".utf8), digest: digest, context: nil))
+            }
                 == KeychainStatus.Code(rawValue: errSecInvalidKeyRef))
     }
 
@@ -351,12 +366,18 @@ struct EnclaveKeyTests {
         let (firstStore, secondStore) = (KeyTestStore(), KeyTestStore())
         let first = try firstStore.client(evaluator: AllowingEvaluator())
         let second = try secondStore.client(evaluator: AllowingEvaluator())
-        guard case .generated(let handle, _) = try first.sendBlocking(KeyRequest.generate(accessControl: nil, item: nil, context: nil)) else {
+        guard
+            case .generated(let handle, _) = try first.sendBlocking(
+                KeyRequest.generate(accessControl: nil, item: nil, context: nil))
+        else {
             throw SecKeyFailure(status: 5)
         }
         let digest = SHA256.hash(Data("m".utf8))
-        #expect(statusCode { try second.sendBlocking(KeyRequest.sign(handle: handle, digest: digest, context: nil)) } == .decode)
-        #expect(statusCode { try first.sendBlocking(KeyRequest.sign(handle: handle, digest: digest, context: nil)) } == nil)
+        #expect(
+            statusCode { try second.sendBlocking(KeyRequest.sign(handle: handle, digest: digest, context: nil)) }
+                == .decode)
+        #expect(
+            statusCode { try first.sendBlocking(KeyRequest.sign(handle: handle, digest: digest, context: nil)) } == nil)
     }
 }
 
@@ -380,10 +401,12 @@ struct KeyReferenceAddTests {
                         ] as CFDictionary, &result) == errSecSuccess)
                 let found = try #require(result as? [String: Any])
                 #expect(found[kSecAttrKeyClass as String] as? String == kSecAttrKeyClassPrivate as String)
-                #expect(found[kSecAttrApplicationLabel as String] as? Data == InsecureSHA1.hash(try publicKeyBytes(key)))
+                #expect(
+                    found[kSecAttrApplicationLabel as String] as? Data == InsecureSHA1.hash(try publicKeyBytes(key)))
                 let stored = try #require(found[kSecValueRef as String].map { $0 as! SecKey })
                 let signature = try secKeyCall {
-                    SecKeyCreateSignature(stored, .ecdsaSignatureMessageX962SHA256, Data("m".utf8) as CFData, $0) as Data?
+                    SecKeyCreateSignature(stored, .ecdsaSignatureMessageX962SHA256, Data("m".utf8) as CFData, $0)
+                        as Data?
                 }.get()
                 #expect(
                     SecKeyVerifySignature(

@@ -1,8 +1,8 @@
+import Enclave
 import Foundation
 import KeychainServices
-import LocalAuthentication
-import Enclave
 import KeychainStore
+import LocalAuthentication
 import SecureCrypto
 import SecurityProtocol
 import SecurityServer
@@ -40,25 +40,33 @@ struct KeyAttackTests {
             let mallory = LAContext()
             mallory.interactionNotAllowed = true
             #expect(mallory.setCredential(Data("guess".utf8), type: .applicationPassword))
-            #expect(SecItemCopyMatching([
-                kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: tag, kSecReturnRef as String: true,
-                kSecUseAuthenticationContext as String: mallory,
-            ] as CFDictionary, nil) == errSecAuthFailed)
+            #expect(
+                SecItemCopyMatching(
+                    [
+                        kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: tag,
+                        kSecReturnRef as String: true,
+                        kSecUseAuthenticationContext as String: mallory,
+                    ] as CFDictionary, nil) == errSecAuthFailed)
 
             // Whoever holds the handle (a daemon client that once saw it) asks the engine to sign with a context
             // holding another password, right after the owner signed: nothing opens.
             var ownerFound: CFTypeRef?
-            #expect(SecItemCopyMatching([
-                kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: tag, kSecReturnData as String: true,
-                kSecUseAuthenticationContext as String: owner,
-            ] as CFDictionary, &ownerFound) == errSecSuccess)
+            #expect(
+                SecItemCopyMatching(
+                    [
+                        kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: tag,
+                        kSecReturnData as String: true,
+                        kSecUseAuthenticationContext as String: owner,
+                    ] as CFDictionary, &ownerFound) == errSecSuccess)
             let handle = try #require(ownerFound as? Data)
             let digest = SHA256.hash(Data("m".utf8))
             #expect(throws: KeychainStatus.self) {
-                _ = try client.sendBlocking(KeyRequest.sign(handle: handle, digest: digest, context: try mallory.authenticationContextID()))
+                _ = try client.sendBlocking(
+                    KeyRequest.sign(handle: handle, digest: digest, context: try mallory.authenticationContextID()))
             }
             do {
-                _ = try client.sendBlocking(KeyRequest.sign(handle: handle, digest: digest, context: try mallory.authenticationContextID()))
+                _ = try client.sendBlocking(
+                    KeyRequest.sign(handle: handle, digest: digest, context: try mallory.authenticationContextID()))
             } catch let status as KeychainStatus {
                 #expect(status.code == .authFailed)
             }
@@ -78,8 +86,9 @@ struct KeyAttackTests {
                     #expect(status.code == .authFailed)
                 }
             }
-            guard case .signature = try client.sendBlocking(
-                KeyRequest.sign(handle: handle, digest: digest, context: try owner.authenticationContextID()))
+            guard
+                case .signature = try client.sendBlocking(
+                    KeyRequest.sign(handle: handle, digest: digest, context: try owner.authenticationContextID()))
             else {
                 Issue.record("the owner's context no longer signs")
                 return
@@ -102,9 +111,10 @@ struct KeyAttackTests {
             context.interactionNotAllowed = true
             #expect(context.setCredential(Data("anything".utf8), type: .applicationPassword))
             do {
-                _ = try client.sendBlocking(KeyRequest.sign(
-                    handle: legacy.serialized, digest: SHA256.hash(Data("m".utf8)),
-                    context: try context.authenticationContextID()))
+                _ = try client.sendBlocking(
+                    KeyRequest.sign(
+                        handle: legacy.serialized, digest: SHA256.hash(Data("m".utf8)),
+                        context: try context.authenticationContextID()))
                 Issue.record("an unbound password key signed")
             } catch let status as KeychainStatus {
                 #expect(status.code == .authFailed)
@@ -123,26 +133,35 @@ struct KeyAttackTests {
                     SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, flags, nil))
                 let tag = Data("com.example.software-\(flags.rawValue)".utf8)
                 var error: Unmanaged<CFError>?
-                let key = SecKeyCreateRandomKey([
-                    kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits as String: 256,
-                    kSecPrivateKeyAttrs as String: [
-                        kSecAttrIsPermanent as String: true, kSecAttrApplicationTag as String: tag,
-                        kSecAttrAccessControl as String: access,
-                    ],
-                ] as CFDictionary, &error)
+                let key = SecKeyCreateRandomKey(
+                    [
+                        kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom,
+                        kSecAttrKeySizeInBits as String: 256,
+                        kSecPrivateKeyAttrs as String: [
+                            kSecAttrIsPermanent as String: true, kSecAttrApplicationTag as String: tag,
+                            kSecAttrAccessControl as String: access,
+                        ],
+                    ] as CFDictionary, &error)
                 #expect(key == nil)
                 #expect(error.map { CFErrorGetCode($0.takeRetainedValue()) } == Int(errSecParam))
-                #expect(SecItemCopyMatching([
-                    kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: tag,
-                ] as CFDictionary, nil) == errSecItemNotFound)
+                #expect(
+                    SecItemCopyMatching(
+                        [
+                            kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: tag,
+                        ] as CFDictionary, nil) == errSecItemNotFound)
                 // Nor through SecItemAdd of the key's bytes.
-                let software = try #require(SecKeyCreateRandomKey([
-                    kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits as String: 256,
-                ] as CFDictionary, nil))
-                #expect(SecItemAdd([
-                    kSecClass as String: kSecClassKey, kSecValueRef as String: software,
-                    kSecAttrApplicationTag as String: tag, kSecAttrAccessControl as String: access,
-                ] as CFDictionary, nil) == errSecParam)
+                let software = try #require(
+                    SecKeyCreateRandomKey(
+                        [
+                            kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom,
+                            kSecAttrKeySizeInBits as String: 256,
+                        ] as CFDictionary, nil))
+                #expect(
+                    SecItemAdd(
+                        [
+                            kSecClass as String: kSecClassKey, kSecValueRef as String: software,
+                            kSecAttrApplicationTag as String: tag, kSecAttrAccessControl as String: access,
+                        ] as CFDictionary, nil) == errSecParam)
             }
             // The Secure Enclave path with the same flags still works.
             let access = try #require(
@@ -150,9 +169,12 @@ struct KeyAttackTests {
             let enclave = try makeKey([
                 kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits as String: 256,
                 kSecAttrTokenID as String: kSecAttrTokenIDSecureEnclave,
-                kSecPrivateKeyAttrs as String: [kSecAttrIsPermanent as String: true, kSecAttrAccessControl as String: access],
+                kSecPrivateKeyAttrs as String: [
+                    kSecAttrIsPermanent as String: true, kSecAttrAccessControl as String: access,
+                ],
             ])
-            #expect(SecKeyCreateSignature(enclave, .ecdsaSignatureMessageX962SHA256, Data("m".utf8) as CFData, nil) != nil)
+            #expect(
+                SecKeyCreateSignature(enclave, .ecdsaSignatureMessageX962SHA256, Data("m".utf8) as CFData, nil) != nil)
         }
     }
 }

@@ -6,8 +6,8 @@ import SecurityClient
 import SecurityProtocol
 import SecurityServer
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// A store in a fresh temporary directory, removed when the value goes away. Embedded (the default ``TestMode``),
 /// every client opens its own engine on it; in daemon mode every client is a connection to one `localauthd` of the
@@ -17,7 +17,8 @@ final class KeyTestStore: Sendable {
     private let daemon: StoreDaemon
 
     init() {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("seckey-test-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "seckey-test-\(UUID().uuidString)")
         self.directory = directory
         daemon = StoreDaemon {
             try TestEngine(
@@ -148,7 +149,6 @@ func userPresenceACL() throws -> SecAccessControl {
         SecAccessControlCreateWithFlags(
             nil, kSecAttrAccessibleWhenUnlockedThisDeviceOnly, [.privateKeyUsage, .userPresence], nil))
 }
-
 
 /// The engine status `body` failed with, or nil when it succeeded.
 func statusCode(_ body: () throws -> Any) -> KeychainStatus.Code? {

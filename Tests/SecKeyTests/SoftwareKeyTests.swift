@@ -138,7 +138,8 @@ struct SoftwareKeyTests {
             let bobPublic = try #require(SecKeyCopyPublicKey(try makeKey(keyParameters())))
             #expect(
                 failureStatus {
-                    SecKeyCopyKeyExchangeResult(alice, .ecdhKeyExchangeStandardX963SHA256, bobPublic, [:] as CFDictionary, $0)
+                    SecKeyCopyKeyExchangeResult(
+                        alice, .ecdhKeyExchangeStandardX963SHA256, bobPublic, [:] as CFDictionary, $0)
                 } == Int(errSecParam))
         }
     }
@@ -156,14 +157,18 @@ struct SoftwareKeyTests {
             let recreatedPrivate = try secKeyCall {
                 SecKeyCreateWithData(
                     privateBytes as CFData,
-                    [kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom,
-                     kSecAttrKeyClass as String: kSecAttrKeyClassPrivate] as CFDictionary, $0)
+                    [
+                        kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom,
+                        kSecAttrKeyClass as String: kSecAttrKeyClassPrivate,
+                    ] as CFDictionary, $0)
             }.get()
             let recreatedPublic = try secKeyCall {
                 SecKeyCreateWithData(
                     publicBytes as CFData,
-                    [kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom,
-                     kSecAttrKeyClass as String: kSecAttrKeyClassPublic] as CFDictionary, $0)
+                    [
+                        kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom,
+                        kSecAttrKeyClass as String: kSecAttrKeyClassPublic,
+                    ] as CFDictionary, $0)
             }.get()
             #expect(SecKeyCopyExternalRepresentation(recreatedPrivate, nil) as Data? == privateBytes)
             #expect(SecKeyCopyExternalRepresentation(recreatedPublic, nil) as Data? == publicBytes)
@@ -185,18 +190,26 @@ struct SoftwareKeyTests {
                 kSecAttrKeyClass as String: kSecAttrKeyClassPublic,
             ]
             var notOnCurve = Data([0x04] + [UInt8](repeating: 1, count: 64))
-            #expect(failureStatus { SecKeyCreateWithData(notOnCurve as CFData, ec as CFDictionary, $0) } == Int(errSecDecode))
+            #expect(
+                failureStatus { SecKeyCreateWithData(notOnCurve as CFData, ec as CFDictionary, $0) }
+                    == Int(errSecDecode))
             notOnCurve.removeLast()
-            #expect(failureStatus { SecKeyCreateWithData(notOnCurve as CFData, ec as CFDictionary, $0) } == Int(errSecDecode))
+            #expect(
+                failureStatus { SecKeyCreateWithData(notOnCurve as CFData, ec as CFDictionary, $0) }
+                    == Int(errSecDecode))
             #expect(
                 failureStatus {
-                    SecKeyCreateWithData(Data() as CFData, [kSecAttrKeyClass as String: kSecAttrKeyClassPublic] as CFDictionary, $0)
+                    SecKeyCreateWithData(
+                        Data() as CFData, [kSecAttrKeyClass as String: kSecAttrKeyClassPublic] as CFDictionary, $0)
                 } == Int(errSecParam))
             #expect(
                 failureStatus {
                     SecKeyCreateWithData(
                         Data() as CFData,
-                        [kSecAttrKeyType as String: kSecAttrKeyTypeRSA, kSecAttrKeyClass as String: kSecAttrKeyClassPublic]
+                        [
+                            kSecAttrKeyType as String: kSecAttrKeyTypeRSA,
+                            kSecAttrKeyClass as String: kSecAttrKeyClassPublic,
+                        ]
                             as CFDictionary, $0)
                 } == Int(errSecParam))
         }
@@ -209,13 +222,15 @@ struct SoftwareKeyTests {
             for size in [0, 31, 33, 64] {
                 #expect(
                     failureStatus {
-                        SecKeyCreateSignature(privateKey, .ecdsaSignatureDigestX962SHA256, Data(count: size) as CFData, $0)
+                        SecKeyCreateSignature(
+                            privateKey, .ecdsaSignatureDigestX962SHA256, Data(count: size) as CFData, $0)
                     } == Int(errSecParam))
             }
             var error: Unmanaged<CFError>?
             #expect(
                 !SecKeyVerifySignature(
-                    publicKey, .ecdsaSignatureDigestX962SHA256, Data(count: 20) as CFData, Data([0x30]) as CFData, &error))
+                    publicKey, .ecdsaSignatureDigestX962SHA256, Data(count: 20) as CFData, Data([0x30]) as CFData,
+                    &error))
             #expect(error?.takeRetainedValue().code == Int(errSecParam))
         }
     }
@@ -226,7 +241,8 @@ struct SoftwareKeyTests {
             let publicKey = try #require(SecKeyCopyPublicKey(privateKey))
             #expect(!SecKeyIsAlgorithmSupported(privateKey, .sign, .eciesEncryptionStandardVariableIVX963SHA256AESGCM))
             #expect(!SecKeyIsAlgorithmSupported(publicKey, .sign, .ecdsaSignatureMessageX962SHA256))
-            #expect(!SecKeyIsAlgorithmSupported(privateKey, .encrypt, .eciesEncryptionStandardVariableIVX963SHA256AESGCM))
+            #expect(
+                !SecKeyIsAlgorithmSupported(privateKey, .encrypt, .eciesEncryptionStandardVariableIVX963SHA256AESGCM))
             #expect(!SecKeyIsAlgorithmSupported(privateKey, .sign, .ecdsaSignatureMessageX962SHA384))
             #expect(!SecKeyIsAlgorithmSupported(privateKey, .sign, SecKeyAlgorithm(rawValue: "algid:sign:RSA:raw")))
             #expect(SecKeyIsAlgorithmSupported(privateKey, .keyExchange, .ecdhKeyExchangeStandardX963SHA256))
@@ -240,7 +256,8 @@ struct SoftwareKeyTests {
                     == Int(errSecParam))
             #expect(
                 failureStatus {
-                    SecKeyCreateEncryptedData(privateKey, .eciesEncryptionStandardVariableIVX963SHA256AESGCM, message, $0)
+                    SecKeyCreateEncryptedData(
+                        privateKey, .eciesEncryptionStandardVariableIVX963SHA256AESGCM, message, $0)
                 } == Int(errSecParam))
         }
     }

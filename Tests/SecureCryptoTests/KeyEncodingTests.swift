@@ -34,13 +34,21 @@ struct KeyEncodingTests {
         var point = try P256.PrivateKey().publicKey.x963Representation
         point[64] ^= 0x01
         #expect { try P256.PublicKey(x963Representation: point) } throws: { CryptoError.Code.pointNotOnCurve ~= $0 }
-        #expect { try P256.PublicKey(x963Representation: point.prefix(64)) } throws: { CryptoError.Code.invalidKeyEncoding ~= $0 }
+        #expect { try P256.PublicKey(x963Representation: point.prefix(64)) } throws: {
+            CryptoError.Code.invalidKeyEncoding ~= $0
+        }
         var compressed = Data(point.prefix(33))
         compressed[0] = 0x02
-        #expect { try P256.PublicKey(x963Representation: compressed) } throws: { CryptoError.Code.invalidKeyEncoding ~= $0 }
+        #expect { try P256.PublicKey(x963Representation: compressed) } throws: {
+            CryptoError.Code.invalidKeyEncoding ~= $0
+        }
         let der = try P256.PrivateKey().publicKey.derRepresentation
-        #expect { try P256.PublicKey(derRepresentation: der + [0]) } throws: { CryptoError.Code.invalidKeyEncoding ~= $0 }
-        #expect { try P256.PublicKey(derRepresentation: Data([0x30, 0x00])) } throws: { CryptoError.Code.invalidKeyEncoding ~= $0 }
+        #expect { try P256.PublicKey(derRepresentation: der + [0]) } throws: {
+            CryptoError.Code.invalidKeyEncoding ~= $0
+        }
+        #expect { try P256.PublicKey(derRepresentation: Data([0x30, 0x00])) } throws: {
+            CryptoError.Code.invalidKeyEncoding ~= $0
+        }
     }
 
     @Test("Scalars 0, n and above, and a scalar that does not match its point are refused")
@@ -56,7 +64,9 @@ struct KeyEncodingTests {
         let other = try P256.PrivateKey().x963Representation.slice(65..<97)
         let mismatched = SecureBytes(point).appending(other)
         #expect { try P256.PrivateKey(x963Representation: mismatched) } throws: { CryptoError.Code.invalidScalar ~= $0 }
-        #expect { try P256.PrivateKey(x963Representation: SecureBytes(point)) } throws: { CryptoError.Code.invalidKeyEncoding ~= $0 }
+        #expect { try P256.PrivateKey(x963Representation: SecureBytes(point)) } throws: {
+            CryptoError.Code.invalidKeyEncoding ~= $0
+        }
     }
 
     @Test("DER and raw signatures convert both ways and verify alike; message and digest forms agree")
@@ -70,8 +80,12 @@ struct KeyEncodingTests {
         #expect(back == signature)
         #expect(key.publicKey.isValidSignature(back, forDigest: SHA256.hash(message)))
         #expect(!key.publicKey.isValidSignature(signature, for: Data("sign me!".utf8)))
-        #expect { try ECDSASignature(rawRepresentation: raw.prefix(63)) } throws: { CryptoError.Code.invalidSignatureEncoding ~= $0 }
-        #expect { try ECDSASignature(derRepresentation: signature.derRepresentation + [0]) } throws: { CryptoError.Code.invalidSignatureEncoding ~= $0 }
+        #expect { try ECDSASignature(rawRepresentation: raw.prefix(63)) } throws: {
+            CryptoError.Code.invalidSignatureEncoding ~= $0
+        }
+        #expect { try ECDSASignature(derRepresentation: signature.derRepresentation + [0]) } throws: {
+            CryptoError.Code.invalidSignatureEncoding ~= $0
+        }
     }
 
     @Test("A signature verifies with the openssl command-line tool on the exported public key")
@@ -89,7 +103,9 @@ struct KeyEncodingTests {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
             process.currentDirectoryURL = directory
-            process.arguments = ["dgst", "-sha256", "-verify", "pub.der", "-keyform", "DER", "-signature", "sig", messageFile]
+            process.arguments = [
+                "dgst", "-sha256", "-verify", "pub.der", "-keyform", "DER", "-signature", "sig", messageFile,
+            ]
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
             try process.run()
@@ -106,8 +122,12 @@ struct KeyEncodingTests {
         let alice = try P256.PrivateKey()
         let bob = try P256.PrivateKey()
         #expect(try alice.sharedSecret(with: bob.publicKey) == bob.sharedSecret(with: alice.publicKey))
-        let derived = try alice.sharedSecret(with: bob.publicKey, x963SharedInfo: Data("info".utf8), outputByteCount: 48)
+        let derived = try alice.sharedSecret(
+            with: bob.publicKey, x963SharedInfo: Data("info".utf8), outputByteCount: 48)
         #expect(derived.count == 48)
-        #expect(derived == (try bob.sharedSecret(with: alice.publicKey, x963SharedInfo: Data("info".utf8), outputByteCount: 48)))
+        #expect(
+            derived
+                == (try bob.sharedSecret(with: alice.publicKey, x963SharedInfo: Data("info".utf8), outputByteCount: 48))
+        )
     }
 }

@@ -24,8 +24,12 @@ struct PrimitiveTests {
         let code = HMACSHA256.authenticationCode(
             for: Data("what do ya want for nothing?".utf8), using: SecureBytes(Data("Jefe".utf8)))
         #expect(code.hex == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
-        #expect(HMACSHA256.isValidAuthenticationCode(code, for: Data("what do ya want for nothing?".utf8), using: SecureBytes(Data("Jefe".utf8))))
-        #expect(!HMACSHA256.isValidAuthenticationCode(code, for: Data("what do ya want for nothing!".utf8), using: SecureBytes(Data("Jefe".utf8))))
+        #expect(
+            HMACSHA256.isValidAuthenticationCode(
+                code, for: Data("what do ya want for nothing?".utf8), using: SecureBytes(Data("Jefe".utf8))))
+        #expect(
+            !HMACSHA256.isValidAuthenticationCode(
+                code, for: Data("what do ya want for nothing!".utf8), using: SecureBytes(Data("Jefe".utf8))))
     }
 
     /// Issue "Caller identity", item 6: a decryption context returned to the pool keeps nothing of the row key it
@@ -53,12 +57,17 @@ struct PrimitiveTests {
 
     @Test("scrypt matches RFC 7914's test vector, PBKDF2-SHA256 RFC 7914's, and parameters survive encoding")
     func passwordKDFs() throws {
-        let scrypt = try PasswordKDF.scrypt(cost: 1024, blockSize: 8, parallelism: 16, outputByteCount: 64, salt: Data("NaCl".utf8))
-        #expect(try scrypt.deriveKey(from: SecureBytes(Data("password".utf8))).unprotectedData().hex ==
-            "fdbabe1c9d3472007856e7190d01e9fe7c6ad7cbc8237830e77376634b3731622eaf30d92e22a3886ff109279d9830dac727afb94a83ee6d8360cbdfa2cc0640")
+        let scrypt = try PasswordKDF.scrypt(
+            cost: 1024, blockSize: 8, parallelism: 16, outputByteCount: 64, salt: Data("NaCl".utf8))
+        #expect(
+            try scrypt.deriveKey(from: SecureBytes(Data("password".utf8))).unprotectedData().hex
+                == "fdbabe1c9d3472007856e7190d01e9fe7c6ad7cbc8237830e77376634b3731622eaf30d92e22a3886ff109279d9830dac727afb94a83ee6d8360cbdfa2cc0640"
+        )
         let pbkdf2 = try PasswordKDF.pbkdf2SHA256(iterations: 1, outputByteCount: 64, salt: Data("salt".utf8))
-        #expect(try pbkdf2.deriveKey(from: SecureBytes(Data("passwd".utf8))).unprotectedData().hex ==
-            "55ac046e56e3089fec1691c22544b605f94185216dde0465e68b9d57c20dacbc49ca9cccf179b645991664b39d77ef317c71b845b1e30bd509112041d3a19783")
+        #expect(
+            try pbkdf2.deriveKey(from: SecureBytes(Data("passwd".utf8))).unprotectedData().hex
+                == "55ac046e56e3089fec1691c22544b605f94185216dde0465e68b9d57c20dacbc49ca9cccf179b645991664b39d77ef317c71b845b1e30bd509112041d3a19783"
+        )
         let decoded = try JSONDecoder().decode(PasswordKDF.self, from: JSONEncoder().encode(scrypt))
         #expect(decoded == scrypt)
         #expect(throws: CryptoError.self) { try PasswordKDF.scrypt(cost: 1000) }
@@ -68,15 +77,25 @@ struct PrimitiveTests {
     func aesGCMBinding() throws {
         let key = try SecureBytes(randomCount: 32)
         let box = try AESGCM.seal(Data("secret".utf8), using: key, authenticating: Data("row 1".utf8))
-        #expect(try AESGCM.open(box, using: key, authenticating: Data("row 1".utf8)).unprotectedData() == Data("secret".utf8))
-        #expect { try AESGCM.open(box, using: key, authenticating: Data("row 2".utf8)) } throws: { CryptoError.Code.authenticationFailure ~= $0 }
-        #expect { try AESGCM.open(box, using: SecureBytes(randomCount: 32), authenticating: Data("row 1".utf8)) } throws: { CryptoError.Code.authenticationFailure ~= $0 }
+        #expect(
+            try AESGCM.open(box, using: key, authenticating: Data("row 1".utf8)).unprotectedData()
+                == Data("secret".utf8))
+        #expect { try AESGCM.open(box, using: key, authenticating: Data("row 2".utf8)) } throws: {
+            CryptoError.Code.authenticationFailure ~= $0
+        }
+        #expect {
+            try AESGCM.open(box, using: SecureBytes(randomCount: 32), authenticating: Data("row 1".utf8))
+        } throws: { CryptoError.Code.authenticationFailure ~= $0 }
         var tampered = box
         tampered.ciphertext[0] ^= 1
-        #expect { try AESGCM.open(tampered, using: key, authenticating: Data("row 1".utf8)) } throws: { CryptoError.Code.authenticationFailure ~= $0 }
+        #expect { try AESGCM.open(tampered, using: key, authenticating: Data("row 1".utf8)) } throws: {
+            CryptoError.Code.authenticationFailure ~= $0
+        }
         let combined = try AESGCM.SealedBox(combined: box.combined)
         #expect(combined == box)
-        #expect { try AESGCM.seal(Data(), using: SecureBytes(zeros: 20)) } throws: { CryptoError.Code.invalidParameter ~= $0 }
+        #expect { try AESGCM.seal(Data(), using: SecureBytes(zeros: 20)) } throws: {
+            CryptoError.Code.invalidParameter ~= $0
+        }
         #expect { try AESGCM.Nonce(Data(count: 8)) } throws: { CryptoError.Code.invalidParameter ~= $0 }
     }
 
@@ -129,7 +148,9 @@ struct PrimitiveTests {
 
     @Test("Errors drain OpenSSL's queue into the error and leave it empty")
     func errorQueue() throws {
-        #expect(throws: CryptoError.self) { try P256.PublicKey(derRepresentation: Data([0x30, 0x03, 0x02, 0x01, 0x01])) }
+        #expect(throws: CryptoError.self) {
+            try P256.PublicKey(derRepresentation: Data([0x30, 0x03, 0x02, 0x01, 0x01]))
+        }
         #expect(OpenSSLErrorQueue.drain().isEmpty)
     }
 }
@@ -145,8 +166,9 @@ struct PreparedHMACKeyTests {
             #expect(key.authenticationCode(for: message) == key.authenticationCode(for: message))
         }
         let jefe = HMACSHA256.Key(SecureBytes(Data("Jefe".utf8)))
-        #expect(jefe.authenticationCode(for: Data("what do ya want for nothing?".utf8)).hex
-            == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
+        #expect(
+            jefe.authenticationCode(for: Data("what do ya want for nothing?".utf8)).hex
+                == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
     }
 
     @Test("Keys shorter than, as long as and longer than a SHA-256 block give the one-shot codes (RFC 4231 case 6)")
@@ -160,7 +182,8 @@ struct PreparedHMACKeyTests {
             }
         }
         let long = HMACSHA256.Key(SecureBytes(Data(repeating: 0xaa, count: 131)))
-        #expect(long.authenticationCode(for: Data("Test Using Larger Than Block-Size Key - Hash Key First".utf8)).hex
-            == "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54")
+        #expect(
+            long.authenticationCode(for: Data("Test Using Larger Than Block-Size Key - Hash Key First".utf8)).hex
+                == "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54")
     }
 }

@@ -30,7 +30,8 @@ struct VectorTally {
     var failures: [String] = []
 
     /// Checks one vector: `valid` must be accepted, `invalid` must be rejected, `acceptable` may go either way.
-    mutating func record(tcId: Int, result: String, flags: [String], outcome: VectorOutcome, skipReason: String? = nil) {
+    mutating func record(tcId: Int, result: String, flags: [String], outcome: VectorOutcome, skipReason: String? = nil)
+    {
         counts["\(result)/\(outcome.rawValue)", default: 0] += 1
         switch (result, outcome) {
         case (_, .skipped):
@@ -49,9 +50,15 @@ struct VectorTally {
     /// Prints the tally and fails the test for every valid vector rejected or invalid vector accepted.
     func finish(expectedTotal: Int) {
         let total = counts.values.reduce(0, +)
-        var lines = ["\(file): \(total) vectors: " + counts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")]
+        var lines = [
+            "\(file): \(total) vectors: "
+                + counts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+        ]
         for (flag, outcomes) in acceptableByFlag.sorted(by: { $0.key < $1.key }) {
-            lines.append("  acceptable flag \(flag): " + outcomes.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key.rawValue) \($0.value)" }.joined(separator: ", "))
+            lines.append(
+                "  acceptable flag \(flag): "
+                    + outcomes.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key.rawValue) \($0.value)" }
+                    .joined(separator: ", "))
         }
         for (reason, count) in skipReasons.sorted(by: { $0.key < $1.key }) {
             lines.append("  skipped \(count): \(reason)")

@@ -7,7 +7,9 @@ import Testing
 struct WycheproofTests {
     struct ECDSAGroup: Decodable {
         struct Key: Decodable { var uncompressed: String }
-        struct Test: Decodable { var tcId: Int; var flags: [String]; var msg: String; var sig: String; var result: String }
+        struct Test: Decodable {
+            var tcId: Int; var flags: [String]; var msg: String; var sig: String; var result: String
+        }
         var publicKey: Key
         var publicKeyDer: String
         var sha: String
@@ -30,7 +32,8 @@ struct WycheproofTests {
                 } else {
                     accepted = false
                 }
-                tally.record(tcId: test.tcId, result: test.result, flags: test.flags, outcome: accepted ? .accepted : .rejected)
+                tally.record(
+                    tcId: test.tcId, result: test.result, flags: test.flags, outcome: accepted ? .accepted : .rejected)
             }
         }
         tally.finish(expectedTotal: file.numberOfTests)
@@ -53,7 +56,8 @@ struct WycheproofTests {
                 } else {
                     accepted = false
                 }
-                tally.record(tcId: test.tcId, result: test.result, flags: test.flags, outcome: accepted ? .accepted : .rejected)
+                tally.record(
+                    tcId: test.tcId, result: test.result, flags: test.flags, outcome: accepted ? .accepted : .rejected)
             }
         }
         tally.finish(expectedTotal: file.numberOfTests)
@@ -145,9 +149,12 @@ struct WycheproofTests {
                 if test.result == "valid" {
                     let sealed = try AESGCM.seal(Data(hex: test.msg), using: key, nonce: nonce, authenticating: aad)
                     #expect(sealed == box, "tcId \(test.tcId): seal reproduces ciphertext and tag")
-                    #expect(opened?.unprotectedData() == Data(hex: test.msg), "tcId \(test.tcId): open gives the message")
+                    #expect(
+                        opened?.unprotectedData() == Data(hex: test.msg), "tcId \(test.tcId): open gives the message")
                 }
-                tally.record(tcId: test.tcId, result: test.result, flags: test.flags, outcome: opened == nil ? .rejected : .accepted)
+                tally.record(
+                    tcId: test.tcId, result: test.result, flags: test.flags,
+                    outcome: opened == nil ? .rejected : .accepted)
             }
         }
         tally.finish(expectedTotal: file.numberOfTests)
@@ -189,7 +196,9 @@ struct WycheproofTests {
                 checked += 1
             }
         }
-        #expect(checked >= 100 && reused > 0 && rejected > 0, "\(checked) vectors, \(reused) on a reused opener, \(rejected) rejections")
+        #expect(
+            checked >= 100 && reused > 0 && rejected > 0,
+            "\(checked) vectors, \(reused) on a reused opener, \(rejected) rejections")
         let other = SecureBytes(Data(repeating: 7, count: 32))
         #expect(try !AESGCM.Opener(key: SecureBytes(Data(repeating: 8, count: 32))).isKeyed(with: other))
         #expect(throws: CryptoError.self) { try AESGCM.Opener(key: SecureBytes(Data(count: 20))) }
@@ -215,7 +224,9 @@ struct WycheproofTests {
                 if let output, test.result == "valid" {
                     #expect(output.unprotectedData() == Data(hex: test.okm), "tcId \(test.tcId)")
                 }
-                tally.record(tcId: test.tcId, result: test.result, flags: test.flags, outcome: output == nil ? .rejected : .accepted)
+                tally.record(
+                    tcId: test.tcId, result: test.result, flags: test.flags,
+                    outcome: output == nil ? .rejected : .accepted)
             }
         }
         tally.finish(expectedTotal: file.numberOfTests)

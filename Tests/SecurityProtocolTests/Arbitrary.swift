@@ -457,7 +457,9 @@ extension AuthenticationRequest: Arbitrary {
         case 0: return .createContext
         case 1: return .invalidate(id)
         case 2: return .discard(id)
-        case 3: return .evaluatePolicy(EvaluationPolicy.arbitrary(using: &rng), id, EvaluationOptions.arbitrary(using: &rng))
+        case 3:
+            return .evaluatePolicy(
+                EvaluationPolicy.arbitrary(using: &rng), id, EvaluationOptions.arbitrary(using: &rng))
         case 4: return .canEvaluatePolicy(EvaluationPolicy.arbitrary(using: &rng), id)
         case 5:
             return .evaluateAccessControl(
@@ -535,14 +537,16 @@ extension CallerInfo: Arbitrary {
             executableDigest: Draw.optional(&rng) { Draw.data(&$0) },
             applicationIdentifier: Draw.optional(&rng) { Draw.string(&$0) },
             registrationFile: Draw.optional(&rng) { Draw.string(&$0) },
-            accessGroups: (0..<Draw.count(0...3, &rng)).map { _ in Draw.string(&rng) }, mayAccessAllGroups: Draw.bool(&rng),
+            accessGroups: (0..<Draw.count(0...3, &rng)).map { _ in Draw.string(&rng) },
+            mayAccessAllGroups: Draw.bool(&rng),
             enclave: Draw.optional(&rng) { Draw.string(&$0) })
     }
 }
 
 extension VerificationEvent: Arbitrary {
     static func arbitrary(using rng: inout any SeededRandomNumberGenerator) -> VerificationEvent {
-        Draw.bool(&rng) ? .waitingForFinger : .retry(reason: ScanRetryReason.arbitrary(using: &rng), detail: Draw.string(&rng))
+        Draw.bool(&rng)
+            ? .waitingForFinger : .retry(reason: ScanRetryReason.arbitrary(using: &rng), detail: Draw.string(&rng))
     }
 }
 
@@ -639,7 +643,8 @@ extension ServerMessage: Arbitrary {
             return .login(
                 id,
                 LoginOutcome(
-                    unlocked: Draw.bool(&rng), sessions: Draw.int(&rng), note: Draw.optional(&rng) { Draw.string(&$0) }))
+                    unlocked: Draw.bool(&rng), sessions: Draw.int(&rng), note: Draw.optional(&rng) { Draw.string(&$0) })
+            )
         case 12: return .agentRegistered(id, Draw.string(&rng))
         case 13: return .agentPrompt(PromptEvent.arbitrary(using: &rng), CallerInfo.arbitrary(using: &rng))
         case 14: return .agentPromptEnded(id)

@@ -2,8 +2,8 @@ import Foundation
 import PropertyBased
 import SecureCrypto
 import SecurityProtocol
-import Testing
 import TestSupport
+import Testing
 
 /// The frame of `value` as ordinary bytes, to cut and corrupt.
 func frameBytes(_ value: some ProtocolCodable) -> [UInt8] {
@@ -259,7 +259,8 @@ struct HostileFrameTests {
         for prefix in [0, 1, 7, 8, 9, 16, 23] {
             let ascii = Array(repeating: UInt8(ascii: "k"), count: prefix)
             #expect(
-                decodingError(handMadeFrame { $0.rawBytes(ascii + [0xC3, 0x28]) }, as: String.self)?.code == .invalidValue,
+                decodingError(handMadeFrame { $0.rawBytes(ascii + [0xC3, 0x28]) }, as: String.self)?.code
+                    == .invalidValue,
                 "an invalid byte after \(prefix) ASCII bytes")
             #expect(
                 decodingError(handMadeFrame { $0.rawBytes(ascii + [0xFF]) }, as: String.self)?.code == .invalidValue)

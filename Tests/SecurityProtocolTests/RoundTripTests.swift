@@ -35,7 +35,8 @@ struct MessageType: Sendable, CustomTestStringConvertible {
         .of(PasscodePrompt.self), .of(PasscodeMessage.self), .of(Finger.self), .of(PrintIdentifier.self),
         .of(EnrolledPrintInfo.self), .of(EnrollmentEvent.self), .of(ECIES.Variant.self),
         .of(EvaluationOptions.self), .of(AuthenticationRequest.self), .of(AuthenticationResponse.self),
-        .of(PromptEvent.self), .of(PromptAnswer.self), .of(ReaderInfo.self), .of(CallerInfo.self), .of(VerificationEvent.self),
+        .of(PromptEvent.self), .of(PromptAnswer.self), .of(ReaderInfo.self), .of(CallerInfo.self),
+        .of(VerificationEvent.self),
         .of(AdministrationRequest.self), .of(AdministrationEvent.self), .of(ClientMessage.self),
         .of(ServerMessage.self),
     ]

@@ -51,7 +51,9 @@ struct WireFormatTests {
                 == "01" + "0000001c" + "0a" + "00000017" + "01" + "00000008" + "0000000000000001" + "02" + "00000005"
                 + "02" + "00000000")
         #expect(
-            hex(frameBytes(ClientMessage.login(1, .passwordChanged(old: SecureBytes([0x61]), new: SecureBytes([0x62])))))
+            hex(
+                frameBytes(ClientMessage.login(1, .passwordChanged(old: SecureBytes([0x61]), new: SecureBytes([0x62]))))
+            )
                 == "01" + "00000028" + "0a" + "00000023" + "01" + "00000008" + "0000000000000001" + "02" + "00000011"
                 + "03" + "0000000c" + "01" + "00000001" + "61" + "02" + "00000001" + "62")
         // The answer: login(1, {unlocked true, sessions 2, note "n"}).

@@ -4,7 +4,7 @@ import SecurityClient
 import SecurityProtocol
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A real `localauthd` process for a test: its own socket, state and configuration directories under `directory`,
@@ -80,7 +80,8 @@ package final class DaemonProcess: @unchecked Sendable {
         ]
         if let stress = try? builtExecutable("keychain-stress") {
             tools["keychain-stress.conf"] = AppRegistration(
-                applicationIdentifier: "localtest.stress", executable: (stress.path as NSString).resolvingSymlinksInPath,
+                applicationIdentifier: "localtest.stress",
+                executable: (stress.path as NSString).resolvingSymlinksInPath,
                 isAdministrative: true)
         }
         return tools

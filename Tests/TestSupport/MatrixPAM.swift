@@ -15,9 +15,9 @@ package enum MatrixPAM {
         try users.map { "\($0.name):\($0.password):\(service)\n" }.joined()
             .write(toFile: passdb, atomically: true, encoding: .utf8)
         try """
-            auth     required  \(module) passdb=\(passdb)
-            account  required  \(module) passdb=\(passdb)
+        auth     required  \(module) passdb=\(passdb)
+        account  required  \(module) passdb=\(passdb)
 
-            """.write(toFile: directory + "/" + service, atomically: true, encoding: .utf8)
+        """.write(toFile: directory + "/" + service, atomically: true, encoding: .utf8)
     }
 }

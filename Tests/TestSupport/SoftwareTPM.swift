@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A real TPM 2.0 for tests: Debian's `swtpm` on a state directory of its own, reached through the TCTI

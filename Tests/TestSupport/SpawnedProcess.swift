@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A child process started with `posix_spawn` and reaped with `waitpid`: no Foundation `Process`, whose exit
@@ -58,7 +58,8 @@ package final class SpawnedProcess: @unchecked Sendable {
         var child: pid_t = 0
         let status = posix_spawn(&child, executable, &actions, &attributes, argv, envp)
         guard status == 0 else {
-            throw CocoaError(.executableLoad, userInfo: [NSLocalizedDescriptionKey: "posix_spawn \(executable): \(status)"])
+            throw CocoaError(
+                .executableLoad, userInfo: [NSLocalizedDescriptionKey: "posix_spawn \(executable): \(status)"])
         }
         pid = child
     }

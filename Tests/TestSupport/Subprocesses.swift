@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// An executable product of this package (`lactl`, `keychain-stress`), built next to the test bundle.

@@ -9,7 +9,7 @@ import Synchronization
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Which client the suites' worlds use. `make test` runs the client-facing suites twice: `LA_TEST_MODE=embedded`
@@ -110,7 +110,8 @@ package final class TestEngine: Sendable {
         let presenter = presenter ?? defaultPresenter
         if let embeddedEngine {
             return EmbeddedClient(
-                engine: embeddedEngine, caller: CallerIdentity(accessGroups: accessGroups, mayAccessAllGroups: allGroups),
+                engine: embeddedEngine,
+                caller: CallerIdentity(accessGroups: accessGroups, mayAccessAllGroups: allGroups),
                 defaultPresenter: presenter)
         }
         return try daemon!.client(accessGroups: accessGroups, allGroups: allGroups, presenter: presenter)

@@ -168,7 +168,8 @@ struct KeyAttestationTests {
         #expect(control.activated, "\(control.output)")
 
         // Without the credential, the forger's statement carries some other nonce.
-        let statement = try Self.certifyStatement(nonce: try SecureRandom.bytes(32), name: Data([0, 0x0B]) + Data(count: 32))
+        let statement = try Self.certifyStatement(
+            nonce: try SecureRandom.bytes(32), name: Data([0, 0x0B]) + Data(count: 32))
         let signature = try softwareKey.signature(for: statement).rawRepresentation
         let error = #expect(throws: TPMAttestationError.self) {
             try verifier.verify(
@@ -189,14 +190,16 @@ struct KeyAttestationTests {
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
         func sized(_ data: Data) -> Data { Data([UInt8(data.count >> 8), UInt8(data.count & 0xFF)]) + data }
         // tpm2-tools' credential file: magic, version, then the TPM2B_ID_OBJECT and TPM2B_ENCRYPTED_SECRET.
-        try (Data([0xBA, 0xDC, 0xC0, 0xDE, 0, 0, 0, 1]) + sized(challenge.credentialBlob)
+        try
+            (Data([0xBA, 0xDC, 0xC0, 0xDE, 0, 0, 0, 1]) + sized(challenge.credentialBlob)
             + sized(challenge.encryptedSecret)).write(to: work.appendingPathComponent("credential"))
         let loadAttestationKey: String
         if let attestationKey {
             try sized(attestationKey).write(to: work.appendingPathComponent("ak.pub"))
             loadAttestationKey = "tpm2_loadexternal -C e -u ak.pub -c ak.ctx"
         } else {
-            loadAttestationKey = "tpm2_createprimary -C e -G ecc256:ecdsa-sha256:null -c ak.ctx "
+            loadAttestationKey =
+                "tpm2_createprimary -C e -G ecc256:ecdsa-sha256:null -c ak.ctx "
                 + "-a 'fixedtpm|fixedparent|sensitivedataorigin|userwithauth|restricted|sign|noda'"
         }
         let script = """
@@ -262,7 +265,8 @@ struct LactlKeyAttestationTests {
         try JSONEncoder().encode(challenge).write(to: challengeFile)
 
         let attestRun = try runCapturingOutput(
-            lactl, ["keys", "attest", "--ssh-key", "deploy", "--challenge", challengeFile.path], environment: environment)
+            lactl, ["keys", "attest", "--ssh-key", "deploy", "--challenge", challengeFile.path],
+            environment: environment)
         #expect(attestRun.status == 0, "\(attestRun.output)")
         let attestation = try JSONDecoder().decode(TPMKeyAttestation.self, from: Data(attestRun.output.utf8))
         #expect(try verifier.verify(attestation, expecting: expectation).publicKey == sshPublicKey)

@@ -5,7 +5,7 @@ import TestSupport
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Where the private scalar of an enclave key is, read from the memory of a process using the key.
@@ -46,7 +46,9 @@ struct KeyMemoryTests {
             let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
             if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("public ") }) {
                 let hex = Array(line.dropFirst(7).utf8)
-                return stride(from: 0, to: hex.count - 1, by: 2).map { UInt8(String(decoding: hex[$0...$0 + 1], as: UTF8.self), radix: 16)! }
+                return stride(from: 0, to: hex.count - 1, by: 2).map {
+                    UInt8(String(decoding: hex[$0...$0 + 1], as: UTF8.self), radix: 16)!
+                }
             }
             guard holder.isRunning else { throw ScanFailure("keychain-stress hold-key failed: \(text)") }
             usleep(50_000)
@@ -102,7 +104,9 @@ final class ScalarScan {
             let bounds = fields[0].split(separator: "-").compactMap { UInt64($0, radix: 16) }
             guard bounds.count == 2 else { continue }
             var buffer = [UInt8](repeating: 0, count: Int(bounds[1] - bounds[0]))
-            let count = buffer.withUnsafeMutableBytes { pread(memory, $0.baseAddress, $0.count, off_t(Int64(bitPattern: bounds[0]))) }
+            let count = buffer.withUnsafeMutableBytes {
+                pread(memory, $0.baseAddress, $0.count, off_t(Int64(bitPattern: bounds[0])))
+            }
             guard count > 0 else { continue }
             bytesRead += count
             hits += buffer.withUnsafeBytes { windows(in: UnsafeRawBufferPointer(rebasing: $0[0..<count])) }

@@ -24,7 +24,9 @@ struct TPMConnectionTests {
         #expect(try tpm.withConnection { try $0.unseal(reopened, authorization: authorization) } == secret)
 
         let wrong = try SecureBytes(randomCount: 32)
-        let error = #expect(throws: TPMError.self) { try tpm.withConnection { try $0.unseal(object, authorization: wrong) } }
+        let error = #expect(throws: TPMError.self) {
+            try tpm.withConnection { try $0.unseal(object, authorization: wrong) }
+        }
         #expect(error?.isAuthorizationFailure == true)
     }
 
@@ -39,12 +41,16 @@ struct TPMConnectionTests {
     }
 
     @Test func changedBytesDoNotLoad() throws {
-        let object = try tpm.withConnection { try $0.seal(try SecureBytes(randomCount: 32), authorization: SecureBytes(zeros: 0)) }
+        let object = try tpm.withConnection {
+            try $0.seal(try SecureBytes(randomCount: 32), authorization: SecureBytes(zeros: 0))
+        }
         var changed = object
         var privateBytes = [UInt8](changed.privateArea)
         privateBytes[privateBytes.count - 3] ^= 1
         changed.privateArea = Data(privateBytes)
-        #expect(throws: TPMError.self) { try tpm.withConnection { try $0.unseal(changed, authorization: SecureBytes(zeros: 0)) } }
+        #expect(throws: TPMError.self) {
+            try tpm.withConnection { try $0.unseal(changed, authorization: SecureBytes(zeros: 0)) }
+        }
         #expect(throws: TPMError.self) { try TPMObject(serialized: object.serialized + Data([0])) }
     }
 
@@ -92,7 +98,9 @@ struct TPMConnectionTests {
                 try connection.createP256Key(authorization: SecureBytes(zeros: 0)).object,
                 authorization: SecureBytes(zeros: 0))
             connection.abandon()
-            #expect(try tpm.withConnection { try $0.createP256Key(authorization: SecureBytes(zeros: 0)) }.publicKey.count == 65)
+            #expect(
+                try tpm.withConnection { try $0.createP256Key(authorization: SecureBytes(zeros: 0)) }.publicKey.count
+                    == 65)
         }
         let information = try tpm.withConnection { try $0.information() }
         #expect(information.manufacturer == "IBM")

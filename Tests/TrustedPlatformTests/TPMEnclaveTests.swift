@@ -54,7 +54,8 @@ final class TPMEnclaveTests {
         #expect(!FileManager.default.fileExists(atPath: copy.appendingPathComponent("device.key").path))
 
         // The key's handle, given to a store of the other TPM, signs nothing.
-        let foreign = try Self.client(Self.copy(directory, fresh: true), EnclaveConfiguration(choice: .tpm, tcti: other.tcti))
+        let foreign = try Self.client(
+            Self.copy(directory, fresh: true), EnclaveConfiguration(choice: .tpm, tcti: other.tcti))
         let refused = Self.status {
             _ = try foreign.sendBlocking(KeyRequest.sign(handle: handle, digest: Data(count: 32), context: nil))
         }
@@ -67,8 +68,11 @@ final class TPMEnclaveTests {
         var environment = inheritedEnvironment(merging: machine.environment)
         environment["LA_DAEMON_SOCKET"] = ""
         let add = try runCapturingOutput(
-            lactl, ["keychain", "add-generic-password", "--data-dir", directory.path, "-s", "svc", "-a", "a", "-w",
-                    "lactl-secret-marker"], environment: environment)
+            lactl,
+            [
+                "keychain", "add-generic-password", "--data-dir", directory.path, "-s", "svc", "-a", "a", "-w",
+                "lactl-secret-marker",
+            ], environment: environment)
         #expect(add.status == 0, "\(add.output)")
         let copy = try Self.copy(directory)
         let find = ["keychain", "find-generic-password", "--data-dir", copy.path, "-s", "svc", "-a", "a", "-w"]
@@ -108,12 +112,17 @@ final class TPMEnclaveTests {
         #expect(try Self.password(moved, "a") == "moved")
         // A key made in software before the move still signs (its scalar is sealed under the same root key); new
         // keys are the TPM's.
-        guard case .signature = try moved.sendBlocking(KeyRequest.sign(handle: handle, digest: Data(count: 32), context: nil))
+        guard
+            case .signature = try moved.sendBlocking(
+                KeyRequest.sign(handle: handle, digest: Data(count: 32), context: nil))
         else { throw TPMTestFailure.unexpectedResponse }
         #expect(try EnclaveKey(serialized: try Self.generateKey(moved)).isTPMHeld)
         // From now on the directory is as useless elsewhere as a store made on the TPM.
         let other = try SoftwareTPM()
-        #expect(Self.status { _ = try Self.client(try Self.copy(directory), EnclaveConfiguration(choice: .tpm, tcti: other.tcti)) }?.code == .decode)
+        #expect(
+            Self.status {
+                _ = try Self.client(try Self.copy(directory), EnclaveConfiguration(choice: .tpm, tcti: other.tcti))
+            }?.code == .decode)
     }
 
     @Test func aSealedStoreWhoseTPMIsGoneSaysSo() throws {
@@ -132,19 +141,29 @@ final class TPMEnclaveTests {
         // A new store on `auto` goes into a TPM that answers; an existing software store stays software (only an
         // explicit `tpm` moves it in).
         let autoTPM = EnclaveConfiguration(choice: .auto, tcti: machine.tcti)
-        #expect(try Enclave(directory: try Self.copy(directory, fresh: true), configuration: autoTPM).backend == .tpm(TPM(tcti: machine.tcti)))
+        #expect(
+            try Enclave(directory: try Self.copy(directory, fresh: true), configuration: autoTPM).backend
+                == .tpm(TPM(tcti: machine.tcti)))
         #expect(try Enclave(directory: directory, configuration: autoTPM).backend == .software)
         #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("device.key").path))
     }
 
     @Test func configurationComesFromTheEnvironmentThenTheFile() throws {
         let file = directory.path + ".conf"
-        try "# the TPM\nenclave = tpm\ntpm-tcti = swtpm:path=/run/x\n".write(toFile: file, atomically: true, encoding: .utf8)
+        try "# the TPM\nenclave = tpm\ntpm-tcti = swtpm:path=/run/x\n".write(
+            toFile: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: file) }
-        #expect(try EnclaveConfiguration.from(environment: [:], files: [file]) == EnclaveConfiguration(choice: .tpm, tcti: "swtpm:path=/run/x"))
-        #expect(try EnclaveConfiguration.from(environment: ["LA_ENCLAVE": "software"], files: [file]).choice == .software)
-        #expect(try EnclaveConfiguration.from(environment: [:], files: []) == EnclaveConfiguration(choice: .auto, tcti: "device:/dev/tpmrm0"))
-        #expect(throws: EnclaveError.self) { try EnclaveConfiguration.from(environment: ["LA_ENCLAVE": "hardware"], files: []) }
+        #expect(
+            try EnclaveConfiguration.from(environment: [:], files: [file])
+                == EnclaveConfiguration(choice: .tpm, tcti: "swtpm:path=/run/x"))
+        #expect(
+            try EnclaveConfiguration.from(environment: ["LA_ENCLAVE": "software"], files: [file]).choice == .software)
+        #expect(
+            try EnclaveConfiguration.from(environment: [:], files: [])
+                == EnclaveConfiguration(choice: .auto, tcti: "device:/dev/tpmrm0"))
+        #expect(throws: EnclaveError.self) {
+            try EnclaveConfiguration.from(environment: ["LA_ENCLAVE": "hardware"], files: [])
+        }
     }
 
     // MARK: Helpers
@@ -157,7 +176,9 @@ final class TPMEnclaveTests {
     }
 
     static func item(_ account: String, data: String? = nil) -> [String: KeychainValue] {
-        var item: [String: KeychainValue] = ["class": .string("genp"), "svce": .string("tpm"), "acct": .string(account)]
+        var item: [String: KeychainValue] = [
+            "class": .string("genp"), "svce": .string("tpm"), "acct": .string(account),
+        ]
         if let data { item["v_Data"] = .secret(SecureBytes(Array(data.utf8))) }
         return item
     }
@@ -172,8 +193,9 @@ final class TPMEnclaveTests {
     }
 
     static func generateKey(_ client: EmbeddedClient) throws -> Data {
-        guard case .generated(let handle, _) = try client.sendBlocking(
-            KeyRequest.generate(accessControl: nil, item: nil, context: nil))
+        guard
+            case .generated(let handle, _) = try client.sendBlocking(
+                KeyRequest.generate(accessControl: nil, item: nil, context: nil))
         else { throw TPMTestFailure.unexpectedResponse }
         return handle
     }

@@ -81,7 +81,10 @@ final class TPMPasscodeTests {
 
         // Locked out: the TPM answers no guess now, not even the right passcode, in the copy or the store itself.
         #expect(code { try attacker.unlock(passcode: passcode("right horse")) } == .lockedOut)
-        #expect(code { try Enclave(directory: store, configuration: configuration).unlock(passcode: passcode("right horse")) } == .lockedOut)
+        #expect(
+            code {
+                try Enclave(directory: store, configuration: configuration).unlock(passcode: passcode("right horse"))
+            } == .lockedOut)
         #expect(code { try attacker.unlock(passcode: passcode("guess 11")) } == .lockedOut)
         #expect(try dictionaryAttackState.failures == 10)
         print(

@@ -14,10 +14,13 @@ public enum KeychainError: Error, Equatable {
 
 /// The wrapper's own keychain type.
 public struct Keychain: Sendable {
+    /// The service the wrapper's items are stored under.
     public let service: String
 
+    /// A wrapper for `service`.
     public init(service: String) { self.service = service }
 
+    /// Stores `value` under `key`, replacing what was there.
     public func set(_ value: String, key: String) throws {
         let query: [String: AnyObject] = [
             kSecClass as String: kSecClassGenericPassword,
@@ -41,6 +44,7 @@ public struct Keychain: Sendable {
         }
     }
 
+    /// The value under `key`, or nil.
     public func get(_ key: String) throws -> String? {
         let query: [String: AnyObject] = [
             kSecClass as String: kSecClassGenericPassword,
@@ -59,6 +63,7 @@ public struct Keychain: Sendable {
         return text
     }
 
+    /// Removes the value under `key`, if any.
     public func remove(_ key: String) throws {
         let query: [String: AnyObject] = [
             kSecClass as String: kSecClassGenericPassword,
