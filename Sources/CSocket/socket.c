@@ -41,16 +41,28 @@ int la_sealed_memfd(const char *name, long long size) {
 /* The seals of a memfd (F_GET_SEALS), -1 when it has none to tell. */
 int la_seals(int fd) { return fcntl(fd, 1034 /* F_GET_SEALS */); }
 
+/* Room for one descriptor's control message, aligned as the kernel wants it. */
+typedef union {
+    char buffer[CMSG_SPACE(sizeof(int))];
+    struct cmsghdr align;
+} one_descriptor;
+
+/* A message of one buffer, `vector`, with `control` zeroed as its control space. */
+static struct msghdr message_with_control(struct iovec *vector, one_descriptor *control) {
+    memset(control, 0, sizeof *control);
+    struct msghdr message = {0};
+    message.msg_iov = vector;
+    message.msg_iovlen = 1;
+    message.msg_control = control->buffer;
+    message.msg_controllen = sizeof control->buffer;
+    return message;
+}
+
 /* Sends `length` bytes with the descriptor `passed` attached (SCM_RIGHTS), without SIGPIPE; what sendmsg returns. */
 ssize_t la_send_with_descriptor(int socket, const void *bytes, size_t length, int passed) {
     struct iovec vector = {(void *)bytes, length};
-    union { char buffer[CMSG_SPACE(sizeof(int))]; struct cmsghdr align; } control;
-    memset(&control, 0, sizeof control);
-    struct msghdr message = {0};
-    message.msg_iov = &vector;
-    message.msg_iovlen = 1;
-    message.msg_control = control.buffer;
-    message.msg_controllen = sizeof control.buffer;
+    one_descriptor control;
+    struct msghdr message = message_with_control(&vector, &control);
     struct cmsghdr *header = CMSG_FIRSTHDR(&message);
     header->cmsg_level = SOL_SOCKET;
     header->cmsg_type = SCM_RIGHTS;
@@ -63,13 +75,8 @@ ssize_t la_send_with_descriptor(int socket, const void *bytes, size_t length, in
  * any further descriptors the kernel truncates away are closed by it); what recvmsg returns. */
 ssize_t la_receive_with_descriptor(int socket, void *bytes, size_t capacity, int *passed) {
     struct iovec vector = {bytes, capacity};
-    union { char buffer[CMSG_SPACE(sizeof(int))]; struct cmsghdr align; } control;
-    memset(&control, 0, sizeof control);
-    struct msghdr message = {0};
-    message.msg_iov = &vector;
-    message.msg_iovlen = 1;
-    message.msg_control = control.buffer;
-    message.msg_controllen = sizeof control.buffer;
+    one_descriptor control;
+    struct msghdr message = message_with_control(&vector, &control);
     *passed = -1;
     ssize_t count = recvmsg(socket, &message, 0x40000000 /* MSG_CMSG_CLOEXEC */);
     if (count < 0) return count;

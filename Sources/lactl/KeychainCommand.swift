@@ -213,7 +213,39 @@ private func describe(_ value: Any) -> String {
     }
 }
 
+/// A keychain dictionary as lactl builds it from options.
+extension [String: Any] {
+    /// Sets `key` to `value` when there is one.
+    mutating func set(_ key: CFString, _ value: Any?) {
+        if let value { self[key as String] = value }
+    }
+}
+
 // MARK: Generic passwords
+
+/// The attributes that name generic passwords, as `security` takes them: `-a` account, `-s` service, `-G` group.
+struct GenericPasswordSelection: ParsableArguments {
+    @Option(name: .customShort("a"), help: "Account name.") var account: String?
+    @Option(name: .customShort("s"), help: "Service name.") var service: String?
+    @Option(name: .customShort("G"), help: "Access group.") var accessGroup: String?
+
+    /// A query for the generic passwords these attributes name (an attribute not given matches any value).
+    var query: [String: Any] {
+        var query: [String: Any] = [kSecClass as String: kSecClassGenericPassword]
+        query.set(kSecAttrAccount, account)
+        query.set(kSecAttrService, service)
+        query.set(kSecAttrAccessGroup, accessGroup)
+        return query
+    }
+
+    /// The new item's primary key: an attribute not given is empty, as `security add-generic-password` makes it.
+    var item: [String: Any] {
+        var item = query
+        item[kSecAttrAccount as String] = account ?? ""
+        item[kSecAttrService as String] = service ?? ""
+        return item
+    }
+}
 
 struct AddGenericPassword: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -221,13 +253,11 @@ struct AddGenericPassword: ParsableCommand {
         abstract: "Add a generic password (reads it from the terminal or stdin unless -w).")
 
     @OptionGroup var options: KeychainOptions
-    @Option(name: .customShort("a"), help: "Account name.") var account: String = ""
-    @Option(name: .customShort("s"), help: "Service name.") var service: String = ""
+    @OptionGroup var selection: GenericPasswordSelection
     @Option(name: .customShort("w"), help: "The password (visible to other users in the process list; prefer stdin).")
     var password: String?
     @Option(name: .customShort("l"), help: "Label.") var label: String?
     @Option(name: .customShort("j"), help: "Comment.") var comment: String?
-    @Option(name: .customShort("G"), help: "Access group.") var accessGroup: String?
     @Option(
         name: .customShort("T"),
         help: "A program that may use the item without being asked (repeatable; \"\" for none: every program is asked)."
@@ -239,20 +269,15 @@ struct AddGenericPassword: ParsableCommand {
         try reporting {
             let secret =
                 try password.map { SecureBytes(Data($0.utf8)) } ?? readSecret(prompt: "password data for new item: ")
-            var item: [String: Any] = [
-                kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: account,
-                kSecAttrService as String: service,
-            ]
-            if let accessGroup { item[kSecAttrAccessGroup as String] = accessGroup }
             var attributes: [String: Any] = [kSecValueData as String: secret.unprotectedData()]
-            if let label { attributes[kSecAttrLabel as String] = label }
-            if let comment { attributes[kSecAttrComment as String] = comment }
+            attributes.set(kSecAttrLabel, label)
+            attributes.set(kSecAttrComment, comment)
             if !trustedApplications.isEmpty {
                 attributes[kSecAttrAccess as String] = try access(
-                    ItemAccess(descriptor: label ?? service, applications: []),
+                    ItemAccess(descriptor: label ?? selection.service ?? "", applications: []),
                     trusting: trustedApplications.filter { !$0.isEmpty })
             }
-            try addOrUpdate(item, attributes: attributes, update: update, options: options)
+            try addOrUpdate(selection.item, attributes: attributes, update: update, options: options)
         }
     }
 }
@@ -262,19 +287,14 @@ struct FindGenericPassword: ParsableCommand {
         commandName: "find-generic-password", abstract: "Find a generic password and print its attributes.")
 
     @OptionGroup var options: KeychainOptions
-    @Option(name: .customShort("a"), help: "Account name.") var account: String?
-    @Option(name: .customShort("s"), help: "Service name.") var service: String?
+    @OptionGroup var selection: GenericPasswordSelection
     @Option(name: .customShort("l"), help: "Label.") var label: String?
-    @Option(name: .customShort("G"), help: "Access group.") var accessGroup: String?
     @Flag(name: .customShort("g"), help: "Also print the password.") var showPassword = false
     @Flag(name: .customShort("w"), help: "Print only the password.") var passwordOnly = false
 
     func run() throws {
-        var query: [String: Any] = [kSecClass as String: kSecClassGenericPassword]
-        if let account { query[kSecAttrAccount as String] = account }
-        if let service { query[kSecAttrService as String] = service }
-        if let label { query[kSecAttrLabel as String] = label }
-        if let accessGroup { query[kSecAttrAccessGroup as String] = accessGroup }
+        var query = selection.query
+        query.set(kSecAttrLabel, label)
         try find(query, options: options, showPassword: showPassword, passwordOnly: passwordOnly)
     }
 }
@@ -284,16 +304,10 @@ struct DeleteGenericPassword: ParsableCommand {
         commandName: "delete-generic-password", abstract: "Delete the generic passwords that match.")
 
     @OptionGroup var options: KeychainOptions
-    @Option(name: .customShort("a"), help: "Account name.") var account: String?
-    @Option(name: .customShort("s"), help: "Service name.") var service: String?
-    @Option(name: .customShort("G"), help: "Access group.") var accessGroup: String?
+    @OptionGroup var selection: GenericPasswordSelection
 
     func run() throws {
-        var query: [String: Any] = [kSecClass as String: kSecClassGenericPassword]
-        if let account { query[kSecAttrAccount as String] = account }
-        if let service { query[kSecAttrService as String] = service }
-        if let accessGroup { query[kSecAttrAccessGroup as String] = accessGroup }
-        try delete(query, options: options)
+        try delete(selection.query, options: options)
     }
 }
 
@@ -362,10 +376,10 @@ struct TrustedItemOptions: ParsableArguments {
         var query: [String: Any] = [
             kSecClass as String: server == nil ? kSecClassGenericPassword : kSecClassInternetPassword
         ]
-        if let service { query[kSecAttrService as String] = service }
-        if let server { query[kSecAttrServer as String] = server }
-        if let account { query[kSecAttrAccount as String] = account }
-        if let accessGroup { query[kSecAttrAccessGroup as String] = accessGroup }
+        query.set(kSecAttrService, service)
+        query.set(kSecAttrServer, server)
+        query.set(kSecAttrAccount, account)
+        query.set(kSecAttrAccessGroup, accessGroup)
         return query
     }
 
@@ -449,43 +463,62 @@ struct UntrustApplications: ParsableCommand {
 
 // MARK: Internet passwords
 
+/// The attributes that name internet passwords, as `security` takes them: `-a` account, `-s` server, `-r` protocol,
+/// `-P` port, `-p` path, `-d` security domain, `-t` authentication type, `-G` group.
+struct InternetPasswordSelection: ParsableArguments {
+    @Option(name: .customShort("a"), help: "Account name.") var account: String?
+    @Option(name: .customShort("s"), help: "Server name.") var server: String?
+    @Option(name: .customShort("r"), help: "Protocol, four characters (e.g. htps).") var `protocol`: String?
+    @Option(name: .customShort("P"), help: "Port.") var port: Int?
+    @Option(name: .customShort("p"), help: "Path.") var path: String?
+    @Option(name: .customShort("d"), help: "Security domain.") var securityDomain: String?
+    @Option(name: .customShort("t"), help: "Authentication type, four characters (e.g. dflt).")
+    var authenticationType: String?
+    @Option(name: .customShort("G"), help: "Access group.") var accessGroup: String?
+
+    /// A query for the internet passwords these attributes name (an attribute not given matches any value).
+    var query: [String: Any] {
+        var query: [String: Any] = [kSecClass as String: kSecClassInternetPassword]
+        query.set(kSecAttrAccount, account)
+        query.set(kSecAttrServer, server)
+        query.set(kSecAttrProtocol, `protocol`)
+        query.set(kSecAttrPort, port)
+        query.set(kSecAttrPath, path)
+        query.set(kSecAttrSecurityDomain, securityDomain)
+        query.set(kSecAttrAuthenticationType, authenticationType)
+        query.set(kSecAttrAccessGroup, accessGroup)
+        return query
+    }
+
+    /// The new item's attributes: account and server empty when not given, as `security add-internet-password`
+    /// makes them.
+    var item: [String: Any] {
+        var item = query
+        item[kSecAttrAccount as String] = account ?? ""
+        item[kSecAttrServer as String] = server ?? ""
+        return item
+    }
+}
+
 struct AddInternetPassword: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "add-internet-password",
         abstract: "Add an internet password (reads it from the terminal or stdin unless -w).")
 
     @OptionGroup var options: KeychainOptions
-    @Option(name: .customShort("a"), help: "Account name.") var account: String = ""
-    @Option(name: .customShort("s"), help: "Server name.") var server: String = ""
-    @Option(name: .customShort("r"), help: "Protocol, four characters (e.g. htps).") var `protocol`: String?
-    @Option(name: .customShort("P"), help: "Port.") var port: Int?
-    @Option(name: .customShort("p"), help: "Path.") var path: String?
-    @Option(name: .customShort("d"), help: "Security domain.") var securityDomain: String?
-    @Option(name: .customShort("t"), help: "Authentication type, four characters (e.g. dflt).") var authenticationType:
-        String?
+    @OptionGroup var selection: InternetPasswordSelection
     @Option(name: .customShort("w"), help: "The password (visible to other users in the process list; prefer stdin).")
     var password: String?
     @Option(name: .customShort("l"), help: "Label.") var label: String?
-    @Option(name: .customShort("G"), help: "Access group.") var accessGroup: String?
     @Flag(name: .customShort("U"), help: "Update the item if it exists.") var update = false
 
     func run() throws {
         try reporting {
             let secret =
                 try password.map { SecureBytes(Data($0.utf8)) } ?? readSecret(prompt: "password data for new item: ")
-            var item: [String: Any] = [
-                kSecClass as String: kSecClassInternetPassword, kSecAttrAccount as String: account,
-                kSecAttrServer as String: server,
-            ]
-            if let `protocol` { item[kSecAttrProtocol as String] = `protocol` }
-            if let port { item[kSecAttrPort as String] = port }
-            if let path { item[kSecAttrPath as String] = path }
-            if let securityDomain { item[kSecAttrSecurityDomain as String] = securityDomain }
-            if let authenticationType { item[kSecAttrAuthenticationType as String] = authenticationType }
-            if let accessGroup { item[kSecAttrAccessGroup as String] = accessGroup }
             var attributes: [String: Any] = [kSecValueData as String: secret.unprotectedData()]
-            if let label { attributes[kSecAttrLabel as String] = label }
-            try addOrUpdate(item, attributes: attributes, update: update, options: options)
+            attributes.set(kSecAttrLabel, label)
+            try addOrUpdate(selection.item, attributes: attributes, update: update, options: options)
         }
     }
 }
@@ -495,22 +528,12 @@ struct FindInternetPassword: ParsableCommand {
         commandName: "find-internet-password", abstract: "Find an internet password and print its attributes.")
 
     @OptionGroup var options: KeychainOptions
-    @Option(name: .customShort("a"), help: "Account name.") var account: String?
-    @Option(name: .customShort("s"), help: "Server name.") var server: String?
-    @Option(name: .customShort("r"), help: "Protocol.") var `protocol`: String?
-    @Option(name: .customShort("P"), help: "Port.") var port: Int?
-    @Option(name: .customShort("p"), help: "Path.") var path: String?
+    @OptionGroup var selection: InternetPasswordSelection
     @Flag(name: .customShort("g"), help: "Also print the password.") var showPassword = false
     @Flag(name: .customShort("w"), help: "Print only the password.") var passwordOnly = false
 
     func run() throws {
-        var query: [String: Any] = [kSecClass as String: kSecClassInternetPassword]
-        if let account { query[kSecAttrAccount as String] = account }
-        if let server { query[kSecAttrServer as String] = server }
-        if let `protocol` { query[kSecAttrProtocol as String] = `protocol` }
-        if let port { query[kSecAttrPort as String] = port }
-        if let path { query[kSecAttrPath as String] = path }
-        try find(query, options: options, showPassword: showPassword, passwordOnly: passwordOnly)
+        try find(selection.query, options: options, showPassword: showPassword, passwordOnly: passwordOnly)
     }
 }
 
@@ -519,18 +542,10 @@ struct DeleteInternetPassword: ParsableCommand {
         commandName: "delete-internet-password", abstract: "Delete the internet passwords that match.")
 
     @OptionGroup var options: KeychainOptions
-    @Option(name: .customShort("a"), help: "Account name.") var account: String?
-    @Option(name: .customShort("s"), help: "Server name.") var server: String?
-    @Option(name: .customShort("r"), help: "Protocol.") var `protocol`: String?
-    @Option(name: .customShort("P"), help: "Port.") var port: Int?
+    @OptionGroup var selection: InternetPasswordSelection
 
     func run() throws {
-        var query: [String: Any] = [kSecClass as String: kSecClassInternetPassword]
-        if let account { query[kSecAttrAccount as String] = account }
-        if let server { query[kSecAttrServer as String] = server }
-        if let `protocol` { query[kSecAttrProtocol as String] = `protocol` }
-        if let port { query[kSecAttrPort as String] = port }
-        try delete(query, options: options)
+        try delete(selection.query, options: options)
     }
 }
 
