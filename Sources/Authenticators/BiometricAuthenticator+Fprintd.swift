@@ -27,7 +27,12 @@ extension BiometricAuthenticator {
                     let status = try fprintd.run(
                         user: user, enroll: false, finger: nil, timeout: timeout, cancellation: cancellation
                     ) { status in
-                        if let reason = Self.retryReason(status) { progress(.retry(reason: reason, detail: status)) }
+                        // Waiting for a finger once fprintd started, and again after each retry, as on libfprint.
+                        if status == "verify-started" { progress(.waitingForFinger) }
+                        if let reason = Self.retryReason(status) {
+                            progress(.retry(reason: reason, detail: status))
+                            progress(.waitingForFinger)
+                        }
                     }
                     switch status {
                     case "verify-match": return (status, .success)

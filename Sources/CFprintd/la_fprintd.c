@@ -249,6 +249,8 @@ int la_fprintd_run(
         result = -1;
     } else {
         g_variant_unref(reply);
+        // Ours, not fprintd's: the device now waits for a finger (fprintd sends no status until a scan).
+        if (progress) progress(context, enroll ? "enroll-started" : "verify-started");
         gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
         while (!state.final_status) {
             if (cancel && *cancel) {

@@ -108,6 +108,8 @@ struct BiometryEnroll: AsyncParsableCommand {
                         print("  scan \(completed + 1)/\(total): \(reason)")
                     default: break
                     }
+                    // Progress shows as it happens, also when the output is a pipe or a file.
+                    fflush(nil)
                 }
             }
             _ = try await client.send(.closeReader)
@@ -193,6 +195,8 @@ struct BiometryVerify: AsyncParsableCommand {
                     case .verification(.retry(let reason, _)): print("  \(reason)")
                     default: break
                     }
+                    // Progress shows as it happens, also when the output is a pipe or a file.
+                    fflush(nil)
                 }
             }
             _ = try await client.send(.closeReader)

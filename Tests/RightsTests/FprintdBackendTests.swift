@@ -83,4 +83,56 @@ struct FprintdBackendTests {
         let verified = try fprintd.verifyWithTool(user: world.user, id: "alice-t")
         #expect(verified.status == 0, "after a cancel: \(verified.output)")
     }
+
+    /// A program SIGKILLed while fprintd waits for its finger leaves no claim behind: fprintd releases the device of
+    /// a bus connection that closed, and `fprintd-verify` then claims it and matches. In the daemon pass the program
+    /// is a client of localauthd, and localauthd itself is killed mid-scan next.
+    @Test func aProgramOrTheDaemonKilledMidScanLeavesTheReaderToOthers() async throws {
+        let world = try RightsWorld()
+        defer { Task { await world.close() } }
+        let fprintd = try #require(world.reader.fprintd)
+        #expect(try fprintd.enroll(finger: "left-thumb", user: world.user, id: "alice-t").status == 0)
+
+        /// Starts `lactl biometry verify` and waits until it asks for a finger (fprintd holds the claim then).
+        func waitingVerifier() async throws -> SpawnedProcess {
+            let log = world.directory + "/verify-\(UUID().uuidString).log"
+            // Embedded, the world's user's prints; through localauthd, the daemon checks this process's user.
+            let arguments = ["biometry", "verify"] + (world.engine.daemon == nil ? ["--user", world.user] : [])
+            let verifier = try SpawnedProcess(
+                try lactlExecutable().path, arguments, environment: world.subprocessEnvironment(), log: log)
+            let asking = await waitUntil(within: .seconds(20)) {
+                ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains("Place your finger")
+            }
+            #expect(asking, "lactl waits for a finger: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+            return verifier
+        }
+        /// Whether `fprintd-verify` claims the reader and matches within 15 s: well before the world's 20 s attempt
+        /// timeout would end the scan anyway (fprintd releases a vanished client's claim asynchronously). Prints how
+        /// long it took.
+        func othersGetTheReader(after what: String) async throws -> Bool {
+            var last = ""
+            let start = ContinuousClock.now
+            let released = try await waitUntil(within: .seconds(15)) {
+                let verified = try fprintd.verifyWithTool(user: world.user, id: "alice-t")
+                last = verified.output
+                return verified.status == 0
+            }
+            print("fprintd: the reader was free \(ContinuousClock.now - start) after \(what)")
+            if !released {
+                let daemonLog = world.engine.daemon.map { String($0.logText.suffix(3000)) } ?? "(embedded)"
+                Issue.record("fprintd-verify: \(last)\nlocalauthd's log ends: \(daemonLog)")
+            }
+            return released
+        }
+
+        let verifier = try await waitingVerifier()
+        _ = verifier.stop(SIGKILL)
+        #expect(try await othersGetTheReader(after: "lactl was killed mid-scan"))
+
+        guard let daemon = world.engine.daemon else { return }  // embedded: lactl was the engine
+        let client = try await waitingVerifier()
+        _ = daemon.stop(SIGKILL)
+        #expect(try await othersGetTheReader(after: "localauthd was killed mid-scan"))
+        _ = client.stop(SIGKILL)
+    }
 }
