@@ -154,8 +154,7 @@ struct BiometricAuthenticatorTests {
             let task = Task {
                 await VirtualReaderFixture.capture { try await authenticator.verify(progress: log.append) }
             }
-            try await Task.sleep(for: .milliseconds(300))
-            #expect(log.events == [.waitingForFinger], "the scan should be waiting for a finger")
+            #expect(await waitUntil { log.events == [.waitingForFinger] }, "the scan should be waiting for a finger")
 
             let start = ContinuousClock.now
             task.cancel()

@@ -54,7 +54,8 @@ struct AppleSnippetTests {
     @Test func appleStyleCallbackEvaluationSucceedsWithAMatchingFinger() async throws {
         let world = try LocalAuthenticationWorld()
         try await world.enroll("alice-1")
-        let context = makeContext(in: world)
+        let presenter = ScriptedAuthenticationPresenter()
+        let context = makeContext(in: world, presenter: presenter)
         async let outcome = withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
             var error: NSError?
             guard context.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error) else {
@@ -65,7 +66,7 @@ struct AppleSnippetTests {
                 continuation.resume(returning: success)
             }
         }
-        try await Task.sleep(for: .milliseconds(100))
+        #expect(await waitUntil { !presenter.shownPrompts.isEmpty }, "the evaluation asks for a finger")
         try await world.scan("alice-1")
         #expect(await outcome)
         await world.close()

@@ -83,11 +83,13 @@ struct LAContextEvaluationTests {
     @Test func invalidateDuringEvaluationIsAppCancelAndAfterIsInvalidContext() async throws {
         let world = try LocalAuthenticationWorld()
         try await world.enroll("alice-1")
-        let context = makeContext(in: world)
+        let presenter = ScriptedAuthenticationPresenter()
+        let context = makeContext(in: world, presenter: presenter)
         async let code = laErrorCode {
             try await context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "unlock")
         }
-        try await Task.sleep(for: .milliseconds(300))
+        // Invalidated while the evaluation waits for a finger: once its prompt is shown.
+        #expect(await waitUntil { !presenter.shownPrompts.isEmpty })
         context.invalidate()
         #expect(await code == .appCancel)
         #expect(

@@ -83,7 +83,9 @@ struct LARightTests {
             right.presenter = presenter
             let updates = right.stateUpdates
             async let first: Void = right.authorize(localizedReason: "one")
-            try await Task.sleep(for: .milliseconds(50))
+            // The second starts while the first waits for a finger; joining leaves nothing to wait on, so the finger
+            // comes after a grace period.
+            #expect(await waitUntil { !presenter.shownPrompts.isEmpty })
             async let second: Void = right.authorize(localizedReason: "two")
             try await Task.sleep(for: .milliseconds(100))
             try await world.socket.send("SCAN alice-1")
@@ -108,11 +110,13 @@ struct LARightTests {
         try await world.enroll("alice-1")
         try await world.run {
             let right = LARight(requirement: .biometry)
-            right.presenter = ScriptedAuthenticationPresenter()
+            let presenter = ScriptedAuthenticationPresenter()
+            right.presenter = presenter
             let log = TransitionLog(right)
             let updates = right.stateUpdates
             async let attempt: Void = right.authorize(localizedReason: "Log in")
-            try await Task.sleep(for: .milliseconds(150))
+            // Deauthorized while the attempt waits for a finger: once its prompt is shown.
+            #expect(await waitUntil { !presenter.shownPrompts.isEmpty })
             #expect(right.state == .authorizing)
             await right.deauthorize()
             do {

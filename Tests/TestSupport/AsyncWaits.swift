@@ -14,3 +14,14 @@ package func firstElement<Element: Sendable>(
     defer { timer.cancel() }
     return await reader.value
 }
+
+/// Waits until `condition` holds, checking every 10 ms, for at most `limit`; whether it held. For a test that must
+/// wait for an event it can observe (a prompt shown, a state reached) instead of sleeping a guessed while.
+package func waitUntil(within limit: Duration = .seconds(10), _ condition: () throws -> Bool) async rethrows -> Bool {
+    let deadline = ContinuousClock.now + limit
+    while true {
+        if try condition() { return true }
+        guard ContinuousClock.now < deadline else { return false }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+}
