@@ -38,11 +38,13 @@ struct AttackReviewTests {
                 return codes
             }
         }
-        // Scans are taken only while an evaluation is at the reader: stop feeding once nobody takes them.
+        // Scans are taken only while an evaluation is at the reader: stop feeding once nobody takes them. A loaded
+        // machine can take seconds between one evaluation's end and the next one's scan (a fresh-clone run failed
+        // with 2 s), so a scan nobody takes in 10 s ends the feeding.
         var fed = 0
         for index in 0..<20 {
             do {
-                try await world.socket.send(index < 19 ? "SCAN mallory" : "SCAN alice-1", timeout: .seconds(2))
+                try await world.socket.send(index < 19 ? "SCAN mallory" : "SCAN alice-1", timeout: .seconds(10))
                 fed += 1
             } catch {
                 break
