@@ -128,8 +128,11 @@ extension KeychainRequest {
         switch self {
         case .add, .lock, .lockState, .sealingState: true
         case .copyMatching(let query):
-            query[ItemKey.matchLimit] == nil || query[ItemKey.matchLimit] == .integer(1)
-                || query[ItemKey.matchLimit] == .string(ItemKey.matchLimitOne)
+            // One lookup of the limit: this runs for every request a client considers for the lane.
+            switch query[ItemKey.matchLimit] {
+            case nil, .integer(1)?, .string(ItemKey.matchLimitOne)?: true
+            default: false
+            }
         case .update, .delete, .exportBackup, .importBackup, .checkStore, .restoreBackup: false
         }
     }
