@@ -80,8 +80,14 @@ let package = Package(
         .target(name: "COpenSSLShims", dependencies: ["COpenSSL"]),
         // Primitives: P-256, ECDSA, ECDH, Apple ECIES, AES-GCM, HKDF, X9.63 KDF, SecureBytes over OpenSSL 3.
         .target(name: "SecureCrypto", dependencies: ["COpenSSL", "COpenSSLShims"]),
+        // Threads for blocking work: one dedicated thread per blocking C library, a task executor of its own for
+        // synchronous edges, threads named for the kernel.
+        .target(name: "WorkThreads", dependencies: ["CSocket"]),
         // The messages between the public API and the engine, and their one canonical tag-length-value codec.
-        .target(name: "SecurityProtocol", dependencies: ["SecureCrypto", "CSocket"]),
+        .target(name: "SecurityProtocol", dependencies: ["SecureCrypto"]),
+        // Bytes between a client and localauthd: frames read from a stream socket, the lane's shared-memory mailbox
+        // and its doorbell, the pollers' back-off. Knows no message.
+        .target(name: "SecurityTransport", dependencies: ["SecureCrypto", "CSocket"]),
         // Private store files: 0700/0600, atomic writes through unpredictable exclusive temporaries, locks, key files.
         .target(name: "StoreFiles", dependencies: ["SecureCrypto"]),
         // State: the encrypted SQLite keychain database and its item codec.
@@ -104,6 +110,7 @@ let package = Package(
         .target(
             name: "Authenticators",
             dependencies: [
+                "WorkThreads",
                 "CPAM", "CFPrint", "CFprintd", "SecureCrypto", "SecurityProtocol", "StoreFiles",
                 .product(name: "Logging", package: "swift-log"),
             ]),
@@ -111,16 +118,21 @@ let package = Package(
         .target(
             name: "SecurityServer",
             dependencies: [
+                "WorkThreads",
                 "KeychainStore", "Enclave", "Authenticators", "SecureCrypto", "SecurityProtocol", "StoreFiles",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // Client side: one protocol to send a request to the engine, and the client of localauthd (its socket and
         // lane). A program that talks only to the daemon links no engine module.
-        .target(name: "SecurityClient", dependencies: ["SecurityProtocol", "SecureCrypto", "StoreFiles"]),
+        .target(
+            name: "SecurityClient",
+            dependencies: ["SecurityTransport", "WorkThreads", "SecurityProtocol", "SecureCrypto", "StoreFiles"]),
         // The engine inside the calling program: the embedded client, its configuration, the default client choice.
         .target(
             name: "EmbeddedEngine",
-            dependencies: ["SecurityClient", "SecurityServer", "SecurityProtocol", "Authenticators", "StoreFiles"]),
+            dependencies: [
+                "WorkThreads", "SecurityClient", "SecurityServer", "SecurityProtocol", "Authenticators", "StoreFiles",
+            ]),
         // Public API: SecItem*, SecAccessControl, SecKey*, kSec* constants, OSStatus.
         .target(
             name: "KeychainServices",
@@ -129,13 +141,17 @@ let package = Package(
         .target(
             name: "SwiftKeychain",
             dependencies: [
+                "WorkThreads",
                 "KeychainServices", "SecurityClient", "EmbeddedEngine", "SecurityProtocol", "SecureCrypto",
                 "KeyAttestation",
             ]),
         // Public API: LAContext, LAError, LARight, LAPersistedRight, LARightStore.
         .target(
             name: "LocalAuthentication",
-            dependencies: ["KeychainServices", "SecurityClient", "SecurityProtocol", "SecureCrypto", "KeyAttestation"]),
+            dependencies: [
+                "WorkThreads", "KeychainServices", "SecurityClient", "SecurityProtocol", "SecureCrypto",
+                "KeyAttestation",
+            ]),
 
         // Publishers of right states and keychain events, and Foundation's NotificationCenter publisher.
         .target(
@@ -156,6 +172,7 @@ let package = Package(
         .target(
             name: "SecurityDaemon",
             dependencies: [
+                "SecurityTransport", "WorkThreads",
                 "SecurityServer", "Authenticators", "SecureCrypto", "SecurityProtocol", "SocketPeer", "StoreFiles",
                 "AppRegistry", "Enclave", "CSocket", "CSQLiteSettings",
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -165,6 +182,7 @@ let package = Package(
         .executableTarget(
             name: "localauthd",
             dependencies: [
+                "WorkThreads",
                 "SecurityDaemon", "SecurityProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -187,6 +205,7 @@ let package = Package(
         .executableTarget(
             name: "lactl",
             dependencies: [
+                "SecurityTransport", "WorkThreads",
                 "LocalAuthentication", "KeychainServices", "SwiftKeychain", "SSHAgent", "SecurityClient",
                 "EmbeddedEngine", "SecurityProtocol", "Authenticators", "SecureCrypto", "StoreFiles", "AppRegistry",
                 "KeyAttestation",
@@ -197,13 +216,15 @@ let package = Package(
         // libFuzzer over the agent's message parser and localauthd's frames (`make fuzz`, FUZZ_TARGET picks one);
         // without -DFUZZING it replays the seed corpora.
         .executableTarget(
-            name: "message-fuzz", dependencies: ["SSHAgentProtocol", "SecurityProtocol", "AppRegistry"], path: "Fuzz",
+            name: "message-fuzz",
+            dependencies: ["SecurityTransport", "SSHAgentProtocol", "SecurityProtocol", "AppRegistry"], path: "Fuzz",
             exclude: ["AgentMessage/Corpus", "ProtocolFrame/Corpus", "AppRegistration/Corpus"]),
 
         // Benchmarks: ratios against baselines measured in the same run (`make bench`).
         .executableTarget(
             name: "la-bench",
             dependencies: [
+                "SecurityTransport",
                 "SecureCrypto", "CPAM", "CFPrint", "EmbeddedEngine", "COpenSSL", "Authenticators", "KeychainStore",
                 "SecurityProtocol", "SecurityServer",
                 "SecurityClient", "KeychainServices", "LocalAuthentication", "SSHAgent", "Enclave", "CRawSQLite",
@@ -229,6 +250,7 @@ let package = Package(
         .testTarget(
             name: "LocalAuthenticationTests",
             dependencies: [
+                "WorkThreads",
                 "LocalAuthentication", "EmbeddedEngine", "KeychainServices", "SecurityClient", "SecurityProtocol",
                 "SecurityServer",
                 "Authenticators", "SecureCrypto", "lactl", "TestSupport", "Enclave",
@@ -242,6 +264,7 @@ let package = Package(
         .testTarget(
             name: "KeychainServicesTests",
             dependencies: [
+                "WorkThreads",
                 "KeychainServices", "EmbeddedEngine", "SwiftKeychain", "SecurityClient", "SecurityProtocol",
                 "SecurityServer",
                 "KeychainStore", "keychain-stress", "Authenticators", "SecureCrypto",
@@ -300,6 +323,7 @@ let package = Package(
         .target(
             name: "IsolationProbe",
             dependencies: [
+                "SecurityTransport",
                 "KeychainServices", "EmbeddedEngine", "LocalAuthentication", "SecureCrypto", "SecurityClient",
                 "SecurityProtocol",
             ],
@@ -313,6 +337,7 @@ let package = Package(
         .testTarget(
             name: "DaemonTests",
             dependencies: [
+                "SecurityTransport",
                 "SecurityClient", "SecurityProtocol", "SecureCrypto", "StoreFiles", "Authenticators", "TestSupport",
                 "SocketPeer", "AppRegistry", "localauthd", "lactl", "isolation-probe-a", "isolation-probe-b", "CSocket",
             ]),

@@ -3,6 +3,7 @@ import SecureCrypto
 import SecurityClient
 import SecurityProtocol
 import SecurityServer
+import SecurityTransport
 
 #if canImport(Glibc)
     import Glibc

@@ -1,5 +1,6 @@
 import Foundation
 import SecurityProtocol
+import SecurityTransport
 
 // A libFuzzer target over what localauthd reads from a connection (`make fuzz`): any bytes must decode as a
 // ClientMessage frame or be refused with a MessageDecodingError, never crash or allocate past the limits, and a
@@ -29,7 +30,7 @@ func laneFrameFuzz(_ bytes: [UInt8]) {
     let written = bytes.withUnsafeBytes { send(pair[1], $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
     precondition(written == bytes.count, "the input did not fit the socket's buffer")
     shutdown(pair[1], Int32(SHUT_WR))
-    let frames = FrameReader(descriptor: pair[0], limit: 4096)
+    let frames = FrameReader(descriptor: pair[0], limit: 4096, version: MessageWriter.formatVersion)
     var handed = 0
     while true {
         guard

@@ -3,6 +3,7 @@ import Logging
 import SecureCrypto
 import SecurityProtocol
 import Synchronization
+import WorkThreads
 
 /// Enrolls and verifies fingerprints with the user's reader, under the persisted attempt policy, on one of two
 /// backends (``Configuration/Backend``): libfprint-2 directly, keeping templates encrypted in an

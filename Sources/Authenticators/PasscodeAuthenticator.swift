@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import SecureCrypto
 import SecurityProtocol
+import WorkThreads
 
 /// Checks a user's passcode through the system's PAM stack, under the persisted attempt policy.
 ///

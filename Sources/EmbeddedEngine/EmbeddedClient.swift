@@ -4,6 +4,7 @@ import SecurityClient
 import SecurityProtocol
 import SecurityServer
 import Synchronization
+import WorkThreads
 
 /// A client that runs the engine inside the calling process, on the store its configuration names.
 ///

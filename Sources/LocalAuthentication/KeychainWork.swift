@@ -1,6 +1,7 @@
 import KeychainServices
 import SecurityClient
 import SecurityProtocol
+import WorkThreads
 
 /// Runs `body`, which calls Apple's synchronous `SecItem` and `SecKey` functions, on a thread that may block, with
 /// the task's keychain client bound there too: how this module's async members use the keychain without holding a

@@ -4,6 +4,7 @@ import SecureCrypto
 import SecurityClient
 import SecurityProtocol
 import Synchronization
+import WorkThreads
 
 /// A mechanism for evaluating authentication policies and access controls (`LAContext`).
 ///

@@ -1,6 +1,7 @@
 import Foundation
 import SecureCrypto
 import SecurityProtocol
+import SecurityTransport
 import Synchronization
 
 #if canImport(Glibc)

@@ -1,5 +1,6 @@
 import Foundation
 import SecurityProtocol
+import WorkThreads
 
 /// Sends requests to the engine and returns its answers: in-process (`EmbeddedClient`) or to `localauthd` over its
 /// socket and its lane (`SocketClient`). Both public APIs (SecItem dictionaries and the typed Swift API) go through

@@ -1,7 +1,9 @@
 import Foundation
 import SecureCrypto
 import SecurityProtocol
+import SecurityTransport
 import Synchronization
+import WorkThreads
 
 #if canImport(Glibc)
     import Glibc

@@ -2,6 +2,7 @@ import Foundation
 import SecureCrypto
 import SecurityProtocol
 import Synchronization
+import WorkThreads
 
 #if canImport(Glibc)
     import Glibc

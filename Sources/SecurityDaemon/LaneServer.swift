@@ -3,8 +3,10 @@ import Foundation
 import SecureCrypto
 import SecurityProtocol
 import SecurityServer
+import SecurityTransport
 import SocketPeer
 import Synchronization
+import WorkThreads
 
 #if canImport(Glibc)
     import Glibc
@@ -166,7 +168,8 @@ final class LaneServer: Sendable {
             }
         }
         // Only the hello is read as a frame here (requests come through the mailbox): small, as on the main socket.
-        let frames = FrameReader(descriptor: descriptor, limit: FrameAllowance.helloLimit)
+        let frames = FrameReader(
+            descriptor: descriptor, limit: FrameAllowance.helloLimit, version: MessageWriter.formatVersion)
         // The hello must come within a few seconds: a connection that says nothing does not keep its thread.
         Self.setReceiveTimeout(descriptor, seconds: Self.helloTimeout)
         guard let (engine, caller, peer, mailbox) = welcome(descriptor, frames) else { return }

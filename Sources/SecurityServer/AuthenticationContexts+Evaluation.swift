@@ -3,6 +3,7 @@ import Foundation
 import SecureCrypto
 import SecurityProtocol
 import Synchronization
+import WorkThreads
 
 /// Evaluating a policy in a context: the reuse window, the fingerprint step on the reader, the passcode step
 /// through PAM, cancellation by invalidation, and what `canEvaluatePolicy` reports.

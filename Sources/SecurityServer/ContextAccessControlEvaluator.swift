@@ -1,6 +1,7 @@
 import Authenticators
 import Foundation
 import SecurityProtocol
+import WorkThreads
 
 /// The access-control evaluator when authentication contexts exist: a list is satisfied by the credentials of the
 /// caller's context (`kSecUseAuthenticationContext`); when they fall short and interaction is allowed, it prompts

@@ -4,6 +4,7 @@ import Foundation
 import KeychainStore
 import SecureCrypto
 import SecurityProtocol
+import WorkThreads
 
 /// Rules shared by the operations: application passwords, protection classes, availability, events.
 extension KeychainEngine {

@@ -2,6 +2,7 @@ import Foundation
 import KeychainStore
 import SecureCrypto
 import SecurityProtocol
+import WorkThreads
 
 /// Trusted-application lists (`kSecAttrAccess`, macOS's `SecAccess`): an item that carries one is used without a
 /// question only by the programs it names, by code digest. Any other program that holds the item's access group

@@ -4,6 +4,7 @@ import KeychainServices
 import SecureCrypto
 import SecurityClient
 import SecurityProtocol
+import WorkThreads
 
 /// When an item's data can be read, with Apple's `kSecAttrAccessible` values as raw values.
 public enum KeychainAccessibility: String, Sendable, CaseIterable {

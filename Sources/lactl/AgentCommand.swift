@@ -3,6 +3,7 @@ import Foundation
 import SecureCrypto
 import SecurityClient
 import SecurityProtocol
+import SecurityTransport
 import Synchronization
 
 #if canImport(Glibc)
@@ -102,7 +103,10 @@ final class PromptAgent: Sendable {
                 "\(socket) is served by uid \(server.map(String.init) ?? "unknown"), not by root: it is not localauthd")
         }
         self.descriptor = descriptor
-        reader = Mutex(FrameReader(descriptor: descriptor, limit: MessageLimits.default.maximumFrameByteCount))
+        reader = Mutex(
+            FrameReader(
+                descriptor: descriptor, limit: MessageLimits.default.maximumFrameByteCount,
+                version: MessageWriter.formatVersion))
         self.place = place
         self.verbose = verbose
         guard write(.hello(versions: [1], accessGroups: [], allGroups: false)), case .welcome? = next() else {

@@ -6,6 +6,7 @@ import SecureCrypto
 import SecurityClient
 import SecurityProtocol
 import SwiftKeychain
+import WorkThreads
 
 #if canImport(Glibc)
     import Glibc

@@ -3,6 +3,7 @@ import KeychainServices
 import LocalAuthentication
 import SecurityClient
 import SecurityProtocol
+import WorkThreads
 
 /// Which access groups a keychain subcommand acts in.
 enum KeychainReach {

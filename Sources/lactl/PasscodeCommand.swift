@@ -6,6 +6,7 @@ import KeychainServices
 import SecurityClient
 import SecurityProtocol
 import StoreFiles
+import WorkThreads
 
 /// `lactl passcode …`: the passcode through PAM.
 struct Passcode: AsyncParsableCommand {

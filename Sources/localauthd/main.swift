@@ -5,6 +5,7 @@ import SecurityDaemon
 import SecurityProtocol
 import ServiceLifecycle
 import Synchronization
+import WorkThreads
 
 #if canImport(Glibc)
     import Glibc

@@ -3,6 +3,7 @@ import Foundation
 import SecureCrypto
 import SecurityClient
 import SecurityProtocol
+import SecurityTransport
 import Synchronization
 import TestSupport
 import Testing
@@ -389,7 +390,8 @@ struct LaneTests {
     static func exchange(_ path: String, raw bytes: [UInt8]) throws -> (messages: [ServerMessage], closed: Bool) {
         let fd = try sendHalfClosing(path, bytes)
         defer { close(fd) }
-        let frames = FrameReader(descriptor: fd, limit: MessageLimits.default.maximumFrameByteCount)
+        let frames = FrameReader(
+            descriptor: fd, limit: MessageLimits.default.maximumFrameByteCount, version: MessageWriter.formatVersion)
         var messages: [ServerMessage] = []
         while true {
             do {

@@ -7,6 +7,7 @@ import SecurityServer
 import SwiftKeychain
 import TestSupport
 import Testing
+import WorkThreads
 
 @Suite("SecItem semantics")
 struct SecItemSemanticsTests {

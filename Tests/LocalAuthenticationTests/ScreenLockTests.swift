@@ -5,6 +5,7 @@ import SecurityProtocol
 import SecurityServer
 import TestSupport
 import Testing
+import WorkThreads
 
 #if canImport(Glibc)
     import Glibc

@@ -5,6 +5,7 @@ import LocalAuthentication
 import SecureCrypto
 import SecurityClient
 import SecurityProtocol
+import SecurityTransport
 
 /// What the two isolation probes (`isolation-probe-a`, `isolation-probe-b`: two programs built for the purpose, so
 /// their executables differ) do with Apple's keychain API on the client the environment selects, one command per
@@ -266,7 +267,7 @@ package enum IsolationProbe {
             print("written=0\nerror=cannot connect to \(path)")
             exit(1)
         }
-        let reader = FrameReader(descriptor: descriptor, limit: 1 << 20)
+        let reader = FrameReader(descriptor: descriptor, limit: 1 << 20, version: MessageWriter.formatVersion)
         func exchange(_ message: ClientMessage) -> Bool {
             guard FrameReader.write(message.encoded(), to: descriptor),
                 let answer = try? reader.next({ try ServerMessage(decoding: $0) })

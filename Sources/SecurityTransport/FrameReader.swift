@@ -12,16 +12,19 @@ import SecureCrypto
 package final class FrameReader {
     private let descriptor: Int32
     private let limit: Int
+    private let version: UInt8
     private var storage: UnsafeMutableRawPointer
     private var capacity = 16_384
     /// The unread bytes are `start..<end`.
     private var start = 0
     private var end = 0
 
-    /// A reader of `descriptor` that refuses frames whose value is longer than `limit` bytes.
-    package init(descriptor: Int32, limit: Int) {
+    /// A reader of `descriptor` that refuses frames of another format `version` than the one given (the protocol's
+    /// `MessageWriter.formatVersion`) and frames whose value is longer than `limit` bytes.
+    package init(descriptor: Int32, limit: Int, version: UInt8) {
         self.descriptor = descriptor
         self.limit = limit
+        self.version = version
         storage = allocateBytes(capacity)
     }
 
@@ -38,9 +41,9 @@ package final class FrameReader {
     package func next<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) throws -> Result? {
         while true {
             if end - start >= 5 {
-                let version = storage.load(fromByteOffset: start, as: UInt8.self)
-                guard version == MessageWriter.formatVersion else {
-                    throw FrameReadError(description: "unknown protocol version \(version)")
+                let found = storage.load(fromByteOffset: start, as: UInt8.self)
+                guard found == version else {
+                    throw FrameReadError(description: "unknown protocol version \(found)")
                 }
                 let length = Int(UInt32(bigEndian: storage.loadUnaligned(fromByteOffset: start + 1, as: UInt32.self)))
                 guard length <= limit else {
@@ -116,48 +119,4 @@ package final class FrameReader {
 /// Why a stream's bytes are not frames.
 package struct FrameReadError: Error, CustomStringConvertible {
     package var description: String
-}
-
-extension KeychainRequest {
-    /// Whether the request is brief: an add, a lookup of one item (no match limit, Apple's default, or a limit of one:
-    /// `kSecMatchLimitOne` or 1), the lock and its state, the sealing state. localauthd runs such a request that cannot
-    /// prompt on the connection's own thread (an event loop, or the lane's); a lookup of every match, an update or
-    /// delete (which may touch many items) and a backup (password derivation, the whole store) run on a store thread,
-    /// so they never hold up other connections.
-    package var isBrief: Bool {
-        switch self {
-        case .add, .lock, .lockState, .sealingState: true
-        case .copyMatching(let query):
-            // One lookup of the limit: this runs for every request a client considers for the lane.
-            switch query[ItemKey.matchLimit] {
-            case nil, .integer(1)?, .string(ItemKey.matchLimitOne)?: true
-            default: false
-            }
-        case .update, .delete, .exportBackup, .importBackup, .checkStore, .restoreBackup: false
-        }
-    }
-}
-
-extension KeychainRequest {
-    /// Whether a client sends the request over localauthd's lane (when it cannot prompt): brief, and naming no
-    /// authentication context (a context belongs to the main connection, and the engine refuses it elsewhere).
-    package var mayTakeLane: Bool {
-        switch self {
-        case .add(let dictionary), .copyMatching(let dictionary):
-            isBrief && dictionary[ItemKey.authenticationContext] == nil
-        default: isBrief
-        }
-    }
-}
-
-extension KeyRequest {
-    /// Whether localauthd's lane may serve the request (when it cannot prompt): a use of an existing key — sign,
-    /// decrypt, key exchange — that names no authentication context (a context belongs to the main connection).
-    package var mayTakeLane: Bool {
-        switch self {
-        case .sign(_, _, let context), .decrypt(_, _, _, let context), .keyExchange(_, _, _, let context):
-            context == nil
-        case .generate, .attestationIdentity, .attest: false
-        }
-    }
 }
