@@ -62,9 +62,28 @@ private func commonAttributes(
     return attributes
 }
 
-private func trustedApplicationList(_ value: KeychainValue?) -> [KeychainTrustedApplication]? {
-    guard case .access(let access)? = value else { return nil }
-    return access.applications.map(KeychainTrustedApplication.init)
+/// The attributes every typed item shares, read from a stored item's: nil when its accessibility is missing or
+/// unknown.
+private struct StoredCommonAttributes {
+    var label: String?
+    var accessGroup: String?
+    var accessibility: KeychainAccessibility
+    var isSynchronizable: Bool
+    var trustedApplications: [KeychainTrustedApplication]?
+
+    init?(_ attributes: [String: KeychainValue]) {
+        guard
+            let accessibility = attributes[ItemKey.accessible]?.stringValue.flatMap(
+                KeychainAccessibility.init(rawValue:))
+        else { return nil }
+        self.accessibility = accessibility
+        label = attributes[ItemKey.label]?.stringValue
+        accessGroup = attributes[ItemKey.accessGroup]?.stringValue
+        isSynchronizable = attributes[ItemKey.synchronizable]?.boolValue ?? false
+        if case .access(let access)? = attributes["acls"] {
+            trustedApplications = access.applications.map(KeychainTrustedApplication.init)
+        }
+    }
 }
 
 private func date(_ value: KeychainValue?) -> Date? {
@@ -134,15 +153,13 @@ public struct GenericPassword: KeychainItem, KeychainItemCoding, Hashable {
 
     package init?(keychainAttributes attributes: [String: KeychainValue], data: Data?) {
         guard let service = attributes[ItemKey.service]?.stringValue,
-            let account = attributes[ItemKey.account]?.stringValue,
-            let accessibility = attributes[ItemKey.accessible]?.stringValue.flatMap(
-                KeychainAccessibility.init(rawValue:))
+            let account = attributes[ItemKey.account]?.stringValue, let common = StoredCommonAttributes(attributes)
         else { return nil }
         self.init(
-            service: service, account: account, password: data ?? Data(), label: attributes[ItemKey.label]?.stringValue,
-            comment: attributes["icmt"]?.stringValue, accessGroup: attributes[ItemKey.accessGroup]?.stringValue,
-            accessibility: accessibility, isSynchronizable: attributes[ItemKey.synchronizable]?.boolValue ?? false,
-            trustedApplications: trustedApplicationList(attributes["acls"]))
+            service: service, account: account, password: data ?? Data(), label: common.label,
+            comment: attributes["icmt"]?.stringValue, accessGroup: common.accessGroup,
+            accessibility: common.accessibility, isSynchronizable: common.isSynchronizable,
+            trustedApplications: common.trustedApplications)
         creationDate = date(attributes["cdat"])
         modificationDate = date(attributes["mdat"])
     }
@@ -218,17 +235,15 @@ public struct InternetPassword: KeychainItem, KeychainItemCoding, Hashable {
 
     package init?(keychainAttributes attributes: [String: KeychainValue], data: Data?) {
         guard let server = attributes["srvr"]?.stringValue, let account = attributes[ItemKey.account]?.stringValue,
-            let accessibility = attributes[ItemKey.accessible]?.stringValue.flatMap(
-                KeychainAccessibility.init(rawValue:))
+            let common = StoredCommonAttributes(attributes)
         else { return nil }
         self.init(
             server: server, account: account, password: data ?? Data(),
             protocol: attributes["ptcl"]?.stringValue ?? "", port: Int(attributes["port"]?.integerValue ?? 0),
             path: attributes["path"]?.stringValue ?? "", securityDomain: attributes["sdmn"]?.stringValue ?? "",
-            authenticationType: attributes["atyp"]?.stringValue ?? "", label: attributes[ItemKey.label]?.stringValue,
-            accessGroup: attributes[ItemKey.accessGroup]?.stringValue, accessibility: accessibility,
-            isSynchronizable: attributes[ItemKey.synchronizable]?.boolValue ?? false,
-            trustedApplications: trustedApplicationList(attributes["acls"]))
+            authenticationType: attributes["atyp"]?.stringValue ?? "", label: common.label,
+            accessGroup: common.accessGroup, accessibility: common.accessibility,
+            isSynchronizable: common.isSynchronizable, trustedApplications: common.trustedApplications)
     }
 }
 
@@ -297,16 +312,13 @@ public struct KeychainKey: KeychainItem, KeychainItemCoding, Hashable {
 
     package init?(keychainAttributes attributes: [String: KeychainValue], data: Data?) {
         guard let keyClass = attributes["kcls"]?.stringValue.flatMap(KeyClass.init(rawValue:)),
-            let keyType = attributes["type"]?.stringValue,
-            let accessibility = attributes[ItemKey.accessible]?.stringValue.flatMap(
-                KeychainAccessibility.init(rawValue:))
+            let keyType = attributes["type"]?.stringValue, let common = StoredCommonAttributes(attributes)
         else { return nil }
         self.init(
             keyClass: keyClass, keyType: keyType, sizeInBits: Int(attributes["bsiz"]?.integerValue ?? 0),
             applicationTag: SwiftKeychain.data(attributes["atag"]) ?? Data(),
             applicationLabel: SwiftKeychain.data(attributes["klbl"]) ?? Data(), keyData: data ?? Data(),
-            label: attributes[ItemKey.label]?.stringValue, accessGroup: attributes[ItemKey.accessGroup]?.stringValue,
-            accessibility: accessibility)
+            label: common.label, accessGroup: common.accessGroup, accessibility: common.accessibility)
     }
 }
 
