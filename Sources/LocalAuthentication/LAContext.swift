@@ -188,15 +188,25 @@ open class LAContext: NSObject, @unchecked Sendable {
     ///   `companionNotAvailable`. A passcode success also unlocks the keychain.
     @discardableResult
     public func evaluatePolicy(_ policy: LAPolicy, localizedReason: String) async throws -> Bool {
-        guard !localizedReason.isEmpty else {
+        try await evaluate(reason: localizedReason) { .evaluatePolicy(EvaluationPolicy(policy), $0, $1) }
+    }
+
+    /// Sends the evaluation `request` makes of this context's identifier and the prompt's options, prompting
+    /// through this context's presenter; true when it succeeded.
+    ///
+    /// - Throws: ``LAError``: `authenticationFailed` for an empty `reason`, else what the engine answered.
+    private func evaluate(
+        reason: String, _ request: (AuthenticationContextID, EvaluationOptions) -> AuthenticationRequest
+    ) async throws -> Bool {
+        guard !reason.isEmpty else {
             throw LAError(.authenticationFailed, "localizedReason must not be empty")
         }
         do {
             try checkUsable()
             let client = try self.client.get()
             let id = try await contextID()
-            let (options, presenter) = evaluationOptions(reason: localizedReason)
-            _ = try await client.send(.evaluatePolicy(EvaluationPolicy(policy), id, options), presenter: presenter)
+            let (options, presenter) = evaluationOptions(reason: reason)
+            _ = try await client.send(request(id, options), presenter: presenter)
             return true
         } catch {
             throw LAError.from(error)
@@ -226,20 +236,8 @@ open class LAContext: NSObject, @unchecked Sendable {
     public func evaluateAccessControl(
         _ accessControl: SecAccessControl, operation: LAAccessControlOperation, localizedReason: String
     ) async throws -> Bool {
-        guard !localizedReason.isEmpty else {
-            throw LAError(.authenticationFailed, "localizedReason must not be empty")
-        }
-        do {
-            try checkUsable()
-            let client = try self.client.get()
-            let id = try await contextID()
-            let (options, presenter) = evaluationOptions(reason: localizedReason)
-            _ = try await client.send(
-                .evaluateAccessControl(accessControl.policy, AccessControlOperation(operation), id, options),
-                presenter: presenter)
-            return true
-        } catch {
-            throw LAError.from(error)
+        try await evaluate(reason: localizedReason) {
+            .evaluateAccessControl(accessControl.policy, AccessControlOperation(operation), $0, $1)
         }
     }
 
