@@ -2,7 +2,7 @@
 SWIFT ?= swift
 SWIFT_BUILD_FLAGS ?=
 
-.PHONY: bootstrap build pam test demo bench soak fuzz docs clean install uninstall
+.PHONY: bootstrap build pam pam-module test deb package-test demo bench soak fuzz docs clean install uninstall
 
 bootstrap:
 	@scripts/bootstrap
@@ -13,13 +13,19 @@ build: bootstrap
 # pam_localauth.so, the login keychain's PAM module (C: it is loaded into login, sshd and display managers and
 # brings only libc and libpam into them), and the test driver that runs PAM stacks with it (PAMModule/).
 PAM_CFLAGS ?= -O2 -Wall -Wextra -Werror
-pam: bootstrap
-	mkdir -p .build/pam
-	$(CC) $(PAM_CFLAGS) -shared -fPIC -fvisibility=hidden -o .build/pam/pam_localauth.so PAMModule/pam_localauth.c -lpam
+pam: bootstrap pam-module
 	$(CC) $(PAM_CFLAGS) -O0 -g -rdynamic -o .build/pam/pam-session-driver PAMModule/pam-session-driver.c -lpam
 
+# The module alone (the Debian package's build; no bootstrap). Hardened as Debian builds C: dpkg-buildflags.
+pam-module:
+	mkdir -p .build/pam
+	$(CC) $(PAM_CFLAGS) $(shell dpkg-buildflags --get CFLAGS 2>/dev/null) $(shell dpkg-buildflags --get CPPFLAGS 2>/dev/null) \
+		-shared -fPIC -fvisibility=hidden -o .build/pam/pam_localauth.so PAMModule/pam_localauth.c \
+		$(shell dpkg-buildflags --get LDFLAGS 2>/dev/null) -lpam
+
 # The tree's formatting first (.swift-format: `swift format -i -r Sources Tests Benchmarks Examples Fuzz Package.swift`
-# fixes what it reports, but documentation comments on public declarations), then the import and architecture checks.
+# fixes what it reports, but documentation comments on public declarations), then the import and architecture checks,
+# and after the build what an installation ships beside the binaries (scripts/check-installables: the man pages).
 # Every test suite, against the real OpenSSL, SQLite, PAM (pam_matrix), libfprint (virtual reader) and a TPM
 # (swtpm), in five passes over one build (scripts/run-tests): embedded, then the client-facing suites again through
 # a localauthd each world starts (LA_TEST_MODE=daemon), then the keychain, SecKey, rights and examples suites on the
@@ -32,6 +38,7 @@ test: bootstrap pam
 	scripts/check-imports
 	scripts/check-architecture
 	$(SWIFT) build --build-tests $(SWIFT_BUILD_FLAGS)
+	scripts/check-installables
 	SWIFT="$(SWIFT)" SWIFT_BUILD_FLAGS="$(SWIFT_BUILD_FLAGS)" scripts/run-tests embedded
 	SWIFT="$(SWIFT)" SWIFT_BUILD_FLAGS="$(SWIFT_BUILD_FLAGS)" scripts/run-tests daemon
 	SWIFT="$(SWIFT)" SWIFT_BUILD_FLAGS="$(SWIFT_BUILD_FLAGS)" scripts/run-tests tpm
@@ -89,6 +96,16 @@ docs: bootstrap
 clean:
 	rm -rf .build
 
+# The Debian package (debian/): dpkg-buildpackage with debhelper, binaries with the Swift runtime linked in
+# (--static-swift-stdlib, scratch path .build-deb), then lintian. The package and its build records land in
+# .build-deb/dist. `make package-test` installs it into a Debian 12 root made with debootstrap and uses it there.
+deb:
+	@scripts/bootstrap package
+	SWIFT="$(SWIFT)" scripts/build-deb
+
+package-test: deb
+	scripts/package-test
+
 # localauthd, lactl, the PAM service file, the systemd units (socket activation) and lactl's registration as an
 # administrative tool (/etc/localauthd/apps.d/lactl.conf), pinned to the installed build's SHA-256 (installing again
 # pins the new build). As root; DESTDIR for staging.
@@ -115,6 +132,9 @@ install: bootstrap pam
 	sed 's|@BINDIR@|$(BINDIR)|' Resources/systemd/user/localauthd-agent.service > agent.service.tmp
 	install -D -m 0644 agent.service.tmp $(DESTDIR)$(SYSTEMD_USER_UNIT_DIR)/localauthd-agent.service
 	rm -f agent.service.tmp
+	sed 's|@BINDIR@|$(BINDIR)|' Resources/systemd/user/lactl-ssh-agent.service > ssh-agent.service.tmp
+	install -D -m 0644 ssh-agent.service.tmp $(DESTDIR)$(SYSTEMD_USER_UNIT_DIR)/lactl-ssh-agent.service
+	rm -f ssh-agent.service.tmp
 	install -d -m 0755 $(DESTDIR)/etc/localauthd/apps.d
 	printf 'application-identifier = localauthentication.lactl\nexecutable = %s\nsha256 = %s\nadministrative = yes\n' \
 		"$(BINDIR)/lactl" "$$(sha256sum $(DESTDIR)$(BINDIR)/lactl | cut -d' ' -f1)" > lactl.conf.tmp
@@ -131,4 +151,4 @@ uninstall:
 	rm -f $(DESTDIR)/etc/localauthd/apps.d/lactl.conf
 	rm -f $(DESTDIR)$(SYSTEMD_UNIT_DIR)/localauthd.socket $(DESTDIR)$(SYSTEMD_UNIT_DIR)/localauthd.service
 	rm -f $(DESTDIR)$(PAM_MODULE_DIR)/pam_localauth.so $(DESTDIR)$(SYSTEMD_USER_UNIT_DIR)/localauthd-screen-lock.service
-	rm -f $(DESTDIR)$(SYSTEMD_USER_UNIT_DIR)/localauthd-agent.service
+	rm -f $(DESTDIR)$(SYSTEMD_USER_UNIT_DIR)/localauthd-agent.service $(DESTDIR)$(SYSTEMD_USER_UNIT_DIR)/lactl-ssh-agent.service

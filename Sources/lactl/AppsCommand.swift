@@ -41,7 +41,7 @@ struct RegisterApp: ParsableCommand {
             after an upgrade); --path-only leaves it out, so whatever file lies at PATH is the app: only for a
             path nobody but root can write.
 
-            An interpreter (python3, perl, node, bash, java, …) is refused: every script it runs would be the app,
+            An interpreter (python3, perl, node, bash, java and others) is refused: every script it runs would be the app,
             since a script's process runs the interpreter. --interpreter registers it all the same. A script itself
             cannot be registered: register a compiled program.
             """)

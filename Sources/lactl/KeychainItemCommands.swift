@@ -54,9 +54,10 @@ extension [String: Any] {
 
 /// The attributes that name generic passwords, as `security` takes them: `-a` account, `-s` service, `-G` group.
 struct GenericPasswordSelection: ParsableArguments {
-    @Option(name: .customShort("a"), help: "Account name.") var account: String?
-    @Option(name: .customShort("s"), help: "Service name.") var service: String?
-    @Option(name: .customShort("G"), help: "Access group.") var accessGroup: String?
+    @Option(name: .customShort("a"), help: ArgumentHelp("Account name.", valueName: "account")) var account: String?
+    @Option(name: .customShort("s"), help: ArgumentHelp("Service name.", valueName: "service")) var service: String?
+    @Option(name: .customShort("G"), help: ArgumentHelp("Access group.", valueName: "access-group")) var accessGroup:
+        String?
 
     /// A query for the generic passwords these attributes name (an attribute not given matches any value).
     var query: [String: Any] {
@@ -84,10 +85,12 @@ struct AddGenericPassword: ParsableCommand {
     @OptionGroup var options: KeychainOptions
     @OptionGroup var selection: GenericPasswordSelection
     @OptionGroup var newPassword: NewPasswordOptions
-    @Option(name: .customShort("j"), help: "Comment.") var comment: String?
+    @Option(name: .customShort("j"), help: ArgumentHelp("Comment.", valueName: "comment")) var comment: String?
     @Option(
         name: .customShort("T"),
-        help: "A program that may use the item without being asked (repeatable; \"\" for none: every program is asked)."
+        help: ArgumentHelp(
+            "A program that may use the item without being asked (repeatable; \"\" for none: every program is asked).",
+            valueName: "program")
     )
     var trustedApplications: [String] = []
 
@@ -111,7 +114,7 @@ struct FindGenericPassword: ParsableCommand {
 
     @OptionGroup var options: KeychainOptions
     @OptionGroup var selection: GenericPasswordSelection
-    @Option(name: .customShort("l"), help: "Label.") var label: String?
+    @Option(name: .customShort("l"), help: ArgumentHelp("Label.", valueName: "label")) var label: String?
     @OptionGroup var display: PasswordDisplayOptions
 
     func run() throws {
@@ -165,9 +168,12 @@ private func addOrUpdate(
 /// The password options of `add-*-password`, as `security` takes them: `-w` the password (else read from the
 /// terminal or standard input), `-l` the label, `-U` update an item that exists.
 struct NewPasswordOptions: ParsableArguments {
-    @Option(name: .customShort("w"), help: "The password (visible to other users in the process list; prefer stdin).")
+    @Option(
+        name: .customShort("w"),
+        help: ArgumentHelp(
+            "The password (visible to other users in the process list; prefer stdin).", valueName: "password"))
     var password: String?
-    @Option(name: .customShort("l"), help: "Label.") var label: String?
+    @Option(name: .customShort("l"), help: ArgumentHelp("Label.", valueName: "label")) var label: String?
     @Flag(name: .customShort("U"), help: "Update the item if it exists.") var update = false
 
     /// The new item's data and label, the password read now when `-w` did not give it.
@@ -211,15 +217,21 @@ private func find(_ query: [String: Any], options: KeychainOptions, display: Pas
 /// The attributes that name internet passwords, as `security` takes them: `-a` account, `-s` server, `-r` protocol,
 /// `-P` port, `-p` path, `-d` security domain, `-t` authentication type, `-G` group.
 struct InternetPasswordSelection: ParsableArguments {
-    @Option(name: .customShort("a"), help: "Account name.") var account: String?
-    @Option(name: .customShort("s"), help: "Server name.") var server: String?
-    @Option(name: .customShort("r"), help: "Protocol, four characters (e.g. htps).") var `protocol`: String?
-    @Option(name: .customShort("P"), help: "Port.") var port: Int?
-    @Option(name: .customShort("p"), help: "Path.") var path: String?
-    @Option(name: .customShort("d"), help: "Security domain.") var securityDomain: String?
-    @Option(name: .customShort("t"), help: "Authentication type, four characters (e.g. dflt).")
+    @Option(name: .customShort("a"), help: ArgumentHelp("Account name.", valueName: "account")) var account: String?
+    @Option(name: .customShort("s"), help: ArgumentHelp("Server name.", valueName: "server")) var server: String?
+    @Option(
+        name: .customShort("r"), help: ArgumentHelp("Protocol, four characters (e.g. htps).", valueName: "protocol"))
+    var `protocol`: String?
+    @Option(name: .customShort("P"), help: ArgumentHelp("Port.", valueName: "port")) var port: Int?
+    @Option(name: .customShort("p"), help: ArgumentHelp("Path.", valueName: "path")) var path: String?
+    @Option(name: .customShort("d"), help: ArgumentHelp("Security domain.", valueName: "security-domain"))
+    var securityDomain: String?
+    @Option(
+        name: .customShort("t"),
+        help: ArgumentHelp("Authentication type, four characters (e.g. dflt).", valueName: "authentication-type"))
     var authenticationType: String?
-    @Option(name: .customShort("G"), help: "Access group.") var accessGroup: String?
+    @Option(name: .customShort("G"), help: ArgumentHelp("Access group.", valueName: "access-group")) var accessGroup:
+        String?
 
     /// A query for the internet passwords these attributes name (an attribute not given matches any value).
     var query: [String: Any] {

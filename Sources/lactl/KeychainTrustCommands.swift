@@ -17,10 +17,13 @@ import WorkThreads
 /// Which item `trust` and `untrust` change: a generic password by service and account, or an internet password by
 /// server and account.
 struct TrustedItemOptions: ParsableArguments {
-    @Option(name: .customShort("s"), help: "Service name (a generic password).") var service: String?
-    @Option(name: .customShort("r"), help: "Server name (an internet password).") var server: String?
-    @Option(name: .customShort("a"), help: "Account name.") var account: String?
-    @Option(name: .customShort("G"), help: "Access group.") var accessGroup: String?
+    @Option(name: .customShort("s"), help: ArgumentHelp("Service name (a generic password).", valueName: "service"))
+    var service: String?
+    @Option(name: .customShort("r"), help: ArgumentHelp("Server name (an internet password).", valueName: "server"))
+    var server: String?
+    @Option(name: .customShort("a"), help: ArgumentHelp("Account name.", valueName: "account")) var account: String?
+    @Option(name: .customShort("G"), help: ArgumentHelp("Access group.", valueName: "access-group")) var accessGroup:
+        String?
 
     func validate() throws {
         guard (service == nil) != (server == nil) else { throw ValidationError("name the item with -s or -r") }

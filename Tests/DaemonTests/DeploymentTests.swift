@@ -31,23 +31,23 @@ struct DeploymentTests {
         let (status, output) = try runCapturingOutput(
             URL(fileURLWithPath: "/usr/bin/systemd-analyze"),
             [
-                "verify", directory.appendingPathComponent("localauthd.service").path,
+                // The man pages the units name are checked by scripts/check-installables (the host has none).
+                "verify", "--man=no", directory.appendingPathComponent("localauthd.service").path,
                 directory.appendingPathComponent("localauthd.socket").path,
             ])
         #expect(status == 0, "\(output)")
         #expect(output.isEmpty, "\(output)")
     }
 
-    /// The user units `make install` lays out (the screen-lock watcher and the prompt agent) pass systemd's checker:
-    /// their syntax and that `ExecStart` names an executable (checked as system units, since the checker's user mode
-    /// needs a running user manager).
+    /// The user units `make install` and the package lay out (the screen-lock watcher, the prompt agent, the SSH
+    /// agent) pass systemd's checker as user units: their syntax and that `ExecStart` names an executable.
     @Test func theUserUnitsVerify() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("user-units-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let bin = try lactlExecutable().deletingLastPathComponent().path
         var units: [String] = []
-        for name in ["localauthd-screen-lock.service", "localauthd-agent.service"] {
+        for name in ["localauthd-screen-lock.service", "localauthd-agent.service", "lactl-ssh-agent.service"] {
             let text = try String(
                 contentsOf: Self.root.appendingPathComponent("Resources/systemd/user/\(name)"), encoding: .utf8)
             #expect(text.contains("@BINDIR@/lactl"), "\(name) runs lactl from BINDIR")
@@ -55,8 +55,13 @@ struct DeploymentTests {
             try text.replacingOccurrences(of: "@BINDIR@", with: bin).write(to: unit, atomically: true, encoding: .utf8)
             units.append(unit.path)
         }
+        // The checker's user mode wants a runtime directory; no user manager needs to run.
+        let runtime = directory.appendingPathComponent("runtime")
+        try FileManager.default.createDirectory(
+            at: runtime, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
         let (status, output) = try runCapturingOutput(
-            URL(fileURLWithPath: "/usr/bin/systemd-analyze"), ["verify"] + units)
+            URL(fileURLWithPath: "/usr/bin/systemd-analyze"), ["verify", "--user", "--man=no"] + units,
+            environment: inheritedEnvironment(merging: ["XDG_RUNTIME_DIR": runtime.path]))
         #expect(status == 0, "\(output)")
         #expect(output.isEmpty, "\(output)")
     }
