@@ -49,8 +49,8 @@ struct PromptAgentTests {
                     digests: [digest], isAdministrative: true),
                 as: "lactl.conf", in: daemon.daemon.registryDirectory)
             probe = daemon.directory + "/asker"
+            // The daemon reads the registry again when the next connection finds the directory changed.
             try copyExecutable(try builtExecutable("isolation-probe-a").path, to: probe)
-            usleep(300_000)
         }
 
         var socket: String { daemon.daemon.socket }
@@ -116,7 +116,13 @@ struct PromptAgentTests {
         #expect(try !ProcessMemory.contains(asker.pid, Self.passcode), "the asking program's memory holds the passcode")
         let holder = try SpawnedProcess("/bin/sleep", ["600"], environment: ["HELD": Self.passcode])
         defer { holder.stop(SIGKILL) }
-        usleep(100_000)
+        // Scanned once the process runs sleep (before its exec, its memory is the test's copy of the parent).
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline,
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(holder.pid)/exe")) != "/usr/bin/sleep"
+        {
+            usleep(10_000)
+        }
         #expect(try ProcessMemory.contains(holder.pid, Self.passcode), "the scan finds a passcode a process holds")
         // What a person saw, for the record.
         try? Data(terminal.transcript.utf8).write(to: TestArtifacts.file("agent-pinentry-tty.txt"))
@@ -210,7 +216,6 @@ struct PromptAgentTests {
                 applicationIdentifier: "TEAMT.probe-b", executable: b.executable, keychainAccessGroups: [group],
                 drawsOwnPrompts: true),
             as: "probe-b.conf", in: world.daemon.daemon.registryDirectory)
-        usleep(500_000)
         #expect(try a.run(["add-trusted", "svc", "acct", "a-secret", group])["status"] == "0")
         let terminal = try PseudoTerminal()
         let agent = try world.agent(on: terminal, pinentry: "/usr/bin/pinentry-tty")
