@@ -16,11 +16,13 @@ PAM_CFLAGS ?= -O2 -Wall -Wextra -Werror
 pam: bootstrap pam-module
 	$(CC) $(PAM_CFLAGS) -O0 -g -rdynamic -o .build/pam/pam-session-driver PAMModule/pam-session-driver.c -lpam
 
-# The module alone (the Debian package's build; no bootstrap). Hardened as Debian builds C: dpkg-buildflags.
+# The module alone (the Debian package's build, into a folder of its own; no bootstrap). Hardened as Debian builds C:
+# dpkg-buildflags.
+PAM_BUILD_DIR ?= .build/pam
 pam-module:
-	mkdir -p .build/pam
+	mkdir -p $(PAM_BUILD_DIR)
 	$(CC) $(PAM_CFLAGS) $(shell dpkg-buildflags --get CFLAGS 2>/dev/null) $(shell dpkg-buildflags --get CPPFLAGS 2>/dev/null) \
-		-shared -fPIC -fvisibility=hidden -o .build/pam/pam_localauth.so PAMModule/pam_localauth.c \
+		-shared -fPIC -fvisibility=hidden -o $(PAM_BUILD_DIR)/pam_localauth.so PAMModule/pam_localauth.c \
 		$(shell dpkg-buildflags --get LDFLAGS 2>/dev/null) -lpam
 
 # The tree's formatting first (.swift-format: `swift format -i -r Sources Tests Benchmarks Examples Fuzz Package.swift`

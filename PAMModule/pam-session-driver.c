@@ -121,6 +121,10 @@ int main(int argc, char **argv) {
             if (status == PAM_SUCCESS) status = deleted;
         } else if (strcmp(line, "chauthtok") == 0) {
             status = pam_chauthtok(pamh, 0);
+        } else if (strncmp(line, "user ", 5) == 0) {
+            /* As sudo does between authenticating its caller and opening the target user's session. */
+            status = pam_set_item(pamh, PAM_USER, line + 5);
+            command = "user";
         } else if (strcmp(line, "end") == 0) {
             break;
         } else {

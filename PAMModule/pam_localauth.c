@@ -387,26 +387,42 @@ static void report(pam_handle_t *pamh, const struct options *options, const char
     }
 }
 
-static void cleanup_password(pam_handle_t *pamh, void *data, int status) {
+/* What the auth step keeps for the session step: the password and the user it was given for. */
+struct kept {
+    char *user;
+    char *password;
+};
+
+static void cleanup_kept(pam_handle_t *pamh, void *data, int status) {
     (void)pamh;
     (void)status;
-    char *password = data;
-    wipe(password, strlen(password));
-    free(password);
+    struct kept *kept = data;
+    if (kept->password) {
+        wipe(kept->password, strlen(kept->password));
+        free(kept->password);
+    }
+    free(kept->user);
+    free(kept);
 }
 
 EXPORT int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const char **argv) {
     (void)flags;
     struct options options;
     parse_options(argc, argv, &options);
-    const void *token = NULL;
-    if (pam_get_item(pamh, PAM_AUTHTOK, &token) != PAM_SUCCESS || !token) {
+    const void *token = NULL, *user = NULL;
+    if (pam_get_item(pamh, PAM_AUTHTOK, &token) != PAM_SUCCESS || !token ||
+        pam_get_item(pamh, PAM_USER, &user) != PAM_SUCCESS || !user) {
         if (options.debug) pam_syslog(pamh, LOG_DEBUG, "auth: no password in the stack to keep");
         return PAM_IGNORE;
     }
-    char *copy = strdup(token);
-    if (!copy || pam_set_data(pamh, DATA_NAME, copy, cleanup_password) != PAM_SUCCESS) {
-        if (copy) cleanup_password(pamh, copy, 0);
+    struct kept *copy = calloc(1, sizeof *copy);
+    if (copy) {
+        copy->user = strdup(user);
+        copy->password = strdup(token);
+    }
+    if (!copy || !copy->user || !copy->password ||
+        pam_set_data(pamh, DATA_NAME, copy, cleanup_kept) != PAM_SUCCESS) {
+        if (copy) cleanup_kept(pamh, copy, 0);
         pam_syslog(pamh, LOG_ERR, "auth: cannot keep the password for the session");
     } else if (options.debug) {
         pam_syslog(pamh, LOG_DEBUG, "auth: password kept for the session");
@@ -423,14 +439,24 @@ EXPORT int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, const ch
     (void)flags;
     struct options options;
     parse_options(argc, argv, &options);
-    const void *kept = NULL;
-    if (pam_get_data(pamh, DATA_NAME, &kept) != PAM_SUCCESS) kept = NULL;
+    const void *data = NULL, *user = NULL;
+    if (pam_get_data(pamh, DATA_NAME, &data) != PAM_SUCCESS) data = NULL;
+    const struct kept *kept = data;
+    const char *password = kept ? kept->password : NULL;
+    /* Only to the user who gave it: a program may authenticate one user and open the session of another (sudo
+     * authenticates the caller, then opens the target user's session), and that user's keychain must not be tried
+     * with the first one's password. */
+    if (password && (pam_get_item(pamh, PAM_USER, &user) != PAM_SUCCESS || !user || strcmp(user, kept->user) != 0)) {
+        pam_syslog(pamh, LOG_NOTICE, "session: opened for %s after %s authenticated: no password handed over",
+                   user ? (const char *)user : "?", kept->user);
+        password = NULL;
+    }
     const char *name = "?";
     struct outcome outcome;
-    ask(pamh, &options, 1, kept, NULL, &name, &outcome);
-    /* Handed over: the kept copy is wiped and freed now (pam_set_data runs the old cleanup). */
+    ask(pamh, &options, 1, password, NULL, &name, &outcome);
+    /* Used or not, the kept copy is wiped and freed now (pam_set_data runs the old cleanup). */
     if (kept) pam_set_data(pamh, DATA_NAME, NULL, NULL);
-    report(pamh, &options, name, &outcome, kept ? "session open" : "session open (no password)");
+    report(pamh, &options, name, &outcome, password ? "session open" : "session open (no password)");
     return PAM_SUCCESS;
 }
 

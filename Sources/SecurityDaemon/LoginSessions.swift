@@ -6,8 +6,9 @@ import SocketPeer
 import Synchronization
 
 /// The users' login sessions, as the PAM module reports them: the keychain unlocks when a session opens with the
-/// login password and its `ak` classes lock when the user's last session closes. Only sessions whose password
-/// unlocked the keychain count (a login by key or by finger leaves it as it is, and cannot hold it open).
+/// login password and its `ak` classes lock when the last of the user's sessions that counted closes. Only sessions
+/// whose password unlocked the keychain count (a login by key or by finger leaves it as it is, cannot hold it open,
+/// and its close locks nothing).
 ///
 /// A session is the program that runs the PAM stack (`login`, `sshd`'s session process, a display manager): the
 /// parent of the process the module forks to connect as the user, named by its pid and its start time (so a reused
@@ -50,9 +51,11 @@ final class LoginSessions: Sendable {
             guard let session = Self.session(ofParentOf: peer.credentials.pid) else {
                 throw AuthenticationError(.invalidContext, "the login session's program cannot be named")
             }
-            let count = closed(session, uid: uid)
+            let (counted, count) = closed(session, uid: uid)
             var note: String?
-            if count == 0 {
+            // Only the close of the last session that counted locks: a session opened without the password (a
+            // login by key, a program of the user) never held the keychain open, so its close leaves it as it is.
+            if counted && count == 0 {
                 try engine.lockKeychain()
                 note = "the last login session closed: the keychain is locked"
             }
@@ -75,12 +78,14 @@ final class LoginSessions: Sendable {
         }
     }
 
-    /// Forgets `session` of `uid` (and those whose program is gone); the user's sessions left.
-    private func closed(_ session: Session, uid: UInt32) -> Int {
+    /// Forgets `session` of `uid` (and those whose program is gone): whether it counted, and the user's sessions
+    /// left.
+    private func closed(_ session: Session, uid: UInt32) -> (counted: Bool, left: Int) {
         sessions.withLock { sessions in
+            let counted = sessions[uid]?.contains(session) ?? false
             let left = (sessions[uid] ?? []).filter { $0 != session && Self.isRunning($0) }
             sessions[uid] = left.isEmpty ? nil : left
-            return left.count
+            return (counted, left.count)
         }
     }
 

@@ -192,6 +192,42 @@ extension LoginKeychainTests {
         }
     }
 
+    /// A program may authenticate one user and open another's session, as sudo does (it authenticates its caller,
+    /// then opens the target user's session): the password goes to nobody's keychain then.
+    @Test func thePasswordIsHandedOnlyToTheUserWhoGaveIt() throws {
+        let login = try LoginWorld()
+        defer { login.close() }
+        try login.addItemAndLock()
+        let driver = try login.driver()
+        driver.run("password secret")
+        #expect(driver.run("authenticate") == 0)
+        #expect(driver.run("user root") == 0)
+        #expect(driver.run("open") == 0)
+        #expect(try !login.readsItem())
+        let opened = login.world.daemon.logText.split(separator: "\n").filter { $0.contains("login session opened") }
+        #expect(opened.count == 1, "\(opened)")
+        #expect(opened.allSatisfy { $0.contains("uid=0") && $0.contains("no password") }, "\(opened)")
+        #expect(driver.run("close") == 0)
+        #expect(driver.end() == 0)
+        #expect(!driver.output.contains("secret"), "a password in the output: \(driver.output)")
+    }
+
+    /// A session that never counted (opened without the password: a login by key, a program of the user) locks
+    /// nothing when it closes: the keychain stays as whoever unlocked it left it.
+    @Test func theCloseOfASessionThatNeverCountedLocksNothing() throws {
+        let login = try LoginWorld()
+        defer { login.close() }
+        let added = try login.lactl([
+            "keychain", "add-generic-password", "-s", "svc", "-a", "ak", "-w", LoginWorld.marker,
+        ])
+        #expect(added.status == 0, "\(added.output)")
+        let withoutPassword = try login.driver()
+        #expect(withoutPassword.run("open") == 0)
+        #expect(withoutPassword.run("close") == 0)
+        #expect(withoutPassword.end() == 0)
+        #expect(try login.readsItem(), "a session that never counted locked the keychain")
+    }
+
     @Test func aWrongPasswordLeavesTheKeychainLockedAndTheLoginResultUnchanged() throws {
         let login = try LoginWorld()
         defer { login.close() }
