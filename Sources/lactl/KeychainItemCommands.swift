@@ -52,8 +52,26 @@ extension [String: Any] {
 
 // MARK: Generic passwords
 
+/// The options that name passwords of one class, as `security` takes them.
+protocol PasswordSelection: ParsableArguments {
+    /// A query for the passwords the options name (an attribute not given matches any value).
+    var query: [String: Any] { get }
+    /// The attributes that a new item of the class gets empty when not given (`account` and the service or server),
+    /// as `security add-*-password` makes them.
+    static var namingAttributes: [CFString] { get }
+}
+
+extension PasswordSelection {
+    /// The new item's attributes: the query, with the naming attributes not given empty.
+    var item: [String: Any] {
+        var item = query
+        for key in Self.namingAttributes where item[key as String] == nil { item[key as String] = "" }
+        return item
+    }
+}
+
 /// The attributes that name generic passwords, as `security` takes them: `-a` account, `-s` service, `-G` group.
-struct GenericPasswordSelection: ParsableArguments {
+struct GenericPasswordSelection: PasswordSelection {
     @Option(name: .customShort("a"), help: ArgumentHelp("Account name.", valueName: "account")) var account: String?
     @Option(name: .customShort("s"), help: ArgumentHelp("Service name.", valueName: "service")) var service: String?
     @Option(name: .customShort("G"), help: ArgumentHelp("Access group.", valueName: "access-group")) var accessGroup:
@@ -68,13 +86,7 @@ struct GenericPasswordSelection: ParsableArguments {
         return query
     }
 
-    /// The new item's primary key: an attribute not given is empty, as `security add-generic-password` makes it.
-    var item: [String: Any] {
-        var item = query
-        item[kSecAttrAccount as String] = account ?? ""
-        item[kSecAttrService as String] = service ?? ""
-        return item
-    }
+    static var namingAttributes: [CFString] { [kSecAttrAccount, kSecAttrService] }
 }
 
 struct AddGenericPassword: ParsableCommand {
@@ -216,7 +228,7 @@ private func find(_ query: [String: Any], options: KeychainOptions, display: Pas
 
 /// The attributes that name internet passwords, as `security` takes them: `-a` account, `-s` server, `-r` protocol,
 /// `-P` port, `-p` path, `-d` security domain, `-t` authentication type, `-G` group.
-struct InternetPasswordSelection: ParsableArguments {
+struct InternetPasswordSelection: PasswordSelection {
     @Option(name: .customShort("a"), help: ArgumentHelp("Account name.", valueName: "account")) var account: String?
     @Option(name: .customShort("s"), help: ArgumentHelp("Server name.", valueName: "server")) var server: String?
     @Option(
@@ -247,14 +259,7 @@ struct InternetPasswordSelection: ParsableArguments {
         return query
     }
 
-    /// The new item's attributes: account and server empty when not given, as `security add-internet-password`
-    /// makes them.
-    var item: [String: Any] {
-        var item = query
-        item[kSecAttrAccount as String] = account ?? ""
-        item[kSecAttrServer as String] = server ?? ""
-        return item
-    }
+    static var namingAttributes: [CFString] { [kSecAttrAccount, kSecAttrServer] }
 }
 
 struct AddInternetPassword: ParsableCommand {
