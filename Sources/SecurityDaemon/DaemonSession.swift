@@ -377,6 +377,12 @@ final class DaemonSession: Sendable {
             agent.end(channel)
         }
         for task in tasks { task.cancel() }
+        DaemonServer.logger.debug(
+            "disconnected",
+            metadata: [
+                "pid": "\(peer.credentials.pid)", "cancelled": "\(tasks.count)",
+                "prompts": "\(channels.count + drawn.count)",
+            ])
         if let agent = agentRole.withLock({ $0 }) { routing.agents.remove(agent) }
         engine.authentication?.discardAll(owner: caller.connection)
     }

@@ -152,12 +152,15 @@ package final class FprintdStack: @unchecked Sendable {
         let tool = try SpawnedProcess(
             "/usr/bin/fprintd-verify", [user], environment: ["DBUS_SYSTEM_BUS_ADDRESS": address], log: log)
         let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline, tool.isRunning,
-            !((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains("Verify started")
-        {
+        var started = false
+        while Date() < deadline, tool.isRunning {
+            started = ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains("Verify started")
+            if started { break }
             usleep(10_000)
         }
-        send("SCAN \(id)")
+        // Only a verification that started gets the finger: a scan sent after the tool gave up (the reader was
+        // claimed) would wait in the virtual reader for whoever verifies next.
+        if started { send("SCAN \(id)") }
         let exit = tool.wait(timeout: 30) ?? tool.stop(SIGKILL)
         return (exit.status, (try? String(contentsOfFile: log, encoding: .utf8)) ?? "")
     }
