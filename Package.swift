@@ -94,7 +94,7 @@ let package = Package(
         .target(
             name: "KeychainStore",
             dependencies: [
-                "SecurityProtocol", .product(name: "GRDB", package: "GRDB.swift"),
+                "SecurityProtocol", "SecureCrypto", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ]),
         // Secrets: device root key, protection-class keys, enclave-held P-256 keys.

@@ -4,49 +4,23 @@ internal import COpenSSL
 ///
 /// Carries a ``Code`` that callers match on (`catch let error where CryptoError.Code.invalidKey ~= error`), a short
 /// message that never contains key material, and the reasons OpenSSL left in its error queue (drained, never printed).
-package struct CryptoError: Error, CustomStringConvertible, Sendable {
+package struct CryptoError: CodedError, CustomStringConvertible, Sendable {
     /// What went wrong, as a stable number; new codes can be added without breaking callers.
-    package struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-        package var rawValue: Int
-        package init(rawValue: Int) { self.rawValue = rawValue }
+    package typealias Code = ErrorCode<CryptoError>
 
-        /// A key's bytes have the wrong length or format.
-        package static let invalidKeyEncoding = Code(rawValue: 1)
-        /// A public point is not on the P-256 curve (or is the point at infinity).
-        package static let pointNotOnCurve = Code(rawValue: 2)
-        /// A private scalar is zero or not below the group order, or does not match its public point.
-        package static let invalidScalar = Code(rawValue: 3)
-        /// A signature is not a valid DER or raw encoding.
-        package static let invalidSignatureEncoding = Code(rawValue: 4)
-        /// An AEAD tag did not verify: wrong key, nonce, associated data, or tampered ciphertext.
-        package static let authenticationFailure = Code(rawValue: 5)
-        /// A size or parameter is outside what the algorithm accepts.
-        package static let invalidParameter = Code(rawValue: 6)
-        /// The system's random generator failed.
-        package static let randomFailure = Code(rawValue: 7)
-        /// OpenSSL failed for a reason that is not the caller's input.
-        package static let internalFailure = Code(rawValue: 8)
-        /// A ciphertext is too short or malformed to be opened.
-        package static let invalidCiphertext = Code(rawValue: 9)
-
-        package var description: String {
-            switch self {
-            case .invalidKeyEncoding: "invalidKeyEncoding"
-            case .pointNotOnCurve: "pointNotOnCurve"
-            case .invalidScalar: "invalidScalar"
-            case .invalidSignatureEncoding: "invalidSignatureEncoding"
-            case .authenticationFailure: "authenticationFailure"
-            case .invalidParameter: "invalidParameter"
-            case .randomFailure: "randomFailure"
-            case .internalFailure: "internalFailure"
-            case .invalidCiphertext: "invalidCiphertext"
-            default: "code \(rawValue)"
-            }
-        }
-
-        /// Matches an error thrown by the crypto core against a code.
-        package static func ~= (code: Code, error: any Error) -> Bool {
-            (error as? CryptoError)?.code == code
+    /// The code's name, e.g. `invalidKeyEncoding`.
+    package static func name(of code: Code) -> String? {
+        switch code {
+        case .invalidKeyEncoding: "invalidKeyEncoding"
+        case .pointNotOnCurve: "pointNotOnCurve"
+        case .invalidScalar: "invalidScalar"
+        case .invalidSignatureEncoding: "invalidSignatureEncoding"
+        case .authenticationFailure: "authenticationFailure"
+        case .invalidParameter: "invalidParameter"
+        case .randomFailure: "randomFailure"
+        case .internalFailure: "internalFailure"
+        case .invalidCiphertext: "invalidCiphertext"
+        default: nil
         }
     }
 
@@ -94,4 +68,25 @@ enum OpenSSLErrorQueue {
     static func clear() {
         ERR_clear_error()
     }
+}
+
+extension ErrorCode where Failure == CryptoError {
+    /// A key's bytes have the wrong length or format.
+    package static var invalidKeyEncoding: Self { Self(rawValue: 1) }
+    /// A public point is not on the P-256 curve (or is the point at infinity).
+    package static var pointNotOnCurve: Self { Self(rawValue: 2) }
+    /// A private scalar is zero or not below the group order, or does not match its public point.
+    package static var invalidScalar: Self { Self(rawValue: 3) }
+    /// A signature is not a valid DER or raw encoding.
+    package static var invalidSignatureEncoding: Self { Self(rawValue: 4) }
+    /// An AEAD tag did not verify: wrong key, nonce, associated data, or tampered ciphertext.
+    package static var authenticationFailure: Self { Self(rawValue: 5) }
+    /// A size or parameter is outside what the algorithm accepts.
+    package static var invalidParameter: Self { Self(rawValue: 6) }
+    /// The system's random generator failed.
+    package static var randomFailure: Self { Self(rawValue: 7) }
+    /// OpenSSL failed for a reason that is not the caller's input.
+    package static var internalFailure: Self { Self(rawValue: 8) }
+    /// A ciphertext is too short or malformed to be opened.
+    package static var invalidCiphertext: Self { Self(rawValue: 9) }
 }

@@ -1,65 +1,31 @@
 import Foundation
+import SecureCrypto
 
 /// Why an authentication did not succeed, with a code whose raw value is the matching `LAError.Code` raw value.
 ///
 /// The public `LAError` type lives in the LocalAuthentication module; this struct carries the same numbers so the
 /// engine can translate one into the other without a table. The message never contains a passcode, a template or
 /// any other secret.
-package struct AuthenticationError: Error, CustomStringConvertible, Sendable, Equatable {
+package struct AuthenticationError: CodedError, CustomStringConvertible, Sendable, Equatable {
     /// What went wrong, as Apple's `LAError.Code` raw value; new codes can be added without breaking callers.
-    package struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-        /// The `LAError.Code` raw value.
-        package var rawValue: Int
-        /// A code with this raw value.
-        package init(rawValue: Int) { self.rawValue = rawValue }
+    package typealias Code = ErrorCode<AuthenticationError>
 
-        /// The credential was presented but did not match (`LAError.authenticationFailed`, -1).
-        package static let authenticationFailed = Code(rawValue: -1)
-        /// The user cancelled, e.g. answered no passcode or pressed Ctrl-C (`LAError.userCancel`, -2).
-        package static let userCancel = Code(rawValue: -2)
-        /// The user asked for the fallback method (`LAError.userFallback`, -3).
-        package static let userFallback = Code(rawValue: -3)
-        /// The system ended the attempt, e.g. no finger within the attempt timeout (`LAError.systemCancel`, -4).
-        package static let systemCancel = Code(rawValue: -4)
-        /// No usable passcode: the PAM service or the account cannot authenticate (`LAError.passcodeNotSet`, -5).
-        package static let passcodeNotSet = Code(rawValue: -5)
-        /// No usable fingerprint reader, or the reader is busy or failed (`LAError.biometryNotAvailable`, -6).
-        package static let biometryNotAvailable = Code(rawValue: -6)
-        /// The user has no enrolled fingerprint for this reader (`LAError.biometryNotEnrolled`, -7).
-        package static let biometryNotEnrolled = Code(rawValue: -7)
-        /// Too many failed fingerprint attempts; a passcode success unlocks (`LAError.biometryLockout`, -8).
-        package static let biometryLockout = Code(rawValue: -8)
-        /// The calling program cancelled, e.g. its task was cancelled (`LAError.appCancel`, -9).
-        package static let appCancel = Code(rawValue: -9)
-        /// The context is no longer usable (`LAError.invalidContext`, -10).
-        package static let invalidContext = Code(rawValue: -10)
-        /// The reader was unplugged or vanished during the operation (`LAError.biometryDisconnected`, -13).
-        package static let biometryDisconnected = Code(rawValue: -13)
-        /// Interaction was needed but not allowed (`LAError.notInteractive`, -1004).
-        package static let notInteractive = Code(rawValue: -1004)
-
-        /// The LAError case name, e.g. `authenticationFailed`.
-        package var description: String {
-            switch self {
-            case .authenticationFailed: "authenticationFailed"
-            case .userCancel: "userCancel"
-            case .userFallback: "userFallback"
-            case .systemCancel: "systemCancel"
-            case .passcodeNotSet: "passcodeNotSet"
-            case .biometryNotAvailable: "biometryNotAvailable"
-            case .biometryNotEnrolled: "biometryNotEnrolled"
-            case .biometryLockout: "biometryLockout"
-            case .appCancel: "appCancel"
-            case .invalidContext: "invalidContext"
-            case .biometryDisconnected: "biometryDisconnected"
-            case .notInteractive: "notInteractive"
-            default: "code \(rawValue)"
-            }
-        }
-
-        /// Matches an error thrown by an authenticator against a code.
-        package static func ~= (code: Code, error: any Error) -> Bool {
-            (error as? AuthenticationError)?.code == code
+    /// The code's name, e.g. `authenticationFailed`.
+    package static func name(of code: Code) -> String? {
+        switch code {
+        case .authenticationFailed: "authenticationFailed"
+        case .userCancel: "userCancel"
+        case .userFallback: "userFallback"
+        case .systemCancel: "systemCancel"
+        case .passcodeNotSet: "passcodeNotSet"
+        case .biometryNotAvailable: "biometryNotAvailable"
+        case .biometryNotEnrolled: "biometryNotEnrolled"
+        case .biometryLockout: "biometryLockout"
+        case .appCancel: "appCancel"
+        case .invalidContext: "invalidContext"
+        case .biometryDisconnected: "biometryDisconnected"
+        case .notInteractive: "notInteractive"
+        default: nil
         }
     }
 
@@ -106,8 +72,6 @@ package struct AuthenticationError: Error, CustomStringConvertible, Sendable, Eq
     }
 }
 
-extension AuthenticationError.Code: ProtocolCodable {}
-
 extension AuthenticationError.BackendStatus: ProtocolCodable {
     /// A record: 1 library, 2 code.
     package func encode(into writer: inout MessageWriter) {
@@ -136,4 +100,31 @@ extension AuthenticationError: ProtocolCodable {
             try reader.field(1), try reader.field(2), retryAfter: try reader.optionalField(3),
             backendStatus: try reader.optionalField(4))
     }
+}
+
+extension ErrorCode where Failure == AuthenticationError {
+    /// The credential was presented but did not match (`LAError.authenticationFailed`, -1).
+    package static var authenticationFailed: Self { Self(rawValue: -1) }
+    /// The user cancelled, e.g. answered no passcode or pressed Ctrl-C (`LAError.userCancel`, -2).
+    package static var userCancel: Self { Self(rawValue: -2) }
+    /// The user asked for the fallback method (`LAError.userFallback`, -3).
+    package static var userFallback: Self { Self(rawValue: -3) }
+    /// The system ended the attempt, e.g. no finger within the attempt timeout (`LAError.systemCancel`, -4).
+    package static var systemCancel: Self { Self(rawValue: -4) }
+    /// No usable passcode: the PAM service or the account cannot authenticate (`LAError.passcodeNotSet`, -5).
+    package static var passcodeNotSet: Self { Self(rawValue: -5) }
+    /// No usable fingerprint reader, or the reader is busy or failed (`LAError.biometryNotAvailable`, -6).
+    package static var biometryNotAvailable: Self { Self(rawValue: -6) }
+    /// The user has no enrolled fingerprint for this reader (`LAError.biometryNotEnrolled`, -7).
+    package static var biometryNotEnrolled: Self { Self(rawValue: -7) }
+    /// Too many failed fingerprint attempts; a passcode success unlocks (`LAError.biometryLockout`, -8).
+    package static var biometryLockout: Self { Self(rawValue: -8) }
+    /// The calling program cancelled, e.g. its task was cancelled (`LAError.appCancel`, -9).
+    package static var appCancel: Self { Self(rawValue: -9) }
+    /// The context is no longer usable (`LAError.invalidContext`, -10).
+    package static var invalidContext: Self { Self(rawValue: -10) }
+    /// The reader was unplugged or vanished during the operation (`LAError.biometryDisconnected`, -13).
+    package static var biometryDisconnected: Self { Self(rawValue: -13) }
+    /// Interaction was needed but not allowed (`LAError.notInteractive`, -1004).
+    package static var notInteractive: Self { Self(rawValue: -1004) }
 }

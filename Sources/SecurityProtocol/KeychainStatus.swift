@@ -1,32 +1,11 @@
+import SecureCrypto
+
 /// An engine failure carrying the `OSStatus` Keychain Services reports for it, and a message that never contains
 /// item contents or key material.
-package struct KeychainStatus: Error, CustomStringConvertible, Sendable, Equatable {
+package struct KeychainStatus: CodedError, CustomStringConvertible, Sendable, Equatable {
     /// An `OSStatus` value, matchable with `~=`.
-    package struct Code: RawRepresentable, Hashable, Sendable {
-        package var rawValue: Int32
-        package init(rawValue: Int32) { self.rawValue = rawValue }
-
-        package static let param = Code(rawValue: -50)
-        package static let allocate = Code(rawValue: -108)
-        package static let io = Code(rawValue: -36)
-        package static let diskFull = Code(rawValue: -34)
-        package static let notAvailable = Code(rawValue: -25291)
-        package static let readOnly = Code(rawValue: -25292)
-        package static let authFailed = Code(rawValue: -25293)
-        package static let duplicateItem = Code(rawValue: -25299)
-        package static let itemNotFound = Code(rawValue: -25300)
-        package static let noSuchAttribute = Code(rawValue: -25303)
-        package static let noSuchClass = Code(rawValue: -25306)
-        package static let interactionNotAllowed = Code(rawValue: -25308)
-        package static let decode = Code(rawValue: -26275)
-        package static let missingEntitlement = Code(rawValue: -34018)
-        package static let internalComponent = Code(rawValue: -2070)
-        package static let unimplemented = Code(rawValue: -4)
-
-        package static func ~= (code: Code, error: any Error) -> Bool {
-            (error as? KeychainStatus)?.code == code
-        }
-    }
+    package typealias Code = ErrorCode<KeychainStatus>
+    package typealias RawCode = Int32
 
     package var code: Code
     package var message: String
@@ -41,7 +20,7 @@ package struct KeychainStatus: Error, CustomStringConvertible, Sendable, Equatab
 
 extension KeychainStatus.Code {
     /// `errSecUserCanceled`: the user cancelled the authentication an item's access control asked for.
-    package static let userCanceled = KeychainStatus.Code(rawValue: -128)
+    package static var userCanceled: Self { Self(rawValue: -128) }
 
     /// The `OSStatus` Security.framework reports for an `LAError` code (`osstatus_for_localauthentication_error`):
     /// userCancel → `errSecUserCanceled`, notInteractive → `errSecInteractionNotAllowed`, anything else →
@@ -68,7 +47,7 @@ extension KeychainStatus {
     }
 }
 
-extension KeychainStatus.Code: ProtocolCodable {}
+extension ErrorCode: ProtocolCodable where RawValue: ProtocolCodable {}
 
 extension KeychainStatus: ProtocolCodable {
     /// A record: 1 code (the `OSStatus`, four bytes), 2 message.
@@ -81,4 +60,23 @@ extension KeychainStatus: ProtocolCodable {
     package init(from reader: inout MessageReader) throws {
         self.init(try reader.field(1), try reader.field(2))
     }
+}
+
+extension ErrorCode where Failure == KeychainStatus {
+    package static var param: Self { Self(rawValue: -50) }
+    package static var allocate: Self { Self(rawValue: -108) }
+    package static var io: Self { Self(rawValue: -36) }
+    package static var diskFull: Self { Self(rawValue: -34) }
+    package static var notAvailable: Self { Self(rawValue: -25291) }
+    package static var readOnly: Self { Self(rawValue: -25292) }
+    package static var authFailed: Self { Self(rawValue: -25293) }
+    package static var duplicateItem: Self { Self(rawValue: -25299) }
+    package static var itemNotFound: Self { Self(rawValue: -25300) }
+    package static var noSuchAttribute: Self { Self(rawValue: -25303) }
+    package static var noSuchClass: Self { Self(rawValue: -25306) }
+    package static var interactionNotAllowed: Self { Self(rawValue: -25308) }
+    package static var decode: Self { Self(rawValue: -26275) }
+    package static var missingEntitlement: Self { Self(rawValue: -34018) }
+    package static var internalComponent: Self { Self(rawValue: -2070) }
+    package static var unimplemented: Self { Self(rawValue: -4) }
 }
