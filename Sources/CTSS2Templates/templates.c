@@ -3,15 +3,21 @@
 
 #include <string.h>
 
+/* A public area of `type`, named with SHA-256, with `attributes`, everything else zero. */
+static TPMT_PUBLIC *la_tpm_area(TPM2B_PUBLIC *out, TPMI_ALG_PUBLIC type, TPMA_OBJECT attributes) {
+    memset(out, 0, sizeof *out);
+    TPMT_PUBLIC *area = &out->publicArea;
+    area->type = type;
+    area->nameAlg = TPM2_ALG_SHA256;
+    area->objectAttributes = attributes;
+    return area;
+}
+
 /* An ECC P-256 key made inside the TPM (fixedTPM, fixedParent, sensitiveDataOrigin, userWithAuth, noDA) with
  * `usage` added to its attributes; no symmetric algorithm, scheme or KDF until a template sets one. */
 static TPMT_PUBLIC *la_tpm_p256_area(TPM2B_PUBLIC *out, TPMA_OBJECT usage) {
-    memset(out, 0, sizeof *out);
-    TPMT_PUBLIC *area = &out->publicArea;
-    area->type = TPM2_ALG_ECC;
-    area->nameAlg = TPM2_ALG_SHA256;
-    area->objectAttributes = usage | TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT |
-        TPMA_OBJECT_SENSITIVEDATAORIGIN | TPMA_OBJECT_USERWITHAUTH | TPMA_OBJECT_NODA;
+    TPMT_PUBLIC *area = la_tpm_area(out, TPM2_ALG_ECC, usage | TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT |
+        TPMA_OBJECT_SENSITIVEDATAORIGIN | TPMA_OBJECT_USERWITHAUTH | TPMA_OBJECT_NODA);
     area->parameters.eccDetail.symmetric.algorithm = TPM2_ALG_NULL;
     area->parameters.eccDetail.scheme.scheme = TPM2_ALG_NULL;
     area->parameters.eccDetail.curveID = TPM2_ECC_NIST_P256;
@@ -32,11 +38,8 @@ void la_tpm_srk_template(TPM2B_PUBLIC *out) {
  * With `dictionary_attack_protected`, noDA is clear: every wrong authorization counts towards the TPM's lockout
  * (TPM2_DictionaryAttackParameters), so guessing the authorization is rate-limited by the TPM. */
 void la_tpm_sealed_template(TPM2B_PUBLIC *out, int dictionary_attack_protected) {
-    memset(out, 0, sizeof *out);
-    TPMT_PUBLIC *area = &out->publicArea;
-    area->type = TPM2_ALG_KEYEDHASH;
-    area->nameAlg = TPM2_ALG_SHA256;
-    area->objectAttributes = TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT | TPMA_OBJECT_USERWITHAUTH;
+    TPMT_PUBLIC *area = la_tpm_area(out, TPM2_ALG_KEYEDHASH,
+        TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT | TPMA_OBJECT_USERWITHAUTH);
     if (!dictionary_attack_protected) area->objectAttributes |= TPMA_OBJECT_NODA;
     area->parameters.keyedHashDetail.scheme.scheme = TPM2_ALG_NULL;
 }
@@ -64,12 +67,8 @@ void la_tpm_ek_rsa_template(TPM2B_PUBLIC *out) {
     static const BYTE policy_a_sha256[32] = {
         0x83, 0x71, 0x97, 0x67, 0x44, 0x84, 0xB3, 0xF8, 0x1A, 0x90, 0xCC, 0x8D, 0x46, 0xA5, 0xD7, 0x24,
         0xFD, 0x52, 0xD7, 0x6E, 0x06, 0x52, 0x0B, 0x64, 0xF2, 0xA1, 0xDA, 0x1B, 0x33, 0x14, 0x69, 0xAA};
-    memset(out, 0, sizeof *out);
-    TPMT_PUBLIC *area = &out->publicArea;
-    area->type = TPM2_ALG_RSA;
-    area->nameAlg = TPM2_ALG_SHA256;
-    area->objectAttributes = TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT | TPMA_OBJECT_SENSITIVEDATAORIGIN |
-        TPMA_OBJECT_ADMINWITHPOLICY | TPMA_OBJECT_RESTRICTED | TPMA_OBJECT_DECRYPT;
+    TPMT_PUBLIC *area = la_tpm_area(out, TPM2_ALG_RSA, TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT |
+        TPMA_OBJECT_SENSITIVEDATAORIGIN | TPMA_OBJECT_ADMINWITHPOLICY | TPMA_OBJECT_RESTRICTED | TPMA_OBJECT_DECRYPT);
     area->authPolicy.size = sizeof policy_a_sha256;
     memcpy(area->authPolicy.buffer, policy_a_sha256, sizeof policy_a_sha256);
     area->parameters.rsaDetail.symmetric.algorithm = TPM2_ALG_AES;

@@ -24,19 +24,14 @@ public final class LAPrivateKey: NSObject, Sendable {
 
     /// Signs `data` (ECDSA; see `SecKeyCreateSignature`).
     public func sign(_ data: Data, algorithm: SecKeyAlgorithm) async throws -> Data {
-        try await keychainWork {
-            let key = try self.authorizedKey()
-            return try throwingSecurityError { SecKeyCreateSignature(key, algorithm, data as NSData, $0) } as Data
-        }
+        try await withAuthorizedKey { SecKeyCreateSignature($0, algorithm, data as NSData, $1) }
     }
 
     /// Calls `completion` (on another thread) with ``sign(_:algorithm:)``'s outcome.
     public func sign(
         _ data: Data, algorithm: SecKeyAlgorithm, completion: @escaping @Sendable (Data?, (any Error)?) -> Void
     ) {
-        Task.detached {
-            do { completion(try await self.sign(data, algorithm: algorithm), nil) } catch { completion(nil, error) }
-        }
+        Self.deliver(to: completion) { try await self.sign(data, algorithm: algorithm) }
     }
 
     /// Whether ``sign(_:algorithm:)`` supports `algorithm`.
@@ -44,18 +39,35 @@ public final class LAPrivateKey: NSObject, Sendable {
 
     /// Decrypts an Apple ECIES ciphertext made for ``publicKey``.
     public func decrypt(_ data: Data, algorithm: SecKeyAlgorithm) async throws -> Data {
-        try await keychainWork {
-            let key = try self.authorizedKey()
-            return try throwingSecurityError { SecKeyCreateDecryptedData(key, algorithm, data as NSData, $0) } as Data
-        }
+        try await withAuthorizedKey { SecKeyCreateDecryptedData($0, algorithm, data as NSData, $1) }
     }
 
     /// Calls `completion` (on another thread) with ``decrypt(_:algorithm:)``'s outcome.
     public func decrypt(
         _ data: Data, algorithm: SecKeyAlgorithm, completion: @escaping @Sendable (Data?, (any Error)?) -> Void
     ) {
+        Self.deliver(to: completion) { try await self.decrypt(data, algorithm: algorithm) }
+    }
+
+    /// What `operation` makes with the key while the right is authorized (a `SecKey` function's result, its error
+    /// thrown as `SecKey` functions report theirs).
+    private func withAuthorizedKey(
+        _ operation: @escaping @Sendable (SecKey, UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData?
+    ) async throws -> Data {
+        try await keychainWork {
+            let key = try self.authorizedKey()
+            return try throwingSecurityError { operation(key, $0) } as Data
+        }
+    }
+
+    /// Runs `operation` in a task of its own and hands its outcome to `completion`, as Apple's completion-handler
+    /// variants do.
+    private static func deliver(
+        to completion: @escaping @Sendable (Data?, (any Error)?) -> Void,
+        _ operation: @escaping @Sendable () async throws -> Data
+    ) {
         Task.detached {
-            do { completion(try await self.decrypt(data, algorithm: algorithm), nil) } catch { completion(nil, error) }
+            do { completion(try await operation(), nil) } catch { completion(nil, error) }
         }
     }
 
@@ -90,15 +102,9 @@ public final class LAPrivateKey: NSObject, Sendable {
     ) {
         let dictionary = NSDictionary(dictionary: parameters)
         nonisolated(unsafe) let sendable = dictionary  // NSDictionary copied above, never mutated.
-        Task.detached {
-            do {
-                let parameters = sendable as? [AnyHashable: Any] ?? [:]
-                completion(
-                    try await self.exchangeKeys(publicKey: publicKey, algorithm: algorithm, parameters: parameters), nil
-                )
-            } catch {
-                completion(nil, error)
-            }
+        Self.deliver(to: completion) {
+            let parameters = sendable as? [AnyHashable: Any] ?? [:]
+            return try await self.exchangeKeys(publicKey: publicKey, algorithm: algorithm, parameters: parameters)
         }
     }
 
