@@ -12,8 +12,6 @@ package struct EnclaveError: CodedError, CustomStringConvertible, Sendable {
         self.code = code
         self.message = message
     }
-
-    package var description: String { "EnclaveError(\(code.rawValue)): \(message)" }
 }
 
 extension ErrorCode where Failure == EnclaveError {

@@ -12,8 +12,6 @@ package struct StoreError: CodedError, CustomStringConvertible, Sendable {
         self.code = code
         self.message = message
     }
-
-    package var description: String { "StoreError(\(code.rawValue)): \(message)" }
 }
 
 extension ErrorCode where Failure == StoreError {

@@ -23,6 +23,8 @@ package protocol CodedError: Error {
     associatedtype RawCode: BinaryInteger & Hashable & Sendable = Int
     /// What went wrong.
     var code: ErrorCode<Self> { get }
+    /// What went wrong, in words that never hold a secret.
+    var message: String { get }
     /// The name of `code` (for messages), where the type names its codes; nil prints the number.
     static func name(of code: ErrorCode<Self>) -> String?
 }
@@ -30,4 +32,7 @@ package protocol CodedError: Error {
 extension CodedError {
     /// No names: codes print as numbers.
     package static func name(of code: ErrorCode<Self>) -> String? { nil }
+
+    /// The type, the code's number and the message: `EnclaveError(1): the keychain is locked`.
+    package var description: String { "\(Self.self)(\(code.rawValue)): \(message)" }
 }
