@@ -10,6 +10,11 @@ func packagePkgConfig(_ file: String) -> String {
     String(#filePath[..<#filePath.lastIndex(of: "/")!]) + "/" + file
 }
 
+/// For the modules that hand out views of bytes as `RawSpan`s bound to what they view (`@_lifetime`): the feature
+/// swift-nio and swift-collections build with, whose spelling the Language Steering Group keeps for two releases
+/// after any change (forums.swift.org/t/78638). Only the declaring module needs it; its users do not.
+let lifetimes: [SwiftSetting] = [.enableExperimentalFeature("Lifetimes")]
+
 let package = Package(
     name: "swift-local-authentication",
     platforms: [.macOS(.v14)],
@@ -84,7 +89,7 @@ let package = Package(
         // synchronous edges, threads named for the kernel.
         .target(name: "WorkThreads", dependencies: ["CSocket"]),
         // The messages between the public API and the engine, and their one canonical tag-length-value codec.
-        .target(name: "SecurityProtocol", dependencies: ["SecureCrypto"]),
+        .target(name: "SecurityProtocol", dependencies: ["SecureCrypto"], swiftSettings: lifetimes),
         // Bytes between a client and localauthd: frames read from a stream socket, the lane's shared-memory mailbox
         // and its doorbell, the pollers' back-off. Knows no message.
         .target(name: "SecurityTransport", dependencies: ["SecureCrypto", "CSocket"]),
@@ -96,7 +101,7 @@ let package = Package(
             dependencies: [
                 "SecurityProtocol", "SecureCrypto", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
-            ]),
+            ], swiftSettings: lifetimes),
         // Secrets: device root key, protection-class keys, enclave-held P-256 keys.
         // A TPM 2.0 through tpm2-tss: sealed data, P-256 keys made and used inside it, its properties.
         // The TPM objects' templates, in C (TPM2B and union fields are awkward to fill from Swift).
@@ -121,7 +126,7 @@ let package = Package(
                 "WorkThreads",
                 "KeychainStore", "Enclave", "Authenticators", "SecureCrypto", "SecurityProtocol", "StoreFiles",
                 .product(name: "Logging", package: "swift-log"),
-            ]),
+            ], swiftSettings: lifetimes),
         // Client side: one protocol to send a request to the engine, and the client of localauthd (its socket and
         // lane). A program that talks only to the daemon links no engine module.
         .target(

@@ -36,7 +36,7 @@ func laneFrameFuzz(_ bytes: [UInt8]) {
         guard
             let count = try? frames.next({ frame -> Int in
                 _ = try? ClientMessage(decoding: frame)
-                return frame.count
+                return frame.byteCount
             })
         else { break }
         handed += count

@@ -19,7 +19,7 @@ package enum ProtectionClass: String, CaseIterable, Sendable {
 
     /// The class whose raw value is `bytes` (UTF-8), nil for any other bytes: how a row's clear column is read on
     /// the hot path, without making a string of it first.
-    package init?(utf8 bytes: UnsafeRawBufferPointer) {
+    package init?(utf8 bytes: RawSpan) {
         guard let match = Self.everyCase.first(where: { $0.rawValue.utf8Equals(bytes) }) else { return nil }
         self = match
     }

@@ -106,7 +106,7 @@ package enum AttributeCodec {
         guard let tag = Tag(rawValue: try reader.byte()) else { throw StoreError(.corrupt, "unknown value tag") }
         switch tag {
         case .string: return .string(try reader.string())
-        case .data: return .data(Data(try reader.bytes()))
+        case .data: return .data(try reader.data())
         case .integer: return .integer(Int64(bitPattern: try reader.uint64()))
         case .bool: return .bool(try reader.byte() != 0)
         case .date: return .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: try reader.uint64())))
@@ -117,7 +117,7 @@ package enum AttributeCodec {
             let protection = try reader.string()
             let flags = try reader.uint64()
             return .accessControl(
-                AccessControlPolicy(protection: protection, flags: flags, boundStateHash: Data(try reader.bytes())))
+                AccessControlPolicy(protection: protection, flags: flags, boundStateHash: try reader.data()))
         case .access:
             let descriptor = try reader.string()
             let count = try reader.uint32()
@@ -129,7 +129,7 @@ package enum AttributeCodec {
                 applications.append(
                     TrustedApplication(
                         applicationIdentifier: try reader.string(), executable: try reader.string(),
-                        codeDigest: Data(try reader.bytes())))
+                        codeDigest: try reader.data()))
             }
             return .access(ItemAccess(descriptor: descriptor, applications: applications))
         }

@@ -28,7 +28,7 @@ final class DirectLookup: Sendable {
     /// - Throws: `StoreError.corrupt` when SQLite finds the file damaged, `.io` for its other failures; what `body`
     ///   throws.
     func withRow(
-        blindIndex: UnsafeRawBufferPointer, includingValue: Bool, _ body: (borrowing DirectRow) throws -> Void
+        blindIndex: RawSpan, includingValue: Bool, _ body: (borrowing DirectRow) throws -> Void
     ) throws -> Bool {
         let connection = try idle.withLock { $0.popLast() } ?? Connection(path: path)
         defer {
@@ -82,7 +82,7 @@ final class DirectLookup: Sendable {
         }
 
         func withRow(
-            blindIndex: UnsafeRawBufferPointer, includingValue: Bool, _ body: (borrowing DirectRow) throws -> Void
+            blindIndex: RawSpan, includingValue: Bool, _ body: (borrowing DirectRow) throws -> Void
         ) throws -> Bool {
             guard let statement = includingValue ? withValue : withoutValue else { return false }
             // The key is bound SQLITE_STATIC, where it lies (a copy cost SQLite a malloc per lookup); the binding is
@@ -92,8 +92,9 @@ final class DirectLookup: Sendable {
                 sqlite3_reset(statement)
                 sqlite3_clear_bindings(statement)
             }
-            let bound = sqlite3_bind_blob(
-                statement, 1, blindIndex.baseAddress, Int32(blindIndex.count), nil)  // nil: SQLITE_STATIC
+            let bound = blindIndex.withUnsafeBytes {
+                sqlite3_bind_blob(statement, 1, $0.baseAddress, Int32($0.count), nil)  // nil: SQLITE_STATIC
+            }
             guard bound == SQLITE_OK else { throw KeychainDatabase.storeError(code: bound) }
             let status = sqlite3_step(statement)
             switch status {
@@ -101,6 +102,8 @@ final class DirectLookup: Sendable {
             case SQLITE_ROW: break
             default: throw KeychainDatabase.storeError(code: status)
             }
+            // The columns' bytes stay where SQLite holds them until the reset above; the row's spans depend on
+            // `statement`, and the row cannot leave `body`.
             let row = DirectRow(
                 rowID: sqlite3_column_int64(statement, 0), itemClass: Self.bytes(statement, 1),
                 accessGroup: Self.bytes(statement, 2), protectionClass: Self.bytes(statement, 3),
@@ -116,11 +119,14 @@ final class DirectLookup: Sendable {
         }
 
         /// A text or blob column's bytes where SQLite holds them (the pointer first, then its length, as SQLite's
-        /// documentation orders the two calls).
-        private static func bytes(_ statement: OpaquePointer, _ column: Int32) -> UnsafeRawBufferPointer {
+        /// documentation orders the two calls), valid until the statement steps or resets.
+        @_lifetime(borrow statement)
+        private static func bytes(_ statement: OpaquePointer, _ column: Int32) -> RawSpan {
             let start = sqlite3_column_blob(statement, column)
-            return UnsafeRawBufferPointer(
-                start: start, count: start == nil ? 0 : Int(sqlite3_column_bytes(statement, column)))
+            let span = RawSpan(
+                _unsafeBytes: UnsafeRawBufferPointer(
+                    start: start, count: start == nil ? 0 : Int(sqlite3_column_bytes(statement, column))))
+            return _overrideLifetime(span, borrowing: statement)
         }
 
         private static func optionalInteger(_ statement: OpaquePointer, _ column: Int32) -> Int64? {
@@ -130,17 +136,35 @@ final class DirectLookup: Sendable {
 }
 
 /// A row of the keychain's table as SQLite holds it during a lookup: its columns in place (all but the sealed
-/// attributes, which the hot path leaves sealed), valid only while the closure it is handed to runs (``DirectLookup/withRow(blindIndex:includingValue:_:)``).
-package struct DirectRow: ~Copyable {
+/// attributes, which the hot path leaves sealed), as spans that cannot outlive the closure the row is handed to
+/// (``DirectLookup/withRow(blindIndex:includingValue:_:)``): the compiler refuses code that keeps one.
+package struct DirectRow: ~Copyable, ~Escapable {
     package let rowID: Int64
-    package let itemClass: UnsafeRawBufferPointer
-    package let accessGroup: UnsafeRawBufferPointer
-    package let protectionClass: UnsafeRawBufferPointer
+    package let itemClass: RawSpan
+    package let accessGroup: RawSpan
+    package let protectionClass: RawSpan
     package let synchronizable: Bool
-    package let blindIndex: UnsafeRawBufferPointer
-    package let wrappedKey: UnsafeRawBufferPointer
+    package let blindIndex: RawSpan
+    package let wrappedKey: RawSpan
     package let hasAccessControl: Bool?
     package let generation: Int64?
     /// The sealed value, when the lookup asked for it.
-    package let value: UnsafeRawBufferPointer?
+    package let value: RawSpan?
+
+    @_lifetime(copy itemClass, copy accessGroup, copy protectionClass, copy blindIndex, copy wrappedKey, copy value)
+    init(
+        rowID: Int64, itemClass: RawSpan, accessGroup: RawSpan, protectionClass: RawSpan, synchronizable: Bool,
+        blindIndex: RawSpan, wrappedKey: RawSpan, hasAccessControl: Bool?, generation: Int64?, value: RawSpan?
+    ) {
+        self.rowID = rowID
+        self.itemClass = itemClass
+        self.accessGroup = accessGroup
+        self.protectionClass = protectionClass
+        self.synchronizable = synchronizable
+        self.blindIndex = blindIndex
+        self.wrappedKey = wrappedKey
+        self.hasAccessControl = hasAccessControl
+        self.generation = generation
+        self.value = value
+    }
 }

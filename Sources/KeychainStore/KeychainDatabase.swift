@@ -87,7 +87,7 @@ package final class KeychainDatabase: Sendable {
     ///
     /// - Throws: `StoreError.corrupt` when the file is damaged, `.io` for other SQLite failures; what `body` throws.
     package func withItem(
-        blindIndex: UnsafeRawBufferPointer, includingValue: Bool, _ body: (borrowing DirectRow) throws -> Void
+        blindIndex: RawSpan, includingValue: Bool, _ body: (borrowing DirectRow) throws -> Void
     ) throws -> Bool {
         do {
             return try handles().direct.withRow(blindIndex: blindIndex, includingValue: includingValue, body)

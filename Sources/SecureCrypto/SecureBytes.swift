@@ -126,11 +126,13 @@ extension String {
     /// Whether `bytes` are this string's UTF-8 form, compared at once (not in constant time: for names that are no
     /// secret, such as a row's clear columns on the keychain's hot path, where a generic comparison of the two
     /// sequences cost about 250 instructions).
-    package func utf8Equals(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    package func utf8Equals(_ bytes: RawSpan) -> Bool {
         var string = self
         return string.withUTF8 { utf8 in
-            guard utf8.count == bytes.count else { return false }
-            return utf8.isEmpty || memcmp(utf8.baseAddress!, bytes.baseAddress!, utf8.count) == 0
+            bytes.withUnsafeBytes { bytes in
+                guard utf8.count == bytes.count else { return false }
+                return utf8.isEmpty || memcmp(utf8.baseAddress!, bytes.baseAddress!, utf8.count) == 0
+            }
         }
     }
 }

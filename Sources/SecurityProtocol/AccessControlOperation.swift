@@ -27,7 +27,7 @@ extension AccessControlOperation: ProtocolCodable {
     /// - Throws: `invalidValue` for any other byte.
     package init(from reader: inout MessageReader) throws {
         let start = reader.offset
-        switch try reader.remainingBytes(exactly: 1, for: "an access-control operation")[0] {
+        switch try reader.remainingByte(for: "an access-control operation") {
         case 1: self = .readData
         case 2: self = .update
         case 3: self = .useKeySign

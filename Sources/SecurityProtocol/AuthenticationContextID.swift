@@ -19,6 +19,6 @@ extension AuthenticationContextID: ProtocolCodable {
 
     /// The bytes, whatever their number (the engine finds no context for a handle of another size).
     package init(from reader: inout MessageReader) throws {
-        self.init(bytes: Array(reader.remainingBytes()))
+        self.init(bytes: reader.remainingBytes().withUnsafeBytes { Array($0) })
     }
 }

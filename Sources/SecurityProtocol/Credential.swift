@@ -45,7 +45,7 @@ extension AuthenticationMethod: ProtocolCodable {
     /// - Throws: `invalidValue` for any other byte.
     package init(from reader: inout MessageReader) throws {
         let start = reader.offset
-        switch try reader.remainingBytes(exactly: 1, for: "an authentication method")[0] {
+        switch try reader.remainingByte(for: "an authentication method") {
         case 1: self = .biometry
         case 2: self = .passcode
         default: throw MessageDecodingError(.invalidValue, at: start, "unknown authentication method")

@@ -56,7 +56,7 @@ extension EngineEvent.Kind: ProtocolCodable {
     /// - Throws: `invalidValue` for any other byte.
     package init(from reader: inout MessageReader) throws {
         let start = reader.offset
-        switch try reader.remainingBytes(exactly: 1, for: "an event kind")[0] {
+        switch try reader.remainingByte(for: "an event kind") {
         case 1: self = .added
         case 2: self = .updated
         case 3: self = .deleted

@@ -198,7 +198,7 @@ extension ECIES.Variant: ProtocolCodable {
     /// - Throws: `invalidValue` for any other byte.
     package init(from reader: inout MessageReader) throws {
         let start = reader.offset
-        switch try reader.remainingBytes(exactly: 1, for: "an ECIES variant")[0] {
+        switch try reader.remainingByte(for: "an ECIES variant") {
         case 1: self = .variableIV
         case 2: self = .zeroIV
         default: throw MessageDecodingError(.invalidValue, at: start, "unknown ECIES variant")

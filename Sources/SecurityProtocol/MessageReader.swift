@@ -2,12 +2,13 @@ import Foundation
 
 /// Reads bytes in the protocol's layout (see ``ProtocolCodable``) straight from memory, checking every read.
 ///
-/// A reader exists only inside ``read(_:limits:_:)`` and is noncopyable, so the views of the frame it hands out
-/// (``bytes()``, ``remainingBytes()``) cannot outlive the frame. Each value is read inside a *scope* limited to its
-/// own length; a scope must be consumed exactly. Declared lengths and counts are checked against the bytes
-/// actually present before anything is allocated, so decoding allocates at most a small multiple of the frame.
-package struct MessageReader: ~Copyable {
-    private let buffer: UnsafeRawBufferPointer
+/// A reader exists only inside ``read(_:limits:_:)``. It is noncopyable and nonescapable, and the views of the frame
+/// it hands out (``bytes()``, ``remainingBytes()``) are `RawSpan`s that depend on it, so the compiler proves that
+/// none outlives the frame. Each value is read inside a *scope* limited to its own length; a scope must be consumed
+/// exactly. Declared lengths and counts are checked against the bytes actually present before anything is
+/// allocated, so decoding allocates at most a small multiple of the frame.
+package struct MessageReader: ~Copyable, ~Escapable {
+    private let buffer: RawSpan
     private let limits: MessageLimits
     /// Where the next read starts, from the start of the frame.
     package private(set) var offset = 0
@@ -20,10 +21,11 @@ package struct MessageReader: ~Copyable {
     /// Whether the current scope is a record (fields were asked for), for naming what is left over in it.
     private var readsFields = false
 
-    private init(_ buffer: UnsafeRawBufferPointer, limits: MessageLimits) {
+    @_lifetime(copy buffer)
+    private init(_ buffer: RawSpan, limits: MessageLimits) {
         self.buffer = buffer
         self.limits = limits
-        self.end = buffer.count
+        self.end = buffer.byteCount
     }
 
     /// Runs `body` with a reader over `buffer`, then requires every byte to have been read.
@@ -38,7 +40,7 @@ package struct MessageReader: ~Copyable {
             throw MessageDecodingError(
                 .frameTooLarge, at: 0, "\(buffer.count) bytes, more than \(limits.maximumFrameByteCount)")
         }
-        var reader = MessageReader(buffer, limits: limits)
+        var reader = MessageReader(RawSpan(_unsafeBytes: buffer), limits: limits)
         let result = try body(&reader)
         try reader.finishScope()
         return result
@@ -57,7 +59,7 @@ package struct MessageReader: ~Copyable {
     package mutating func byte() throws -> UInt8 {
         try require(1)
         defer { offset += 1 }
-        return buffer[offset]
+        return buffer.unsafeLoad(fromUncheckedByteOffset: offset, as: UInt8.self)
     }
 
     /// Four bytes, big-endian.
@@ -65,26 +67,34 @@ package struct MessageReader: ~Copyable {
     package mutating func uint32() throws -> UInt32 {
         try require(4)
         defer { offset += 4 }
-        return UInt32(bigEndian: buffer.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
+        return UInt32(bigEndian: buffer.unsafeLoadUnaligned(fromUncheckedByteOffset: offset, as: UInt32.self))
     }
 
     /// Eight bytes, big-endian.
     package mutating func uint64() throws -> UInt64 {
         try require(8)
         defer { offset += 8 }
-        return UInt64(bigEndian: buffer.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+        return UInt64(bigEndian: buffer.unsafeLoadUnaligned(fromUncheckedByteOffset: offset, as: UInt64.self))
     }
 
-    /// `count` bytes: a view of the frame, valid only while the frame is (copy what must outlive it).
-    package mutating func rawBytes(count: Int) throws -> UnsafeRawBufferPointer {
+    /// `count` bytes (checked against the scope; `count` is a length already read, never negative).
+    @inline(__always)
+    @_lifetime(copy self)
+    private mutating func rawBytes(count: Int) throws -> RawSpan {
         try require(count)
         defer { offset += count }
-        return UnsafeRawBufferPointer(rebasing: buffer[offset..<offset + count])
+        return buffer.extracting(unchecked: offset..<offset + count)
     }
 
-    /// A 32-bit length, then that many bytes (a view of the frame, as ``rawBytes(count:)``).
-    package mutating func bytes() throws -> UnsafeRawBufferPointer {
+    /// A 32-bit length, then that many bytes: a view of the frame (copy what must outlive the reader).
+    @_lifetime(copy self)
+    package mutating func bytes() throws -> RawSpan {
         try rawBytes(count: try length())
+    }
+
+    /// A 32-bit length, then that many bytes, copied into ordinary memory (not for secrets).
+    package mutating func data() throws -> Data {
+        try bytes().withUnsafeBytes { Data($0) }
     }
 
     /// A 32-bit length, then that many bytes of UTF-8.
@@ -99,38 +109,60 @@ package struct MessageReader: ~Copyable {
     /// `bytes` as a string, nil when they are not UTF-8. ASCII, what protocol strings nearly always are, is taken
     /// as it is; anything else is validated by the standard library (whose validating initializer is generic over
     /// the encoding and looks up type metadata on every call: a third of a short message's decoding).
-    package static func string(utf8 bytes: UnsafeRawBufferPointer) -> String? {
-        var ascii = true
-        var index = 0
-        let count = bytes.count
-        while index + 8 <= count {
-            if bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self) & 0x8080_8080_8080_8080 != 0 {
-                ascii = false
-                break
+    package static func string(utf8 bytes: RawSpan) -> String? {
+        bytes.withUnsafeBytes { bytes in
+            var ascii = true
+            var index = 0
+            let count = bytes.count
+            while index + 8 <= count {
+                if bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self) & 0x8080_8080_8080_8080 != 0 {
+                    ascii = false
+                    break
+                }
+                index += 8
             }
-            index += 8
+            while ascii && index < count {
+                if bytes[index] & 0x80 != 0 { ascii = false }
+                index += 1
+            }
+            return ascii ? String(decoding: bytes, as: UTF8.self) : String(validating: bytes, as: UTF8.self)
         }
-        while ascii && index < count {
-            if bytes[index] & 0x80 != 0 { ascii = false }
-            index += 1
-        }
-        return ascii ? String(decoding: bytes, as: UTF8.self) : String(validating: bytes, as: UTF8.self)
     }
 
-    /// The rest of the current scope (a view of the frame, as ``rawBytes(count:)``): a scalar's whole value.
-    package mutating func remainingBytes() -> UnsafeRawBufferPointer {
+    /// The rest of the current scope (a view of the frame, as ``bytes()``): a scalar's whole value.
+    @_lifetime(copy self)
+    package mutating func remainingBytes() -> RawSpan {
         defer { offset = end }
-        return UnsafeRawBufferPointer(rebasing: buffer[offset..<end])
+        return buffer.extracting(unchecked: offset..<end)
     }
 
     /// The rest of the current scope, which must be exactly `count` bytes (a fixed-size scalar).
     ///
     /// - Throws: `invalidValue` naming `what` when the size differs.
-    package mutating func remainingBytes(exactly count: Int, for what: String) throws -> UnsafeRawBufferPointer {
+    @_lifetime(copy self)
+    package mutating func remainingBytes(exactly count: Int, for what: String) throws -> RawSpan {
         guard remainingCount == count else {
             throw MessageDecodingError(.invalidValue, at: offset, "\(what) is \(count) bytes, not \(remainingCount)")
         }
         return remainingBytes()
+    }
+
+    /// The rest of the current scope, which must be exactly one byte (a flag or an enum's raw value).
+    ///
+    /// - Throws: `invalidValue` naming `what` when the size differs.
+    package mutating func remainingByte(for what: String) throws -> UInt8 {
+        try remainingBytes(exactly: 1, for: what).unsafeLoad(as: UInt8.self)
+    }
+
+    /// The rest of the current scope, which must be exactly `count` bytes, as a big-endian integer.
+    ///
+    /// - Throws: `invalidValue` naming `what` when the size differs.
+    package mutating func remainingInteger<Value: FixedWidthInteger & BitwiseCopyable>(
+        _ type: Value.Type = Value.self, for what: String
+    ) throws -> Value {
+        Value(
+            bigEndian: try remainingBytes(exactly: MemoryLayout<Value>.size, for: what).unsafeLoadUnaligned(
+                as: Value.self))
     }
 
     // MARK: Structure
@@ -185,7 +217,7 @@ package struct MessageReader: ~Copyable {
     ) throws -> Value? {
         readsFields = true
         guard offset < end else { return nil }
-        let found = buffer[offset]
+        let found = buffer.unsafeLoad(fromUncheckedByteOffset: offset, as: UInt8.self)
         if found > tag { return nil }
         if found < tag { throw unexpectedField(found) }
         offset += 1
@@ -266,7 +298,7 @@ package struct MessageReader: ~Copyable {
 
     @inline(never)
     private func leftOver() -> MessageDecodingError {
-        if readsFields { return unexpectedField(buffer[offset]) }
+        if readsFields { return unexpectedField(buffer.unsafeLoad(fromUncheckedByteOffset: offset, as: UInt8.self)) }
         return MessageDecodingError(.trailingBytes, at: offset, "\(end - offset) bytes after the value")
     }
 

@@ -102,9 +102,9 @@ package struct MessageWriter: ~Copyable {
     }
 
     /// A 32-bit length, then the bytes.
-    package mutating func bytes(_ value: UnsafeRawBufferPointer) {
-        uint32(UInt32(value.count))
-        rawBytes(value)
+    package mutating func bytes(_ value: RawSpan) {
+        uint32(UInt32(value.byteCount))
+        value.withUnsafeBytes { rawBytes($0) }
     }
 
     /// A 32-bit length, then the bytes (`Data` read in place, without going through its regions generically).

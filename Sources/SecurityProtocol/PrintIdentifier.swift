@@ -51,6 +51,7 @@ extension PrintIdentifier: ProtocolCodable {
 
     /// - Throws: `invalidValue` for anything but 16 bytes.
     package init(from reader: inout MessageReader) throws {
-        try self.init(bytes: Data(try reader.remainingBytes(exactly: 16, for: "a print identifier")))
+        try self.init(
+            bytes: try reader.remainingBytes(exactly: 16, for: "a print identifier").withUnsafeBytes { Data($0) })
     }
 }

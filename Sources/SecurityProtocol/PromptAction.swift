@@ -18,7 +18,7 @@ extension PromptAction: ProtocolCodable {
     /// - Throws: `invalidValue` for any other byte.
     package init(from reader: inout MessageReader) throws {
         let start = reader.offset
-        switch try reader.remainingBytes(exactly: 1, for: "a prompt action")[0] {
+        switch try reader.remainingByte(for: "a prompt action") {
         case 1: self = .cancel
         case 2: self = .fallback
         default: throw MessageDecodingError(.invalidValue, at: start, "unknown prompt action")

@@ -12,7 +12,7 @@ extension Bool: ProtocolCodable {
     /// - Throws: `invalidValue` for anything but one byte 0 or 1.
     package init(from reader: inout MessageReader) throws {
         let start = reader.offset
-        switch try reader.remainingBytes(exactly: 1, for: "a Boolean")[0] {
+        switch try reader.remainingByte(for: "a Boolean") {
         case 0: self = false
         case 1: self = true
         default: throw MessageDecodingError(.invalidValue, at: start, "a Boolean is 0 or 1")
@@ -28,8 +28,7 @@ extension UInt64: ProtocolCodable {
 
     /// - Throws: `invalidValue` unless the value is eight bytes.
     package init(from reader: inout MessageReader) throws {
-        let bytes = try reader.remainingBytes(exactly: 8, for: "an integer")
-        self = UInt64(bigEndian: bytes.loadUnaligned(as: UInt64.self))
+        self = try reader.remainingInteger(for: "an integer")
     }
 }
 
@@ -65,8 +64,7 @@ extension Int32: ProtocolCodable {
 
     /// - Throws: `invalidValue` unless the value is four bytes.
     package init(from reader: inout MessageReader) throws {
-        let bytes = try reader.remainingBytes(exactly: 4, for: "a 32-bit integer")
-        self = Int32(bitPattern: UInt32(bigEndian: bytes.loadUnaligned(as: UInt32.self)))
+        self = try reader.remainingInteger(for: "a 32-bit integer")
     }
 }
 
@@ -139,7 +137,7 @@ extension Data: ProtocolCodable {
 
     /// The bytes, copied into ordinary memory: for values that are not secret (use `SecureBytes` for those).
     package init(from reader: inout MessageReader) throws {
-        self = Data(reader.remainingBytes())
+        self = reader.remainingBytes().withUnsafeBytes { Data($0) }
     }
 }
 
@@ -151,8 +149,9 @@ extension SecureBytes: ProtocolCodable {
 
     /// The bytes, copied from the frame straight into zeroizing memory (no intermediate `Data` or array).
     package init(from reader: inout MessageReader) throws {
-        let bytes = reader.remainingBytes()
-        self = SecureBytes(count: bytes.count) { $0.copyMemory(from: bytes) }
+        self = reader.remainingBytes().withUnsafeBytes { bytes in
+            SecureBytes(count: bytes.count) { $0.copyMemory(from: bytes) }
+        }
     }
 }
 
@@ -207,24 +206,29 @@ extension Dictionary: ProtocolCodable where Key == String, Value: ProtocolCodabl
     private static func precedes(_ first: String, _ second: String) -> Bool {
         var first = first
         var second = second
-        return first.withUTF8 { left in
-            second.withUTF8 { right in
-                let common = Swift.min(left.count, right.count)
-                let order = common == 0 ? 0 : memcmp(left.baseAddress!, right.baseAddress!, common)
-                return order != 0 ? order < 0 : left.count < right.count
-            }
-        }
+        return first.withUTF8 { left in second.withUTF8 { right in precedes(.init(left), .init(right)) } }
+    }
+
+    /// Whether the key bytes `first` sort before `second` (bytewise).
+    private static func precedes(_ first: RawSpan, _ second: RawSpan) -> Bool {
+        first.withUnsafeBytes { left in second.withUnsafeBytes { right in precedes(left, right) } }
+    }
+
+    private static func precedes(_ left: UnsafeRawBufferPointer, _ right: UnsafeRawBufferPointer) -> Bool {
+        let common = Swift.min(left.count, right.count)
+        let order = common == 0 ? 0 : memcmp(left.baseAddress!, right.baseAddress!, common)
+        return order != 0 ? order < 0 : left.count < right.count
     }
 
     /// - Throws: `nonCanonical` for keys out of order or repeated; as `Array` for the count.
     package init(from reader: inout MessageReader) throws {
         let count = try reader.elementCount(minimumElementSize: 8)
         self.init(minimumCapacity: count)
-        var previous: UnsafeRawBufferPointer?
+        var previous: RawSpan?
         for _ in 0..<count {
             let start = reader.offset
             let keyBytes = try reader.bytes()
-            if let previous, !previous.lexicographicallyPrecedes(keyBytes) {
+            if let previous, !Self.precedes(previous, keyBytes) {
                 throw MessageDecodingError(.nonCanonical, at: start, "dictionary keys out of order or repeated")
             }
             previous = keyBytes

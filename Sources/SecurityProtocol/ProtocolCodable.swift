@@ -52,6 +52,13 @@ extension ProtocolCodable {
         self = try bytes.withUnsafeBytes { try Self(decodingFrame: $0, limits: limits) }
     }
 
+    /// Decodes a frame read in place (a socket's frame, which is wiped once read).
+    ///
+    /// - Throws: ``MessageDecodingError`` when the frame is malformed, not canonical, or beyond `limits`.
+    package init(decoding frame: RawSpan, limits: MessageLimits = .default) throws {
+        self = try frame.withUnsafeBytes { try Self(decodingFrame: $0, limits: limits) }
+    }
+
     private init(decodingFrame buffer: UnsafeRawBufferPointer, limits: MessageLimits) throws {
         self = try MessageReader.read(buffer, limits: limits) { reader in
             let version = try reader.byte()

@@ -18,7 +18,7 @@ extension ReturnOptions: ProtocolCodable {
     /// - Throws: `invalidValue` for bits no option has.
     package init(from reader: inout MessageReader) throws {
         let start = reader.offset
-        let bits = try reader.remainingBytes(exactly: 1, for: "return options")[0]
+        let bits = try reader.remainingByte(for: "return options")
         guard bits & ~0x0F == 0 else {
             throw MessageDecodingError(.invalidValue, at: start, "unknown return options")
         }

@@ -200,7 +200,7 @@ extension TrustChoice: ProtocolCodable {
     /// - Throws: `invalidValue` for any other byte.
     package init(from reader: inout MessageReader) throws {
         let start = reader.offset
-        guard let choice = TrustChoice(rawValue: try reader.remainingBytes(exactly: 1, for: "a trust choice")[0]) else {
+        guard let choice = TrustChoice(rawValue: try reader.remainingByte(for: "a trust choice")) else {
             throw MessageDecodingError(.invalidValue, at: start, "unknown trust choice")
         }
         self = choice

@@ -69,16 +69,40 @@ struct ItemSealer: Sendable {
         out.withUnsafeBytes { enclave.indexMAC.authenticationCode(for: $0, into: index) }
     }
 
-    /// The clear columns of a row that its parts' associated data names, read where they lie.
-    struct ClearColumns {
+    /// The clear columns of a row that its parts' associated data names, read where they lie (and bound to them).
+    struct ClearColumns: ~Escapable {
         var rowID: Int64
-        var itemClass: UnsafeRawBufferPointer
-        var accessGroup: UnsafeRawBufferPointer
-        var protectionClass: UnsafeRawBufferPointer
+        var itemClass: RawSpan
+        var accessGroup: RawSpan
+        var protectionClass: RawSpan
         var synchronizable: Bool
-        var blindIndex: UnsafeRawBufferPointer
+        var blindIndex: RawSpan
         var hasAccessControl: Bool?
         var generation: Int64?
+
+        @_lifetime(copy itemClass, copy accessGroup, copy protectionClass, copy blindIndex)
+        init(
+            rowID: Int64, itemClass: RawSpan, accessGroup: RawSpan, protectionClass: RawSpan, synchronizable: Bool,
+            blindIndex: RawSpan, hasAccessControl: Bool?, generation: Int64?
+        ) {
+            self.rowID = rowID
+            self.itemClass = itemClass
+            self.accessGroup = accessGroup
+            self.protectionClass = protectionClass
+            self.synchronizable = synchronizable
+            self.blindIndex = blindIndex
+            self.hasAccessControl = hasAccessControl
+            self.generation = generation
+        }
+
+        /// The columns of a row read in place.
+        @_lifetime(copy row)
+        init(_ row: borrowing DirectRow) {
+            self.init(
+                rowID: row.rowID, itemClass: row.itemClass, accessGroup: row.accessGroup,
+                protectionClass: row.protectionClass, synchronizable: row.synchronizable, blindIndex: row.blindIndex,
+                hasAccessControl: row.hasAccessControl, generation: row.generation)
+        }
     }
 
     /// The associated data of one part of `row`.
@@ -91,9 +115,9 @@ struct ItemSealer: Sendable {
     }
 
     /// What `body` makes of `row`'s clear columns.
-    private static func withClearColumns<Result>(_ row: StoredItem, _ body: (ClearColumns) throws -> Result) rethrows
-        -> Result
-    {
+    private static func withClearColumns<Result>(
+        _ row: StoredItem, _ body: (borrowing ClearColumns) throws -> Result
+    ) rethrows -> Result {
         var (itemClass, accessGroup, protectionClass) = (row.itemClass, row.accessGroup, row.protectionClass)
         return try itemClass.withUTF8 { itemClass in
             try accessGroup.withUTF8 { accessGroup in
@@ -101,10 +125,10 @@ struct ItemSealer: Sendable {
                     try row.blindIndex.withUnsafeBytes { blindIndex in
                         try body(
                             ClearColumns(
-                                rowID: row.rowID, itemClass: UnsafeRawBufferPointer(itemClass),
-                                accessGroup: UnsafeRawBufferPointer(accessGroup),
-                                protectionClass: UnsafeRawBufferPointer(protectionClass),
-                                synchronizable: row.synchronizable, blindIndex: blindIndex,
+                                rowID: row.rowID, itemClass: RawSpan(_unsafeElements: itemClass),
+                                accessGroup: RawSpan(_unsafeElements: accessGroup),
+                                protectionClass: RawSpan(_unsafeElements: protectionClass),
+                                synchronizable: row.synchronizable, blindIndex: RawSpan(_unsafeBytes: blindIndex),
                                 hasAccessControl: row.hasAccessControl, generation: row.generation))
                     }
                 }
@@ -115,7 +139,7 @@ struct ItemSealer: Sendable {
     /// Writes the associated data of one part of a row: the part's name, then the row's id and clear columns, and,
     /// for rows sealed with a generation, the generation and (for the key and the value) the list's hash.
     private static func writeBinding(
-        _ part: UInt8, _ row: ClearColumns, accessControl: AccessControlPolicy?, into out: inout MessageWriter
+        _ part: UInt8, _ row: borrowing ClearColumns, accessControl: AccessControlPolicy?, into out: inout MessageWriter
     ) {
         out.string(Self.bindingLabel)
         out.byte(part)
@@ -215,14 +239,9 @@ struct ItemSealer: Sendable {
     func openData(_ item: OpenedItem, sealedValue: Data) throws -> SecureBytes {
         // An unopened row is one known (from its authenticated clear column) to have no list.
         try Self.withClearColumns(item.row) { columns in
-            try item.row.wrappedKey.withUnsafeBytes { wrappedKey in
-                try sealedValue.withUnsafeBytes { sealedValue in
-                    try openData(
-                        columns, wrappedKey: wrappedKey, sealedValue: sealedValue,
-                        protectionClass: item.protectionClass,
-                        accessControl: item.accessControl)
-                }
-            }
+            try openData(
+                columns, wrappedKey: item.row.wrappedKey.bytes, sealedValue: sealedValue.bytes,
+                protectionClass: item.protectionClass, accessControl: item.accessControl)
         }
     }
 
@@ -232,29 +251,29 @@ struct ItemSealer: Sendable {
     /// - Throws: as ``openData(_:sealedValue:)``; `errSecItemNotFound` when the row was read without its value.
     func openData(_ row: borrowing DirectRow, protectionClass: ProtectionClass) throws -> SecureBytes {
         guard let sealedValue = row.value else { throw KeychainStatus(.itemNotFound, "the item's value was not read") }
-        let columns = ClearColumns(
-            rowID: row.rowID, itemClass: row.itemClass, accessGroup: row.accessGroup,
-            protectionClass: row.protectionClass, synchronizable: row.synchronizable, blindIndex: row.blindIndex,
-            hasAccessControl: row.hasAccessControl, generation: row.generation)
         return try openData(
-            columns, wrappedKey: row.wrappedKey, sealedValue: sealedValue, protectionClass: protectionClass,
+            ClearColumns(row), wrappedKey: row.wrappedKey, sealedValue: sealedValue, protectionClass: protectionClass,
             accessControl: nil)
     }
 
     private func openData(
-        _ columns: ClearColumns, wrappedKey: UnsafeRawBufferPointer, sealedValue: UnsafeRawBufferPointer,
+        _ columns: borrowing ClearColumns, wrappedKey: RawSpan, sealedValue: RawSpan,
         protectionClass: ProtectionClass, accessControl: AccessControlPolicy?
     ) throws -> SecureBytes {
         // The key's and the value's associated data differ only in the part's byte: built once, then changed.
         var associatedData = MessageWriter()
         Self.writeBinding(Part.key, columns, accessControl: accessControl, into: &associatedData)
-        let rowKey = try associatedData.withUnsafeBytes {
-            try enclave.unwrap(rowKey: wrappedKey, protectionClass: protectionClass, binding: $0)
+        let rowKey = try wrappedKey.withUnsafeBytes { wrappedKey in
+            try associatedData.withUnsafeBytes {
+                try enclave.unwrap(rowKey: wrappedKey, protectionClass: protectionClass, binding: $0)
+            }
         }
         associatedData.replaceByte(at: Self.partOffset, with: Part.value)
         do {
-            return try associatedData.withUnsafeBytes {
-                try AESGCM.open(combined: sealedValue, using: rowKey, authenticating: $0)
+            return try sealedValue.withUnsafeBytes { sealedValue in
+                try associatedData.withUnsafeBytes {
+                    try AESGCM.open(combined: sealedValue, using: rowKey, authenticating: $0)
+                }
             }
         } catch {
             throw KeychainStatus(.decode, "an item's data does not authenticate")

@@ -138,7 +138,7 @@ extension KeychainEngine {
             sealer.blindIndex(
                 itemClass: itemClass, accessGroup: accessGroup, synchronizable: synchronizable, value: value,
                 into: index)
-            return try database.withItem(blindIndex: UnsafeRawBufferPointer(index), includingValue: needsData) { row in
+            return try database.withItem(blindIndex: RawSpan(_unsafeBytes: index), includingValue: needsData) { row in
                 guard row.hasAccessControl == false else { return }
                 // The blind index names the class, so the row's is the one asked for (its data's associated data
                 // binds the column as it is).

@@ -33,12 +33,12 @@ package final class FrameReader {
         deallocateBytes(storage)
     }
 
-    /// What `body` makes of the next whole frame (its header included), valid only inside `body` and wiped after
-    /// it; nil when the stream ends between frames.
+    /// What `body` makes of the next whole frame (its header included): a span that cannot leave `body`, as the
+    /// frame is wiped after it; nil when the stream ends between frames.
     ///
     /// - Throws: ``FrameReadError`` for another format version, a length over the limit, a stream that ends inside
     ///   a frame or fails; what `body` throws.
-    package func next<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) throws -> Result? {
+    package func next<Result>(_ body: (RawSpan) throws -> Result) throws -> Result? {
         while true {
             if end - start >= 5 {
                 let found = storage.load(fromByteOffset: start, as: UInt8.self)
@@ -57,7 +57,7 @@ package final class FrameReader {
                         start += total
                         if start == end { (start, end) = (0, 0) }
                     }
-                    return try body(UnsafeRawBufferPointer(start: storage + frame, count: total))
+                    return try body(RawSpan(_unsafeStart: storage + frame, byteCount: total))
                 }
                 makeRoom(for: total)
             } else {

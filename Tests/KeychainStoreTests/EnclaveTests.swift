@@ -17,14 +17,15 @@ struct EnclaveTests {
     /// A row's protection class read from its bytes: every class's raw value, and nothing else.
     @Test func aProtectionClassIsReadFromItsRawBytesAndNothingElse() {
         for protectionClass in ProtectionClass.allCases {
-            let read = Array(protectionClass.rawValue.utf8).withUnsafeBytes { ProtectionClass(utf8: $0) }
+            let read = ProtectionClass(utf8: Data(protectionClass.rawValue.utf8).bytes)
             #expect(read == protectionClass)
         }
         let nearMisses = [
             "", "a", "k", "ak ", "akp", "akpx", "akuu", "bk", "Ak", "aK", "ck\u{0}", "dkpu", "ckpu", "akpuu", "ek",
         ]
         for other in nearMisses {
-            #expect(Array(other.utf8).withUnsafeBytes { ProtectionClass(utf8: $0) } == nil, "\(other)")
+            let read = ProtectionClass(utf8: Data(other.utf8).bytes)
+            #expect(read == nil, "\(other)")
         }
     }
 

@@ -117,7 +117,8 @@ struct PrimitiveTests {
         let long = String(repeating: "genp-", count: 20)
         for text in ["", "ak", "genp", "ké", long] {
             let bytes = Data(text.utf8)
-            bytes.withUnsafeBytes { #expect(text.utf8Equals($0), "\(text)") }
+            let equal = text.utf8Equals(bytes.bytes)
+            #expect(equal, "\(text)")
             var others = [bytes + [0]]
             if !bytes.isEmpty {
                 var changed = bytes
@@ -125,7 +126,8 @@ struct PrimitiveTests {
                 others += [Data(bytes.dropLast()), changed]
             }
             for other in others {
-                other.withUnsafeBytes { #expect(!text.utf8Equals($0), "\(text) against \(Array(other))") }
+                let equal = text.utf8Equals(other.bytes)
+                #expect(!equal, "\(text) against \(Array(other))")
             }
         }
     }
