@@ -11,8 +11,9 @@ func packagePkgConfig(_ file: String) -> String {
 }
 
 /// For the modules that hand out views of bytes as `RawSpan`s bound to what they view (`@_lifetime`): the feature
-/// swift-nio and swift-collections build with, whose spelling the Language Steering Group keeps for two releases
-/// after any change (forums.swift.org/t/78638). Only the declaring module needs it; its users do not.
+/// swift-nio and swift-collections build with. swift-nio's manifest cites the Language Steering Group's promise not
+/// to break what exists under it without two subsequent releases (forums.swift.org/t/78638). Only the declaring
+/// module needs it; its users do not.
 let lifetimes: [SwiftSetting] = [.enableExperimentalFeature("Lifetimes")]
 
 let package = Package(

@@ -85,37 +85,39 @@ final class DirectLookup: Sendable {
             blindIndex: RawSpan, includingValue: Bool, _ body: (borrowing DirectRow) throws -> Void
         ) throws -> Bool {
             guard let statement = includingValue ? withValue : withoutValue else { return false }
-            // The key is bound SQLITE_STATIC, where it lies (a copy cost SQLite a malloc per lookup); the binding is
-            // cleared with the reset, so the statement never keeps a pointer to it. The row's columns stay valid
-            // until then.
-            defer {
-                sqlite3_reset(statement)
-                sqlite3_clear_bindings(statement)
+            // The key is bound SQLITE_STATIC, where it lies (a copy cost SQLite a malloc per lookup), inside the
+            // closure that lends its address; the binding is cleared with the reset before the closure returns, so
+            // the statement never keeps a pointer to it.
+            return try blindIndex.withUnsafeBytes { key in
+                defer {
+                    sqlite3_reset(statement)
+                    sqlite3_clear_bindings(statement)
+                }
+                let bound = sqlite3_bind_blob(statement, 1, key.baseAddress, Int32(key.count), nil)  // nil: STATIC
+                guard bound == SQLITE_OK else { throw KeychainDatabase.storeError(code: bound) }
+                let status = sqlite3_step(statement)
+                switch status {
+                case SQLITE_DONE: return false
+                case SQLITE_ROW: break
+                default: throw KeychainDatabase.storeError(code: status)
+                }
+                // The columns' bytes stay where SQLite holds them until the deferred reset, which runs after `body`
+                // returns. The compiler ties the row's spans only to this scope (`statement`), not to the reset:
+                // what keeps them from outliving it is that the row is nonescapable, so `body` cannot keep it or any
+                // of its columns.
+                let row = DirectRow(
+                    rowID: sqlite3_column_int64(statement, 0), itemClass: Self.bytes(statement, 1),
+                    accessGroup: Self.bytes(statement, 2), protectionClass: Self.bytes(statement, 3),
+                    synchronizable: sqlite3_column_int64(statement, 4) != 0,
+                    // The row was found by equality on this column.
+                    blindIndex: blindIndex,
+                    wrappedKey: Self.bytes(statement, 5),
+                    hasAccessControl: Self.optionalInteger(statement, 6).map { $0 != 0 },
+                    generation: Self.optionalInteger(statement, 7),
+                    value: includingValue ? Self.bytes(statement, 8) : nil)
+                try body(row)
+                return true
             }
-            let bound = blindIndex.withUnsafeBytes {
-                sqlite3_bind_blob(statement, 1, $0.baseAddress, Int32($0.count), nil)  // nil: SQLITE_STATIC
-            }
-            guard bound == SQLITE_OK else { throw KeychainDatabase.storeError(code: bound) }
-            let status = sqlite3_step(statement)
-            switch status {
-            case SQLITE_DONE: return false
-            case SQLITE_ROW: break
-            default: throw KeychainDatabase.storeError(code: status)
-            }
-            // The columns' bytes stay where SQLite holds them until the reset above; the row's spans depend on
-            // `statement`, and the row cannot leave `body`.
-            let row = DirectRow(
-                rowID: sqlite3_column_int64(statement, 0), itemClass: Self.bytes(statement, 1),
-                accessGroup: Self.bytes(statement, 2), protectionClass: Self.bytes(statement, 3),
-                synchronizable: sqlite3_column_int64(statement, 4) != 0,
-                // The row was found by equality on this column.
-                blindIndex: blindIndex,
-                wrappedKey: Self.bytes(statement, 5),
-                hasAccessControl: Self.optionalInteger(statement, 6).map { $0 != 0 },
-                generation: Self.optionalInteger(statement, 7),
-                value: includingValue ? Self.bytes(statement, 8) : nil)
-            try body(row)
-            return true
         }
 
         /// A text or blob column's bytes where SQLite holds them (the pointer first, then its length, as SQLite's

@@ -3,8 +3,8 @@ import Foundation
 /// Reads bytes in the protocol's layout (see ``ProtocolCodable``) straight from memory, checking every read.
 ///
 /// A reader exists only inside ``read(_:limits:_:)``. It is noncopyable and nonescapable, and the views of the frame
-/// it hands out (``bytes()``, ``remainingBytes()``) are `RawSpan`s that depend on it, so the compiler proves that
-/// none outlives the frame. Each value is read inside a *scope* limited to its own length; a scope must be consumed
+/// it hands out (``bytes()``, ``remainingBytes()``) are `RawSpan`s that depend on the frame it reads, so the compiler
+/// proves that none outlives the call (the frame stays valid during it: the caller's promise). Each value is read inside a *scope* limited to its own length; a scope must be consumed
 /// exactly. Declared lengths and counts are checked against the bytes actually present before anything is
 /// allocated, so decoding allocates at most a small multiple of the frame.
 package struct MessageReader: ~Copyable, ~Escapable {

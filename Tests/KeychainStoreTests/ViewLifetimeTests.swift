@@ -3,9 +3,9 @@ import Testing
 
 /// The views the hot path hands out, a message frame's bytes (`MessageReader`) and a row's columns where SQLite holds
 /// them (`DirectRow`), are `RawSpan`s bound to what they view: code that keeps one past the closure it was handed to
-/// does not compile. Each case compiles two snippets against the modules just built, with the package's own
-/// settings: one that uses a view inside the closure (which must compile, or the check proves nothing) and one that
-/// keeps it (which the compiler must refuse, for that reason).
+/// does not compile. Each case compiles two snippets against the modules just built, with the compiler and settings
+/// the build used: one that uses a view inside the closure (which must compile, or the check proves nothing) and one
+/// that keeps it (which the compiler must refuse, for that reason).
 @Suite("Views of frames and rows cannot outlive them")
 struct ViewLifetimeTests {
     @Test func aFramesBytesCannotBeKeptPastTheReader() throws {
@@ -66,64 +66,57 @@ struct ViewLifetimeTests {
             sourceLocation: sourceLocation)
     }
 
-    /// `swiftc` as SwiftPM ran it for this package's modules: their interfaces from the build directory beside the
-    /// test bundle, the C modules' maps, and the package's name (which `package` declarations are visible under).
-    /// Lifetime checks run on SIL, so a snippet is compiled to SIL, not only type-checked.
+    /// `swiftc` as SwiftPM ran it for KeychainStore in this build: the same compiler, target, language mode, package
+    /// name (which `package` declarations are visible under), module search path and C modules' maps, read from the
+    /// build's own manifest (`<scratch>/<configuration>.yaml`). Lifetime checks run on SIL, so a snippet is compiled
+    /// to SIL, not only type-checked.
     private final class Compiler {
         let arguments: [String]
         /// Where the snippets and the C modules compiled for them go (the modules once for both snippets).
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("views-\(UUID().uuidString)")
 
         init() throws {
-            let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-                .deletingLastPathComponent()
-            let buildDirectory = try Self.buildDirectory()
-            var maps = [packageRoot.appendingPathComponent("Sources/COpenSSL/module.modulemap").path]
-            let built = try FileManager.default.contentsOfDirectory(atPath: buildDirectory.path)
-            maps += built.filter { $0.hasSuffix(".build") }.map {
-                buildDirectory.appendingPathComponent($0).appendingPathComponent("module.modulemap").path
-            }.filter { FileManager.default.fileExists(atPath: $0) }
-            // GRDB's SQLite module is a system library target of a dependency: its map stays in the checkout.
-            let checkouts = buildDirectory.deletingLastPathComponent().deletingLastPathComponent()
-                .appendingPathComponent("checkouts")
-            for candidate in [
-                checkouts.appendingPathComponent("GRDB.swift/Sources/GRDBSQLite/module.modulemap"),
-                buildDirectory.deletingLastPathComponent().appendingPathComponent(
-                    "checkouts/GRDB.swift/Sources/GRDBSQLite/module.modulemap"),
-            ] where FileManager.default.fileExists(atPath: candidate.path) {
-                maps.append(candidate.path)
-                break
+            let command = try Self.keychainStoreCommand()
+            var arguments = [command[0], "-emit-sil", "-o", "/dev/null"]
+            var index = 1
+            while index + 1 < command.count {
+                if ["-I", "-target", "-swift-version", "-package-name", "-Xcc"].contains(command[index]) {
+                    arguments += [command[index], command[index + 1]]
+                    index += 2
+                } else {
+                    index += 1
+                }
             }
-            arguments =
-                [
-                    "swiftc", "-emit-sil", "-o", "/dev/null", "-I",
-                    buildDirectory.appendingPathComponent("Modules").path,
-                    "-package-name", Self.packageName(of: packageRoot), "-module-cache-path",
-                    directory.appendingPathComponent("cache").path,
-                ] + maps.flatMap { ["-Xcc", "-fmodule-map-file=\($0)"] }
+            self.arguments = arguments + ["-module-cache-path", directory.appendingPathComponent("cache").path]
         }
 
-        /// The directory the test bundle was built in (where `Modules/` holds every module's interface).
-        private static func buildDirectory() throws -> URL {
+        /// The arguments SwiftPM compiled the KeychainStore module with, from the manifest beside the build
+        /// directory the test bundle runs from.
+        private static func keychainStoreCommand() throws -> [String] {
             var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
             for _ in 0..<4 {
                 if FileManager.default.fileExists(
                     atPath: directory.appendingPathComponent("Modules/KeychainStore.swiftmodule").path)
                 {
-                    return directory
+                    break
                 }
                 directory = directory.deletingLastPathComponent()
             }
-            throw CocoaError(.fileNoSuchFile)
-        }
-
-        /// The name SwiftPM gives a root package: its directory's, lowercased, with anything but letters, digits and
-        /// underscores made underscores.
-        private static func packageName(of root: URL) -> String {
-            String(
-                root.lastPathComponent.lowercased().map {
-                    $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") ? $0 : "_"
-                })
+            // <scratch>/<triple>/<configuration> → <scratch>/<configuration>.yaml
+            let configuration = directory.lastPathComponent
+            let manifest = directory.deletingLastPathComponent().deletingLastPathComponent()
+                .appendingPathComponent("\(configuration).yaml")
+            let lines = try String(contentsOf: manifest, encoding: .utf8).split(separator: "\n")
+            guard
+                let command = lines.firstIndex(where: {
+                    $0.hasPrefix("  \"C.KeychainStore-") && $0.hasSuffix("-\(configuration).module\":")
+                }),
+                let argumentsLine = lines[command...].first(where: { $0.hasPrefix("    args: ") }),
+                let arguments = try JSONSerialization.jsonObject(
+                    with: Data(argumentsLine.dropFirst("    args: ".count).utf8)) as? [String],
+                !arguments.isEmpty
+            else { throw CocoaError(.fileReadCorruptFile, userInfo: [NSFilePathErrorKey: manifest.path]) }
+            return arguments
         }
 
         deinit { try? FileManager.default.removeItem(at: directory) }
@@ -133,8 +126,8 @@ struct ViewLifetimeTests {
             let file = directory.appendingPathComponent("snippet-\(UUID().uuidString).swift")
             try source.write(to: file, atomically: true, encoding: .utf8)
             let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = arguments + [file.path]
+            process.executableURL = URL(fileURLWithPath: arguments[0])
+            process.arguments = Array(arguments.dropFirst()) + [file.path]
             let pipe = Pipe()
             process.standardOutput = pipe
             process.standardError = pipe
