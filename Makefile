@@ -108,18 +108,32 @@ deb:
 package-test: deb
 	scripts/package-test
 
-# localauthd, lactl, the PAM service file, the systemd units (socket activation) and lactl's registration as an
-# administrative tool (/etc/localauthd/apps.d/lactl.conf), pinned to the installed build's SHA-256 (installing again
-# pins the new build). As root; DESTDIR for staging.
+# localauthd, lactl, the PAM service file, the systemd units (socket activation), the man pages, lactl's completions
+# (bash, zsh, fish) and lactl's registration as an administrative tool (/etc/localauthd/apps.d/lactl.conf), pinned
+# to the installed build's SHA-256 (installing again pins the new build). As root; DESTDIR for staging.
 PREFIX ?= /usr/local
 SBINDIR = $(PREFIX)/sbin
 BINDIR = $(PREFIX)/bin
 SYSTEMD_UNIT_DIR ?= /lib/systemd/system
 SYSTEMD_USER_UNIT_DIR ?= /usr/lib/systemd/user
 PAM_MODULE_DIR ?= /usr/lib/$(shell dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)/security
+MANDIR ?= $(PREFIX)/share/man
+BASH_COMPLETION_DIR ?= $(PREFIX)/share/bash-completion/completions
+ZSH_COMPLETION_DIR ?= $(PREFIX)/share/zsh/site-functions
+FISH_COMPLETION_DIR ?= $(PREFIX)/share/fish/vendor_completions.d
 install: bootstrap pam
 	$(SWIFT) build -c release $(SWIFT_BUILD_FLAGS) --product localauthd
 	$(SWIFT) build -c release $(SWIFT_BUILD_FLAGS) --product lactl
+	$(SWIFT) build -c release $(SWIFT_BUILD_FLAGS) --product generate-manual
+	scripts/generate-manual-and-completions "$$($(SWIFT) build -c release $(SWIFT_BUILD_FLAGS) --show-bin-path)" \
+		.build/install-docs "$$(date -u +%Y-%m-%d)"
+	install -D -m 0644 .build/install-docs/man/lactl.1 $(DESTDIR)$(MANDIR)/man1/lactl.1
+	install -D -m 0644 Resources/man/localauthd.8 $(DESTDIR)$(MANDIR)/man8/localauthd.8
+	install -D -m 0644 Resources/man/pam_localauth.8 $(DESTDIR)$(MANDIR)/man8/pam_localauth.8
+	install -D -m 0644 Resources/man/localauthd.conf.5 $(DESTDIR)$(MANDIR)/man5/localauthd.conf.5
+	install -D -m 0644 .build/install-docs/completions/lactl $(DESTDIR)$(BASH_COMPLETION_DIR)/lactl
+	install -D -m 0644 .build/install-docs/completions/_lactl $(DESTDIR)$(ZSH_COMPLETION_DIR)/_lactl
+	install -D -m 0644 .build/install-docs/completions/lactl.fish $(DESTDIR)$(FISH_COMPLETION_DIR)/lactl.fish
 	install -D -m 0755 .build/release/localauthd $(DESTDIR)$(SBINDIR)/localauthd
 	install -D -m 0755 .build/release/lactl $(DESTDIR)$(BINDIR)/lactl
 	install -D -m 0644 Resources/pam.d/local-authentication $(DESTDIR)/etc/pam.d/local-authentication
@@ -154,3 +168,6 @@ uninstall:
 	rm -f $(DESTDIR)$(SYSTEMD_UNIT_DIR)/localauthd.socket $(DESTDIR)$(SYSTEMD_UNIT_DIR)/localauthd.service
 	rm -f $(DESTDIR)$(PAM_MODULE_DIR)/pam_localauth.so $(DESTDIR)$(SYSTEMD_USER_UNIT_DIR)/localauthd-screen-lock.service
 	rm -f $(DESTDIR)$(SYSTEMD_USER_UNIT_DIR)/localauthd-agent.service $(DESTDIR)$(SYSTEMD_USER_UNIT_DIR)/lactl-ssh-agent.service
+	rm -f $(DESTDIR)$(MANDIR)/man1/lactl.1 $(DESTDIR)$(MANDIR)/man8/localauthd.8 $(DESTDIR)$(MANDIR)/man8/pam_localauth.8
+	rm -f $(DESTDIR)$(MANDIR)/man5/localauthd.conf.5 $(DESTDIR)$(BASH_COMPLETION_DIR)/lactl
+	rm -f $(DESTDIR)$(ZSH_COMPLETION_DIR)/_lactl $(DESTDIR)$(FISH_COMPLETION_DIR)/lactl.fish
