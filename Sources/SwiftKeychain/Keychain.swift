@@ -171,48 +171,59 @@ public struct Keychain: Sendable {
     ///
     /// - Returns: the number of items written.
     public func exportBackup(to file: URL, password: some ContiguousBytes) throws -> Int {
-        try exportBackup(to: file, secret: password.withUnsafeBytes { SecureBytes($0) })
+        try exportBackup(to: file, secret: password.withUnsafeBytes { SecureBytes($0) }).exported
     }
 
     /// `exportBackup(to:password:)` for a password already in zeroizing memory.
-    package func exportBackup(to file: URL, secret: SecureBytes) throws -> Int {
-        guard case .exportedBackup(let contents, let count, _) = try send(.exportBackup(password: secret)) else {
-            return 0
+    ///
+    /// - Returns: the items written, and the items the caller may see that stayed behind (`…ThisDeviceOnly`, or
+    ///   under an access-control list), which no restore of this file brings back.
+    package func exportBackup(to file: URL, secret: SecureBytes) throws -> (exported: Int, leftBehind: Int) {
+        guard case .exportedBackup(let contents, let count, let skipped) = try send(.exportBackup(password: secret))
+        else {
+            return (0, 0)
         }
         do {
             try BackupFiles.write(contents, to: file)
         } catch let status as KeychainStatus {
             throw KeychainError(status)
         }
-        return count
+        return (count, skipped)
     }
 
     /// Adds the items of a backup `file`; items whose primary key already exists stay as they are.
     ///
     /// - Returns: the number of items added. - Throws: `.authFailed` for a wrong password.
     public func importBackup(from file: URL, password: some ContiguousBytes) throws -> Int {
-        try importBackup(from: file, secret: password.withUnsafeBytes { SecureBytes($0) })
+        try importBackup(from: file, secret: password.withUnsafeBytes { SecureBytes($0) }).added
     }
 
     /// `importBackup(from:password:)` for a password already in zeroizing memory.
-    package func importBackup(from file: URL, secret: SecureBytes) throws -> Int {
+    ///
+    /// - Returns: the items added, and the backup's items not added: already present (they stay as they are),
+    ///   `…ThisDeviceOnly`, or in an access group the caller may not use.
+    package func importBackup(from file: URL, secret: SecureBytes) throws -> (added: Int, notAdded: Int) {
         let contents: Data
         do {
             contents = try BackupFiles.read(file)
         } catch let status as KeychainStatus {
             throw KeychainError(status)
         }
-        guard case .backup(let count, _) = try send(.importBackup(contents: contents, password: secret)) else {
-            return 0
+        guard case .backup(let count, let skipped) = try send(.importBackup(contents: contents, password: secret))
+        else {
+            return (0, 0)
         }
-        return count
+        return (count, skipped)
     }
 
     /// Recovers a damaged store from a backup `file`: the damaged database is moved aside (kept) and the backup's
     /// items fill a fresh one (``KeychainRequest/restoreBackup(contents:password:)``).
     ///
-    /// - Returns: the items restored and where the damaged file was moved.
-    package func restoreBackup(from file: URL, secret: SecureBytes) throws -> (count: Int, setAside: String) {
+    /// - Returns: the items restored, the backup's items not restored (as ``importBackup(from:secret:)``), and where
+    ///   the damaged file was moved.
+    package func restoreBackup(from file: URL, secret: SecureBytes) throws -> (
+        count: Int, notRestored: Int, setAside: String
+    ) {
         let contents: Data
         do {
             contents = try BackupFiles.read(file)
@@ -220,10 +231,10 @@ public struct Keychain: Sendable {
             throw KeychainError(status)
         }
         let answer = try send(.restoreBackup(contents: contents, password: secret))
-        guard case .restoredBackup(let count, _, let aside) = answer else {
+        guard case .restoredBackup(let count, let skipped, let aside) = answer else {
             throw KeychainError(KeychainStatus(.internalComponent, "an unexpected answer to a restore"))
         }
-        return (count, aside)
+        return (count, skipped, aside)
     }
 
     /// The store's health (``KeychainRequest/checkStore``).

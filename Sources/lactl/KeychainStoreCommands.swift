@@ -112,7 +112,12 @@ func unlockWithPasscode(_ client: any SecurityClient, reason: String, operation:
 struct ExportKeychain: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "export",
-        abstract: "Export every item except ThisDeviceOnly ones to a file encrypted under a backup password.")
+        abstract: "Export the keychain's items to a file encrypted under a backup password.",
+        discussion: """
+            ThisDeviceOnly items and items under an access-control list (rights, SSH agent keys, items that ask \
+            for a finger or the passcode) never leave this machine: they stay behind, and the command says how \
+            many. No restore of the file brings them back.
+            """)
 
     @OptionGroup var options: KeychainOptions
     @Argument(help: "The backup file to write.") var file: String
@@ -121,14 +126,19 @@ struct ExportKeychain: ParsableCommand {
         let password = try readSecret(prompt: "backup password: ")
         guard !password.isEmpty else { throw ValidationError("the backup password is empty") }
         try reporting {
-            let count = try options.run(reaching: .everyGroup) {
+            let (exported, leftBehind) = try options.run(reaching: .everyGroup) {
                 do {
                     return try Keychain.default.exportBackup(to: URL(fileURLWithPath: file), secret: password)
                 } catch let error as KeychainError {
                     throw KeychainCommandFailure(error, operation: "export the keychain")
                 }
             }
-            print("exported \(count) items to \(file)")
+            print("exported \(items(exported)) to \(file)")
+            if leftBehind > 0 {
+                print(
+                    "\(items(leftBehind)) stayed behind: ThisDeviceOnly items and items under an access-control list "
+                        + "never leave this machine, and no restore of this file brings them back")
+            }
         }
     }
 }
@@ -151,7 +161,7 @@ struct ImportKeychain: ParsableCommand {
         let password = try readSecret(prompt: "backup password: ")
         try reporting {
             if replaceDamaged {
-                let (count, aside) = try options.run(reaching: .everyGroup) {
+                let (count, notRestored, aside) = try options.run(reaching: .everyGroup) {
                     do {
                         return try Keychain.default.restoreBackup(from: URL(fileURLWithPath: file), secret: password)
                     } catch let error as KeychainError {
@@ -159,17 +169,27 @@ struct ImportKeychain: ParsableCommand {
                     }
                 }
                 print("the damaged database was moved to \(aside)")
-                print("restored \(count) items from \(file)")
+                print("restored \(items(count)) from \(file)")
+                Self.reportNotAdded(notRestored)
                 return
             }
-            let count = try options.run(reaching: .everyGroup) {
+            let (added, notAdded) = try options.run(reaching: .everyGroup) {
                 do {
                     return try Keychain.default.importBackup(from: URL(fileURLWithPath: file), secret: password)
                 } catch let error as KeychainError {
                     throw KeychainCommandFailure(error, operation: "import the backup")
                 }
             }
-            print("imported \(count) items from \(file)")
+            print("imported \(items(added)) from \(file)")
+            Self.reportNotAdded(notAdded)
+        }
+    }
+
+    private static func reportNotAdded(_ count: Int) {
+        if count > 0 {
+            print(
+                "not added: \(items(count)) of the backup, already in the keychain (kept as they are) or in an "
+                    + "access group this program may not use")
         }
     }
 }
@@ -207,4 +227,9 @@ struct CheckKeychain: ParsableCommand {
         }
         print("ok")
     }
+}
+
+/// "1 item", "2 items".
+private func items(_ count: Int) -> String {
+    count == 1 ? "1 item" : "\(count) items"
 }

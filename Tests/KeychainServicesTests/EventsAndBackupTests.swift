@@ -75,6 +75,42 @@ struct BackupTests {
         #expect(try targetKeychain.internetPassword(server: "example.com", account: "u")?.port == 443)
         #expect(try targetKeychain.importBackup(from: file, password: Data("backup pw".utf8)) == 0)
     }
+
+    @Test(.embeddedOnly("runs lactl on the store's directory"))
+    func lactlSaysWhatABackupLeavesBehindAndWhatAnImportDidNotAdd() throws {
+        let store = TestStore()
+        let keychain = Keychain(client: try store.client(groups: ["app"]))
+        try keychain.add(GenericPassword(service: "s", account: "migrates", password: Data("m".utf8)))
+        try keychain.add(
+            GenericPassword(
+                service: "s", account: "stays", password: Data("d".utf8), accessibility: .whenUnlockedThisDeviceOnly))
+        try store.with(try store.client(groups: ["app"])) {
+            let access = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .userPresence, nil)!
+            #expect(
+                addGenericPassword(account: "guarded", extra: [kSecAttrAccessControl as String: access])
+                    == errSecSuccess)
+        }
+        let file = store.directory.deletingLastPathComponent().appendingPathComponent("backup-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let lactl = try lactlExecutable()
+        func run(_ command: String, _ extra: [String] = []) throws -> (status: Int32, output: String) {
+            try runCapturingOutput(
+                lactl, ["keychain", command, "--data-dir", store.directory.path] + extra + [file.path],
+                environment: inheritedEnvironment(merging: ["LA_DAEMON_SOCKET": ""]), input: "backup pw\n")
+        }
+
+        let export = try run("export")
+        #expect(export.status == 0, "\(export.output)")
+        #expect(export.output.contains("exported 1 item to \(file.path)"), "\(export.output)")
+        #expect(export.output.contains("2 items stayed behind"), "\(export.output)")
+        #expect(!export.output.contains("backup pw"))
+
+        // The exported item is there already: nothing is added, and the import says so.
+        let again = try run("import")
+        #expect(again.status == 0, "\(again.output)")
+        #expect(again.output.contains("imported 0 items from \(file.path)"), "\(again.output)")
+        #expect(again.output.contains("not added: 1 item of the backup"), "\(again.output)")
+    }
 }
 
 @Suite("Typed keychain API")

@@ -62,11 +62,11 @@ package func inheritedEnvironment(merging extra: [String: String] = [:]) -> [Str
 }
 
 /// Runs `executable arguments` to its end with `environment` (default: ``inheritedEnvironment(merging:)``), standard
-/// output and error captured together.
+/// output and error captured together, `input` (when given) on its standard input.
 ///
 /// - Returns: the exit status and what it printed.
 package func runCapturingOutput(
-    _ executable: URL, _ arguments: [String], environment: [String: String]? = nil
+    _ executable: URL, _ arguments: [String], environment: [String: String]? = nil, input: String? = nil
 ) throws -> (status: Int32, output: String) {
     let process = Process()
     process.executableURL = executable
@@ -75,7 +75,13 @@ package func runCapturingOutput(
     let output = Pipe()
     process.standardOutput = output
     process.standardError = output
+    let standardInput = Pipe()
+    if input != nil { process.standardInput = standardInput }
     try process.run()
+    if let input {
+        standardInput.fileHandleForWriting.write(Data(input.utf8))
+        try standardInput.fileHandleForWriting.close()
+    }
     let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     process.waitUntilExit()
     return (process.terminationStatus, text)
