@@ -17,26 +17,36 @@ struct LockOnScreenLock: ParsableCommand {
         discussion: """
             Listens on the system bus (DBUS_SYSTEM_BUS_ADDRESS, else the system's) for \
             org.freedesktop.login1.Session.Lock through dbus-monitor (package dbus-bin). With --session (default: \
-            $XDG_SESSION_ID when set) only that session's signal counts; without one, a Lock of any session locks \
-            the keychain: locking is always safe, and at worst asks for the passcode or the finger once more.
+            $XDG_SESSION_ID when set) only that session's signal counts. Without one (the user unit, which runs \
+            outside any session), a Lock of any of this user's sessions counts: logind's record of the session \
+            (/run/systemd/sessions/ID, as sd_session_get_uid reads it) names its owner, and another user's \
+            session is ignored. A session logind keeps no record of counts: locking is always safe, and at worst \
+            asks for the passcode or the finger once more.
             """)
 
     @OptionGroup var options: KeychainOptions
-    @Option(help: "The logind session whose Lock signal counts (default: $XDG_SESSION_ID; none: every session).")
+    @Option(help: "The logind session whose Lock signal counts (default: $XDG_SESSION_ID; none: this user's sessions).")
     var session: String?
+    @Option(help: .hidden) var sessionsDirectory = "/run/systemd/sessions"
 
     func run() throws {
         let session = session ?? ProcessInfo.processInfo.environment["XDG_SESSION_ID"].flatMap { $0.isEmpty ? nil : $0 }
         var rule = "type='signal',interface='org.freedesktop.login1.Session',member='Lock'"
         if let session { rule += ",path='\(Self.sessionPath(session))'" }
         let monitor = try LineProducingProcess(["dbus-monitor", "--system", "--profile", rule])
-        say("Locking the keychain when \(session.map { "session \($0)" } ?? "a session") locks its screen.")
+        say(
+            "Locking the keychain when \(session.map { "session \($0)" } ?? "a session of this user") locks its screen."
+        )
         while let line = monitor.nextLine() {
             // --profile: type, time, serial, sender, destination, path, interface, member (tab-separated).
             let fields = line.split(separator: "\t", omittingEmptySubsequences: false)
             guard fields.count >= 8, fields[0] == "sig", fields[6] == "org.freedesktop.login1.Session",
                 fields[7] == "Lock"
             else { continue }
+            if session == nil, let owner = sessionOwner(path: String(fields[5])), owner != getuid() {
+                say("\(fields[5]) locked its screen: another user's session (uid \(owner)), ignored.")
+                continue
+            }
             try reporting {
                 try options.run {
                     do {
@@ -54,6 +64,37 @@ struct LockOnScreenLock: ParsableCommand {
     /// Writes `line` to standard output at once (a unit's journal, a test's pipe).
     private func say(_ line: String) {
         FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+
+    /// The owner of the session whose bus path is `path`, from logind's record of it (`UID=` in
+    /// `<sessionsDirectory>/<id>`); nil when the path is not a session's or logind keeps no record of it.
+    private func sessionOwner(path: String) -> uid_t? {
+        let prefix = "/org/freedesktop/login1/session/"
+        guard path.hasPrefix(prefix), let id = Self.sessionID(escaped: String(path.dropFirst(prefix.count))),
+            !id.isEmpty, !id.contains("/"), id != ".", id != "..",
+            let record = try? String(contentsOfFile: sessionsDirectory + "/" + id, encoding: .utf8)
+        else { return nil }
+        for line in record.split(separator: "\n") where line.hasPrefix("UID=") {
+            return uid_t(line.dropFirst(4))
+        }
+        return nil
+    }
+
+    /// The session id a bus path's last element escapes (``sessionPath(_:)`` undone); nil when it is not one.
+    static func sessionID(escaped: String) -> String? {
+        var bytes: [UInt8] = []
+        var utf8 = escaped.utf8.makeIterator()
+        while let byte = utf8.next() {
+            guard byte == UInt8(ascii: "_") else {
+                bytes.append(byte)
+                continue
+            }
+            guard let high = utf8.next(), let low = utf8.next(),
+                let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16)
+            else { return nil }
+            bytes.append(value)
+        }
+        return String(validating: bytes, as: UTF8.self)
     }
 
     /// logind's object path of session `id`: `/org/freedesktop/login1/session/` and the id escaped as systemd
