@@ -365,7 +365,7 @@ let package = Package(
             ]),
         .testTarget(
             name: "SecureCryptoTests",
-            dependencies: ["SecureCrypto"],
+            dependencies: ["SecureCrypto", "TestSupport"],
             resources: [.copy("Vectors")]),
     ]
 )

@@ -196,16 +196,16 @@ nonisolated(unsafe) public let kSecKeyKeyExchangeParameterSharedInfo: CFString =
 enum SecKeyAlgorithmKind: Sendable {
     /// ECDSA: what is signed, and the signature's encoding.
     case ecdsa(ECDSAInput, raw: Bool)
-    /// Apple ECIES with SHA-256.
+    /// Apple ECIES: the IV's source and the KDF's hash.
     case ecies(ECIES.Variant)
-    /// ECDH; with `kdf`, followed by the X9.63 KDF with SHA-256.
-    case ecdh(kdf: Bool)
+    /// ECDH; with `kdf`, followed by the X9.63 KDF with that hash.
+    case ecdh(kdf: DigestAlgorithm?)
 
     enum ECDSAInput: Sendable {
         /// A digest of exactly this many bytes, or of any size ECDSA takes (1…64) when nil.
         case digest(byteCount: Int?)
-        case messageSHA1
-        case messageSHA256
+        /// A message, hashed here with this function.
+        case message(DigestAlgorithm)
     }
 
     static let table: [SecKeyAlgorithm: SecKeyAlgorithmKind] = [
@@ -221,18 +221,47 @@ enum SecKeyAlgorithmKind: Sendable {
         .ecdsaSignatureDigestRFC4754SHA256: .ecdsa(.digest(byteCount: 32), raw: true),
         .ecdsaSignatureDigestRFC4754SHA384: .ecdsa(.digest(byteCount: 48), raw: true),
         .ecdsaSignatureDigestRFC4754SHA512: .ecdsa(.digest(byteCount: 64), raw: true),
-        .ecdsaSignatureMessageX962SHA1: .ecdsa(.messageSHA1, raw: false),
-        .ecdsaSignatureMessageX962SHA256: .ecdsa(.messageSHA256, raw: false),
-        .ecdsaSignatureMessageRFC4754SHA1: .ecdsa(.messageSHA1, raw: true),
-        .ecdsaSignatureMessageRFC4754SHA256: .ecdsa(.messageSHA256, raw: true),
-        .eciesEncryptionStandardVariableIVX963SHA256AESGCM: .ecies(.variableIV),
-        .eciesEncryptionCofactorVariableIVX963SHA256AESGCM: .ecies(.variableIV),
+        .ecdsaSignatureMessageX962SHA1: .ecdsa(.message(.sha1), raw: false),
+        .ecdsaSignatureMessageX962SHA224: .ecdsa(.message(.sha224), raw: false),
+        .ecdsaSignatureMessageX962SHA256: .ecdsa(.message(.sha256), raw: false),
+        .ecdsaSignatureMessageX962SHA384: .ecdsa(.message(.sha384), raw: false),
+        .ecdsaSignatureMessageX962SHA512: .ecdsa(.message(.sha512), raw: false),
+        .ecdsaSignatureMessageRFC4754SHA1: .ecdsa(.message(.sha1), raw: true),
+        .ecdsaSignatureMessageRFC4754SHA224: .ecdsa(.message(.sha224), raw: true),
+        .ecdsaSignatureMessageRFC4754SHA256: .ecdsa(.message(.sha256), raw: true),
+        .ecdsaSignatureMessageRFC4754SHA384: .ecdsa(.message(.sha384), raw: true),
+        .ecdsaSignatureMessageRFC4754SHA512: .ecdsa(.message(.sha512), raw: true),
+        // Apple defines no variable-IV ECIES with SHA-1. Standard and Cofactor are one computation on P-256.
+        .eciesEncryptionStandardX963SHA1AESGCM: .ecies(.init(iv: .zero, digest: .sha1)),
+        .eciesEncryptionCofactorX963SHA1AESGCM: .ecies(.init(iv: .zero, digest: .sha1)),
+        .eciesEncryptionStandardX963SHA224AESGCM: .ecies(.init(iv: .zero, digest: .sha224)),
+        .eciesEncryptionCofactorX963SHA224AESGCM: .ecies(.init(iv: .zero, digest: .sha224)),
         .eciesEncryptionStandardX963SHA256AESGCM: .ecies(.zeroIV),
         .eciesEncryptionCofactorX963SHA256AESGCM: .ecies(.zeroIV),
-        .ecdhKeyExchangeStandard: .ecdh(kdf: false),
-        .ecdhKeyExchangeCofactor: .ecdh(kdf: false),
-        .ecdhKeyExchangeStandardX963SHA256: .ecdh(kdf: true),
-        .ecdhKeyExchangeCofactorX963SHA256: .ecdh(kdf: true),
+        .eciesEncryptionStandardX963SHA384AESGCM: .ecies(.init(iv: .zero, digest: .sha384)),
+        .eciesEncryptionCofactorX963SHA384AESGCM: .ecies(.init(iv: .zero, digest: .sha384)),
+        .eciesEncryptionStandardX963SHA512AESGCM: .ecies(.init(iv: .zero, digest: .sha512)),
+        .eciesEncryptionCofactorX963SHA512AESGCM: .ecies(.init(iv: .zero, digest: .sha512)),
+        .eciesEncryptionStandardVariableIVX963SHA224AESGCM: .ecies(.init(iv: .fromKDF, digest: .sha224)),
+        .eciesEncryptionCofactorVariableIVX963SHA224AESGCM: .ecies(.init(iv: .fromKDF, digest: .sha224)),
+        .eciesEncryptionStandardVariableIVX963SHA256AESGCM: .ecies(.variableIV),
+        .eciesEncryptionCofactorVariableIVX963SHA256AESGCM: .ecies(.variableIV),
+        .eciesEncryptionStandardVariableIVX963SHA384AESGCM: .ecies(.init(iv: .fromKDF, digest: .sha384)),
+        .eciesEncryptionCofactorVariableIVX963SHA384AESGCM: .ecies(.init(iv: .fromKDF, digest: .sha384)),
+        .eciesEncryptionStandardVariableIVX963SHA512AESGCM: .ecies(.init(iv: .fromKDF, digest: .sha512)),
+        .eciesEncryptionCofactorVariableIVX963SHA512AESGCM: .ecies(.init(iv: .fromKDF, digest: .sha512)),
+        .ecdhKeyExchangeStandard: .ecdh(kdf: nil),
+        .ecdhKeyExchangeCofactor: .ecdh(kdf: nil),
+        .ecdhKeyExchangeStandardX963SHA1: .ecdh(kdf: .sha1),
+        .ecdhKeyExchangeCofactorX963SHA1: .ecdh(kdf: .sha1),
+        .ecdhKeyExchangeStandardX963SHA224: .ecdh(kdf: .sha224),
+        .ecdhKeyExchangeCofactorX963SHA224: .ecdh(kdf: .sha224),
+        .ecdhKeyExchangeStandardX963SHA256: .ecdh(kdf: .sha256),
+        .ecdhKeyExchangeCofactorX963SHA256: .ecdh(kdf: .sha256),
+        .ecdhKeyExchangeStandardX963SHA384: .ecdh(kdf: .sha384),
+        .ecdhKeyExchangeCofactorX963SHA384: .ecdh(kdf: .sha384),
+        .ecdhKeyExchangeStandardX963SHA512: .ecdh(kdf: .sha512),
+        .ecdhKeyExchangeCofactorX963SHA512: .ecdh(kdf: .sha512),
     ]
 
     /// The operation this algorithm serves with a private key (sign, decrypt, key exchange) and with a public key

@@ -237,9 +237,10 @@ public func SecKeyCreateDecryptedData(
 ///
 /// - Parameters:
 ///   - privateKey: our P-256 private key (a software key, or an enclave key's handle).
-///   - algorithm: `ecdhKeyExchangeStandard`, `ecdhKeyExchangeCofactor` or one of their `…X963SHA256` variants.
+///   - algorithm: `ecdhKeyExchangeStandard`, `ecdhKeyExchangeCofactor` or one of their `…X963SHA…` variants (SHA-1,
+///     SHA-224, SHA-256, SHA-384, SHA-512).
 ///   - publicKey: the other side's P-256 public key.
-///   - parameters: for the `…X963SHA256` variants, `kSecKeyKeyExchangeParameterRequestedSize` (required) and
+///   - parameters: for the `…X963SHA…` variants, `kSecKeyKeyExchangeParameterRequestedSize` (required) and
 ///     `kSecKeyKeyExchangeParameterSharedInfo` (optional); ignored by raw ECDH.
 ///   - error: receives the failure.
 /// - Returns: Z (32 bytes) or the derived bytes, or nil: `errSecParam` for an unsupported algorithm, a missing or
@@ -251,12 +252,12 @@ public func SecKeyCopyKeyExchangeResult(
     _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
 ) -> CFData? {
     reportingError(error) {
-        guard case .ecdh(let usesKDF)? = supportedKind(privateKey, .keyExchange, algorithm) else {
+        guard case .ecdh(let kdfDigest)? = supportedKind(privateKey, .keyExchange, algorithm) else {
             throw unsupported(algorithm)
         }
         guard let peer = publicKey.publicKey else { throw KeychainStatus(.param, "the public key is not P-256") }
         var kdf: X963KDFParameters?
-        if usesKDF {
+        if let kdfDigest {
             var requestedSize: Int?
             var sharedInfo = Data()
             for (name, value) in parameters {
@@ -276,17 +277,18 @@ public func SecKeyCopyKeyExchangeResult(
                     break
                 }
             }
-            guard let requestedSize, requestedSize <= X963KDFSHA256.maximumOutputByteCount else {
-                throw KeychainStatus(.param, "kSecKeyKeyExchangeParameterRequestedSize is missing")
+            guard let requestedSize, requestedSize <= X963KDF.maximumOutputByteCount(kdfDigest) else {
+                throw KeychainStatus(
+                    .param, "kSecKeyKeyExchangeParameterRequestedSize is missing or more than the KDF can derive")
             }
-            kdf = X963KDFParameters(sharedInfo: sharedInfo, byteCount: requestedSize)
+            kdf = X963KDFParameters(digest: kdfDigest, sharedInfo: sharedInfo, byteCount: requestedSize)
         }
         let secret: SecureBytes
         switch privateKey.material {
         case .privateKey(let key):
             if let kdf {
                 secret = try key.sharedSecret(
-                    with: peer, x963SharedInfo: kdf.sharedInfo, outputByteCount: kdf.byteCount)
+                    with: peer, x963SharedInfo: kdf.sharedInfo, outputByteCount: kdf.byteCount, digest: kdf.digest)
             } else {
                 secret = try key.sharedSecret(with: peer)
             }
@@ -326,8 +328,7 @@ private func contents(of data: CFData) -> Data {
 /// The digest ECDSA signs for `input`.
 private func digest(of data: Data, _ input: SecKeyAlgorithmKind.ECDSAInput) throws -> Data {
     switch input {
-    case .messageSHA1: return InsecureSHA1.hash(data)
-    case .messageSHA256: return SHA256.hash(data)
+    case .message(let digest): return digest.hash(data)
     case .digest(let byteCount?):
         guard data.count == byteCount else { throw KeychainStatus(.param, "ECDSA signature: bad digest size") }
         return data

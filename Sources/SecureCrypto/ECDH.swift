@@ -42,11 +42,13 @@ package protocol P256PrivateKeyOperations {
 extension P256.PrivateKey: P256PrivateKeyOperations {}
 
 extension P256PrivateKeyOperations {
-    /// ECDH followed by the ANSI X9.63 KDF with SHA-256 (Apple's `ecdhKeyExchangeStandardX963SHA256`).
+    /// ECDH followed by the ANSI X9.63 KDF with `digest` (Apple's `ecdhKeyExchangeStandardX963SHA256` and its
+    /// SHA-1, SHA-224, SHA-384 and SHA-512 siblings).
     package func sharedSecret(
-        with peer: P256.PublicKey, x963SharedInfo sharedInfo: Data, outputByteCount: Int
+        with peer: P256.PublicKey, x963SharedInfo sharedInfo: Data, outputByteCount: Int,
+        digest: DigestAlgorithm = .sha256
     ) throws -> SecureBytes {
-        try X963KDFSHA256.deriveKey(
-            sharedSecret: sharedSecret(with: peer), sharedInfo: sharedInfo, outputByteCount: outputByteCount)
+        try X963KDF.deriveKey(
+            digest, sharedSecret: sharedSecret(with: peer), sharedInfo: sharedInfo, outputByteCount: outputByteCount)
     }
 }

@@ -1,22 +1,39 @@
 import Foundation
 
-/// Apple's ECIES for P-256 (`SecKeyCreateEncryptedData` with the `eciesEncryption…X963SHA256AESGCM` algorithms),
+/// Apple's ECIES for P-256 (`SecKeyCreateEncryptedData` with the `eciesEncryption…X963SHA…AESGCM` algorithms),
 /// byte-compatible with Security.framework:
 ///
 /// 1. an ephemeral key pair (e, E); `E` = `04 || X || Y`;
 /// 2. Z = ECDH(e, recipient);
-/// 3. K = X9.63-KDF-SHA256(Z, sharedInfo: E, 32 bytes for the variable-IV variant, 16 for the legacy one);
+/// 3. K = X9.63-KDF(Z, sharedInfo: E, 32 bytes for the variable-IV variant, 16 for the legacy one) with the
+///    algorithm's hash (SHA-256 for the usual ones; SHA-1 only for the legacy variant, as Apple defines them);
 /// 4. AES-128-GCM with key K[0..<16] and 16-byte IV K[16..<32] (legacy: 16 zero bytes), no associated data;
 /// 5. output `E (65) || ciphertext || tag (16)`.
 ///
 /// The Standard and Cofactor spellings are identical on P-256 (cofactor 1).
 package enum ECIES {
-    /// Which IV the algorithm uses.
-    package enum Variant: Sendable {
-        /// `…VariableIVX963SHA256AESGCM`: the IV comes from the KDF (recommended).
-        case variableIV
-        /// `…X963SHA256AESGCM` (legacy): a 16-byte all-zero IV.
-        case zeroIV
+    /// Which IV the algorithm uses, and which hash its KDF is built on.
+    package struct Variant: Sendable, Hashable {
+        /// Where the AES-GCM IV comes from.
+        package enum IV: Sendable, Hashable {
+            /// `…VariableIVX963SHA…AESGCM`: from the KDF (recommended).
+            case fromKDF
+            /// `…X963SHA…AESGCM` (legacy): 16 zero bytes.
+            case zero
+        }
+
+        package var iv: IV
+        package var digest: DigestAlgorithm
+
+        package init(iv: IV, digest: DigestAlgorithm) {
+            self.iv = iv
+            self.digest = digest
+        }
+
+        /// `…VariableIVX963SHA256AESGCM`.
+        package static let variableIV = Variant(iv: .fromKDF, digest: .sha256)
+        /// `…X963SHA256AESGCM` (legacy).
+        package static let zeroIV = Variant(iv: .zero, digest: .sha256)
     }
 
     /// Bytes added to the plaintext: the ephemeral public key and the tag.
@@ -74,15 +91,17 @@ package enum ECIES {
     private static func keyAndNonce(
         sharedSecret: SecureBytes, ephemeralPublicKey: Data, variant: Variant
     ) throws -> (SecureBytes, AESGCM.Nonce) {
-        switch variant {
-        case .variableIV:
-            let derived = try X963KDFSHA256.deriveKey(
-                sharedSecret: sharedSecret, sharedInfo: ephemeralPublicKey, outputByteCount: 2 * symmetricKeyByteCount)
+        switch variant.iv {
+        case .fromKDF:
+            let derived = try X963KDF.deriveKey(
+                variant.digest, sharedSecret: sharedSecret, sharedInfo: ephemeralPublicKey,
+                outputByteCount: 2 * symmetricKeyByteCount)
             let iv = derived.slice(symmetricKeyByteCount..<(2 * symmetricKeyByteCount)).unprotectedData()
             return (derived.slice(0..<symmetricKeyByteCount), try AESGCM.Nonce(iv))
-        case .zeroIV:
-            let derived = try X963KDFSHA256.deriveKey(
-                sharedSecret: sharedSecret, sharedInfo: ephemeralPublicKey, outputByteCount: symmetricKeyByteCount)
+        case .zero:
+            let derived = try X963KDF.deriveKey(
+                variant.digest, sharedSecret: sharedSecret, sharedInfo: ephemeralPublicKey,
+                outputByteCount: symmetricKeyByteCount)
             return (derived, try AESGCM.Nonce(Data(count: 16)))
         }
     }

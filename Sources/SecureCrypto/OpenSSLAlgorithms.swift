@@ -10,6 +10,9 @@ enum OpenSSLAlgorithms {
     // between threads once fetched; they live for the whole process.
     nonisolated(unsafe) static let sha256: OpaquePointer = fetchDigest("SHA256")
     nonisolated(unsafe) static let sha1: OpaquePointer = fetchDigest("SHA1")
+    nonisolated(unsafe) static let sha224: OpaquePointer = fetchDigest("SHA224")
+    nonisolated(unsafe) static let sha384: OpaquePointer = fetchDigest("SHA384")
+    nonisolated(unsafe) static let sha512: OpaquePointer = fetchDigest("SHA512")
     nonisolated(unsafe) static let hmac: OpaquePointer = {
         guard let mac = EVP_MAC_fetch(nil, "HMAC", nil) else { fatalError("OpenSSL has no HMAC") }
         return mac

@@ -23,16 +23,19 @@ package enum KeyRequest: Sendable, Equatable {
     case attest(handle: Data, credentialBlob: Data, encryptedSecret: Data, context: AuthenticationContextID?)
 }
 
-/// What the X9.63 SHA-256 KDF applied to a key exchange's shared secret takes
-/// (`kSecKeyKeyExchangeParameterSharedInfo`, `kSecKeyKeyExchangeParameterRequestedSize`).
+/// What the X9.63 KDF applied to a key exchange's shared secret takes: the algorithm's hash,
+/// `kSecKeyKeyExchangeParameterSharedInfo` and `kSecKeyKeyExchangeParameterRequestedSize`.
 package struct X963KDFParameters: Sendable, Hashable {
+    /// The KDF's hash (the algorithm's `…X963SHA…`).
+    package var digest: DigestAlgorithm
     /// The KDF's shared info (may be empty).
     package var sharedInfo: Data
     /// How many bytes to derive.
     package var byteCount: Int
 
     /// Parameters with these values.
-    package init(sharedInfo: Data, byteCount: Int) {
+    package init(digest: DigestAlgorithm = .sha256, sharedInfo: Data, byteCount: Int) {
+        self.digest = digest
         self.sharedInfo = sharedInfo
         self.byteCount = byteCount
     }
@@ -126,15 +129,44 @@ extension KeyRequest: ProtocolCodable {
 }
 
 extension X963KDFParameters: ProtocolCodable {
-    /// A record: 1 sharedInfo, 2 byteCount.
+    /// A record: 1 sharedInfo, 2 byteCount, 3 digest.
     package func encode(into writer: inout MessageWriter) {
         writer.field(1, sharedInfo)
         writer.field(2, byteCount)
+        writer.field(3, digest)
     }
 
     /// - Throws: ``MessageDecodingError``.
     package init(from reader: inout MessageReader) throws {
-        self.init(sharedInfo: try reader.field(1), byteCount: try reader.field(2))
+        let sharedInfo: Data = try reader.field(1)
+        let byteCount: Int = try reader.field(2)
+        self.init(digest: try reader.field(3), sharedInfo: sharedInfo, byteCount: byteCount)
+    }
+}
+
+extension DigestAlgorithm: ProtocolCodable {
+    /// One byte: 1 SHA-1, 2 SHA-224, 3 SHA-256, 4 SHA-384, 5 SHA-512.
+    package func encode(into writer: inout MessageWriter) {
+        switch self {
+        case .sha1: writer.byte(1)
+        case .sha224: writer.byte(2)
+        case .sha256: writer.byte(3)
+        case .sha384: writer.byte(4)
+        case .sha512: writer.byte(5)
+        }
+    }
+
+    /// - Throws: `invalidValue` for any other byte.
+    package init(from reader: inout MessageReader) throws {
+        let start = reader.offset
+        switch try reader.remainingByte(for: "a hash function") {
+        case 1: self = .sha1
+        case 2: self = .sha224
+        case 3: self = .sha256
+        case 4: self = .sha384
+        case 5: self = .sha512
+        default: throw MessageDecodingError(.invalidValue, at: start, "unknown hash function")
+        }
     }
 }
 
@@ -187,21 +219,15 @@ extension KeyResponse: ProtocolCodable {
 }
 
 extension ECIES.Variant: ProtocolCodable {
-    /// One byte: 1 variableIV, 2 zeroIV.
+    /// A record: 1 whether the IV comes from the KDF (a Boolean; false: 16 zero bytes), 2 the KDF's hash.
     package func encode(into writer: inout MessageWriter) {
-        switch self {
-        case .variableIV: writer.byte(1)
-        case .zeroIV: writer.byte(2)
-        }
+        writer.field(1, iv == .fromKDF)
+        writer.field(2, digest)
     }
 
-    /// - Throws: `invalidValue` for any other byte.
+    /// - Throws: ``MessageDecodingError``.
     package init(from reader: inout MessageReader) throws {
-        let start = reader.offset
-        switch try reader.remainingByte(for: "an ECIES variant") {
-        case 1: self = .variableIV
-        case 2: self = .zeroIV
-        default: throw MessageDecodingError(.invalidValue, at: start, "unknown ECIES variant")
-        }
+        let ivFromKDF: Bool = try reader.field(1)
+        self.init(iv: ivFromKDF ? .fromKDF : .zero, digest: try reader.field(2))
     }
 }

@@ -69,7 +69,8 @@ extension KeychainEngine {
                     ) { key in
                         guard let kdf else { return try key.sharedSecret(with: peer) }
                         return try key.sharedSecret(
-                            with: peer, x963SharedInfo: kdf.sharedInfo, outputByteCount: kdf.byteCount)
+                            with: peer, x963SharedInfo: kdf.sharedInfo, outputByteCount: kdf.byteCount,
+                            digest: kdf.digest)
                     })
             case .attestationIdentity:
                 let identity = try enclave.attestationIdentity()

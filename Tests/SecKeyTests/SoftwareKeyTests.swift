@@ -8,6 +8,9 @@ struct SoftwareKeyTests {
     static let signatureAlgorithms: [(SecKeyAlgorithm, inputSize: Int?)] = [
         (.ecdsaSignatureMessageX962SHA256, nil), (.ecdsaSignatureMessageX962SHA1, nil),
         (.ecdsaSignatureMessageRFC4754SHA256, nil), (.ecdsaSignatureMessageRFC4754SHA1, nil),
+        (.ecdsaSignatureMessageX962SHA224, nil), (.ecdsaSignatureMessageX962SHA384, nil),
+        (.ecdsaSignatureMessageX962SHA512, nil), (.ecdsaSignatureMessageRFC4754SHA224, nil),
+        (.ecdsaSignatureMessageRFC4754SHA384, nil), (.ecdsaSignatureMessageRFC4754SHA512, nil),
         (.ecdsaSignatureDigestX962SHA1, 20), (.ecdsaSignatureDigestX962SHA224, 28),
         (.ecdsaSignatureDigestX962SHA256, 32), (.ecdsaSignatureDigestX962SHA384, 48),
         (.ecdsaSignatureDigestX962SHA512, 64), (.ecdsaSignatureDigestRFC4754SHA1, 20),
@@ -126,7 +129,7 @@ struct SoftwareKeyTests {
             let derived = try exchange(alice, .ecdhKeyExchangeStandardX963SHA256, bobPublic, parameters)
             #expect(derived.count == 48)
             #expect(try exchange(bob, .ecdhKeyExchangeCofactorX963SHA256, alicePublic, parameters) == derived)
-            let expected = try X963KDFSHA256.deriveKey(
+            let expected = try X963KDF.deriveKey(
                 sharedSecret: SecureBytes(z), sharedInfo: Data("info".utf8), outputByteCount: 48)
             #expect(expected.unprotectedData() == derived)
         }
@@ -243,7 +246,7 @@ struct SoftwareKeyTests {
             #expect(!SecKeyIsAlgorithmSupported(publicKey, .sign, .ecdsaSignatureMessageX962SHA256))
             #expect(
                 !SecKeyIsAlgorithmSupported(privateKey, .encrypt, .eciesEncryptionStandardVariableIVX963SHA256AESGCM))
-            #expect(!SecKeyIsAlgorithmSupported(privateKey, .sign, .ecdsaSignatureMessageX962SHA384))
+            #expect(!SecKeyIsAlgorithmSupported(publicKey, .sign, .ecdsaSignatureMessageX962SHA384))
             #expect(!SecKeyIsAlgorithmSupported(privateKey, .sign, SecKeyAlgorithm(rawValue: "algid:sign:RSA:raw")))
             #expect(SecKeyIsAlgorithmSupported(privateKey, .keyExchange, .ecdhKeyExchangeStandardX963SHA256))
             let message = Data("m".utf8) as CFData

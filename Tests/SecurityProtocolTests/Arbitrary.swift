@@ -276,13 +276,15 @@ extension AuthenticationContextID: Arbitrary {
 
 extension X963KDFParameters: Arbitrary {
     static func arbitrary(using rng: inout any SeededRandomNumberGenerator) -> X963KDFParameters {
-        X963KDFParameters(sharedInfo: Draw.data(&rng), byteCount: Draw.int(&rng))
+        X963KDFParameters(
+            digest: Draw.one(of: DigestAlgorithm.allCases, &rng), sharedInfo: Draw.data(&rng),
+            byteCount: Draw.int(&rng))
     }
 }
 
 extension ECIES.Variant: Arbitrary {
     static func arbitrary(using rng: inout any SeededRandomNumberGenerator) -> ECIES.Variant {
-        Draw.one(of: [.variableIV, .zeroIV], &rng)
+        ECIES.Variant(iv: Draw.one(of: [.fromKDF, .zero], &rng), digest: Draw.one(of: DigestAlgorithm.allCases, &rng))
     }
 }
 
