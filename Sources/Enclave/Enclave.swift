@@ -47,6 +47,8 @@ package final class Enclave: Sendable {
     let rootKeys: RootKeyStore
     /// Enclave keys opened recently (see `EnclaveKey.swift`).
     let keyCache = EnclaveKeyCache()
+    /// Passcodes the TPM already refused for this keybag (``RefusedAuthorizations``).
+    let refusedAuthorizations = RefusedAuthorizations()
     let statePath: String
     let keybagPath: String
     let bootID: String
@@ -307,7 +309,8 @@ package final class Enclave: Sendable {
         try changingKeybag { state, rootKey in
             let keys: [ProtectionClass: SecureBytes]
             if let protection = state.protection {
-                var (opened, wrappingKey) = try protection.open(passcode: passcode, rootKey: rootKey, tpm: tpm)
+                var (opened, wrappingKey) = try protection.open(
+                    passcode: passcode, rootKey: rootKey, tpm: tpm, refused: refusedAuthorizations)
                 if opened[.whenPasscodeSetThisDeviceOnly] == nil {
                     opened[.whenPasscodeSetThisDeviceOnly] = try SecureBytes(randomCount: Self.keyByteCount)
                 }
@@ -340,7 +343,9 @@ package final class Enclave: Sendable {
         try changingKeybag { state, rootKey in
             var keys: [ProtectionClass: SecureBytes]
             if let protection = state.protection {
-                keys = try protection.open(passcode: previous, rootKey: rootKey, tpm: tpm).keys
+                keys = try protection.open(
+                    passcode: previous, rootKey: rootKey, tpm: tpm, refused: refusedAuthorizations
+                ).keys
                 if keys[.whenPasscodeSetThisDeviceOnly] == nil {
                     keys[.whenPasscodeSetThisDeviceOnly] = try SecureBytes(randomCount: Self.keyByteCount)
                 }

@@ -1,5 +1,6 @@
 import Foundation
 import SecureCrypto
+import Synchronization
 import TrustedPlatform
 
 /// The passcode layer of a protected keybag: the `ak`/`aku`/`akpu`/`ck`/`cku` class keys sealed under a key that
@@ -61,8 +62,11 @@ struct PasscodeProtection {
     /// - Throws: `EnclaveError.wrongPassword` when they do not open (another passcode, or changed bytes);
     ///   `.lockedOut` when the TPM refuses every guess now; `.configuration` when the layer is sealed to a TPM
     ///   and `tpm` is nil or does not answer.
+    ///
+    /// On the TPM backend, `refused` remembers the authorizations the TPM object refused: one refused before is
+    /// refused again at once, without a TPM command, so it costs no further dictionary-attack try.
     func open(
-        passcode: SecureBytes, rootKey: SecureBytes, tpm: TPM?
+        passcode: SecureBytes, rootKey: SecureBytes, tpm: TPM?, refused: RefusedAuthorizations? = nil
     ) throws -> (keys: [ProtectionClass: SecureBytes], wrappingKey: SecureBytes) {
         let stretched = try kdf.deriveKey(from: passcode)
         var secret: SecureBytes?
@@ -75,7 +79,18 @@ struct PasscodeProtection {
                 throw EnclaveError(.corrupt, "the keybag's passcode TPM object is damaged")
             }
             let authorization = try Self.tpmAuthorization(stretched)
-            secret = try Self.using(tpm) { try $0.unseal(object, authorization: authorization) }
+            if let refused, refused.contains(authorization, for: tpmSecret) {
+                throw EnclaveError(
+                    .wrongPassword,
+                    "the keychain does not open with this passcode (the TPM refused it before; not tried again, so it"
+                        + " counts no further towards the TPM's lockout)")
+            }
+            do {
+                secret = try Self.using(tpm) { try $0.unseal(object, authorization: authorization) }
+            } catch let error as EnclaveError where error.code == .wrongPassword {
+                refused?.add(authorization, for: tpmSecret)
+                throw error
+            }
         }
         let wrappingKey = try Self.wrappingKey(stretched: stretched, rootKey: rootKey, tpmSecret: secret)
         var keys: [ProtectionClass: SecureBytes] = [:]
@@ -183,5 +198,30 @@ extension PasscodeProtection {
             sealed[protectionClass] = value
         }
         self.init(kdf: kdf, sealed: sealed, tpmSecret: entries["passcode-tpm"])
+    }
+}
+
+/// The authorizations a keybag's passcode TPM object refused, remembered in memory (zeroizing) for the life of an
+/// ``Enclave``. The object's authorization never changes, so a passcode it refused once it refuses always; trying
+/// it again only counts towards the TPM's dictionary-attack lockout, which locks every dictionary-attack-protected
+/// object on the machine, other users' included. When the account's passcode changed with `passwd`, PAM accepts the
+/// new one and the keybag does not: a screen lock or a login retried in a loop would otherwise reach the lockout.
+/// Keyed by the TPM object, so a keybag sealed anew starts with nothing refused. Nothing is written: a new process
+/// tries again. What is kept (an HKDF of scrypt(passcode), 32 MiB per guess) tells a reader of this process's
+/// memory no more than `/etc/shadow` tells root.
+final class RefusedAuthorizations: Sendable {
+    private let refused = Mutex<[(object: Data, authorization: SecureBytes)]>([])
+    /// How many are kept (the oldest goes first).
+    private static let limit = 8
+
+    func contains(_ authorization: SecureBytes, for object: Data) -> Bool {
+        refused.withLock { entries in entries.contains { $0.object == object && $0.authorization == authorization } }
+    }
+
+    func add(_ authorization: SecureBytes, for object: Data) {
+        refused.withLock { entries in
+            entries.append((object, authorization))
+            if entries.count > Self.limit { entries.removeFirst() }
+        }
     }
 }

@@ -98,6 +98,43 @@ final class TPMPasscodeTests {
         #expect(!attacker.isLocked)
     }
 
+    @Test func aPasscodeTheTPMRefusedOnceCostsNoFurtherLockoutTry() throws {
+        try dictionaryLockout(["-s", "-n", "10", "-t", "600", "-l", "600"])
+        let store = scratch.appendingPathComponent("store")
+        let enclave = try Enclave(directory: store, configuration: configuration)
+        try enclave.unlock(passcode: passcode("first"))
+        try enclave.lock()
+        let before = try dictionaryAttackState.failures
+
+        // The account's passcode changed with passwd: PAM accepts the new one, the keybag does not. A screen lock
+        // retried five times costs one try of the TPM's ten, not five.
+        for _ in 0..<5 {
+            #expect(code { try enclave.unlock(passcode: passcode("second")) } == .wrongPassword)
+        }
+        #expect(try dictionaryAttackState.failures == before + 1)
+        // Another passcode is another question for the TPM; the same one again is not.
+        #expect(code { try enclave.unlock(passcode: passcode("third")) } == .wrongPassword)
+        #expect(code { try enclave.changePasscode(from: passcode("third"), to: passcode("second")) } == .wrongPassword)
+        #expect(try dictionaryAttackState.failures == before + 2)
+
+        // The right previous passcode re-seals (a new TPM object), after which the new passcode opens.
+        try enclave.changePasscode(from: passcode("first"), to: passcode("second"))
+        try enclave.lock()
+        try enclave.unlock(passcode: passcode("second"))
+        #expect(!enclave.isLocked)
+        // The new object has refused nothing yet: the old passcode is asked once, then remembered.
+        try enclave.lock()
+        #expect(code { try enclave.unlock(passcode: passcode("first")) } == .wrongPassword)
+        #expect(code { try enclave.unlock(passcode: passcode("first")) } == .wrongPassword)
+        #expect(try dictionaryAttackState.failures == before + 3)
+        // Nothing is written: another process (another Enclave on the same store) asks the TPM again.
+        #expect(
+            code {
+                try Enclave(directory: store, configuration: configuration).unlock(passcode: passcode("first"))
+            } == .wrongPassword)
+        #expect(try dictionaryAttackState.failures == before + 4)
+    }
+
     @Test func theLayerNeedsItsTPMAndAChangedPasscodeReseals() throws {
         try dictionaryLockout(["-s", "-n", "10", "-t", "600", "-l", "600"])
         let store = scratch.appendingPathComponent("store")
