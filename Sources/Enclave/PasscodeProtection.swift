@@ -207,8 +207,8 @@ extension PasscodeProtection {
 /// object on the machine, other users' included. When the account's passcode changed with `passwd`, PAM accepts the
 /// new one and the keybag does not: a screen lock or a login retried in a loop would otherwise reach the lockout.
 /// Keyed by the TPM object, so a keybag sealed anew starts with nothing refused. Nothing is written: a new process
-/// tries again. What is kept (an HKDF of scrypt(passcode), 32 MiB per guess) tells a reader of this process's
-/// memory no more than `/etc/shadow` tells root.
+/// tries again. What is kept (an HKDF of scrypt(passcode), 32 MiB per guess to test a guess against) tells a reader
+/// of this process's memory less than the passcode itself, which the same memory held while it was checked.
 final class RefusedAuthorizations: Sendable {
     private let refused = Mutex<[(object: Data, authorization: SecureBytes)]>([])
     /// How many are kept (the oldest goes first).
