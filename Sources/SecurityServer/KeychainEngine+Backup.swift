@@ -8,7 +8,8 @@ import StoreFiles
 /// Backups: every exportable item sealed under a key derived from a backup password (scrypt, parameters in the
 /// file), as Apple's encrypted backups carry migratory items and leave `*ThisDeviceOnly` ones behind.
 ///
-/// Items with an access-control list stay behind as well: reading their data needs an authentication.
+/// Enclave keys (sealed to this machine) and items with an access-control list (reading their data needs an
+/// authentication) stay behind as well.
 ///
 /// File layout: `LABACKUP1\n`, a 32-bit big-endian header length, the header (JSON: the KDF parameters), then
 /// AES-256-GCM `nonce || ciphertext || tag` whose associated data is everything before it. The plaintext is, per
@@ -30,9 +31,12 @@ extension KeychainEngine {
             var entries: [BackupEntry] = []
             for row in try transaction.allItems() where caller.mayAccess(row.accessGroup) {
                 let item = try sealer.open(row)
-                // Device-only items never leave; items under an access-control list need an authentication to
-                // read, which an export cannot ask for, so they stay too.
-                if item.protectionClass.isThisDeviceOnly || item.accessControl != nil {
+                // Device-only items never leave, nor do enclave keys, whose data is a handle sealed to this
+                // machine's device key or TPM (Apple's Secure Enclave keys never migrate either); items under an
+                // access-control list need an authentication to read, which an export cannot ask for, so they stay
+                // too.
+                let isEnclaveKey = item.attributes["tkid"] == .string(Self.secureEnclaveToken)
+                if item.protectionClass.isThisDeviceOnly || isEnclaveKey || item.accessControl != nil {
                     skipped += 1
                     continue
                 }

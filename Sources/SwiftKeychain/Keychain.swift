@@ -165,9 +165,9 @@ public struct Keychain: Sendable {
         }
     }
 
-    /// Writes every item the caller may see, except `…ThisDeviceOnly` ones and those under an access-control list,
-    /// to `file` (mode 0600, replaced atomically), encrypted under a key derived from `password` (scrypt). The
-    /// engine seals the items; this program writes the file with its own rights.
+    /// Writes every item the caller may see, except `…ThisDeviceOnly` ones, enclave keys and those under an
+    /// access-control list, to `file` (mode 0600, replaced atomically), encrypted under a key derived from `password`
+    /// (scrypt). The engine seals the items; this program writes the file with its own rights.
     ///
     /// - Returns: the number of items written.
     public func exportBackup(to file: URL, password: some ContiguousBytes) throws -> Int {
@@ -176,8 +176,8 @@ public struct Keychain: Sendable {
 
     /// `exportBackup(to:password:)` for a password already in zeroizing memory.
     ///
-    /// - Returns: the items written, and the items the caller may see that stayed behind (`…ThisDeviceOnly`, or
-    ///   under an access-control list), which no restore of this file brings back.
+    /// - Returns: the items written, and the items the caller may see that stayed behind (`…ThisDeviceOnly`, enclave
+    ///   keys, or under an access-control list), which no restore of this file brings back.
     package func exportBackup(to file: URL, secret: SecureBytes) throws -> (exported: Int, leftBehind: Int) {
         guard case .exportedBackup(let contents, let count, let skipped) = try send(.exportBackup(password: secret))
         else {
@@ -201,7 +201,7 @@ public struct Keychain: Sendable {
     /// `importBackup(from:password:)` for a password already in zeroizing memory.
     ///
     /// - Returns: the items added, and the backup's items not added: already present (they stay as they are),
-    ///   `…ThisDeviceOnly`, or in an access group the caller may not use.
+    ///   `…ThisDeviceOnly`, identities, or in an access group the caller may not use.
     package func importBackup(from file: URL, secret: SecureBytes) throws -> (added: Int, notAdded: Int) {
         let contents: Data
         do {

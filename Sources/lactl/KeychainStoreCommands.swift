@@ -114,9 +114,9 @@ struct ExportKeychain: ParsableCommand {
         commandName: "export",
         abstract: "Export the keychain's items to a file encrypted under a backup password.",
         discussion: """
-            ThisDeviceOnly items and items under an access-control list (rights, SSH agent keys, items that ask \
-            for a finger or the passcode) never leave this machine: they stay behind, and the command says how \
-            many. No restore of the file brings them back.
+            ThisDeviceOnly items, enclave keys and items under an access-control list (rights, SSH agent keys, \
+            items that ask for a finger or the passcode) never leave this machine: they stay behind, and the \
+            command says how many. No restore of the file brings them back.
             """)
 
     @OptionGroup var options: KeychainOptions
@@ -136,8 +136,8 @@ struct ExportKeychain: ParsableCommand {
             print("exported \(items(exported)) to \(file)")
             if leftBehind > 0 {
                 print(
-                    "\(items(leftBehind)) stayed behind: ThisDeviceOnly items and items under an access-control list "
-                        + "never leave this machine, and no restore of this file brings them back")
+                    "\(items(leftBehind)) stayed behind: ThisDeviceOnly items, enclave keys and items under an "
+                        + "access-control list never leave this machine, and no restore of this file brings them back")
             }
         }
     }
@@ -188,8 +188,8 @@ struct ImportKeychain: ParsableCommand {
     private static func reportNotAdded(_ count: Int) {
         if count > 0 {
             print(
-                "not added: \(items(count)) of the backup, already in the keychain (kept as they are) or in an "
-                    + "access group this program may not use")
+                "not added: \(items(count)) of the backup, already in the keychain (kept as they are), "
+                    + "ThisDeviceOnly items or identities, or in an access group this program may not use")
         }
     }
 }

@@ -89,6 +89,15 @@ struct BackupTests {
             #expect(
                 addGenericPassword(account: "guarded", extra: [kSecAttrAccessControl as String: access])
                     == errSecSuccess)
+            // An enclave key with no list: its handle is sealed to this machine, so it stays too.
+            let parameters: [String: Any] = [
+                kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits as String: 256,
+                kSecAttrTokenID as String: kSecAttrTokenIDSecureEnclave,
+                kSecPrivateKeyAttrs as String: [
+                    kSecAttrIsPermanent as String: true, kSecAttrApplicationTag as String: Data("machine".utf8),
+                ],
+            ]
+            #expect(SecKeyCreateRandomKey(parameters as CFDictionary, nil) != nil)
         }
         let file = store.directory.deletingLastPathComponent().appendingPathComponent("backup-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: file) }
@@ -102,7 +111,7 @@ struct BackupTests {
         let export = try run("export")
         #expect(export.status == 0, "\(export.output)")
         #expect(export.output.contains("exported 1 item to \(file.path)"), "\(export.output)")
-        #expect(export.output.contains("2 items stayed behind"), "\(export.output)")
+        #expect(export.output.contains("3 items stayed behind"), "\(export.output)")
         #expect(!export.output.contains("backup pw"))
 
         // The exported item is there already: nothing is added, and the import says so.
