@@ -16,7 +16,8 @@ struct LockOnScreenLock: ParsableCommand {
         abstract: "Lock the keychain each time logind sends a session its Lock signal (runs until the bus goes away).",
         discussion: """
             Listens on the system bus (DBUS_SYSTEM_BUS_ADDRESS, else the system's) for \
-            org.freedesktop.login1.Session.Lock through dbus-monitor (package dbus-bin). With --session (default: \
+            org.freedesktop.login1.Session.Lock sent by logind (the owner of org.freedesktop.login1; anyone \
+            else's is not heard) through dbus-monitor (package dbus-bin). With --session (default: \
             $XDG_SESSION_ID when set) only that session's signal counts. Without one (the user unit, which runs \
             outside any session), a Lock of any of this user's sessions counts: logind's record of the session \
             (/run/systemd/sessions/ID, as sd_session_get_uid reads it) names its owner, and another user's \
@@ -31,7 +32,10 @@ struct LockOnScreenLock: ParsableCommand {
 
     func run() throws {
         let session = session ?? ProcessInfo.processInfo.environment["XDG_SESSION_ID"].flatMap { $0.isEmpty ? nil : $0 }
-        var rule = "type='signal',interface='org.freedesktop.login1.Session',member='Lock'"
+        // Only logind's own signals: the bus lets any client send one with this interface and path, and names the
+        // sender truthfully, so a rule on the sender (the owner of logind's name) leaves forgeries out.
+        var rule =
+            "type='signal',sender='org.freedesktop.login1',interface='org.freedesktop.login1.Session',member='Lock'"
         if let session { rule += ",path='\(Self.sessionPath(session))'" }
         let monitor = try LineProducingProcess(["dbus-monitor", "--system", "--profile", rule])
         say(
@@ -70,14 +74,19 @@ struct LockOnScreenLock: ParsableCommand {
     /// `<sessionsDirectory>/<id>`); nil when the path is not a session's or logind keeps no record of it.
     private func sessionOwner(path: String) -> uid_t? {
         let prefix = "/org/freedesktop/login1/session/"
+        // logind's session ids are letters and digits ("3", "c2"); anything else names no file of logind's.
         guard path.hasPrefix(prefix), let id = Self.sessionID(escaped: String(path.dropFirst(prefix.count))),
-            !id.isEmpty, !id.contains("/"), id != ".", id != "..",
+            !id.isEmpty, id.utf8.allSatisfy(Self.isLetterOrDigit),
             let record = try? String(contentsOfFile: sessionsDirectory + "/" + id, encoding: .utf8)
         else { return nil }
         for line in record.split(separator: "\n") where line.hasPrefix("UID=") {
             return uid_t(line.dropFirst(4))
         }
         return nil
+    }
+
+    private static func isLetterOrDigit(_ byte: UInt8) -> Bool {
+        (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
     }
 
     /// The session id a bus path's last element escapes (``sessionPath(_:)`` undone); nil when it is not one.
