@@ -277,9 +277,10 @@ public func SecKeyCopyKeyExchangeResult(
                     break
                 }
             }
-            guard let requestedSize, requestedSize <= X963KDF.maximumOutputByteCount(kdfDigest) else {
+            guard let requestedSize, requestedSize <= X963KDF.maximumOutputByteCount else {
                 throw KeychainStatus(
-                    .param, "kSecKeyKeyExchangeParameterRequestedSize is missing or more than the KDF can derive")
+                    .param,
+                    "kSecKeyKeyExchangeParameterRequestedSize is missing or over \(X963KDF.maximumOutputByteCount)")
             }
             kdf = X963KDFParameters(digest: kdfDigest, sharedInfo: sharedInfo, byteCount: requestedSize)
         }

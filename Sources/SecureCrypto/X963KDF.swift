@@ -4,10 +4,9 @@ import Foundation
 /// `K = H(Z || counter_be32 || sharedInfo)` for counter = 1, 2, …, concatenated and truncated to the requested size,
 /// with H one of SHA-1, SHA-224, SHA-256, SHA-384 and SHA-512.
 package enum X963KDF {
-    /// The largest output the 32-bit counter allows with `digest`.
-    package static func maximumOutputByteCount(_ digest: DigestAlgorithm) -> Int {
-        Int(UInt32.max - 1) * digest.byteCount
-    }
+    /// The largest output derived: 64 KiB, far more than any key needs. (The 32-bit counter would allow up to
+    /// 256 GiB, which a request to localauthd must not be able to make it allocate.)
+    package static let maximumOutputByteCount = 65_536
 
     /// `outputByteCount` bytes derived from the shared secret `z` and `sharedInfo` with `digest`.
     ///
@@ -16,8 +15,10 @@ package enum X963KDF {
         _ digest: DigestAlgorithm = .sha256, sharedSecret z: SecureBytes, sharedInfo: Data = Data(),
         outputByteCount: Int
     ) throws -> SecureBytes {
-        guard outputByteCount > 0, outputByteCount <= maximumOutputByteCount(digest) else {
-            throw CryptoError(.invalidParameter, "X9.63 KDF output must be at least 1 byte, not \(outputByteCount)")
+        guard outputByteCount > 0, outputByteCount <= maximumOutputByteCount else {
+            throw CryptoError(
+                .invalidParameter,
+                "X9.63 KDF output must be 1 to \(maximumOutputByteCount) bytes, not \(outputByteCount)")
         }
         // Each block hashes Z || counter || sharedInfo: the input and the block hold the secret, so both live in
         // zeroizing memory.

@@ -129,18 +129,24 @@ extension KeyRequest: ProtocolCodable {
 }
 
 extension X963KDFParameters: ProtocolCodable {
-    /// A record: 1 sharedInfo, 2 byteCount, 3 digest.
+    /// A record: 1 sharedInfo, 2 byteCount, 3 digest (left out for SHA-256, as before it existed: a client or
+    /// daemon of the first format reads and writes the SHA-256 requests unchanged).
     package func encode(into writer: inout MessageWriter) {
         writer.field(1, sharedInfo)
         writer.field(2, byteCount)
-        writer.field(3, digest)
+        if digest != .sha256 { writer.field(3, digest) }
     }
 
-    /// - Throws: ``MessageDecodingError``.
+    /// - Throws: ``MessageDecodingError``; `nonCanonical` for SHA-256 written out.
     package init(from reader: inout MessageReader) throws {
         let sharedInfo: Data = try reader.field(1)
         let byteCount: Int = try reader.field(2)
-        self.init(digest: try reader.field(3), sharedInfo: sharedInfo, byteCount: byteCount)
+        let start = reader.offset
+        let digest: DigestAlgorithm? = try reader.optionalField(3)
+        guard digest != .sha256 else {
+            throw MessageDecodingError(.nonCanonical, at: start, "SHA-256 is the absent digest, never written")
+        }
+        self.init(digest: digest ?? .sha256, sharedInfo: sharedInfo, byteCount: byteCount)
     }
 }
 
@@ -219,15 +225,29 @@ extension KeyResponse: ProtocolCodable {
 }
 
 extension ECIES.Variant: ProtocolCodable {
-    /// A record: 1 whether the IV comes from the KDF (a Boolean; false: 16 zero bytes), 2 the KDF's hash.
+    /// One byte: 1 variable IV and 2 zero IV with SHA-256 (the first format's two values, unchanged); then 3/4
+    /// SHA-224, 5/6 SHA-384, 7/8 SHA-512, 9/10 SHA-1, variable IV first.
     package func encode(into writer: inout MessageWriter) {
-        writer.field(1, iv == .fromKDF)
-        writer.field(2, digest)
+        writer.byte(Self.codes[self]!)
     }
 
-    /// - Throws: ``MessageDecodingError``.
+    /// - Throws: `invalidValue` for any other byte.
     package init(from reader: inout MessageReader) throws {
-        let ivFromKDF: Bool = try reader.field(1)
-        self.init(iv: ivFromKDF ? .fromKDF : .zero, digest: try reader.field(2))
+        let start = reader.offset
+        let code = try reader.remainingByte(for: "an ECIES variant")
+        guard let variant = Self.codes.first(where: { $0.value == code })?.key else {
+            throw MessageDecodingError(.invalidValue, at: start, "unknown ECIES variant")
+        }
+        self = variant
     }
+
+    private static let codes: [ECIES.Variant: UInt8] = {
+        var codes: [ECIES.Variant: UInt8] = [:]
+        let digests: [DigestAlgorithm] = [.sha256, .sha224, .sha384, .sha512, .sha1]
+        for (index, digest) in digests.enumerated() {
+            codes[ECIES.Variant(iv: .fromKDF, digest: digest)] = UInt8(2 * index + 1)
+            codes[ECIES.Variant(iv: .zero, digest: digest)] = UInt8(2 * index + 2)
+        }
+        return codes
+    }()
 }

@@ -63,6 +63,12 @@ extension KeychainEngine {
                 } catch {
                     throw KeychainStatus(.param, "the peer key is not a P-256 public key")
                 }
+                // Checked before the key is used (and its access control asked): a request may not make the daemon
+                // derive (and allocate) more than the KDF's limit.
+                if let kdf, !(1...X963KDF.maximumOutputByteCount).contains(kdf.byteCount) {
+                    throw KeychainStatus(
+                        .param, "the requested size must be 1 to \(X963KDF.maximumOutputByteCount) bytes")
+                }
                 return .secret(
                     try useEnclaveKey(
                         handle, for: .useKeyKeyExchange, context: context, prompting: prompting

@@ -94,7 +94,7 @@ package final class TPMConnection {
         defer { flush(item) }
         var out: UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>?
         let rc = Esys_Unseal(context, item, try salted(), ESYS_TR_NONE, ESYS_TR_NONE, &out)
-        guard rc == 0, let out else { throw TPMError(code: rc, operation: "unseal a key") }
+        guard rc == 0, let out else { throw TPMError(code: rc, operation: TPMError.unsealing) }
         defer {
             secureZero(UnsafeMutableRawBufferPointer(start: out, count: MemoryLayout<TPM2B_SENSITIVE_DATA>.size))
             Esys_Free(out)

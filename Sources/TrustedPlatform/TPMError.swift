@@ -40,6 +40,13 @@ package struct TPMError: Error, CustomStringConvertible, Sendable {
 
     static let activation = "activate an attestation credential"
 
+    /// The TPM refused the authorization of the object being unsealed and counted it towards its dictionary-attack
+    /// lockout (TPM_RC_AUTH_FAIL from TPM2_Unseal itself): that object will refuse this authorization every time.
+    /// Not a refusal while loading the object or making its parent (the owner hierarchy's own password, say).
+    package var isCountedUnsealRefusal: Bool { operation == Self.unsealing && responseCode == Self.authorizationFailed }
+
+    static let unsealing = "unseal a key"
+
     /// TSS2_MU_RC_BAD_SIZE: bytes that do not fit, or go on after, a TPM structure.
     static let badSize: UInt32 = 0x0009_0006
 

@@ -123,6 +123,41 @@ struct KeyAttackTests {
         }
     }
 
+    /// A key exchange's requested size is the client's to choose: one asking for gigabytes must be refused before
+    /// the daemon derives (and allocates) them, not kill it for every user.
+    @Test func aKeyExchangeAskingForMoreThanTheKDFsLimitIsRefusedWithoutDerivingIt() throws {
+        let store = KeyTestStore()
+        let client = try store.client()
+        let key = try Enclave(directory: store.directory).generateKey(
+            accessControl: AttributeCodec.encode([
+                "accc": .accessControl(AccessControlPolicy(protection: "ak", flags: 0))
+            ])
+        )
+        let peer = try P256.PrivateKey().publicKey.x963Representation
+        func exchange(_ byteCount: Int) throws -> KeyResponse {
+            try client.sendBlocking(
+                KeyRequest.keyExchange(
+                    handle: key.serialized, peer: peer,
+                    kdf: X963KDFParameters(digest: .sha512, sharedInfo: Data(), byteCount: byteCount), context: nil))
+        }
+        for byteCount in [1 << 34, X963KDF.maximumOutputByteCount + 1, 0, -1] {
+            do {
+                _ = try exchange(byteCount)
+                Issue.record("a key exchange of \(byteCount) bytes was served")
+            } catch let status as KeychainStatus {
+                #expect(status.code == .param, "\(byteCount): \(status)")
+            }
+        }
+        // The limit itself is derived.
+        let z = try SecureBytes(randomCount: 32)
+        #expect(
+            try X963KDF.deriveKey(.sha512, sharedSecret: z, outputByteCount: X963KDF.maximumOutputByteCount).count
+                == X963KDF.maximumOutputByteCount)
+        #expect(throws: CryptoError.self) {
+            try X963KDF.deriveKey(.sha512, sharedSecret: z, outputByteCount: X963KDF.maximumOutputByteCount + 1)
+        }
+    }
+
     /// Finding 3: a software key with `.privateKeyUsage` was stored unprotected, exportable and usable without any
     /// check. Apple refuses `privateKeyUsage` outside the Secure Enclave at creation.
     @Test func privateKeyUsageOutsideTheEnclaveIsRefusedAndNothingIsStored() throws {

@@ -29,6 +29,31 @@ struct WireFormatTests {
                 + "0000000b" + "01" + "00000006" + "01" + "00000001" + "61")
     }
 
+    /// The hash variants of ECIES and the X9.63 KDF came later: their SHA-256 forms keep the first bytes, so a client
+    /// or daemon built before them still reads and writes those requests.
+    @Test func theSHA256KeyRequestsKeepTheFirstFormatsBytesAndTheOtherHashesDecode() throws {
+        #expect(hex(frameBytes(ECIES.Variant.variableIV)) == "01" + "00000001" + "01")
+        #expect(hex(frameBytes(ECIES.Variant.zeroIV)) == "01" + "00000001" + "02")
+        #expect(
+            hex(frameBytes(X963KDFParameters(sharedInfo: Data([0xAB]), byteCount: 32)))
+                == "01" + "00000013" + "01" + "00000001" + "ab" + "02" + "00000008" + "0000000000000020")
+        for digest in DigestAlgorithm.allCases {
+            for iv in [ECIES.Variant.IV.fromKDF, .zero] {
+                let variant = ECIES.Variant(iv: iv, digest: digest)
+                #expect(try ECIES.Variant(decoding: variant.encoded()) == variant)
+            }
+            let parameters = X963KDFParameters(digest: digest, sharedInfo: Data("i".utf8), byteCount: 48)
+            #expect(try X963KDFParameters(decoding: parameters.encoded()) == parameters)
+        }
+        // SHA-256 is the absent field: written out, it is not canonical.
+        let written = handMadeFrame {
+            $0.field(1, Data([0xAB]))
+            $0.field(2, 32)
+            $0.field(3, DigestAlgorithm.sha256)
+        }
+        #expect(decodingError(written, as: X963KDFParameters.self)?.code == .nonCanonical)
+    }
+
     /// `PAM/pam_localauth.c` writes and reads these messages by hand (a PAM module carries no Swift runtime).
     @Test func theLoginMessagesThePAMModuleSpeakHaveThePinnedBytes() {
         // hello: versions [1], no access groups, allGroups false.
