@@ -79,6 +79,15 @@ struct HashVariantTests {
         }
     }
 
+    /// `key` as a `SecKey`, made from its external representation as a program would.
+    static func secKey(_ key: P256.PublicKey) throws -> SecKey {
+        let attributes = [
+            kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom,
+            kSecAttrKeyClass as String: kSecAttrKeyClassPublic,
+        ]
+        return try #require(SecKeyCreateWithData(key.x963Representation as CFData, attributes as CFDictionary, nil))
+    }
+
     static let messageAlgorithms: [(SecKeyAlgorithm, DigestAlgorithm, raw: Bool)] = [
         (.ecdsaSignatureMessageX962SHA1, .sha1, false), (.ecdsaSignatureMessageX962SHA224, .sha224, false),
         (.ecdsaSignatureMessageX962SHA384, .sha384, false), (.ecdsaSignatureMessageX962SHA512, .sha512, false),
@@ -129,14 +138,7 @@ struct HashVariantTests {
         try KeyTestStore().with {
             let privateKey = try makeKey(keyParameters(enclave: enclave))
             let peer = try openssl.newKey("peer.pem")
-            let peerKey = try #require(
-                SecKeyCreateWithData(
-                    peer.x963Representation as CFData,
-                    [
-                        kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom,
-                        kSecAttrKeyClass as String: kSecAttrKeyClassPublic,
-                    ]
-                        as CFDictionary, nil))
+            let peerKey = try Self.secKey(peer)
             let z = try openssl.derive(
                 "peer.pem", with: try P256.PublicKey(x963Representation: publicKeyBytes(privateKey)))
             #expect(z.count == 32)
@@ -178,14 +180,7 @@ struct HashVariantTests {
         let openssl = try OpenSSL()
         try KeyTestStore().with {
             let recipient = try openssl.newKey("recipient.pem")
-            let publicKey = try #require(
-                SecKeyCreateWithData(
-                    recipient.x963Representation as CFData,
-                    [
-                        kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom,
-                        kSecAttrKeyClass as String: kSecAttrKeyClassPublic,
-                    ]
-                        as CFDictionary, nil))
+            let publicKey = try Self.secKey(recipient)
             let plaintext = Data("for openssl's key only".utf8)
             for (algorithm, variant) in Self.eciesAlgorithms {
                 let ciphertext = try secKeyCall {
