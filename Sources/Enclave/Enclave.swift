@@ -282,6 +282,14 @@ package final class Enclave: Sendable {
         }
     }
 
+    /// Removes this store's unlocked keys from where they are kept (for an embedded store, the user's kernel
+    /// keyring), leaving its lock state alone: for a store about to be deleted, whose keys would otherwise stay in
+    /// the keyring, counting against the user's quota (200 keys for a user other than root), until the user's last
+    /// process ends.
+    package func forgetUnlockedKeys() {
+        for slot in UnlockedSlot.allCases { unlockedKeys.remove(slot) }
+    }
+
     /// Unlocks a store that is not passcode-protected yet and records this boot as one with an unlock (making
     /// `ck`/`cku` available until reboot). The caller must have authenticated the user; the engine decides that.
     ///

@@ -193,6 +193,7 @@ struct ExampleWorld {
 
     func remove() {
         daemon.stop()
+        forgetUnlockedKeys(ofStoreIn: URL(fileURLWithPath: directory + "/store"))
         try? FileManager.default.removeItem(atPath: directory)
     }
 }

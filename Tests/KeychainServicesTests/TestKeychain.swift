@@ -32,6 +32,7 @@ final class TestStore: Sendable {
 
     deinit {
         daemon.stop()
+        forgetUnlockedKeys(ofStoreIn: directory)
         try? FileManager.default.removeItem(at: directory)
         try? FileManager.default.removeItem(atPath: directory.path + "-pam")
         try? FileManager.default.removeItem(atPath: directory.path + "-daemon")

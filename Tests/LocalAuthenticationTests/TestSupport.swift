@@ -25,7 +25,10 @@ struct ScratchDirectory: Sendable {
         path = String(cString: made)
     }
 
-    func remove() { try? FileManager.default.removeItem(atPath: path) }
+    func remove() {
+        forgetUnlockedKeys(ofStoreIn: URL(fileURLWithPath: path + "/store"))
+        try? FileManager.default.removeItem(atPath: path)
+    }
 }
 
 /// A clock the test moves by hand.

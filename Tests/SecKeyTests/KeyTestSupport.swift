@@ -29,6 +29,7 @@ final class KeyTestStore: Sendable {
 
     deinit {
         daemon.stop()
+        forgetUnlockedKeys(ofStoreIn: directory)
         try? FileManager.default.removeItem(at: directory)
         try? FileManager.default.removeItem(atPath: directory.path + "-daemon")
     }

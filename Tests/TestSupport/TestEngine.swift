@@ -193,3 +193,11 @@ package final class StoreDaemon: Sendable {
         started.withLock { $0 }?.stop()
     }
 }
+
+/// Takes the unlocked keys of the store in `directory` out of the user's kernel keyring before a test deletes the
+/// store: otherwise each embedded test store leaves them there, and a user other than root (200 keys) runs out after
+/// a few runs of the suites. Nothing happens when `directory` holds no store.
+package func forgetUnlockedKeys(ofStoreIn directory: URL) {
+    guard FileManager.default.fileExists(atPath: directory.appendingPathComponent("keybag").path) else { return }
+    (try? Enclave(directory: directory))?.forgetUnlockedKeys()
+}
