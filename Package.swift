@@ -266,7 +266,7 @@ let package = Package(
             name: "keychain-stress", dependencies: ["SecurityClient", "EmbeddedEngine", "SecurityProtocol"]),
         .testTarget(
             name: "KeychainStoreTests",
-            dependencies: ["KeychainStore", "Enclave", "SecurityProtocol", "SecureCrypto"]),
+            dependencies: ["KeychainStore", "Enclave", "SecurityProtocol", "SecureCrypto", "TestSupport"]),
         .testTarget(
             name: "KeychainServicesTests",
             dependencies: [

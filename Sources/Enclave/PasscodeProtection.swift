@@ -85,21 +85,15 @@ struct PasscodeProtection {
                     "the keychain does not open with this passcode (the TPM refused it before; not tried again, so it"
                         + " counts no further towards the TPM's lockout)")
             }
-            // Remembered only when TPM2_Unseal itself refused the authorization and counted it (TPM_RC_AUTH_FAIL):
-            // never for a lockout, a transient failure, or a refusal while loading the object or its parent.
-            var refusedByObject = false
-            do {
-                secret = try Self.using(tpm) { connection in
-                    do {
-                        return try connection.unseal(object, authorization: authorization)
-                    } catch let error as TPMError where error.isCountedUnsealRefusal {
-                        refusedByObject = true
-                        throw error
-                    }
+            secret = try Self.using(tpm) { connection in
+                do {
+                    return try connection.unseal(object, authorization: authorization)
+                } catch let error as TPMError where error.isCountedUnsealRefusal {
+                    // Remembered only when TPM2_Unseal itself refused the authorization and counted it: never for a
+                    // lockout, a transient failure, or a refusal while loading the object or its parent.
+                    refused?.add(authorization, for: tpmSecret)
+                    throw error
                 }
-            } catch let error as EnclaveError where error.code == .wrongPassword && refusedByObject {
-                refused?.add(authorization, for: tpmSecret)
-                throw error
             }
         }
         let wrappingKey = try Self.wrappingKey(stretched: stretched, rootKey: rootKey, tpmSecret: secret)

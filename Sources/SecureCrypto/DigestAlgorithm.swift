@@ -30,8 +30,13 @@ package enum DigestAlgorithm: Sendable, Hashable, CaseIterable {
 
     /// The digest of `bytes`.
     package func hash(_ bytes: some ContiguousBytes) -> Data {
+        bytes.withUnsafeBytes { hash($0) }
+    }
+
+    /// The digest of `bytes`.
+    package func hash(_ bytes: UnsafeRawBufferPointer) -> Data {
         var digest = Data(count: byteCount)
-        digest.withUnsafeMutableBytes { output in bytes.withUnsafeBytes { hash($0, into: output) } }
+        digest.withUnsafeMutableBytes { hash(bytes, into: $0) }
         return digest
     }
 

@@ -65,15 +65,7 @@ package struct SHA256: Sendable {
 
     /// The SHA-256 digest of `bytes` in one call.
     package static func hash(_ bytes: UnsafeRawBufferPointer) -> Data {
-        var digest = Data(count: byteCount)
-        var length: UInt32 = 0
-        let ok = digest.withUnsafeMutableBytes {
-            EVP_Digest(
-                bytes.baseAddress, bytes.count, $0.bindMemory(to: UInt8.self).baseAddress, &length,
-                OpenSSLAlgorithms.sha256, nil)
-        }
-        precondition(ok == 1 && length == 32, "SHA256: EVP_Digest failed")
-        return digest
+        DigestAlgorithm.sha256.hash(bytes)
     }
 
     /// The SHA-256 digest of `bytes` in one call.
@@ -85,16 +77,6 @@ package struct SHA256: Sendable {
 /// SHA-1, only for the identifiers Apple derives with it (`kSecAttrApplicationLabel` = SHA-1 of the public key).
 package enum InsecureSHA1 {
     package static func hash(_ bytes: some ContiguousBytes) -> Data {
-        var digest = Data(count: 20)
-        var length: UInt32 = 0
-        let ok = bytes.withUnsafeBytes { input in
-            digest.withUnsafeMutableBytes {
-                EVP_Digest(
-                    input.baseAddress, input.count, $0.bindMemory(to: UInt8.self).baseAddress, &length,
-                    OpenSSLAlgorithms.sha1, nil)
-            }
-        }
-        precondition(ok == 1 && length == 20, "SHA1: EVP_Digest failed")
-        return digest
+        DigestAlgorithm.sha1.hash(bytes)
     }
 }

@@ -228,26 +228,19 @@ extension ECIES.Variant: ProtocolCodable {
     /// One byte: 1 variable IV and 2 zero IV with SHA-256 (the first format's two values, unchanged); then 3/4
     /// SHA-224, 5/6 SHA-384, 7/8 SHA-512, 9/10 SHA-1, variable IV first.
     package func encode(into writer: inout MessageWriter) {
-        writer.byte(Self.codes[self]!)
+        writer.byte(UInt8(2 * Self.digests.firstIndex(of: digest)! + (iv == .fromKDF ? 1 : 2)))
     }
 
     /// - Throws: `invalidValue` for any other byte.
     package init(from reader: inout MessageReader) throws {
         let start = reader.offset
-        let code = try reader.remainingByte(for: "an ECIES variant")
-        guard let variant = Self.codes.first(where: { $0.value == code })?.key else {
+        let code = Int(try reader.remainingByte(for: "an ECIES variant"))
+        guard (1...2 * Self.digests.count).contains(code) else {
             throw MessageDecodingError(.invalidValue, at: start, "unknown ECIES variant")
         }
-        self = variant
+        self.init(iv: code % 2 == 1 ? .fromKDF : .zero, digest: Self.digests[(code - 1) / 2])
     }
 
-    private static let codes: [ECIES.Variant: UInt8] = {
-        var codes: [ECIES.Variant: UInt8] = [:]
-        let digests: [DigestAlgorithm] = [.sha256, .sha224, .sha384, .sha512, .sha1]
-        for (index, digest) in digests.enumerated() {
-            codes[ECIES.Variant(iv: .fromKDF, digest: digest)] = UInt8(2 * index + 1)
-            codes[ECIES.Variant(iv: .zero, digest: digest)] = UInt8(2 * index + 2)
-        }
-        return codes
-    }()
+    /// The hashes in the order of their codes.
+    private static let digests: [DigestAlgorithm] = [.sha256, .sha224, .sha384, .sha512, .sha1]
 }

@@ -76,7 +76,7 @@ struct LockOnScreenLock: ParsableCommand {
         let prefix = "/org/freedesktop/login1/session/"
         // logind's session ids are letters and digits ("3", "c2"); anything else names no file of logind's.
         guard path.hasPrefix(prefix), let id = Self.sessionID(escaped: String(path.dropFirst(prefix.count))),
-            !id.isEmpty, id.utf8.allSatisfy(Self.isLetterOrDigit),
+            !id.isEmpty, id.utf8.allSatisfy({ Self.isLetter($0) || Self.isDigit($0) }),
             let record = try? String(contentsOfFile: sessionsDirectory + "/" + id, encoding: .utf8)
         else { return nil }
         for line in record.split(separator: "\n") where line.hasPrefix("UID=") {
@@ -85,9 +85,11 @@ struct LockOnScreenLock: ParsableCommand {
         return nil
     }
 
-    private static func isLetterOrDigit(_ byte: UInt8) -> Bool {
-        (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+    private static func isLetter(_ byte: UInt8) -> Bool {
+        (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
     }
+
+    private static func isDigit(_ byte: UInt8) -> Bool { byte >= 0x30 && byte <= 0x39 }
 
     /// The session id a bus path's last element escapes (``sessionPath(_:)`` undone); nil when it is not one.
     static func sessionID(escaped: String) -> String? {
@@ -112,9 +114,7 @@ struct LockOnScreenLock: ParsableCommand {
     static func sessionPath(_ id: String) -> String {
         var escaped = ""
         for (index, byte) in id.utf8.enumerated() {
-            let isLetter = (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
-            let isDigit = byte >= 0x30 && byte <= 0x39
-            if isLetter || (isDigit && index > 0) {
+            if isLetter(byte) || (isDigit(byte) && index > 0) {
                 escaped.append(Character(Unicode.Scalar(byte)))
             } else {
                 escaped += "_" + String(byte, radix: 16).leftPadded(to: 2)

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// The views the hot path hands out, a message frame's bytes (`MessageReader`) and a row's columns where SQLite holds
@@ -125,16 +126,8 @@ struct ViewLifetimeTests {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             let file = directory.appendingPathComponent("snippet-\(UUID().uuidString).swift")
             try source.write(to: file, atomically: true, encoding: .utf8)
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: arguments[0])
-            process.arguments = Array(arguments.dropFirst()) + [file.path]
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            process.standardError = pipe
-            try process.run()
-            let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            return (process.terminationStatus, output)
+            return try runCapturingOutput(
+                URL(fileURLWithPath: arguments[0]), Array(arguments.dropFirst()) + [file.path])
         }
     }
 }
