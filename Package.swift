@@ -253,6 +253,8 @@ let package = Package(
             name: "AuthenticatorsTests",
             dependencies: ["Authenticators", "StoreFiles", "SecureCrypto", "SecurityProtocol", "TestSupport"]),
         // LAContext, presenters, contexts and access control against the virtual reader and pam_matrix.
+        // ConstantBridgingTests walks every string constant its dependencies export, listed from their sources at
+        // build time by the ExportedConstantTable plugin.
         .testTarget(
             name: "LocalAuthenticationTests",
             dependencies: [
@@ -260,7 +262,9 @@ let package = Package(
                 "LocalAuthentication", "EmbeddedEngine", "KeychainServices", "SecurityClient", "SecurityProtocol",
                 "SecurityServer",
                 "Authenticators", "SecureCrypto", "lactl", "TestSupport", "Enclave",
-            ]),
+            ],
+            plugins: ["ExportedConstantTable"]),
+        .plugin(name: "ExportedConstantTable", capability: .buildTool()),
         // Keychain tests: semantics, tampering, scale, and two processes / SIGKILL through keychain-stress.
         .executableTarget(
             name: "keychain-stress", dependencies: ["SecurityClient", "EmbeddedEngine", "SecurityProtocol"]),

@@ -6,6 +6,7 @@ import Foundation
 let sections: [(name: String, run: () async throws -> Void)] = [
     ("crypto", CryptoBenchmarks.run),
     ("keychain", KeychainBenchmarks.run),
+    ("constants", ConstantBenchmarks.run),
     ("authenticators", AuthenticatorBenchmarks.run),
     ("seckey", SecKeyBenchmarks.run),
     ("tpm", TPMBenchmarks.run),

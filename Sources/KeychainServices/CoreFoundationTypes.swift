@@ -40,7 +40,9 @@ final class ConstantString: NSString, _HasCustomAnyHashableRepresentation {
     init(_ text: String) {
         self.value = text
         units = Array(text.utf16)
-        super.init(characters: [], length: 0)
+        // The text goes to NSString's own storage too: swift-corelibs-foundation reads that storage, not `length`
+        // and `character(at:)`, in `String(_:)`, property lists and archives, which read "" with an empty one.
+        super.init(characters: units, length: units.count)
     }
 
     required init?(coder: NSCoder) { nil }

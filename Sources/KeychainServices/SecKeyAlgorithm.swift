@@ -21,154 +21,162 @@ public struct SecKeyAlgorithm: RawRepresentable, Hashable, @unchecked Sendable {
 
     // MARK: ECDSA
     /// ECDSA over a digest given as is; the signature is raw `r || s` (RFC 4754).
-    public static let ecdsaSignatureRFC4754 = SecKeyAlgorithm(rawValue: "algid:sign:ECDSA:RFC4754")
+    public static let ecdsaSignatureRFC4754 = SecKeyAlgorithm(rawValue: ConstantString("algid:sign:ECDSA:RFC4754"))
     /// ECDSA over a digest given as is; the signature is DER (X9.62).
-    public static let ecdsaSignatureDigestX962 = SecKeyAlgorithm(rawValue: "algid:sign:ECDSA:digest-X962")
+    public static let ecdsaSignatureDigestX962 = SecKeyAlgorithm(
+        rawValue: ConstantString("algid:sign:ECDSA:digest-X962"))
     /// ECDSA over a SHA1 digest (input exactly the digest's size); DER signature.
-    public static let ecdsaSignatureDigestX962SHA1 = SecKeyAlgorithm(rawValue: "algid:sign:ECDSA:digest-X962:SHA1")
+    public static let ecdsaSignatureDigestX962SHA1 = SecKeyAlgorithm(
+        rawValue: ConstantString("algid:sign:ECDSA:digest-X962:SHA1"))
     /// ECDSA over a SHA224 digest (input exactly the digest's size); DER signature.
-    public static let ecdsaSignatureDigestX962SHA224 = SecKeyAlgorithm(rawValue: "algid:sign:ECDSA:digest-X962:SHA224")
+    public static let ecdsaSignatureDigestX962SHA224 = SecKeyAlgorithm(
+        rawValue: ConstantString("algid:sign:ECDSA:digest-X962:SHA224"))
     /// ECDSA over a SHA256 digest (input exactly the digest's size); DER signature.
-    public static let ecdsaSignatureDigestX962SHA256 = SecKeyAlgorithm(rawValue: "algid:sign:ECDSA:digest-X962:SHA256")
+    public static let ecdsaSignatureDigestX962SHA256 = SecKeyAlgorithm(
+        rawValue: ConstantString("algid:sign:ECDSA:digest-X962:SHA256"))
     /// ECDSA over a SHA384 digest (input exactly the digest's size); DER signature.
-    public static let ecdsaSignatureDigestX962SHA384 = SecKeyAlgorithm(rawValue: "algid:sign:ECDSA:digest-X962:SHA384")
+    public static let ecdsaSignatureDigestX962SHA384 = SecKeyAlgorithm(
+        rawValue: ConstantString("algid:sign:ECDSA:digest-X962:SHA384"))
     /// ECDSA over a SHA512 digest (input exactly the digest's size); DER signature.
-    public static let ecdsaSignatureDigestX962SHA512 = SecKeyAlgorithm(rawValue: "algid:sign:ECDSA:digest-X962:SHA512")
+    public static let ecdsaSignatureDigestX962SHA512 = SecKeyAlgorithm(
+        rawValue: ConstantString("algid:sign:ECDSA:digest-X962:SHA512"))
     /// ECDSA over the SHA1 digest of the message; DER signature.
-    public static let ecdsaSignatureMessageX962SHA1 = SecKeyAlgorithm(rawValue: "algid:sign:ECDSA:message-X962:SHA1")
+    public static let ecdsaSignatureMessageX962SHA1 = SecKeyAlgorithm(
+        rawValue: ConstantString("algid:sign:ECDSA:message-X962:SHA1"))
     /// ECDSA over the SHA224 digest of the message; DER signature.
     public static let ecdsaSignatureMessageX962SHA224 = SecKeyAlgorithm(
-        rawValue: "algid:sign:ECDSA:message-X962:SHA224")
+        rawValue: ConstantString("algid:sign:ECDSA:message-X962:SHA224"))
     /// ECDSA over the SHA256 digest of the message; DER signature.
     public static let ecdsaSignatureMessageX962SHA256 = SecKeyAlgorithm(
-        rawValue: "algid:sign:ECDSA:message-X962:SHA256")
+        rawValue: ConstantString("algid:sign:ECDSA:message-X962:SHA256"))
     /// ECDSA over the SHA384 digest of the message; DER signature.
     public static let ecdsaSignatureMessageX962SHA384 = SecKeyAlgorithm(
-        rawValue: "algid:sign:ECDSA:message-X962:SHA384")
+        rawValue: ConstantString("algid:sign:ECDSA:message-X962:SHA384"))
     /// ECDSA over the SHA512 digest of the message; DER signature.
     public static let ecdsaSignatureMessageX962SHA512 = SecKeyAlgorithm(
-        rawValue: "algid:sign:ECDSA:message-X962:SHA512")
+        rawValue: ConstantString("algid:sign:ECDSA:message-X962:SHA512"))
     /// ECDSA over a SHA1 digest (input exactly the digest's size); raw `r || s` signature.
     public static let ecdsaSignatureDigestRFC4754SHA1 = SecKeyAlgorithm(
-        rawValue: "algid:sign:ECDSA:digest-RFC4754:SHA1")
+        rawValue: ConstantString("algid:sign:ECDSA:digest-RFC4754:SHA1"))
     /// ECDSA over a SHA224 digest (input exactly the digest's size); raw `r || s` signature.
     public static let ecdsaSignatureDigestRFC4754SHA224 = SecKeyAlgorithm(
-        rawValue: "algid:sign:ECDSA:digest-RFC4754:SHA224")
+        rawValue: ConstantString("algid:sign:ECDSA:digest-RFC4754:SHA224"))
     /// ECDSA over a SHA256 digest (input exactly the digest's size); raw `r || s` signature.
     public static let ecdsaSignatureDigestRFC4754SHA256 = SecKeyAlgorithm(
-        rawValue: "algid:sign:ECDSA:digest-RFC4754:SHA256")
+        rawValue: ConstantString("algid:sign:ECDSA:digest-RFC4754:SHA256"))
     /// ECDSA over a SHA384 digest (input exactly the digest's size); raw `r || s` signature.
     public static let ecdsaSignatureDigestRFC4754SHA384 = SecKeyAlgorithm(
-        rawValue: "algid:sign:ECDSA:digest-RFC4754:SHA384")
+        rawValue: ConstantString("algid:sign:ECDSA:digest-RFC4754:SHA384"))
     /// ECDSA over a SHA512 digest (input exactly the digest's size); raw `r || s` signature.
     public static let ecdsaSignatureDigestRFC4754SHA512 = SecKeyAlgorithm(
-        rawValue: "algid:sign:ECDSA:digest-RFC4754:SHA512")
+        rawValue: ConstantString("algid:sign:ECDSA:digest-RFC4754:SHA512"))
     /// ECDSA over the SHA1 digest of the message; raw `r || s` signature.
     public static let ecdsaSignatureMessageRFC4754SHA1 = SecKeyAlgorithm(
-        rawValue: "algid:sign:ECDSA:message-RFC4754:SHA1")
+        rawValue: ConstantString("algid:sign:ECDSA:message-RFC4754:SHA1"))
     /// ECDSA over the SHA224 digest of the message; raw `r || s` signature.
     public static let ecdsaSignatureMessageRFC4754SHA224 = SecKeyAlgorithm(
-        rawValue: "algid:sign:ECDSA:message-RFC4754:SHA224")
+        rawValue: ConstantString("algid:sign:ECDSA:message-RFC4754:SHA224"))
     /// ECDSA over the SHA256 digest of the message; raw `r || s` signature.
     public static let ecdsaSignatureMessageRFC4754SHA256 = SecKeyAlgorithm(
-        rawValue: "algid:sign:ECDSA:message-RFC4754:SHA256")
+        rawValue: ConstantString("algid:sign:ECDSA:message-RFC4754:SHA256"))
     /// ECDSA over the SHA384 digest of the message; raw `r || s` signature.
     public static let ecdsaSignatureMessageRFC4754SHA384 = SecKeyAlgorithm(
-        rawValue: "algid:sign:ECDSA:message-RFC4754:SHA384")
+        rawValue: ConstantString("algid:sign:ECDSA:message-RFC4754:SHA384"))
     /// ECDSA over the SHA512 digest of the message; raw `r || s` signature.
     public static let ecdsaSignatureMessageRFC4754SHA512 = SecKeyAlgorithm(
-        rawValue: "algid:sign:ECDSA:message-RFC4754:SHA512")
+        rawValue: ConstantString("algid:sign:ECDSA:message-RFC4754:SHA512"))
 
     // MARK: ECIES
     /// Apple ECIES (standard ECDH, X9.63 KDF with SHA1, AES-GCM with a zero IV: the legacy variant).
     public static let eciesEncryptionStandardX963SHA1AESGCM = SecKeyAlgorithm(
-        rawValue: "algid:encrypt:ECIES:ECDH:KDFX963:SHA1:AESGCM")
+        rawValue: ConstantString("algid:encrypt:ECIES:ECDH:KDFX963:SHA1:AESGCM"))
     /// Apple ECIES (standard ECDH, X9.63 KDF with SHA224, AES-GCM with a zero IV: the legacy variant).
     public static let eciesEncryptionStandardX963SHA224AESGCM = SecKeyAlgorithm(
-        rawValue: "algid:encrypt:ECIES:ECDH:KDFX963:SHA224:AESGCM")
+        rawValue: ConstantString("algid:encrypt:ECIES:ECDH:KDFX963:SHA224:AESGCM"))
     /// Apple ECIES (standard ECDH, X9.63 KDF with SHA256, AES-GCM with a zero IV: the legacy variant).
     public static let eciesEncryptionStandardX963SHA256AESGCM = SecKeyAlgorithm(
-        rawValue: "algid:encrypt:ECIES:ECDH:KDFX963:SHA256:AESGCM")
+        rawValue: ConstantString("algid:encrypt:ECIES:ECDH:KDFX963:SHA256:AESGCM"))
     /// Apple ECIES (standard ECDH, X9.63 KDF with SHA384, AES-GCM with a zero IV: the legacy variant).
     public static let eciesEncryptionStandardX963SHA384AESGCM = SecKeyAlgorithm(
-        rawValue: "algid:encrypt:ECIES:ECDH:KDFX963:SHA384:AESGCM")
+        rawValue: ConstantString("algid:encrypt:ECIES:ECDH:KDFX963:SHA384:AESGCM"))
     /// Apple ECIES (standard ECDH, X9.63 KDF with SHA512, AES-GCM with a zero IV: the legacy variant).
     public static let eciesEncryptionStandardX963SHA512AESGCM = SecKeyAlgorithm(
-        rawValue: "algid:encrypt:ECIES:ECDH:KDFX963:SHA512:AESGCM")
+        rawValue: ConstantString("algid:encrypt:ECIES:ECDH:KDFX963:SHA512:AESGCM"))
     /// Apple ECIES (standard ECDH, X9.63 KDF with SHA224, AES-GCM with the IV from the KDF).
     public static let eciesEncryptionStandardVariableIVX963SHA224AESGCM = SecKeyAlgorithm(
-        rawValue: "algid:encrypt:ECIES:ECDH:KDFX963:SHA224:AESGCM-KDFIV")
+        rawValue: ConstantString("algid:encrypt:ECIES:ECDH:KDFX963:SHA224:AESGCM-KDFIV"))
     /// Apple ECIES (standard ECDH, X9.63 KDF with SHA256, AES-GCM with the IV from the KDF).
     public static let eciesEncryptionStandardVariableIVX963SHA256AESGCM = SecKeyAlgorithm(
-        rawValue: "algid:encrypt:ECIES:ECDH:KDFX963:SHA256:AESGCM-KDFIV")
+        rawValue: ConstantString("algid:encrypt:ECIES:ECDH:KDFX963:SHA256:AESGCM-KDFIV"))
     /// Apple ECIES (standard ECDH, X9.63 KDF with SHA384, AES-GCM with the IV from the KDF).
     public static let eciesEncryptionStandardVariableIVX963SHA384AESGCM = SecKeyAlgorithm(
-        rawValue: "algid:encrypt:ECIES:ECDH:KDFX963:SHA384:AESGCM-KDFIV")
+        rawValue: ConstantString("algid:encrypt:ECIES:ECDH:KDFX963:SHA384:AESGCM-KDFIV"))
     /// Apple ECIES (standard ECDH, X9.63 KDF with SHA512, AES-GCM with the IV from the KDF).
     public static let eciesEncryptionStandardVariableIVX963SHA512AESGCM = SecKeyAlgorithm(
-        rawValue: "algid:encrypt:ECIES:ECDH:KDFX963:SHA512:AESGCM-KDFIV")
+        rawValue: ConstantString("algid:encrypt:ECIES:ECDH:KDFX963:SHA512:AESGCM-KDFIV"))
     /// Apple ECIES (cofactor ECDH, X9.63 KDF with SHA1, AES-GCM with a zero IV: the legacy variant).
     public static let eciesEncryptionCofactorX963SHA1AESGCM = SecKeyAlgorithm(
-        rawValue: "algid:encrypt:ECIES:ECDHC:KDFX963:SHA1:AESGCM")
+        rawValue: ConstantString("algid:encrypt:ECIES:ECDHC:KDFX963:SHA1:AESGCM"))
     /// Apple ECIES (cofactor ECDH, X9.63 KDF with SHA224, AES-GCM with a zero IV: the legacy variant).
     public static let eciesEncryptionCofactorX963SHA224AESGCM = SecKeyAlgorithm(
-        rawValue: "algid:encrypt:ECIES:ECDHC:KDFX963:SHA224:AESGCM")
+        rawValue: ConstantString("algid:encrypt:ECIES:ECDHC:KDFX963:SHA224:AESGCM"))
     /// Apple ECIES (cofactor ECDH, X9.63 KDF with SHA256, AES-GCM with a zero IV: the legacy variant).
     public static let eciesEncryptionCofactorX963SHA256AESGCM = SecKeyAlgorithm(
-        rawValue: "algid:encrypt:ECIES:ECDHC:KDFX963:SHA256:AESGCM")
+        rawValue: ConstantString("algid:encrypt:ECIES:ECDHC:KDFX963:SHA256:AESGCM"))
     /// Apple ECIES (cofactor ECDH, X9.63 KDF with SHA384, AES-GCM with a zero IV: the legacy variant).
     public static let eciesEncryptionCofactorX963SHA384AESGCM = SecKeyAlgorithm(
-        rawValue: "algid:encrypt:ECIES:ECDHC:KDFX963:SHA384:AESGCM")
+        rawValue: ConstantString("algid:encrypt:ECIES:ECDHC:KDFX963:SHA384:AESGCM"))
     /// Apple ECIES (cofactor ECDH, X9.63 KDF with SHA512, AES-GCM with a zero IV: the legacy variant).
     public static let eciesEncryptionCofactorX963SHA512AESGCM = SecKeyAlgorithm(
-        rawValue: "algid:encrypt:ECIES:ECDHC:KDFX963:SHA512:AESGCM")
+        rawValue: ConstantString("algid:encrypt:ECIES:ECDHC:KDFX963:SHA512:AESGCM"))
     /// Apple ECIES (cofactor ECDH, X9.63 KDF with SHA224, AES-GCM with the IV from the KDF).
     public static let eciesEncryptionCofactorVariableIVX963SHA224AESGCM = SecKeyAlgorithm(
-        rawValue: "algid:encrypt:ECIES:ECDHC:KDFX963:SHA224:AESGCM-KDFIV")
+        rawValue: ConstantString("algid:encrypt:ECIES:ECDHC:KDFX963:SHA224:AESGCM-KDFIV"))
     /// Apple ECIES (cofactor ECDH, X9.63 KDF with SHA256, AES-GCM with the IV from the KDF).
     public static let eciesEncryptionCofactorVariableIVX963SHA256AESGCM = SecKeyAlgorithm(
-        rawValue: "algid:encrypt:ECIES:ECDHC:KDFX963:SHA256:AESGCM-KDFIV")
+        rawValue: ConstantString("algid:encrypt:ECIES:ECDHC:KDFX963:SHA256:AESGCM-KDFIV"))
     /// Apple ECIES (cofactor ECDH, X9.63 KDF with SHA384, AES-GCM with the IV from the KDF).
     public static let eciesEncryptionCofactorVariableIVX963SHA384AESGCM = SecKeyAlgorithm(
-        rawValue: "algid:encrypt:ECIES:ECDHC:KDFX963:SHA384:AESGCM-KDFIV")
+        rawValue: ConstantString("algid:encrypt:ECIES:ECDHC:KDFX963:SHA384:AESGCM-KDFIV"))
     /// Apple ECIES (cofactor ECDH, X9.63 KDF with SHA512, AES-GCM with the IV from the KDF).
     public static let eciesEncryptionCofactorVariableIVX963SHA512AESGCM = SecKeyAlgorithm(
-        rawValue: "algid:encrypt:ECIES:ECDHC:KDFX963:SHA512:AESGCM-KDFIV")
+        rawValue: ConstantString("algid:encrypt:ECIES:ECDHC:KDFX963:SHA512:AESGCM-KDFIV"))
 
     // MARK: ECDH
     /// ECDH; the result is the shared secret Z (the x-coordinate).
-    public static let ecdhKeyExchangeStandard = SecKeyAlgorithm(rawValue: "algid:keyexchange:ECDH")
+    public static let ecdhKeyExchangeStandard = SecKeyAlgorithm(rawValue: ConstantString("algid:keyexchange:ECDH"))
     /// Cofactor ECDH; on P-256 (cofactor 1) the same as standard ECDH.
-    public static let ecdhKeyExchangeCofactor = SecKeyAlgorithm(rawValue: "algid:keyexchange:ECDHC")
+    public static let ecdhKeyExchangeCofactor = SecKeyAlgorithm(rawValue: ConstantString("algid:keyexchange:ECDHC"))
     /// Standard ECDH, then the X9.63 KDF with SHA1 (`kSecKeyKeyExchangeParameterRequestedSize` required).
-    public static let ecdhKeyExchangeStandardX963SHA1 = SecKeyAlgorithm(rawValue: "algid:keyexchange:ECDH:KDFX963:SHA1")
+    public static let ecdhKeyExchangeStandardX963SHA1 = SecKeyAlgorithm(
+        rawValue: ConstantString("algid:keyexchange:ECDH:KDFX963:SHA1"))
     /// Standard ECDH, then the X9.63 KDF with SHA224 (`kSecKeyKeyExchangeParameterRequestedSize` required).
     public static let ecdhKeyExchangeStandardX963SHA224 = SecKeyAlgorithm(
-        rawValue: "algid:keyexchange:ECDH:KDFX963:SHA224")
+        rawValue: ConstantString("algid:keyexchange:ECDH:KDFX963:SHA224"))
     /// Standard ECDH, then the X9.63 KDF with SHA256 (`kSecKeyKeyExchangeParameterRequestedSize` required).
     public static let ecdhKeyExchangeStandardX963SHA256 = SecKeyAlgorithm(
-        rawValue: "algid:keyexchange:ECDH:KDFX963:SHA256")
+        rawValue: ConstantString("algid:keyexchange:ECDH:KDFX963:SHA256"))
     /// Standard ECDH, then the X9.63 KDF with SHA384 (`kSecKeyKeyExchangeParameterRequestedSize` required).
     public static let ecdhKeyExchangeStandardX963SHA384 = SecKeyAlgorithm(
-        rawValue: "algid:keyexchange:ECDH:KDFX963:SHA384")
+        rawValue: ConstantString("algid:keyexchange:ECDH:KDFX963:SHA384"))
     /// Standard ECDH, then the X9.63 KDF with SHA512 (`kSecKeyKeyExchangeParameterRequestedSize` required).
     public static let ecdhKeyExchangeStandardX963SHA512 = SecKeyAlgorithm(
-        rawValue: "algid:keyexchange:ECDH:KDFX963:SHA512")
+        rawValue: ConstantString("algid:keyexchange:ECDH:KDFX963:SHA512"))
     /// Cofactor ECDH, then the X9.63 KDF with SHA1 (`kSecKeyKeyExchangeParameterRequestedSize` required).
     public static let ecdhKeyExchangeCofactorX963SHA1 = SecKeyAlgorithm(
-        rawValue: "algid:keyexchange:ECDHC:KDFX963:SHA1")
+        rawValue: ConstantString("algid:keyexchange:ECDHC:KDFX963:SHA1"))
     /// Cofactor ECDH, then the X9.63 KDF with SHA224 (`kSecKeyKeyExchangeParameterRequestedSize` required).
     public static let ecdhKeyExchangeCofactorX963SHA224 = SecKeyAlgorithm(
-        rawValue: "algid:keyexchange:ECDHC:KDFX963:SHA224")
+        rawValue: ConstantString("algid:keyexchange:ECDHC:KDFX963:SHA224"))
     /// Cofactor ECDH, then the X9.63 KDF with SHA256 (`kSecKeyKeyExchangeParameterRequestedSize` required).
     public static let ecdhKeyExchangeCofactorX963SHA256 = SecKeyAlgorithm(
-        rawValue: "algid:keyexchange:ECDHC:KDFX963:SHA256")
+        rawValue: ConstantString("algid:keyexchange:ECDHC:KDFX963:SHA256"))
     /// Cofactor ECDH, then the X9.63 KDF with SHA384 (`kSecKeyKeyExchangeParameterRequestedSize` required).
     public static let ecdhKeyExchangeCofactorX963SHA384 = SecKeyAlgorithm(
-        rawValue: "algid:keyexchange:ECDHC:KDFX963:SHA384")
+        rawValue: ConstantString("algid:keyexchange:ECDHC:KDFX963:SHA384"))
     /// Cofactor ECDH, then the X9.63 KDF with SHA512 (`kSecKeyKeyExchangeParameterRequestedSize` required).
     public static let ecdhKeyExchangeCofactorX963SHA512 = SecKeyAlgorithm(
-        rawValue: "algid:keyexchange:ECDHC:KDFX963:SHA512")
+        rawValue: ConstantString("algid:keyexchange:ECDHC:KDFX963:SHA512"))
 }
 
 /// What a key is asked to do, for `SecKeyIsAlgorithmSupported`, with Apple's raw values.
