@@ -214,7 +214,7 @@ let package = Package(
                 "SecurityTransport", "WorkThreads",
                 "LocalAuthentication", "KeychainServices", "SwiftKeychain", "SSHAgent", "SecurityClient",
                 "EmbeddedEngine", "SecurityProtocol", "Authenticators", "SecureCrypto", "StoreFiles", "AppRegistry",
-                "KeyAttestation",
+                "KeyAttestation", "SocketPeer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),

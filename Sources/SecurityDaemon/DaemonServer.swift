@@ -298,6 +298,7 @@ package final class DaemonServer: Sendable {
         // Subscribed (and tested) before the first connection rather than during it.
         let events = ProcessEvents.shared == nil ? "unavailable: /proc/<pid>/exe is checked on every request" : "on"
         logger.info("kernel process events", metadata: ["events": "\(events)"])
+        logger.info("user namespaces", metadata: ["policy": "\(UserNamespacePolicy.current().summary)"])
         try PrivateFiles.ensureDirectory(configuration.stateDirectory.path)
         // Brief store requests run on the loops (DaemonSession.runStore): one loop per core, at least two, so one
         // connection's request never waits behind another's.

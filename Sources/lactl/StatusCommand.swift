@@ -3,6 +3,7 @@ import EmbeddedEngine
 import Foundation
 import SecurityClient
 import SecurityProtocol
+import SocketPeer
 import StoreFiles
 
 /// `lactl status`: which engine this user's programs talk to and what it has.
@@ -72,6 +73,7 @@ struct Status: AsyncParsableCommand {
             )
             print("fingerprint lockout: \(environment.lockedOut ? "yes, until a passcode success" : "no")")
         }
+        print("user namespaces: \(UserNamespacePolicy.current().summary)")
     }
 
     /// Says the one command that fixes a missing PAM service file.
