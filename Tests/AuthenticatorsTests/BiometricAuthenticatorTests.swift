@@ -101,11 +101,13 @@ struct BiometricAuthenticatorTests {
                 }
             }
             try await fixture.socket.send("SCAN p2", "SCAN p2")
-            try await Task.sleep(for: .milliseconds(100))
+            #expect(await waitUntil(within: .seconds(60)) { log.events.count == 2 }, "both scans were taken")
             task.cancel()
             let (cancelled, elapsed) = await measure { await task.value }
+            // An enrollment waits for its next scan without end: the code says the cancel ended it, the bound only
+            // that it did not wait for another scan.
             #expect(cancelled.failure?.code == .appCancel)
-            #expect(elapsed < .milliseconds(100))
+            #expect(elapsed < .seconds(30), "cancellation took \(elapsed)")
             #expect(log.events == [.stageCompleted(completed: 1, total: 5), .stageCompleted(completed: 2, total: 5)])
 
             #expect(try authenticator.enrolledPrints().isEmpty)
@@ -162,7 +164,8 @@ struct BiometricAuthenticatorTests {
             let elapsed = ContinuousClock.now - start
 
             #expect(result.failure?.code == .appCancel)
-            #expect(elapsed < .milliseconds(100), "cancellation took \(elapsed)")
+            // .appCancel, not the attempt's timeout (.systemCancel), says the cancel ended it; the bound is a hang guard.
+            #expect(elapsed < .seconds(30), "cancellation took \(elapsed)")
             #expect(try authenticator.policy.currentState().biometricFailures == 0)
         }
     }
@@ -178,7 +181,7 @@ struct BiometricAuthenticatorTests {
             }
 
             #expect(result.failure?.code == .systemCancel)
-            #expect(elapsed >= .milliseconds(300) && elapsed < .seconds(3), "timed out after \(elapsed)")
+            #expect(elapsed >= .milliseconds(300) && elapsed < .seconds(30), "timed out after \(elapsed)")
         }
     }
 

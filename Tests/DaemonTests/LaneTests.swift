@@ -99,7 +99,7 @@ struct LaneTests {
         for round in 0..<100 {
             let events = client.keychainEvents()
             _ = try client.sendBlocking(.add(genericPassword("round-\(round)", data: "x")))
-            if await firstElement(of: events, within: .seconds(5))?.kind != .added { missed += 1 }
+            if await firstElement(of: events, within: .seconds(30))?.kind != .added { missed += 1 }
         }
         #expect(missed == 0, "subscriptions that missed the add sent right after them")
     }
@@ -286,7 +286,7 @@ struct LaneTests {
         var byte: UInt8 = 0
         // The daemon refuses (a frame) or just closes; either way the connection ends within the hello's time.
         while recv(fd, &byte, 1, 0) > 0 {}
-        #expect(ContinuousClock.now - start < .seconds(10))
+        #expect(ContinuousClock.now - start < .seconds(30))
         #expect(Self.eventually { Self.laneThreads(world.daemon) == 0 })
     }
 

@@ -108,7 +108,8 @@ struct BackupAttackTests {
             let (status, elapsed) = Self.importing(
                 contents, into: client, directory: scratch, password: name == "wrong password" ? "not pw" : "pw")
             #expect(expected.contains(status), "\(name): \(status)")
-            #expect(elapsed < .seconds(1), "\(name) took \(elapsed)")
+            // The costly headers would take minutes and gigabytes if honoured; 10 s tells that apart on any load.
+            #expect(elapsed < .seconds(10), "\(name) took \(elapsed)")
         }
         // Nothing was imported: the one item is still the only one.
         try store.with(client) { #expect(genericPasswordCount() == 1) }
@@ -133,7 +134,7 @@ struct BackupAttackTests {
         #expect(throws: KeychainError(status: errSecDecode)) {
             _ = try Keychain(client: client).importBackup(from: path, password: Data("pw".utf8))
         }
-        #expect(ContinuousClock.now - start < .seconds(1))
+        #expect(ContinuousClock.now - start < .seconds(10))
     }
 
     /// Finding 10 for exports: a link planted at the name the old code used for its temporary file (and at the

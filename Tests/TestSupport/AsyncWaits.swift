@@ -1,3 +1,5 @@
+import Foundation
+
 /// The first element `stream` yields within `limit`; nil when the stream ends first or the time passes (the reading
 /// task is then cancelled, which ends the stream's wait).
 package func firstElement<Element: Sendable>(
@@ -23,5 +25,15 @@ package func waitUntil(within limit: Duration = .seconds(10), _ condition: () th
         if try condition() { return true }
         guard ContinuousClock.now < deadline else { return false }
         try? await Task.sleep(for: .milliseconds(10))
+    }
+}
+
+/// Runs `body` on a thread of its own and returns its result: for a test loop that must keep its own pace (polls
+/// at fixed intervals, blocking calls) whatever the cooperative pool, which other suites' blocking waits can hold
+/// on a 2-core machine, is doing.
+package func onOwnThread<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws -> Result {
+    try await withCheckedThrowingContinuation { continuation in
+        let thread = Thread { continuation.resume(with: Swift.Result { try body() }) }
+        thread.start()
     }
 }
