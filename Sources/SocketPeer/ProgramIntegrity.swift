@@ -16,10 +16,19 @@
 ///   another user, or writable by its group or by others (a preloaded library, a library found through a writable
 ///   directory, a `memfd`), other than the executable itself;
 /// - it maps anonymous executable memory (code copied out of a library that then unmapped itself, or a JIT);
+/// - its vDSO holds pages it wrote (a page of `[vdso]` that is present but no longer the kernel's, as
+///   `/proc/<pid>/pagemap` tells, or swapped out): code the kernel did not put there runs from it;
+/// - no executable mapping of its executable remains: `/proc/<pid>/exe` names a file it did not exec, set afterwards
+///   with `prctl(PR_SET_MM, PR_SET_MM_EXE_FILE or PR_SET_MM_MAP)` (the kernel refuses that while the old executable
+///   is mapped, so the program unmapped it and runs from elsewhere);
 /// - it is being traced (`TracerPid` in `/proc/<pid>/status`).
 ///
 /// What it cannot see: code injected after the check (a debugger attaching later: `ptrace`, `/proc/<pid>/mem`,
 /// within `kernel.yama.ptrace_scope` 0 and 1), libraries the program loads later (plugins, `dlopen`), and root.
+/// Nor, once a program has swapped its executable, one that maps the new executable's file afterwards and runs only
+/// code of root's files (the libraries' and that file's own, by return-oriented programming): the kernel keeps no
+/// record of what a process exec'd that the daemon could read later; an exec record taken as the exec happens
+/// (fanotify's exec permission events with the kernel's process events) would close that, and is not built yet.
 package struct ProgramIntegrity: Sendable, Equatable {
     /// Why the process is tainted; nil when none of the checks above found anything.
     package var taint: String?
@@ -86,6 +95,7 @@ package struct ProgramIntegrity: Sendable, Equatable {
             return "its memory map cannot be read, or is longer than \(readLimit) bytes"
         }
         var checked: Set<[UInt64]> = [[executable.device, executable.inode]]
+        var executableMapped = false
         for line in maps.split(separator: UInt8(ascii: "\n")) {
             // start-end perms offset major:minor inode [path]
             let fields = line.split(separator: UInt8(ascii: " "), maxSplits: 5, omittingEmptySubsequences: true)
@@ -94,7 +104,11 @@ package struct ProgramIntegrity: Sendable, Equatable {
             let range = String(decoding: fields[0], as: UTF8.self)
             let path = fields.count > 5 ? String(decoding: fields[5], as: UTF8.self).trimmingPrefixSpaces : ""
             guard let inode = UInt64(String(decoding: fields[4], as: UTF8.self)), inode != 0 else {
-                if path == "[vdso]" || path == "[vsyscall]" { continue }
+                if path == "[vdso]" {
+                    if let taint = writtenVDSO(procEntry, range: range) { return taint }
+                    continue
+                }
+                if path == "[vsyscall]" { continue }
                 return "it maps anonymous executable memory at \(range)\(path.isEmpty ? "" : " (\(path))")"
             }
             let numbers = fields[3].split(separator: UInt8(ascii: ":"))
@@ -102,9 +116,16 @@ package struct ProgramIntegrity: Sendable, Equatable {
                 let minor = UInt32(String(decoding: numbers[1], as: UTF8.self), radix: 16)
             else { return "its memory map cannot be parsed" }
             let device = deviceNumber(major: UInt64(major), minor: UInt64(minor))
+            if device == executable.device && inode == executable.inode { executableMapped = true }
             guard !checked.contains([device, inode]) else { continue }
             guard let info = mappedFile(procEntry, range: range, path: path, device: device, inode: inode) else {
                 return "the code it maps from \(path.isEmpty ? range : path) cannot be checked"
+            }
+            // The executable itself, where the map names it by another device number (a stacked file system).
+            if UInt64(info.st_dev) == executable.device && UInt64(info.st_ino) == executable.inode {
+                executableMapped = true
+                checked.insert([device, inode])
+                continue
             }
             guard info.st_uid == 0 || info.st_uid == geteuid() else {
                 return "it maps code from \(path), which belongs to uid \(info.st_uid)"
@@ -113,6 +134,35 @@ package struct ProgramIntegrity: Sendable, Equatable {
                 return "it maps code from \(path), which others than its owner may write"
             }
             checked.insert([device, inode])
+        }
+        guard executableMapped else {
+            return "no code of its executable is mapped: /proc names a file it did not exec (PR_SET_MM_EXE_FILE or"
+                + " PR_SET_MM_MAP after it unmapped its own)"
+        }
+        return nil
+    }
+
+    /// Why the vDSO mapped at `range` is not the kernel's own pages, or nil: a page present but not a file page
+    /// (`/proc/<pid>/pagemap` bit 61; the kernel's vDSO pages are), i.e. a private copy the process wrote after
+    /// making the vDSO writable, or a page swapped out, which the kernel's pages never are.
+    static func writtenVDSO(_ procEntry: Int32, range: String) -> String? {
+        let bounds = range.split(separator: "-")
+        guard bounds.count == 2, let start = UInt64(bounds[0], radix: 16), let end = UInt64(bounds[1], radix: 16),
+            start < end, end - start <= 1 << 20
+        else { return "its memory map cannot be parsed" }
+        let descriptor = openat(procEntry, "pagemap", O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return "its page map cannot be read" }
+        defer { close(descriptor) }
+        let pageSize = UInt64(sysconf(Int32(_SC_PAGESIZE)))
+        for page in stride(from: start / pageSize, to: (end + pageSize - 1) / pageSize, by: 1) {
+            var entry: UInt64 = 0
+            guard pread(descriptor, &entry, 8, off_t(page * 8)) == 8 else { return "its page map cannot be read" }
+            let present = entry & (1 << 63) != 0
+            let swapped = entry & (1 << 62) != 0
+            let filePage = entry & (1 << 61) != 0
+            if swapped || (present && !filePage) {
+                return "its vDSO at \(range) holds pages it wrote: code runs there that the kernel did not put there"
+            }
         }
         return nil
     }

@@ -1,6 +1,7 @@
 import AppRegistry
 import Foundation
 import SecurityClient
+import SecurityProtocol
 import TestSupport
 import Testing
 
@@ -77,6 +78,69 @@ struct IdentityAttackTests {
         // At home it still is.
         #expect(try app.run(["read", "svc", "acct"])["value"] == "victim-secret")
     }
+
+    // MARK: Issue 47, attacks 1 and 2: an executable swapped with PR_SET_MM_MAP
+
+    /// Why a swapped process is refused, as the daemon logs it, for each way of hiding the swap.
+    enum Swap: String, CaseIterable, Sendable {
+        /// The swap alone: nothing of the executable it names is mapped.
+        case bare
+        /// The swap, then the app's first page mapped as code, so that the executable looks mapped: the vDSO pages
+        /// it wrote its code into still give it away.
+        case withTheAppMapped
+    }
+
+    /// A static program of the user (Tests/Fixtures/ExeSwap) runs its code from the vDSO it made writable, unmaps
+    /// its own executable and, through a `CLONE_VM` child in a new user namespace (where it holds
+    /// `CAP_CHECKPOINT_RESTORE`), sets the shared memory map's executable to the registered app's file with
+    /// `prctl(PR_SET_MM, PR_SET_MM_MAP)`. `/proc/<pid>/exe` then names the app; the daemon, seeing what the swap
+    /// left, serves it as an unregistered program: not the app's group, not the app's item.
+    @Test(
+        .needsUserNamespaces, .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/cc")),
+        arguments: Swap.allCases)
+    func aProgramThatSwapsItsExecutableForTheAppsIsNotTheApp(_ swap: Swap) throws {
+        let world = try DaemonWorld()
+        defer { world.close() }
+        let app = try Self.registeredApp(world)
+        let swapper = try builtExeSwap(in: world.directory)
+        let hello = ClientMessage.hello(versions: [1], accessGroups: ["TEAMV.vault"], allGroups: false)
+        let read = ClientMessage.keychain(
+            2,
+            .copyMatching([
+                "class": .string("genp"), "svce": .string("svc"), "acct": .string("acct"), "r_Data": .bool(true),
+            ]), .nonInteractive, interactive: false)
+        var environment = inheritedEnvironment()
+        if swap == .withTheAppMapped { environment["EXE_SWAP_MAP_TARGET"] = "1" }
+        let result = try runCapturingOutput(
+            URL(fileURLWithPath: swapper),
+            [
+                app.executable, world.daemon.socket, PeerProbes.hex(hello),
+                PeerProbes.hex(.administration(1, .callerIdentity)), PeerProbes.hex(read),
+            ], environment: environment)
+        let lines = result.output.split(separator: "\n").map(String.init)
+        try #require(result.status == 0 && lines.count == 3, "the swapped program ran and was answered: \(result)")
+        guard case .administration(1, .caller(let caller)) = try ServerMessage(decoding: PeerProbes.bytes(lines[1]))
+        else {
+            Issue.record("no caller identity: \(lines[1])")
+            return
+        }
+        #expect(caller.executable == app.executable, "the kernel names the app's file as its executable")
+        #expect(caller.applicationIdentifier == nil, "served as \(caller.applicationIdentifier ?? "")")
+        #expect(!caller.accessGroups.contains("TEAMV.vault"))
+        let answer = try ServerMessage(decoding: PeerProbes.bytes(lines[2]))
+        guard case .keychainFailure(2, let status) = answer else {
+            Issue.record("the app's item was answered: \(answer)")
+            return
+        }
+        #expect(
+            status.code.rawValue == Self.notFoundCode || status.code.rawValue == AppIsolationTests.missingEntitlement)
+        // The first thing found is the code it wrote into the vDSO (its map lists the vDSO before anything else
+        // it runs from); with nothing of its own executable mapped, that would be found next.
+        #expect(world.daemon.logText.contains("holds pages it wrote"), "the reason is logged")
+        #expect(try app.run(["read", "svc", "acct"])["value"] == "victim-secret", "the app itself still is")
+    }
+
+    static let notFoundCode = AppIsolationTests.notFound
 
     // MARK: Attack 3: loader injection into a registered app
 

@@ -112,6 +112,31 @@ extension SSHAgentTests {
             skipPart("ssh-keygen in another mount namespace", because: MachineCapability.userNamespacesRefused)
         }
 
+        // Issue 47, attack 2: a program of the user that swapped its executable for /usr/bin/ssh-keygen
+        // (PR_SET_MM_MAP, Tests/Fixtures/ExeSwap) asks for data of its own choosing to be signed: it is asked.
+        if MachineCapability.userNamespaces && FileManager.default.isExecutableFile(atPath: "/usr/bin/cc") {
+            let swapper = try builtExeSwap(in: world.directory)
+            let blob = try #require(Data(base64Encoded: String(line.split(separator: " ")[1])))
+            let request = Self.frame(
+                [13] + Self.frame(Array(blob)) + Self.frame(Array("chosen by the swapper".utf8)) + [0, 0, 0, 0])
+            var swapped = ssh
+            swapped["EXE_SWAP_SSH"] = "1"
+            let swapStranger = Task { try await world.socket.send("SCAN mallory") }
+            let answer = try runCapturingOutput(
+                URL(fileURLWithPath: swapper),
+                [keygen, socket, request.map { String(format: "%02x", $0) }.joined()], environment: swapped)
+            guard answer.status == 0 else {
+                swapStranger.cancel()
+                Issue.record("the swapped program did not run: \(answer.output)")
+                return
+            }
+            _ = try await swapStranger.value
+            #expect(
+                answer.output.hasPrefix("0000000105"), "asked, and refused by a stranger's finger: \(answer.output)")
+        } else {
+            skipPart("a program swapped to ssh-keygen", because: MachineCapability.userNamespacesRefused)
+        }
+
         #expect(try run(URL(fileURLWithPath: keygen), sign, environment: ssh).0 == 0, "the honest one still signs")
         let log = (try? String(contentsOfFile: world.directory + "/agent.log", encoding: .utf8)) ?? ""
         #expect(log.contains("refused to sign with quick"), "\(log)")

@@ -131,3 +131,22 @@ package func runOnTerminal(
     output.fileHandleForReading.readabilityHandler = nil
     return (process.terminationStatus, shown.withLock { $0 })
 }
+
+/// Builds Tests/Fixtures/ExeSwap (the `PR_SET_MM_MAP` attack of issue 47: a static program that runs on from the
+/// vDSO and sets its memory map's executable to another file) into `directory`; the program's path.
+package func builtExeSwap(in directory: String) throws -> String {
+    let program = directory + "/exe-swap"
+    let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../Fixtures/ExeSwap/exe-swap.c").standardized.path
+    // The payload runs from a copy: no stack guard, no jump table, no call through the PLT or a CET landing pad.
+    let built = try runCapturingOutput(
+        URL(fileURLWithPath: "/usr/bin/cc"),
+        [
+            "-static", "-O2", "-fno-stack-protector", "-fcf-protection=none", "-fno-jump-tables", "-fno-pic",
+            "-no-pie", "-o", program, source,
+        ])
+    guard built.status == 0 else {
+        throw CocoaError(.executableLoad, userInfo: [NSLocalizedDescriptionKey: "cc exe-swap.c: \(built.output)"])
+    }
+    return program
+}
