@@ -151,7 +151,7 @@ enum AuthenticatorBenchmarks {
         }
         let ours = Double(iterations) / seconds(ContinuousClock.now - start)
 
-        let baseline = try await PasscodeAuthenticator.pamThread.run {
+        let baseline = try await PasscodeAuthenticator.transactions.run(for: "raw") {
             for _ in 0..<50 { try rawPAM(confdir: confdir) }
             var iterations = 0
             let start = ContinuousClock.now

@@ -15,7 +15,9 @@ import WorkThreads
 /// Install `Resources/pam.d/local-authentication` as `/etc/pam.d/local-authentication` to use the default service;
 /// it includes the system's `common-auth` and `common-account`, so the passcode is the user's login password.
 ///
-/// All PAM calls of the process run on one dedicated thread (``pamThread``), so transactions never overlap.
+/// Each PAM transaction runs on a thread of its own (``transactions``): one user's transactions one at a time, in
+/// order (the attempt policy counts them), at most 16 at once in the process, so a user who never answers a
+/// prompt holds up no one else's passcode check.
 package struct PasscodeAuthenticator: Sendable {
     /// Which PAM service to run and where its configuration lives.
     package struct Configuration: Sendable {
@@ -32,8 +34,20 @@ package struct PasscodeAuthenticator: Sendable {
         }
     }
 
-    /// The thread every PAM call of this process runs on.
-    package static let pamThread = DedicatedThread(name: "la.pam")
+    /// Where this process's PAM transactions run: a thread each, one at a time for a user and kind of work
+    /// (``TransactionKey``), at most 16 at once.
+    package static let transactions = TransactionThreads(name: "la.pam", total: 16)
+
+    /// The key a user's transaction of one kind runs under in ``transactions``: authentications of one user run
+    /// one after another (each reserves its attempt right before it runs), account checks beside them.
+    package enum TransactionKey {
+        /// Authenticating `user`, and what runs as part of it (the success handler's questions).
+        package static func authentication(_ user: String) -> String { "authenticate:" + user }
+        /// PAM's account check of `user` (nothing is typed).
+        package static func account(_ user: String) -> String { "account:" + user }
+        /// A question put to `user` outside PAM (an application password).
+        package static func question(_ user: String) -> String { "question:" + user }
+    }
 
     private static let logger = Logger(label: "local-authentication.passcode")
 
@@ -63,12 +77,12 @@ package struct PasscodeAuthenticator: Sendable {
         try policy?.checkPasscodeAllowed()
         let configuration = self.configuration
         let policy = self.policy
-        let outcome = try await Self.pamThread.run {
+        let outcome = try await Self.transactions.run(for: TransactionKey.authentication(user)) {
             guard let policy else {
                 return Self.runTransaction(
                     configuration: configuration, user: user, presenter: presenter, authenticate: true)
             }
-            // Reserved here, on the PAM thread, right before the transaction: guesses queued behind this one see
+            // Reserved here, on the transaction's thread, right before it runs: guesses queued behind this one see
             // its count and wait out the delay instead of reaching PAM.
             return try policy.withAttempt(.passcode, isCancelled: isCancelled) {
                 let outcome = Self.runTransaction(
@@ -116,7 +130,7 @@ package struct PasscodeAuthenticator: Sendable {
     package func accountState(user: String) async throws -> AccountState {
         guard serviceFileExists() else { return .unknown("PAM service '\(configuration.service)' is not installed") }
         let configuration = self.configuration
-        let outcome = try await Self.pamThread.run {
+        let outcome = try await Self.transactions.run(for: TransactionKey.account(user)) {
             Self.runTransaction(
                 configuration: configuration, user: user, presenter: RefusingPresenter(), authenticate: false)
         }
@@ -148,7 +162,7 @@ package struct PasscodeAuthenticator: Sendable {
         var unusableAnswer: Bool
     }
 
-    /// Runs one PAM transaction on the current thread (always ``pamThread``).
+    /// Runs one PAM transaction on the current thread (one of ``transactions``).
     static func runTransaction(
         configuration: Configuration, user: String, presenter: any PasscodePresenter, authenticate: Bool
     ) -> Outcome {

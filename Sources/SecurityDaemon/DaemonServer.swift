@@ -90,6 +90,16 @@ package struct DaemonConfiguration: Sendable {
         return .seconds(seconds)
     }
 
+    /// How long a question put to a client or an agent (a passcode, an application password, a trust question)
+    /// waits for its answer before it counts as cancelled: `LA_PROMPT_TIMEOUT`, else `prompt-timeout = SECONDS` in
+    /// `localauthd.conf`; 300 s (sudo's own password timeout) when neither names a positive number.
+    package var promptTimeout: Duration {
+        guard let value = setting("LA_PROMPT_TIMEOUT", "prompt-timeout"), let seconds = Int(value), seconds > 0 else {
+            return .seconds(300)
+        }
+        return .seconds(seconds)
+    }
+
     /// The environment the users' authenticators are configured from: the daemon's, with `biometry-backend = …`
     /// of `localauthd.conf` as `LA_BIOMETRY_BACKEND` when the environment does not set it.
     package var authenticationEnvironment: [String: String] {
@@ -353,6 +363,9 @@ package final class DaemonServer: Sendable {
         }
         let idleLock = configuration.idleLock
         if let idleLock { logger.info("idle lock", metadata: ["after": "\(idleLock)"]) }
+        let promptTimeout = configuration.promptTimeout
+        PromptChannel.answerDeadline.withLock { $0 = promptTimeout }
+        logger.info("prompt answers", metadata: ["within": "\(promptTimeout)"])
         // The lane (LaneServer) beside the main socket; without it every request takes the main socket.
         let lane: LaneServer?
         do {

@@ -242,8 +242,11 @@ extension AuthenticationContexts {
             let success = PasscodeSuccess(
                 passcode: conversation.typedPasscode.withLock { $0 }, context: id, unlockRequested: unlockRequested,
                 conversation: conversation)
-            // On the PAM thread: the handler may ask the user once more (the previous passcode), which blocks.
-            try await PasscodeAuthenticator.pamThread.run { handler(success) }
+            // On a thread of the user's authentications: the handler may ask the user once more (the previous
+            // passcode), which blocks.
+            try await PasscodeAuthenticator.transactions.run(
+                for: PasscodeAuthenticator.TransactionKey.authentication(configuration.username)
+            ) { handler(success) }
         }
         return Credential(
             method: .passcode, time: configuration.clock.now(), enrolledSetHash: try? currentStateHash(),

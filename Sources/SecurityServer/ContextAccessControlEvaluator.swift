@@ -77,7 +77,9 @@ extension AuthenticationContexts {
         }
         if needsPassword {
             let question = PasscodePrompt(text: "Application password: ", echo: false)
-            let password = try await PasscodeAuthenticator.pamThread.run {
+            let password = try await PasscodeAuthenticator.transactions.run(
+                for: PasscodeAuthenticator.TransactionKey.question(configuration.username)
+            ) {
                 prompts.ask(prompt, question: question, isApplicationPassword: true) { self.isInvalidated(id) }
             }
             guard let password else { throw AuthenticationError(.userCancel, "the application password was not given") }

@@ -35,6 +35,11 @@ package final class PromptChannel: Sendable {
 
     private let state = Mutex(State())
 
+    /// How long a question waits for its answer before it counts as cancelled: nil (no limit) in embedded mode,
+    /// where the program that asks is the one that answers; localauthd sets it at its start (`prompt-timeout`,
+    /// default 300 s), so a client or an agent that never answers holds no thread and no user's turn for ever.
+    package static let answerDeadline = Mutex<Duration?>(nil)
+
     /// A channel for request `request` whose events go to `sink` (the client's presenter, in-process or over the
     /// connection).
     package init(request: UInt64, sink: @escaping @Sendable (PromptEvent) -> Void) {
@@ -144,9 +149,19 @@ package final class PromptChannel: Sendable {
         guard let (number, done) = asked else { return nil }
         defer { state.withLock { _ = $0.questions.removeValue(forKey: number) } }
         sink(PromptEvent(request: request, event(number)))
-        // Wake up now and then to notice an invalidation: nothing else interrupts a client that does not answer.
+        let limit = Self.answerDeadline.withLock { $0 }
+        let deadline = limit.map { ContinuousClock.now + $0 }
+        // Wake up now and then to notice an invalidation or the deadline: nothing else interrupts a client that
+        // does not answer.
         while done.wait(timeout: .now() + .milliseconds(100)) == .timedOut {
             if isCancelled() || isClosed { return nil }
+            if let deadline, let limit, ContinuousClock.now >= deadline {
+                sink(
+                    PromptEvent(
+                        request: request,
+                        .message(PasscodeMessage(isError: true, text: "No answer within \(limit): cancelled."))))
+                return nil
+            }
         }
         let reply = state.withLock { $0.questions[number]?.reply }
         return isCancelled() ? nil : reply

@@ -57,7 +57,7 @@ struct LoginKeychainTests {
                 "poll \(index) found the keychain locked only \(poll.gap) after the previous request: \(polls)")
         }
         #expect(
-            try await waitUntil(within: .seconds(120)) { world.daemon.logText.contains("locked an idle keychain") },
+            await waitUntil(within: .seconds(120)) { world.daemon.logText.contains("locked an idle keychain") },
             "no idle lock within 120 s of silence; the daemon's log ends: \(world.daemon.logText.suffix(2000))")
         #expect(try await isLocked(client))
     }
@@ -83,7 +83,7 @@ final class LoginWorld {
     let plainStack: String
     private let drivers = Mutex<Int>(0)
 
-    init() throws {
+    init(extraEnvironment: [String: String] = [:]) throws {
         user = "la-login-\(UInt16.random(in: 1000...9999))"
         guard Self.run("/usr/sbin/useradd", ["-M", "-s", "/usr/sbin/nologin", user]) == 0,
             Self.run("/usr/sbin/chpasswd", [], input: "\(user):secret\n") == 0, let entry = getpwnam(user)
@@ -93,6 +93,7 @@ final class LoginWorld {
         // As installed: lactl, claiming nothing, holds its own group.
         var environment = DaemonProcess.enforcingAdministrativeClaims
         environment["LA_PAM_SERVICE"] = Self.service
+        environment.merge(extraEnvironment) { $1 }
         world = try DaemonWorld(extraEnvironment: environment)
         // The user's programs reach the socket inside the world's directory.
         chmod(world.directory, 0o755)
@@ -137,17 +138,49 @@ final class LoginWorld {
         return (driver, authenticated, opened)
     }
 
-    /// `lactl ARGUMENTS` as the user, through the daemon, nobody to prompt: exit status and output.
-    func lactl(_ arguments: [String]) throws -> (status: Int32, output: String) {
+    /// The environment of the user's programs: the daemon's socket, a scratch home.
+    var userEnvironment: [String: String] {
         var environment = inheritedEnvironment()
         environment["LA_DAEMON_SOCKET"] = world.daemon.socket
-        environment["LA_PRESENTER"] = "none"
         environment["HOME"] = "/tmp"
         environment["XDG_CONFIG_HOME"] = "/tmp/\(user)-config"
+        return environment
+    }
+
+    /// `setpriv`'s arguments that run `lactl ARGUMENTS` as the user.
+    func arguments(_ arguments: [String]) throws -> [String] {
+        ["--reuid=\(uid)", "--regid=\(gid)", "--clear-groups", "--", try lactlExecutable().path] + arguments
+    }
+
+    /// `lactl ARGUMENTS` as the user, through the daemon, nobody to prompt: exit status and output.
+    func lactl(_ arguments: [String]) throws -> (status: Int32, output: String) {
+        var environment = userEnvironment
+        environment["LA_PRESENTER"] = "none"
         return try runCapturingOutput(
-            URL(fileURLWithPath: "/usr/bin/setpriv"),
-            ["--reuid=\(uid)", "--regid=\(gid)", "--clear-groups", "--", try lactlExecutable().path] + arguments,
-            environment: environment)
+            URL(fileURLWithPath: "/usr/bin/setpriv"), try self.arguments(arguments), environment: environment)
+    }
+
+    /// A second user of this machine (`useradd`, password `other`), for tests where two users meet at the daemon.
+    struct OtherUser {
+        let name: String
+        let uid: UInt32
+        let gid: UInt32
+
+        init() throws {
+            name = "la-other-\(UInt16.random(in: 1000...9999))"
+            guard LoginWorld.run("/usr/sbin/useradd", ["-M", "-s", "/usr/sbin/nologin", name]) == 0,
+                LoginWorld.run("/usr/sbin/chpasswd", [], input: "\(name):other\n") == 0, let entry = getpwnam(name)
+            else { throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "useradd failed"]) }
+            uid = entry.pointee.pw_uid
+            gid = entry.pointee.pw_gid
+        }
+
+        /// `setpriv`'s arguments that run `lactl ARGUMENTS` as this user.
+        func arguments(_ arguments: [String]) throws -> [String] {
+            ["--reuid=\(uid)", "--regid=\(gid)", "--clear-groups", "--", try lactlExecutable().path] + arguments
+        }
+
+        func remove() { LoginWorld.run("/usr/sbin/userdel", [name]) }
     }
 
     /// Adds an `ak` item (Apple's default protection, kSecAttrAccessibleWhenUnlocked) and locks the keychain.
@@ -170,7 +203,7 @@ final class LoginWorld {
     }
 
     @discardableResult
-    private static func run(_ path: String, _ arguments: [String], input: String? = nil) -> Int32 {
+    fileprivate static func run(_ path: String, _ arguments: [String], input: String? = nil) -> Int32 {
         let process = Process()
         process.environment = inheritedEnvironment()
         process.executableURL = URL(fileURLWithPath: path)
@@ -413,5 +446,39 @@ final class SessionDriver {
 
     deinit {
         if process.isRunning { process.stop(SIGKILL) }
+    }
+}
+
+extension LoginKeychainTests {
+    /// Issue 47, attack 5: user M starts a passcode check and never types. Before, every PAM transaction of the
+    /// daemon ran on one thread, so user V's check waited behind M's prompt for as long as M held it. Now each runs
+    /// on a thread of its own: V's check is accepted while M's prompt is still open, and M's unanswered question
+    /// ends at the daemon's deadline (`LA_PROMPT_TIMEOUT`, here 20 s) as a cancel.
+    @Test func oneUsersUnansweredPromptDoesNotHoldAnotherUsersPasscodeCheck() throws {
+        let login = try LoginWorld(extraEnvironment: ["LA_PROMPT_TIMEOUT": "20"])
+        defer { login.close() }
+        let idler = try LoginWorld.OtherUser()
+        defer { idler.remove() }
+        let held = try PseudoTerminal()
+        let holder = try held.spawn(
+            "/usr/bin/setpriv", idler.arguments(["passcode", "verify"]), environment: login.userEnvironment)
+        defer { _ = holder.stop(SIGKILL) }
+        try #require(held.waitFor("Password:", timeout: 60), "M's prompt is shown: \(held.transcript)")
+
+        let checked = try PseudoTerminal()
+        let checker = try checked.spawn(
+            "/usr/bin/setpriv", login.arguments(["passcode", "verify"]), environment: login.userEnvironment)
+        defer { _ = checker.stop(SIGKILL) }
+        #expect(
+            checked.waitFor("Password:", timeout: 60), "V's prompt is shown while M's is open: \(checked.transcript)")
+        checked.type("secret\r")
+        #expect(
+            checked.waitFor("passcode accepted", timeout: 60),
+            "V's check ends while M's prompt is still open: \(checked.transcript)")
+        #expect(holder.isRunning, "M still holds its prompt")
+        // M's question ends at the daemon's deadline, as a cancel.
+        let ended = holder.wait(timeout: 120)
+        #expect(ended?.status != 0, "M's check did not succeed: \(held.transcript)")
+        #expect(login.world.daemon.logText.contains("prompt answers"), "the deadline is logged at start")
     }
 }
