@@ -141,7 +141,9 @@ final class PromptAgent: Sendable {
                     return started
                 }
                 if verbose, case .fingerprintBegan(let prompt) = event.kind {
-                    print("prompt \(event.request): \(caller.executable) (pid \(caller.pid)): \(prompt.reason)")
+                    let program = PromptText.displayed(caller.executable, limit: Conversation.pathLimit)
+                    let reason = PromptText.displayed(prompt.reason, limit: Conversation.reasonLimit)
+                    print("prompt \(event.request): \(program) (pid \(caller.pid)): \(reason)")
                     fflush(nil)
                 }
                 conversation.receive(event.kind)
@@ -280,19 +282,39 @@ final class Conversation: Sendable {
         }
     }
 
-    /// What the dialog says: the program, as localauthd identified it, wants `what`; then where it runs from and
-    /// whether the app registry knows it.
-    private func description(_ what: String) -> String {
-        let name = caller.applicationIdentifier ?? URL(fileURLWithPath: caller.executable).lastPathComponent
-        var lines = [
-            "\u{201C}\(name)\u{201D} wants to \(what)", "", "Program: \(caller.executable) (pid \(caller.pid))",
-        ]
+    /// The longest reason, path, button title and question a dialog shows (longer ones are cut, marked with `…`):
+    /// a program cannot push the verified lines off the dialog or the terminal with a long text.
+    static let reasonLimit = 300
+    static let pathLimit = 400
+    static let titleLimit = 40
+    static let questionLimit = 600
+
+    /// What the dialog says: first the program, as localauthd identified it (its path, pid and registration: these
+    /// lines are the daemon's), then `what` it wants, labelled as the program's own words when `byProgram`.
+    ///
+    /// Every text is shown through ``PromptText/displayed(_:limit:)``: control and bidirectional formatting
+    /// characters appear escaped (`\u{1B}`), never interpreted, so neither the reason (refused by the daemon
+    /// anyway) nor a path with a newline or an escape in it can draw a line of its own.
+    private func description(_ what: String, byProgram: Bool = true) -> String {
+        let path = PromptText.displayed(caller.executable, limit: Self.pathLimit)
+        var lines = ["Program: \(path) (pid \(caller.pid))"]
         if let identifier = caller.applicationIdentifier, let team = identifier.split(separator: ".").first {
-            lines.append("Registered with localauthd, team \(team)")
+            lines.append(
+                "Registered with localauthd, team \(PromptText.displayed(String(team), limit: Self.titleLimit))")
         } else {
             lines.append("Not registered with localauthd")
         }
+        let text = PromptText.displayed(what, limit: Self.reasonLimit)
+        lines.append("")
+        lines.append(
+            byProgram ? "The program's reason, in its own words: \u{201C}\(text)\u{201D}" : "It wants to \(text).")
         return lines.joined(separator: "\n")
+    }
+
+    /// A button title the program chose, shown safely; `fallback` when it chose none.
+    private static func buttonTitle(_ title: String?, fallback: String) -> String {
+        guard let title, !title.isEmpty else { return fallback }
+        return PromptText.displayed(title, limit: titleLimit)
     }
 
     /// The fingerprint prompt: a dialog that says to touch the reader and, when the evaluation offers the passcode,
@@ -312,11 +334,11 @@ final class Conversation: Sendable {
                 title: "Authentication",
                 description: description + "\n\nTouch the fingerprint reader, or type your passcode.",
                 prompt: "Passcode:",
-                ok: "OK", cancel: prompt.cancelTitle ?? "Cancel", error: nil)
+                ok: "OK", cancel: Self.buttonTitle(prompt.cancelTitle, fallback: "Cancel"), error: nil)
         } else {
             outcome = dialog.message(
                 title: "Authentication", description: description + "\n\nTouch the fingerprint reader.",
-                ok: prompt.cancelTitle ?? "Cancel")
+                ok: Self.buttonTitle(prompt.cancelTitle, fallback: "Cancel"))
         }
         let scanning = state.withLock { $0.scanning && !$0.ended }
         guard scanning else { return }
@@ -351,11 +373,12 @@ final class Conversation: Sendable {
             defer { state.error = nil }
             return state.error
         }
-        let text = passcode.text.trimmingCharacters(in: .whitespaces)
+        let text = PromptText.displayed(passcode.text.trimmingCharacters(in: .whitespaces), limit: Self.titleLimit)
         let outcome = dialog.getPin(
             title: "Authentication", description: description(prompt.reason),
             prompt: text.isEmpty ? (isApplicationPassword ? "Password:" : "Passcode:") : text, ok: "OK",
-            cancel: prompt.cancelTitle ?? "Cancel", error: error)
+            cancel: Self.buttonTitle(prompt.cancelTitle, fallback: "Cancel"),
+            error: error.map { PromptText.displayed($0, limit: Self.questionLimit) })
         guard !state.withLock({ $0.ended }) else { return }
         if case .secret(let secret) = outcome {
             agent.answer(number, .answer(question: question, secret))
@@ -369,7 +392,9 @@ final class Conversation: Sendable {
         guard let dialog = open() else { return agent.answer(number, .choice(question: question, nil)) }
         defer { close(dialog) }
         let outcome = dialog.confirm(
-            title: "Keychain access", description: description("use an item of the keychain") + "\n\n\(trust.text)",
+            title: "Keychain access",
+            description: description("use an item of the keychain", byProgram: false) + "\n\n"
+                + PromptText.displayed(trust.text, limit: Self.questionLimit),
             ok: "Allow _once", notOK: "Al_ways allow", cancel: "_Deny")
         guard !state.withLock({ $0.ended }) else { return }
         let choice: TrustChoice?
