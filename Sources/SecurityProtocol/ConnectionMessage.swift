@@ -56,8 +56,8 @@ package enum ServerMessage: Sendable, Equatable {
     case refused(String)
     /// The answer to a login session's step.
     case login(UInt64, LoginOutcome)
-    /// The connection is the prompt agent of the login session named (as the daemon found it).
-    case agentRegistered(UInt64, String)
+    /// The connection is its user's prompt agent, and runs the pinentry the registration names.
+    case agentRegistered(UInt64, AgentRegistration)
     /// To a prompt agent: a prompt of a program of its session, the program as the daemon identified it. The
     /// event's request number is the daemon's (unique among the agent's prompts); the agent answers with it.
     case agentPrompt(PromptEvent, CallerInfo)
@@ -161,7 +161,7 @@ extension ServerMessage: ProtocolCodable {
         case .environment(let id, let snapshot): Self.pair(&writer, 11, id, snapshot)
         case .refused(let reason): writer.variant(12) { $0.field(1, reason) }
         case .login(let id, let outcome): Self.pair(&writer, 13, id, outcome)
-        case .agentRegistered(let id, let session): Self.pair(&writer, 14, id, session)
+        case .agentRegistered(let id, let registration): Self.pair(&writer, 14, id, registration)
         case .agentPrompt(let event, let caller):
             writer.variant(15) {
                 $0.field(1, event)

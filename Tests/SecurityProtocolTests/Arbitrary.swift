@@ -647,7 +647,12 @@ extension ServerMessage: Arbitrary {
                 LoginOutcome(
                     unlocked: Draw.bool(&rng), sessions: Draw.int(&rng), note: Draw.optional(&rng) { Draw.string(&$0) })
             )
-        case 12: return .agentRegistered(id, Draw.string(&rng))
+        case 12:
+            return .agentRegistered(
+                id,
+                AgentRegistration(
+                    serves: Draw.string(&rng), pinentry: Draw.string(&rng), mayChoosePinentry: Draw.bool(&rng),
+                    replaced: Draw.optional(&rng) { Draw.int32(&$0) }))
         case 13: return .agentPrompt(PromptEvent.arbitrary(using: &rng), CallerInfo.arbitrary(using: &rng))
         case 14: return .agentPromptEnded(id)
         default: return .refused(Draw.string(&rng))
