@@ -80,6 +80,11 @@ final class PromptAgents: Sendable {
             prompts.withLock { $0?[answer.request] }?.receive(answer)
         }
 
+        /// Tells the agent's user `text` (the agent shows it).
+        func notify(_ text: String) {
+            send(.agentNotice(text))
+        }
+
         /// The agent's connection closed: every prompt it was drawing ends unanswered (its evaluation fails,
         /// granting nothing), and no more come to it.
         func close() {
@@ -129,9 +134,11 @@ final class PromptAgents: Sendable {
         uid: UInt32, session: String?, peer: PeerProcess, send: @escaping @Sendable (ServerMessage) -> Void
     ) throws(Refusal) -> (Agent, AgentRegistration) {
         let agent = Agent(uid: uid, peer: peer, session: session, send: send)
+        var serving: Agent?
         let outcome = slots.withLock { slots -> Result<Agent?, Refusal> in
             let slot = slots[uid] ?? Slot()
             if let present = slot.present {
+                serving = present
                 return .failure(
                     Refusal(
                         description: "an agent (\(present.description)) serves uid \(uid) already: one agent per user"))
@@ -151,6 +158,10 @@ final class PromptAgents: Sendable {
         case .success(let departed):
             replaced = departed
         case .failure(let refusal):
+            // The user's agent hears of it (outside the lock): a program of the user tried to take its place.
+            serving?.notify(
+                "another agent (pid \(peer.credentials.pid), \(peer.executable)) tried to register for uid \(uid) and "
+                    + "was refused; if you did not start it, a program of yours wanted to draw your prompts")
             DaemonServer.logger.warning(
                 "prompt agent refused",
                 metadata: [

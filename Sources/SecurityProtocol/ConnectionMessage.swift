@@ -63,6 +63,8 @@ package enum ServerMessage: Sendable, Equatable {
     case agentPrompt(PromptEvent, CallerInfo)
     /// To a prompt agent: the prompts of that number are over (the request ended, or its program went away).
     case agentPromptEnded(UInt64)
+    /// To a prompt agent: something its user should know (another agent tried to take its place), for it to show.
+    case agentNotice(String)
 }
 
 extension ClientMessage: ProtocolCodable {
@@ -145,7 +147,7 @@ extension ClientMessage: ProtocolCodable {
 extension ServerMessage: ProtocolCodable {
     /// A variant: 1 welcome, 2 keychain, 3 key, 4 authentication, 5 administration, 6 progress, 7 keychainFailure,
     /// 8 authenticationFailure, 9 prompt, 10 keychainEvent, 11 environment, 12 refused, 13 login, 14 agentRegistered,
-    /// 15 agentPrompt, 16 agentPromptEnded; associated values as fields 1, 2 in order.
+    /// 15 agentPrompt, 16 agentPromptEnded, 17 agentNotice; associated values as fields 1, 2 in order.
     package func encode(into writer: inout MessageWriter) {
         switch self {
         case .welcome(let version): writer.variant(1) { $0.field(1, version) }
@@ -168,6 +170,7 @@ extension ServerMessage: ProtocolCodable {
                 $0.field(2, caller)
             }
         case .agentPromptEnded(let number): writer.variant(16) { $0.field(1, number) }
+        case .agentNotice(let text): writer.variant(17) { $0.field(1, text) }
         }
     }
 
@@ -200,6 +203,7 @@ extension ServerMessage: ProtocolCodable {
             case 14: .agentRegistered(try payload.field(1), try payload.field(2))
             case 15: .agentPrompt(try payload.field(1), try payload.field(2))
             case 16: .agentPromptEnded(try payload.field(1))
+            case 17: .agentNotice(try payload.field(1))
             default: nil
             }
         }

@@ -208,6 +208,9 @@ final class PromptAgent: Sendable {
                 conversation.receive(event.kind)
             case .agentPromptEnded(let number):
                 conversations.withLock { $0.removeValue(forKey: number) }?.end()
+            case .agentNotice(let text):
+                FileHandle.standardError.write(
+                    Data("lactl agent: localauthd says: \(PromptText.displayed(text, limit: 600))\n".utf8))
             case .refused(let reason):
                 throw AgentFailure("localauthd closed the connection: \(reason)")
             default:
