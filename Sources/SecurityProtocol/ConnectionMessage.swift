@@ -24,9 +24,9 @@ package enum ClientMessage: Sendable, Equatable {
     case unsubscribe(UInt64)
     /// A login session's step, from the PAM module (docs/PROTOCOL.md, "Login sessions").
     case login(UInt64, LoginRequest)
-    /// This connection becomes its user's prompt agent for its login session (`lactl agent`): the daemon sends it
-    /// the prompts of that session's programs (``ServerMessage/agentPrompt(_:_:)``), and it answers them with
-    /// ``answer(_:)``. Answered by ``ServerMessage/agentRegistered(_:_:)`` or an `authenticationFailure`.
+    /// This connection becomes its user's prompt agent (`lactl agent`; one per user): the daemon sends it the
+    /// prompts of that user's programs (``ServerMessage/agentPrompt(_:_:)``), and it answers them with
+    /// ``answer(_:)``. Answered by ``ServerMessage/agentRegistered(_:_:)`` or a `keychainFailure`.
     case registerAgent(UInt64)
 }
 

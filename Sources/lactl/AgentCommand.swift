@@ -14,12 +14,11 @@ import Synchronization
 struct PromptAgentCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "agent",
-        abstract: "Draw the keychain's prompts for this login session (fingerprint, passcode, access), with pinentry.",
+        abstract: "Draw the keychain's prompts of your programs (fingerprint, passcode, access), with pinentry.",
         discussion: """
-            Registers with localauthd as the prompt agent of the login session it runs in (logind's session, else \
-            the audit session of the login; outside any session, as a systemd user service, it serves the user's \
-            programs that have no agent of their own session). From then on the daemon sends this agent the \
-            questions of the session's programs instead of asking them to draw prompts themselves: the agent shows \
+            Registers with localauthd as the user's prompt agent (best as the systemd user service \
+            localauthd-agent, started before anything else can register). From then on the daemon sends this agent \
+            the questions of the user's programs instead of asking them to draw prompts themselves: the agent shows \
             each with pinentry, naming the program as localauthd identified it, and answers the daemon directly. \
             The passcode goes from pinentry to the agent to localauthd and PAM; the asking program only learns the \
             outcome. A fingerprint and the passcode are offered at once: the scan runs while pinentry asks, and \

@@ -221,6 +221,42 @@ struct PromptAgentAttackTests {
         #expect(!Self.copied(copy).contains(Self.passcode), "the wrapper copied the passcode")
     }
 
+    /// The pinentry runs with the agent's display and nothing else of the environment whoever started lactl chose
+    /// (a `GTK_MODULES` or `PINENTRY_USER_DATA` there would change what the dialog loads or does).
+    @Test func thePinentryGetsTheDisplayAndNothingElseOfTheAgentsEnvironment() throws {
+        let world = try World()
+        defer { world.close() }
+        let recorded = world.daemon.directory + "/pinentry-environment"
+        let recording = world.daemon.directory + "/pinentry-recording"
+        try Data(
+            """
+            #!/bin/sh
+            env > \(recorded)
+            exec /usr/bin/pinentry-tty "$@"
+
+            """.utf8
+        ).write(to: URL(fileURLWithPath: recording))
+        chmod(recording, 0o755)
+        let terminal = try PseudoTerminal()
+        let agent = try world.agent(
+            on: terminal, pinentry: recording,
+            environment: ["DISPLAY": ":77", "GTK_MODULES": "/tmp/evil.so", "PINENTRY_USER_DATA": "evil"])
+        defer { agent.stop(SIGKILL) }
+        let (asker, log) = try world.asker()
+        defer { asker.stop(SIGKILL) }
+        #expect(terminal.waitFor("Password:", timeout: 20), "\(terminal.transcript)")
+        terminal.type(Self.passcode + "\n")
+        let answer = try #require(PromptAgentTests.answer(log), "the asker answered")
+        #expect(answer["status"] == "success", "\(answer)")
+        let environment = Set(
+            ((try? String(contentsOfFile: recorded, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init))
+        #expect(environment.contains("DISPLAY=:77"), "\(environment)")
+        #expect(environment.contains("PATH=/usr/local/bin:/usr/bin:/bin"), "\(environment)")
+        let names = Set(environment.compactMap { $0.split(separator: "=", maxSplits: 1).first.map(String.init) })
+        // What the shell running the recording adds itself (PWD) aside, nothing else.
+        #expect(names.subtracting(["DISPLAY", "PATH", "PWD"]).isEmpty, "\(names.sorted())")
+    }
+
     /// A copy of the probe at `path` (an unregistered program), asking with `reason` from a session of its own.
     static func asker(
         _ world: World, at path: String, reason: String, environment: [String: String] = [:]
