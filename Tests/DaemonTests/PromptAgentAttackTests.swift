@@ -39,8 +39,9 @@ struct PromptAgentAttackTests {
         return (path, copy)
     }
 
-    static func copied(_ copy: String) -> String {
-        (try? String(contentsOfFile: copy, encoding: .utf8)) ?? ""
+    /// Whether the wrapper's copy holds the passcode (a Bool, so that a failure prints no copy of it).
+    static func holdsPasscode(_ copy: String) -> Bool {
+        ((try? String(contentsOfFile: copy, encoding: .utf8)) ?? "").contains(passcode)
     }
 
     /// `lactl agent` run as an attacker runs it: on `terminal`, with `arguments` and `environment` of its choosing.
@@ -94,7 +95,7 @@ struct PromptAgentAttackTests {
                 if terminal.waitFor("Password:", timeout: 20) { terminal.type(Self.passcode + "\n") }
                 _ = PromptAgentTests.answer(log, timeout: 20)
             }
-            #expect(!Self.copied(copy).contains(Self.passcode), "the wrapper copied the passcode (choice \(choice))")
+            #expect(!Self.holdsPasscode(copy), "the wrapper copied the passcode (choice \(choice))")
             #expect(agent.wait(timeout: 10) != nil, "the agent with the wrapper stopped (choice \(choice))")
             let expected = choice ? "not owned by root" : "agent-pinentry-choice"
             #expect(terminal.transcript.contains(expected), "\(terminal.transcript)")
@@ -113,7 +114,7 @@ struct PromptAgentAttackTests {
         terminal.type(Self.passcode + "\n")
         let answer = try #require(PromptAgentTests.answer(log), "the asker answered")
         #expect(answer["status"] == "success", "\(answer)")
-        #expect(!Self.copied(copy).contains(Self.passcode), "the wrapper copied the passcode")
+        #expect(!Self.holdsPasscode(copy), "the wrapper copied the passcode")
     }
 
     /// Whether this process may start audit login sessions (root with `CAP_AUDIT_CONTROL`, an audit-enabled
@@ -218,7 +219,7 @@ struct PromptAgentAttackTests {
         attackers.type(Self.passcode + "\n")
         let answer = try #require(PromptAgentTests.answer(askerLog), "the asker answered")
         #expect(answer["status"] == "success", "\(answer)")
-        #expect(!Self.copied(copy).contains(Self.passcode), "the wrapper copied the passcode")
+        #expect(!Self.holdsPasscode(copy), "the wrapper copied the passcode")
     }
 
     /// The pinentry runs with the agent's display and nothing else of the environment whoever started lactl chose
@@ -250,9 +251,10 @@ struct PromptAgentAttackTests {
         #expect(answer["status"] == "success", "\(answer)")
         let environment = Set(
             ((try? String(contentsOfFile: recorded, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init))
-        #expect(environment.contains("DISPLAY=:77"), "\(environment)")
-        #expect(environment.contains("PATH=/usr/local/bin:/usr/bin:/bin"), "\(environment)")
+        // Names only in what a failure prints: the values of an environment are nobody's business in a log.
         let names = Set(environment.compactMap { $0.split(separator: "=", maxSplits: 1).first.map(String.init) })
+        #expect(environment.contains("DISPLAY=:77"), "\(names.sorted())")
+        #expect(environment.contains("PATH=/usr/local/bin:/usr/bin:/bin"), "\(names.sorted())")
         // What the shell running the recording adds itself (PWD) aside, nothing else.
         #expect(names.subtracting(["DISPLAY", "PATH", "PWD"]).isEmpty, "\(names.sorted())")
     }
