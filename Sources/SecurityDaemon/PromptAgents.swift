@@ -13,10 +13,11 @@ import Synchronization
 ///
 /// One agent per user, and no agent is preferred over another: any program of the user can start the registered
 /// `lactl`, so an agent started from a login session must not take that session's prompts from the user's own.
-/// While an agent is connected, another is refused (the refusal names it, and the log says who tried). Once it
-/// disconnected, a new one is accepted only after the old one's process has exited, never while it merely lost
-/// its connection, and the replacement is logged as a warning naming both and told to the new agent; so an agent
-/// that is killed and taken over leaves a trace, and the real one, restarted, is refused with the usurper's pid.
+/// While an agent is connected, another is refused (the refusal names it, the log says who tried, and the agent
+/// that serves is told: ``ServerMessage/agentNotice(_:)``). Once it disconnected, a new one is accepted only after
+/// the old one's process has exited, never while it merely lost its connection, and the replacement is logged as a
+/// warning naming both and told to the new agent; so an agent that is killed and taken over leaves a trace, and
+/// the real one, restarted, is refused with the usurper's pid.
 final class PromptAgents: Sendable {
     /// One registered agent: its connection's sender and the prompts it is drawing.
     final class Agent: Sendable {
