@@ -309,7 +309,7 @@ final class SocketConnection: Sendable {
             .keychainFailure(let id, _), .authenticationFailure(let id, _), .login(let id, _),
             .agentRegistered(let id, _):
             state.withLock { $0.pending.removeValue(forKey: id) }?.waiter.resume(with: .success(message))
-        case .agentPrompt, .agentPromptEnded:
+        case .agentPrompt, .agentPromptEnded, .agentNotice:
             // Only an agent's connection gets these (lactl agent reads its own); never a SocketClient's.
             break
         case .welcome, .refused:

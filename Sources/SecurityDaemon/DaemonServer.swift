@@ -100,6 +100,20 @@ package struct DaemonConfiguration: Sendable {
         return .seconds(seconds)
     }
 
+    /// The pinentry every prompt agent runs (`lactl agent`): `LA_AGENT_PINENTRY`, else `agent-pinentry = PATH` in
+    /// `<configuration directory>/localauthd.conf`, else `/usr/bin/pinentry` (Debian's alternative). The agent runs
+    /// it only when root owns it and nobody else can write it or its directories.
+    package var agentPinentry: String {
+        setting("LA_AGENT_PINENTRY", "agent-pinentry") ?? "/usr/bin/pinentry"
+    }
+
+    /// Whether a prompt agent may run the pinentry its user names (`--pinentry`, `$PINENTRY_PROGRAM`) instead of
+    /// ``agentPinentry``: `LA_AGENT_PINENTRY_CHOICE`, else `agent-pinentry-choice = yes|no`, else no. Even then the
+    /// agent runs only a program root owns and nobody else can write.
+    package var agentPinentryChoice: Bool {
+        setting("LA_AGENT_PINENTRY_CHOICE", "agent-pinentry-choice") == "yes"
+    }
+
     /// The environment the users' authenticators are configured from: the daemon's, with `biometry-backend = …`
     /// of `localauthd.conf` as `LA_BIOMETRY_BACKEND` when the environment does not set it.
     package var authenticationEnvironment: [String: String] {
@@ -320,7 +334,9 @@ package final class DaemonServer: Sendable {
         let engines = UserEngines(configuration: configuration, enclave: enclave)
         let sessions = SessionRegistry()
         let logins = LoginSessions()
-        let agents = PromptAgents()
+        let agents = PromptAgents { [configuration] in
+            (configuration.agentPinentry, configuration.agentPinentryChoice)
+        }
         let registry = RegistryWatcher(
             directory: configuration.registryDirectory,
             trustsAdministrativeClaims: configuration.trustsAdministrativeClaims)

@@ -187,11 +187,11 @@ final class DaemonSession: Sendable {
         return widened.info
     }
 
-    /// The agent that draws this caller's prompts (its session's, else its user's), nil when none is registered or
+    /// The agent that draws this caller's prompts (its user's), nil when none is registered or
     /// the caller draws its own (`interactive`, and its registration says `own-prompts = yes`).
     private func agent(interactive: Bool) -> PromptAgents.Agent? {
         if interactive && routing.drawsOwnPrompts { return nil }
-        return routing.agents.agent(uid: peer.credentials.uid, session: routing.loginSession)
+        return routing.agents.agent(uid: peer.credentials.uid)
     }
 
     /// A prompt channel for request `id`: to the caller's agent when one draws its prompts (``agent(interactive:)``;
@@ -387,10 +387,10 @@ final class DaemonSession: Sendable {
         engine.authentication?.discardAll(owner: caller.connection)
     }
 
-    /// Makes this connection its user's prompt agent for the caller's login session (or, outside any, for the
-    /// user's programs with no agent of their own session). Only an administrative tool that is not tainted
-    /// (`lactl agent`) may: any other program of the user would otherwise receive the questions other programs
-    /// ask, with the names the daemon verified, and could collect what the user types.
+    /// Makes this connection its user's prompt agent (``PromptAgents``: one per user). Only an administrative tool
+    /// that is not tainted (`lactl agent`) may: any other program of the user would otherwise receive the
+    /// questions other programs ask, with the names the daemon verified, and could collect what the user types.
+    /// The answer names the pinentry the administrator chose (``SecurityProtocol/AgentRegistration``).
     private func registerAgent(_ id: UInt64) {
         guard routing.mayServeAsAgent else {
             return send(
@@ -401,22 +401,23 @@ final class DaemonSession: Sendable {
                         "only an administrative tool registered with localauthd (lactl agent) may draw the user's "
                             + "prompts; \(peer.executable) is not one")))
         }
-        let key = PromptAgents.Key(uid: peer.credentials.uid, session: routing.loginSession)
-        let registered = state.withLock { state -> Result<PromptAgents.Agent, PromptAgents.Refusal> in
+        typealias Registered = (agent: PromptAgents.Agent, registration: AgentRegistration)
+        let registered = state.withLock { state -> Result<Registered, PromptAgents.Refusal> in
             guard !state.closed else { return .failure(PromptAgents.Refusal(description: "the connection closed")) }
             guard agentRole.withLock({ $0 }) == nil else {
                 return .failure(PromptAgents.Refusal(description: "this connection is an agent already"))
             }
-            let registered = Result { () throws(PromptAgents.Refusal) in
-                try routing.agents.register(key, pid: peer.credentials.pid, send: send)
+            let registered = Result { () throws(PromptAgents.Refusal) -> Registered in
+                try routing.agents.register(
+                    uid: peer.credentials.uid, session: routing.loginSession, peer: peer, send: send)
             }
             // Inside the lock: a close() after it finds the role and removes the agent.
-            if case .success(let agent) = registered { agentRole.withLock { $0 = agent } }
+            if case .success(let made) = registered { agentRole.withLock { $0 = made.agent } }
             return registered
         }
         switch registered {
-        case .success:
-            send(.agentRegistered(id, key.description))
+        case .success(let made):
+            send(.agentRegistered(id, made.registration))
         case .failure(let refusal):
             send(.keychainFailure(id, KeychainStatus(.duplicateItem, refusal.description)))
         }

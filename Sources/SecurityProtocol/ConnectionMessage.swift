@@ -24,9 +24,9 @@ package enum ClientMessage: Sendable, Equatable {
     case unsubscribe(UInt64)
     /// A login session's step, from the PAM module (docs/PROTOCOL.md, "Login sessions").
     case login(UInt64, LoginRequest)
-    /// This connection becomes its user's prompt agent for its login session (`lactl agent`): the daemon sends it
-    /// the prompts of that session's programs (``ServerMessage/agentPrompt(_:_:)``), and it answers them with
-    /// ``answer(_:)``. Answered by ``ServerMessage/agentRegistered(_:_:)`` or an `authenticationFailure`.
+    /// This connection becomes its user's prompt agent (`lactl agent`; one per user): the daemon sends it the
+    /// prompts of that user's programs (``ServerMessage/agentPrompt(_:_:)``), and it answers them with
+    /// ``answer(_:)``. Answered by ``ServerMessage/agentRegistered(_:_:)`` or a `keychainFailure`.
     case registerAgent(UInt64)
 }
 
@@ -56,13 +56,15 @@ package enum ServerMessage: Sendable, Equatable {
     case refused(String)
     /// The answer to a login session's step.
     case login(UInt64, LoginOutcome)
-    /// The connection is the prompt agent of the login session named (as the daemon found it).
-    case agentRegistered(UInt64, String)
+    /// The connection is its user's prompt agent, and runs the pinentry the registration names.
+    case agentRegistered(UInt64, AgentRegistration)
     /// To a prompt agent: a prompt of a program of its session, the program as the daemon identified it. The
     /// event's request number is the daemon's (unique among the agent's prompts); the agent answers with it.
     case agentPrompt(PromptEvent, CallerInfo)
     /// To a prompt agent: the prompts of that number are over (the request ended, or its program went away).
     case agentPromptEnded(UInt64)
+    /// To a prompt agent: something its user should know (another agent tried to take its place), for it to show.
+    case agentNotice(String)
 }
 
 extension ClientMessage: ProtocolCodable {
@@ -145,7 +147,7 @@ extension ClientMessage: ProtocolCodable {
 extension ServerMessage: ProtocolCodable {
     /// A variant: 1 welcome, 2 keychain, 3 key, 4 authentication, 5 administration, 6 progress, 7 keychainFailure,
     /// 8 authenticationFailure, 9 prompt, 10 keychainEvent, 11 environment, 12 refused, 13 login, 14 agentRegistered,
-    /// 15 agentPrompt, 16 agentPromptEnded; associated values as fields 1, 2 in order.
+    /// 15 agentPrompt, 16 agentPromptEnded, 17 agentNotice; associated values as fields 1, 2 in order.
     package func encode(into writer: inout MessageWriter) {
         switch self {
         case .welcome(let version): writer.variant(1) { $0.field(1, version) }
@@ -161,13 +163,14 @@ extension ServerMessage: ProtocolCodable {
         case .environment(let id, let snapshot): Self.pair(&writer, 11, id, snapshot)
         case .refused(let reason): writer.variant(12) { $0.field(1, reason) }
         case .login(let id, let outcome): Self.pair(&writer, 13, id, outcome)
-        case .agentRegistered(let id, let session): Self.pair(&writer, 14, id, session)
+        case .agentRegistered(let id, let registration): Self.pair(&writer, 14, id, registration)
         case .agentPrompt(let event, let caller):
             writer.variant(15) {
                 $0.field(1, event)
                 $0.field(2, caller)
             }
         case .agentPromptEnded(let number): writer.variant(16) { $0.field(1, number) }
+        case .agentNotice(let text): writer.variant(17) { $0.field(1, text) }
         }
     }
 
@@ -200,6 +203,7 @@ extension ServerMessage: ProtocolCodable {
             case 14: .agentRegistered(try payload.field(1), try payload.field(2))
             case 15: .agentPrompt(try payload.field(1), try payload.field(2))
             case 16: .agentPromptEnded(try payload.field(1))
+            case 17: .agentNotice(try payload.field(1))
             default: nil
             }
         }

@@ -15,13 +15,18 @@ extension AuthenticationContexts {
     ///   cancelled meanwhile), `notInteractive`, `userCancel`, `userFallback`, `authenticationFailed`,
     ///   `biometryLockout`, `biometryNotAvailable`, `biometryNotEnrolled`, `passcodeNotSet`, `systemCancel` (no
     ///   finger in time, or the client went away mid-prompt),
-    ///   code -11 (`companionNotAvailable`) for companion and wrist-detection policies.
+    ///   code -11 (`companionNotAvailable`) for companion and wrist-detection policies; `authenticationFailed`,
+    ///   before anything else, when the prompt's reason, fallback or cancel title holds a control or bidirectional
+    ///   formatting character (``SecurityProtocol/PromptText``: the prompt would show what the program drew with
+    ///   it, not what the daemon verified). Apple raises an exception for malformed arguments (an empty reason);
+    ///   here, as for the empty reason, the evaluation fails instead.
     @discardableResult
     package func evaluate(
         _ policy: EvaluationPolicy, context id: AuthenticationContextID, options: EvaluationOptions,
         prompts: PromptChannel?
     ) async throws -> Credential {
         _ = try credentials(for: id)
+        try Self.requireShowable(options.prompt)
         let policy = policy == .biometricsOrCompanion ? .biometrics : policy
         if policy == .companion || policy == .wristDetection {
             throw AuthenticationError(Self.companionNotAvailable, "no companion device can be used on Linux")
@@ -151,6 +156,13 @@ extension AuthenticationContexts {
         guard hash != nil, hash == last.hash else { return nil }
         return Credential(
             method: .biometry, time: last.time, enrolledSetHash: hash, user: configuration.username, isReused: true)
+    }
+
+    /// Throws `authenticationFailed` when `prompt` holds text no prompt may show (``EvaluationPrompt/unshowableText``).
+    static func requireShowable(_ prompt: EvaluationPrompt) throws {
+        if let problem = prompt.unshowableText {
+            throw AuthenticationError(.authenticationFailed, "the prompt was refused: \(problem)")
+        }
     }
 
     func perform(

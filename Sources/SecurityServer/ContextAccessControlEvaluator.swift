@@ -71,6 +71,7 @@ extension AuthenticationContexts {
         _ requirement: AccessRequirement, context id: AuthenticationContextID, prompts: PromptChannel,
         prompt: EvaluationPrompt, needsPassword: Bool
     ) async throws {
+        try Self.requireShowable(prompt)
         let unmet = requirement.unmet(by: try credentials(for: id), currentHash: try currentStateHash())
         for policy in requirement.evaluations(for: unmet) {
             try await evaluate(policy, context: id, options: EvaluationOptions(prompt: prompt), prompts: prompts)

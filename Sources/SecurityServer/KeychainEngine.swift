@@ -243,6 +243,10 @@ package final class KeychainEngine: Sendable {
         try requireOwnContext(query.authenticationContext, caller: caller)
         query.prompting = prompting
         if let reason = query.operationPrompt { query.prompting.options.prompt.reason = reason }
+        // Refused before anything is read: a prompt would show what the program drew with such text.
+        if let problem = query.prompting.options.prompt.unshowableText {
+            throw KeychainStatus(.param, "kSecUseOperationPrompt or the context's prompt was refused: \(problem)")
+        }
         return query
     }
 

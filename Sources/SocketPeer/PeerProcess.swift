@@ -117,6 +117,9 @@ package final class PeerProcess: Sendable {
         return true
     }
 
+    /// Whether the process has exited (its pidfd says so: never a later process with the same pid).
+    package var hasExited: Bool { !Self.isRunning(pidfd) }
+
     /// The SHA-256 of the executable the process runs, read through `/proc/<pid>/exe` (the very file, even when
     /// its path was replaced) and remembered per file version (``ExecutableDigests``), so each program is hashed
     /// once; nil when it cannot be read, the process no longer runs it, or it was not hashed (over the size limit or

@@ -14,27 +14,31 @@ import Synchronization
 struct PromptAgentCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "agent",
-        abstract: "Draw the keychain's prompts for this login session (fingerprint, passcode, access), with pinentry.",
+        abstract: "Draw the keychain's prompts of your programs (fingerprint, passcode, access), with pinentry.",
         discussion: """
-            Registers with localauthd as the prompt agent of the login session it runs in (logind's session, else \
-            the audit session of the login; outside any session, as a systemd user service, it serves the user's \
-            programs that have no agent of their own session). From then on the daemon sends this agent the \
-            questions of the session's programs instead of asking them to draw prompts themselves: the agent shows \
+            Registers with localauthd as the user's prompt agent (best as the systemd user service \
+            localauthd-agent, started before anything else can register). From then on the daemon sends this agent \
+            the questions of the user's programs instead of asking them to draw prompts themselves: the agent shows \
             each with pinentry, naming the program as localauthd identified it, and answers the daemon directly. \
             The passcode goes from pinentry to the agent to localauthd and PAM; the asking program only learns the \
             outcome. A fingerprint and the passcode are offered at once: the scan runs while pinentry asks, and \
             whichever comes first ends the other.
 
-            One agent per user and session; a second is refused while the first runs. Only lactl as registered \
-            with localauthd (administrative) may be an agent. Embedded mode has no agent: programs draw their own \
-            prompts there.
+            One agent per user: a second is refused while the first runs, and after the first disconnected a new \
+            one is accepted only once the first has exited (localauthd logs the replacement). Only lactl as \
+            registered with localauthd (administrative) may be an agent. Embedded mode has no agent: programs draw \
+            their own prompts there.
 
-            The pinentry program: --pinentry, else $PINENTRY_PROGRAM, else `pinentry` (Debian's alternative, which \
-            picks GNOME's, GTK, Qt or curses as installed). Text-mode pinentries (tty, curses) use the agent's \
-            terminal; graphical ones the session's $DISPLAY or $WAYLAND_DISPLAY.
+            The pinentry program is the administrator's: `agent-pinentry` in localauthd.conf (default \
+            /usr/bin/pinentry, Debian's alternative, which picks GNOME's, GTK, Qt or curses as installed). \
+            --pinentry and $PINENTRY_PROGRAM name another only where localauthd.conf says \
+            `agent-pinentry-choice = yes`; either way the program must be owned by root and writable by nobody \
+            else, nor its directories. It runs with the display and terminal of the agent and nothing else of its \
+            environment. Text-mode pinentries (tty, curses) use the agent's terminal; graphical ones $DISPLAY or \
+            $WAYLAND_DISPLAY.
             """)
 
-    @Option(help: "The pinentry program (default: $PINENTRY_PROGRAM, else pinentry).")
+    @Option(help: "The pinentry program, where localauthd.conf lets users choose (agent-pinentry-choice = yes).")
     var pinentry: String?
 
     @Option(help: "Seconds a question waits for the user before it counts as cancelled.")
@@ -54,16 +58,69 @@ struct PromptAgentCommand: ParsableCommand {
                     + "own prompts")
         }
         let environment = ProcessInfo.processInfo.environment
-        let program = pinentry ?? environment["PINENTRY_PROGRAM"] ?? "pinentry"
+        let agent = try PromptAgent(socket: socket, verbose: verbose)
+        let registration = try agent.register()
+        // The daemon's word decides which pinentry runs; the arguments and environment are whoever started lactl's.
+        let program = try Self.pinentryProgram(
+            registration, requested: pinentry, fromEnvironment: environment["PINENTRY_PROGRAM"])
         let tty = Self.terminalName()
         let place = Pinentry.Place(
             program: program, ttyName: tty, ttyType: tty == nil ? nil : environment["TERM"] ?? "xterm",
-            timeout: timeout)
-        let agent = try PromptAgent(socket: socket, place: place, verbose: verbose)
-        let session = try agent.register()
-        print("lactl agent: drawing the prompts of \(session) with \(program)")
+            timeout: timeout, environment: Pinentry.environment(from: environment, uid: getuid()))
+        if let replaced = registration.replaced {
+            print("lactl agent: replaces the agent that served \(registration.serves) before (pid \(replaced), exited)")
+        }
+        print("lactl agent: drawing the prompts of \(registration.serves) with \(program)")
         fflush(nil)
-        try agent.serve()
+        try agent.serve(place)
+    }
+
+    /// The pinentry to run: the administrator's (`registration.pinentry`), or the one the user names (`requested`,
+    /// `--pinentry`; else `fromEnvironment`, `$PINENTRY_PROGRAM`) where the daemon says the user may choose; in
+    /// either case only a program root owns and nobody else can write (``Pinentry/verifiedProgram(_:)``), as the
+    /// path it resolves to.
+    ///
+    /// - Throws: ``AgentFailure`` for `--pinentry` naming another program where the user may not choose, and for a
+    ///   program that fails the check. A `$PINENTRY_PROGRAM` the user may not choose is ignored, with a note.
+    static func pinentryProgram(_ registration: AgentRegistration, requested: String?, fromEnvironment: String?)
+        throws -> String
+    {
+        let configured: String
+        do {
+            configured = try Pinentry.verifiedProgram(registration.pinentry)
+        } catch {
+            throw AgentFailure("the pinentry localauthd.conf names (agent-pinentry) cannot be used: \(error)")
+        }
+        if let requested {
+            // Naming the administrator's own program is no choice; anything else needs the daemon's leave.
+            if (try? Pinentry.verifiedProgram(requested)) == configured { return configured }
+            guard registration.mayChoosePinentry else {
+                throw AgentFailure(
+                    "localauthd.conf does not let users choose the agent's pinentry (agent-pinentry-choice): it is "
+                        + "\(registration.pinentry); run lactl agent without --pinentry")
+            }
+            return try verified(requested)
+        }
+        guard let fromEnvironment, !fromEnvironment.isEmpty else { return configured }
+        guard registration.mayChoosePinentry else {
+            if (try? Pinentry.verifiedProgram(fromEnvironment)) != configured {
+                FileHandle.standardError.write(
+                    Data(
+                        ("lactl agent: $PINENTRY_PROGRAM is ignored: localauthd.conf does not let users choose the "
+                            + "agent's pinentry (agent-pinentry-choice)\n").utf8))
+            }
+            return configured
+        }
+        return try verified(fromEnvironment)
+    }
+
+    /// ``Pinentry/verifiedProgram(_:)`` of a program the user named.
+    private static func verified(_ chosen: String) throws -> String {
+        do {
+            return try Pinentry.verifiedProgram(chosen)
+        } catch {
+            throw AgentFailure("the pinentry \(PromptText.displayed(chosen, limit: 256)) cannot be used: \(error)")
+        }
     }
 
     /// The terminal on standard input, output or error, for text-mode pinentries.
@@ -89,13 +146,14 @@ final class PromptAgent: Sendable {
     private let descriptor: Int32
     private let reader: Mutex<FrameReader>
     private let writing = Mutex(())
-    private let place: Pinentry.Place
+    /// Where dialogs appear and which pinentry draws them, once registered (``serve(_:)``).
+    private let place = Mutex<Pinentry.Place?>(nil)
     private let verbose: Bool
     private let conversations = Mutex<[UInt64: Conversation]>([:])
 
     /// Connects to localauthd at `socket` (served by root, as installed: a socket anyone else serves could collect
     /// the passcodes typed into the agent) and says hello.
-    init(socket: String, place: Pinentry.Place, verbose: Bool) throws {
+    init(socket: String, verbose: Bool) throws {
         let (descriptor, server) = try SocketClient.connectBare(socket)
         guard server == 0 else {
             close(descriptor)
@@ -107,7 +165,6 @@ final class PromptAgent: Sendable {
             FrameReader(
                 descriptor: descriptor, limit: MessageLimits.default.maximumFrameByteCount,
                 version: MessageWriter.formatVersion))
-        self.place = place
         self.verbose = verbose
         guard write(.hello(versions: [1], accessGroups: [], allGroups: false)), case .welcome? = next() else {
             throw AgentFailure("localauthd at \(socket) did not welcome the agent")
@@ -118,19 +175,20 @@ final class PromptAgent: Sendable {
         close(descriptor)
     }
 
-    /// Registers as the prompt agent; returns the session the daemon found.
-    func register() throws -> String {
+    /// Registers as the prompt agent; returns what the daemon said (whom it serves, which pinentry it runs).
+    func register() throws -> AgentRegistration {
         guard write(.registerAgent(1)) else { throw AgentFailure("the connection to localauthd failed") }
         switch next() {
-        case .agentRegistered(1, let session)?: return session
+        case .agentRegistered(1, let registration)?: return registration
         case .keychainFailure(1, let status)?: throw AgentFailure(status.message)
         case .refused(let reason)?: throw AgentFailure("localauthd refused the agent: \(reason)")
         default: throw AgentFailure("localauthd did not answer the registration")
         }
     }
 
-    /// Serves prompts until the daemon closes the connection.
-    func serve() throws {
+    /// Serves prompts, drawn with `place`, until the daemon closes the connection.
+    func serve(_ place: Pinentry.Place) throws {
+        self.place.withLock { $0 = place }
         while let message = next() {
             switch message {
             case .agentPrompt(let event, let caller):
@@ -141,12 +199,17 @@ final class PromptAgent: Sendable {
                     return started
                 }
                 if verbose, case .fingerprintBegan(let prompt) = event.kind {
-                    print("prompt \(event.request): \(caller.executable) (pid \(caller.pid)): \(prompt.reason)")
+                    let program = PromptText.displayed(caller.executable, limit: Conversation.pathLimit)
+                    let reason = PromptText.displayed(prompt.reason, limit: Conversation.reasonLimit)
+                    print("prompt \(event.request): \(program) (pid \(caller.pid)): \(reason)")
                     fflush(nil)
                 }
                 conversation.receive(event.kind)
             case .agentPromptEnded(let number):
                 conversations.withLock { $0.removeValue(forKey: number) }?.end()
+            case .agentNotice(let text):
+                FileHandle.standardError.write(
+                    Data("lactl agent: localauthd says: \(PromptText.displayed(text, limit: 600))\n".utf8))
             case .refused(let reason):
                 throw AgentFailure("localauthd closed the connection: \(reason)")
             default:
@@ -190,6 +253,10 @@ final class PromptAgent: Sendable {
             return nil
         }
         let slot = dialogSlot
+        guard let place = place.withLock({ $0 }) else {
+            slot.signal()
+            return nil
+        }
         do {
             return try Pinentry(place) { slot.signal() }
         } catch {
@@ -280,19 +347,39 @@ final class Conversation: Sendable {
         }
     }
 
-    /// What the dialog says: the program, as localauthd identified it, wants `what`; then where it runs from and
-    /// whether the app registry knows it.
-    private func description(_ what: String) -> String {
-        let name = caller.applicationIdentifier ?? URL(fileURLWithPath: caller.executable).lastPathComponent
-        var lines = [
-            "\u{201C}\(name)\u{201D} wants to \(what)", "", "Program: \(caller.executable) (pid \(caller.pid))",
-        ]
+    /// The longest reason, path, button title and question a dialog shows (longer ones are cut, marked with `…`):
+    /// a program cannot push the verified lines off the dialog or the terminal with a long text.
+    static let reasonLimit = 300
+    static let pathLimit = 400
+    static let titleLimit = 40
+    static let questionLimit = 600
+
+    /// What the dialog says: first the program, as localauthd identified it (its path, pid and registration: these
+    /// lines are the daemon's), then `what` it wants, labelled as the program's own words when `byProgram`.
+    ///
+    /// Every text is shown through ``PromptText/displayed(_:limit:)``: control and bidirectional formatting
+    /// characters appear escaped (`\u{1B}`), never interpreted, so neither the reason (refused by the daemon
+    /// anyway) nor a path with a newline or an escape in it can draw a line of its own.
+    private func description(_ what: String, byProgram: Bool = true) -> String {
+        let path = PromptText.displayed(caller.executable, limit: Self.pathLimit)
+        var lines = ["Program: \(path) (pid \(caller.pid))"]
         if let identifier = caller.applicationIdentifier, let team = identifier.split(separator: ".").first {
-            lines.append("Registered with localauthd, team \(team)")
+            lines.append(
+                "Registered with localauthd, team \(PromptText.displayed(String(team), limit: Self.titleLimit))")
         } else {
             lines.append("Not registered with localauthd")
         }
+        let text = PromptText.displayed(what, limit: Self.reasonLimit)
+        lines.append("")
+        lines.append(
+            byProgram ? "The program's reason, in its own words: \u{201C}\(text)\u{201D}" : "It wants to \(text).")
         return lines.joined(separator: "\n")
+    }
+
+    /// A button title the program chose, shown safely; `fallback` when it chose none.
+    private static func buttonTitle(_ title: String?, fallback: String) -> String {
+        guard let title, !title.isEmpty else { return fallback }
+        return PromptText.displayed(title, limit: titleLimit)
     }
 
     /// The fingerprint prompt: a dialog that says to touch the reader and, when the evaluation offers the passcode,
@@ -312,11 +399,11 @@ final class Conversation: Sendable {
                 title: "Authentication",
                 description: description + "\n\nTouch the fingerprint reader, or type your passcode.",
                 prompt: "Passcode:",
-                ok: "OK", cancel: prompt.cancelTitle ?? "Cancel", error: nil)
+                ok: "OK", cancel: Self.buttonTitle(prompt.cancelTitle, fallback: "Cancel"), error: nil)
         } else {
             outcome = dialog.message(
                 title: "Authentication", description: description + "\n\nTouch the fingerprint reader.",
-                ok: prompt.cancelTitle ?? "Cancel")
+                ok: Self.buttonTitle(prompt.cancelTitle, fallback: "Cancel"))
         }
         let scanning = state.withLock { $0.scanning && !$0.ended }
         guard scanning else { return }
@@ -351,11 +438,12 @@ final class Conversation: Sendable {
             defer { state.error = nil }
             return state.error
         }
-        let text = passcode.text.trimmingCharacters(in: .whitespaces)
+        let text = PromptText.displayed(passcode.text.trimmingCharacters(in: .whitespaces), limit: Self.titleLimit)
         let outcome = dialog.getPin(
             title: "Authentication", description: description(prompt.reason),
             prompt: text.isEmpty ? (isApplicationPassword ? "Password:" : "Passcode:") : text, ok: "OK",
-            cancel: prompt.cancelTitle ?? "Cancel", error: error)
+            cancel: Self.buttonTitle(prompt.cancelTitle, fallback: "Cancel"),
+            error: error.map { PromptText.displayed($0, limit: Self.questionLimit) })
         guard !state.withLock({ $0.ended }) else { return }
         if case .secret(let secret) = outcome {
             agent.answer(number, .answer(question: question, secret))
@@ -369,7 +457,9 @@ final class Conversation: Sendable {
         guard let dialog = open() else { return agent.answer(number, .choice(question: question, nil)) }
         defer { close(dialog) }
         let outcome = dialog.confirm(
-            title: "Keychain access", description: description("use an item of the keychain") + "\n\n\(trust.text)",
+            title: "Keychain access",
+            description: description("use an item of the keychain", byProgram: false) + "\n\n"
+                + PromptText.displayed(trust.text, limit: Self.questionLimit),
             ok: "Allow _once", notOK: "Al_ways allow", cancel: "_Deny")
         guard !state.withLock({ $0.ended }) else { return }
         let choice: TrustChoice?

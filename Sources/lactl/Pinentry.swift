@@ -40,6 +40,70 @@ final class Pinentry: Sendable {
         /// How long a dialog may wait for the user before it counts as cancelled (its own SETTIMEOUT, and a
         /// watchdog that kills a pinentry that does not keep it).
         var timeout: Int
+        /// The program's whole environment (``Pinentry/environment(from:uid:)``).
+        var environment: [String: String]
+    }
+
+    /// The variables a pinentry gets: the display it draws on, nothing else of the agent's environment (which is
+    /// whoever started the agent's: a `GTK_MODULES`, `QT_PLUGIN_PATH`, `GNUPGHOME` or `PINENTRY_USER_DATA` there
+    /// would load code into the dialog or change what it does). `DISPLAY`, `XAUTHORITY` and `WAYLAND_DISPLAY` as the
+    /// agent has them (a Wayland display only as a name under the runtime directory); `XDG_RUNTIME_DIR` and the
+    /// session bus only at the user's own `/run/user/<uid>` (pinentry-gnome3 asks the desktop's prompter there);
+    /// `PATH` fixed.
+    static func environment(from agent: [String: String], uid: uid_t) -> [String: String] {
+        var environment = ["PATH": "/usr/local/bin:/usr/bin:/bin"]
+        let runtime = "/run/user/\(uid)"
+        if let display = agent["DISPLAY"], !display.isEmpty { environment["DISPLAY"] = display }
+        if let authority = agent["XAUTHORITY"], authority.hasPrefix("/") { environment["XAUTHORITY"] = authority }
+        if agent["XDG_RUNTIME_DIR"] == runtime {
+            environment["XDG_RUNTIME_DIR"] = runtime
+            if let wayland = agent["WAYLAND_DISPLAY"], !wayland.isEmpty, !wayland.contains("/") {
+                environment["WAYLAND_DISPLAY"] = wayland
+            }
+            if agent["DBUS_SESSION_BUS_ADDRESS"] == "unix:path=\(runtime)/bus" {
+                environment["DBUS_SESSION_BUS_ADDRESS"] = "unix:path=\(runtime)/bus"
+            }
+        }
+        return environment
+    }
+
+    /// `path` resolved (symbolic links followed), when it is a program the administrator put there: a regular,
+    /// executable file owned by root and writable by no one else, in directories owned by root and writable by no
+    /// one else (a directory others may write is accepted only with the sticky bit, as `/tmp`: there nobody but
+    /// root can rename or remove root's entries). Any other pinentry could be the user's own or any program's, and
+    /// would read the passcode typed into it.
+    ///
+    /// - Throws: ``Failure`` naming what is wrong.
+    static func verifiedProgram(_ path: String) throws(Failure) -> String {
+        guard path.hasPrefix("/") else {
+            throw Failure(description: "not an absolute path")
+        }
+        guard let resolvedPointer = realpath(path, nil) else {
+            throw Failure(description: "it cannot be resolved: \(String(cString: strerror(errno)))")
+        }
+        let resolved = String(cString: resolvedPointer)
+        free(resolvedPointer)
+        var info = stat()
+        guard lstat(resolved, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            throw Failure(description: "\(resolved) is not a regular file")
+        }
+        guard info.st_uid == 0, info.st_mode & 0o022 == 0 else {
+            throw Failure(description: "\(resolved) is not owned by root or others can write it")
+        }
+        guard info.st_mode & 0o111 != 0 else { throw Failure(description: "\(resolved) is not executable") }
+        var directory = (resolved as NSString).deletingLastPathComponent
+        while true {
+            guard lstat(directory, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
+                throw Failure(description: "\(directory) is not a directory")
+            }
+            let othersWrite = info.st_mode & 0o022 != 0
+            guard info.st_uid == 0, !othersWrite || info.st_mode & S_ISVTX != 0 else {
+                throw Failure(description: "its directory \(directory) is not owned by root or others can write it")
+            }
+            if directory == "/" { break }
+            directory = (directory as NSString).deletingLastPathComponent
+        }
+        return resolved
     }
 
     private let pid: pid_t
@@ -73,9 +137,7 @@ final class Pinentry: Sendable {
         posix_spawn_file_actions_adddup2(&actions, toChild[0], 0)
         posix_spawn_file_actions_adddup2(&actions, fromChild[1], 1)
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        var environment = ProcessInfo.processInfo.environment
-        // Never handed on: the agent's connection and anything about the daemon.
-        environment["LA_DAEMON_SOCKET"] = nil
+        let environment = place.environment
         let argv: [UnsafeMutablePointer<CChar>?] = [strdup(place.program), nil]
         let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
@@ -83,10 +145,8 @@ final class Pinentry: Sendable {
             envp.forEach { free($0) }
         }
         var pid: pid_t = 0
-        let spawned =
-            place.program.contains("/")
-            ? posix_spawn(&pid, place.program, &actions, nil, argv, envp)
-            : posix_spawnp(&pid, place.program, &actions, nil, argv, envp)
+        // Never through PATH: the program is the verified path (``verifiedProgram(_:)``).
+        let spawned = posix_spawn(&pid, place.program, &actions, nil, argv, envp)
         close(toChild[0])
         close(fromChild[1])
         guard spawned == 0 else {

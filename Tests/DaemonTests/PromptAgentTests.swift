@@ -55,10 +55,20 @@ struct PromptAgentTests {
 
         var socket: String { daemon.daemon.socket }
 
-        /// `lactl agent` on `terminal` with `pinentry`, started and registered.
+        /// Writes the daemon's `localauthd.conf` as an administrator would: the agents' pinentry, and whether users
+        /// may name their own (read at each agent's registration).
+        func configure(pinentry: String, choice: Bool = false) throws {
+            let file = daemon.directory + "/config/localauthd.conf"
+            try Data("agent-pinentry = \(pinentry)\nagent-pinentry-choice = \(choice ? "yes" : "no")\n".utf8)
+                .write(to: URL(fileURLWithPath: file))
+        }
+
+        /// `lactl agent` on `terminal` with `pinentry` (the administrator's choice, and named on the command line
+        /// too), started and registered.
         func agent(
             on terminal: PseudoTerminal, pinentry: String, timeout: Int = 60, environment: [String: String] = [:]
         ) throws -> SpawnedProcess {
+            try configure(pinentry: pinentry)
             let agent = try terminal.spawn(
                 lactl, ["agent", "--verbose", "--pinentry", pinentry, "--timeout", String(timeout)],
                 environment: ["LA_DAEMON_SOCKET": socket, "TERM": "xterm"].merging(environment) { $1 })
@@ -321,6 +331,7 @@ struct PromptAgentTests {
         defer { world.close() }
         let user = try IdentityAttackTests.OtherUser()
         defer { user.remove() }
+        try world.configure(pinentry: "/usr/bin/pinentry-tty")
         let terminal = try PseudoTerminal()
         let other = try terminal.spawn(
             "/usr/bin/setpriv",

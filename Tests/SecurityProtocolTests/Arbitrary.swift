@@ -629,7 +629,7 @@ extension LoginRequest: Arbitrary {
 extension ServerMessage: Arbitrary {
     static func arbitrary(using rng: inout any SeededRandomNumberGenerator) -> ServerMessage {
         let id = Draw.uint64(&rng)
-        switch Int.random(in: 0..<16, using: &rng) {
+        switch Int.random(in: 0..<17, using: &rng) {
         case 0: return .welcome(version: Draw.uint64(&rng))
         case 1: return .keychain(id, KeychainResponse.arbitrary(using: &rng))
         case 2: return .key(id, KeyResponse.arbitrary(using: &rng))
@@ -647,9 +647,15 @@ extension ServerMessage: Arbitrary {
                 LoginOutcome(
                     unlocked: Draw.bool(&rng), sessions: Draw.int(&rng), note: Draw.optional(&rng) { Draw.string(&$0) })
             )
-        case 12: return .agentRegistered(id, Draw.string(&rng))
+        case 12:
+            return .agentRegistered(
+                id,
+                AgentRegistration(
+                    serves: Draw.string(&rng), pinentry: Draw.string(&rng), mayChoosePinentry: Draw.bool(&rng),
+                    replaced: Draw.optional(&rng) { Draw.int32(&$0) }))
         case 13: return .agentPrompt(PromptEvent.arbitrary(using: &rng), CallerInfo.arbitrary(using: &rng))
         case 14: return .agentPromptEnded(id)
+        case 15: return .agentNotice(Draw.string(&rng))
         default: return .refused(Draw.string(&rng))
         }
     }

@@ -176,8 +176,13 @@ package enum IsolationProbe {
         case "authenticate"?:
             guard arguments.count >= 2 else { usage() }
             let context = LAContext()
+            // PROBE_REASON_NUL: `\0` in the reason is a NUL (an argument cannot hold one), as a spoofing program
+            // would send it.
+            let reason =
+                ProcessInfo.processInfo.environment["PROBE_REASON_NUL"] != nil
+                ? arguments[1].replacingOccurrences(of: "\\0", with: "\u{0}") : arguments[1]
             do {
-                _ = try await context.evaluatePolicy(.deviceOwnerAuthentication, localizedReason: arguments[1])
+                _ = try await context.evaluatePolicy(.deviceOwnerAuthentication, localizedReason: reason)
                 print("status=success")
             } catch let error as LAError {
                 print("status=\(error.code.rawValue)")
