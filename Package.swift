@@ -202,7 +202,7 @@ let package = Package(
             name: "SSHAgent",
             dependencies: [
                 "SSHAgentProtocol", "LocalAuthentication", "KeychainServices", "SecurityClient", "SecureCrypto",
-                "SocketPeer",
+                "SocketPeer", "SecurityProtocol",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]),

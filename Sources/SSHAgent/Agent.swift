@@ -2,6 +2,7 @@ import Foundation
 import LocalAuthentication
 import SSHAgentProtocol
 import SecureCrypto
+import SecurityProtocol
 import SocketPeer
 import Synchronization
 
@@ -143,10 +144,12 @@ public final class Agent: Sendable {
         let approvalKey = session.program.map {
             ApprovalKey(key: key.name, program: $0, host: session.boundHost.withLock { $0 })
         }
-        let programName = session.peer?.programName ?? "an unknown program"
+        let programName = PromptText.displayed(
+            session.peer?.programName ?? "an unknown program", limit: 200, verified: true)
+        // The verified part first: the signed data's texts are the client's, and a long one must not push it out of
+        // the prompt's length cap.
         let reason =
-            Self.describe(data, host: session.boundHost.withLock { $0 }, key: key.name)
-            + " (asked by \(programName))"
+            "asked by \(programName): " + Self.describe(data, host: session.boundHost.withLock { $0 }, key: key.name)
 
         let now = ContinuousClock.now
         let kept = state.withLock { state -> Approval? in
@@ -224,17 +227,22 @@ public final class Agent: Sendable {
         if Array(data.prefix(6)) == Array("SSHSIG".utf8) {
             var sig = SSHReader(Array(data.dropFirst(6)))
             if let namespace = try? sig.string() {
-                return "sign for namespace \"\(String(decoding: namespace, as: UTF8.self))\" with SSH key \(key)"
+                return "sign for namespace \u{201C}\(shown(namespace))\u{201D} with SSH key \(key)"
             }
         }
         if (try? reader.string()) != nil, (try? reader.byte()) == 50,  // SSH_MSG_USERAUTH_REQUEST
             let user = try? reader.string(), let service = try? reader.string()
         {
             let target = host.map { " on host key \($0)" } ?? ""
-            return "log in as \(String(decoding: user, as: UTF8.self)) (\(String(decoding: service, as: UTF8.self)))"
-                + "\(target) with SSH key \(key)"
+            return "log in as \(shown(user)) (\(shown(service)))\(target) with SSH key \(key)"
         }
         return "sign data with SSH key \(key)"
+    }
+
+    /// A text of the signed data (the client's) as a prompt and the agent's log show it: escaped where it could
+    /// draw or hide text (``PromptText``), at most 64 characters.
+    static func shown(_ bytes: [UInt8]) -> String {
+        PromptText.displayed(String(decoding: bytes, as: UTF8.self), limit: 64)
     }
 
     /// OpenSSH's fingerprint of a key blob: `SHA256:` and unpadded base64 of SHA-256.

@@ -65,7 +65,7 @@ struct PromptAgentCommand: ParsableCommand {
             registration, requested: pinentry, fromEnvironment: environment["PINENTRY_PROGRAM"])
         let tty = Self.terminalName()
         let place = Pinentry.Place(
-            program: program, ttyName: tty, ttyType: tty == nil ? nil : environment["TERM"] ?? "xterm",
+            program: program, ttyName: tty, ttyType: tty == nil ? nil : Pinentry.terminalType(environment["TERM"]),
             timeout: timeout, environment: Pinentry.environment(from: environment, uid: getuid()))
         if let replaced = registration.replaced {
             print("lactl agent: replaces the agent that served \(registration.serves) before (pid \(replaced), exited)")
@@ -199,7 +199,8 @@ final class PromptAgent: Sendable {
                     return started
                 }
                 if verbose, case .fingerprintBegan(let prompt) = event.kind {
-                    let program = PromptText.displayed(caller.executable, limit: Conversation.pathLimit)
+                    let program = PromptText.displayed(
+                        caller.executable, limit: Conversation.pathLimit, verified: true)
                     let reason = PromptText.displayed(prompt.reason, limit: Conversation.reasonLimit)
                     print("prompt \(event.request): \(program) (pid \(caller.pid)): \(reason)")
                     fflush(nil)
@@ -357,15 +358,17 @@ final class Conversation: Sendable {
     /// What the dialog says: first the program, as localauthd identified it (its path, pid and registration: these
     /// lines are the daemon's), then `what` it wants, labelled as the program's own words when `byProgram`.
     ///
-    /// Every text is shown through ``PromptText/displayed(_:limit:)``: control and bidirectional formatting
-    /// characters appear escaped (`\u{1B}`), never interpreted, so neither the reason (refused by the daemon
-    /// anyway) nor a path with a newline or an escape in it can draw a line of its own.
+    /// Every text is shown through ``PromptText/displayed(_:limit:verified:)``: control, line-breaking and
+    /// bidirectional formatting characters appear escaped (`\u{1B}`), never interpreted, so neither the reason
+    /// (refused by the daemon anyway) nor a path with a newline or an escape in it can draw a line of its own; in the
+    /// verified lines (path, team) invisible characters are escaped too.
     private func description(_ what: String, byProgram: Bool = true) -> String {
-        let path = PromptText.displayed(caller.executable, limit: Self.pathLimit)
+        let path = PromptText.displayed(caller.executable, limit: Self.pathLimit, verified: true)
         var lines = ["Program: \(path) (pid \(caller.pid))"]
         if let identifier = caller.applicationIdentifier, let team = identifier.split(separator: ".").first {
             lines.append(
-                "Registered with localauthd, team \(PromptText.displayed(String(team), limit: Self.titleLimit))")
+                "Registered with localauthd, team "
+                    + PromptText.displayed(String(team), limit: Self.titleLimit, verified: true))
         } else {
             lines.append("Not registered with localauthd")
         }

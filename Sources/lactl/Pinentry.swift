@@ -51,7 +51,12 @@ final class Pinentry: Sendable {
     /// session bus only at the user's own `/run/user/<uid>` (pinentry-gnome3 asks the desktop's prompter there);
     /// `PATH` fixed.
     static func environment(from agent: [String: String], uid: uid_t) -> [String: String] {
-        var environment = ["PATH": "/usr/local/bin:/usr/bin:/bin"]
+        // HOME and the XDG directories name nothing: a toolkit that falls back to the user's home would read the
+        // user's own settings (a GTK settings file can name modules to load).
+        var environment = [
+            "PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/nonexistent", "XDG_CONFIG_HOME": "/nonexistent",
+            "XDG_DATA_HOME": "/nonexistent", "XDG_CACHE_HOME": "/nonexistent",
+        ]
         let runtime = "/run/user/\(uid)"
         if let display = agent["DISPLAY"], !display.isEmpty { environment["DISPLAY"] = display }
         if let authority = agent["XAUTHORITY"], authority.hasPrefix("/") { environment["XAUTHORITY"] = authority }
@@ -65,6 +70,18 @@ final class Pinentry: Sendable {
             }
         }
         return environment
+    }
+
+    /// The terminal type pinentry is told (`OPTION ttytype`): `term` when it is a terminal type's name (letters,
+    /// digits, `-`, `+`, `.`, `_`, at most 64), else `xterm`. `TERM` is whoever started the agent's, and anything
+    /// else in it would be sent to pinentry as Assuan commands of its own.
+    static func terminalType(_ term: String?) -> String {
+        guard let term, !term.isEmpty, term.count <= 64,
+            term.unicodeScalars.allSatisfy({
+                $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "-+._".unicodeScalars.contains($0))
+            })
+        else { return "xterm" }
+        return term
     }
 
     /// `path` resolved (symbolic links followed), when it is a program the administrator put there: a regular,
@@ -145,8 +162,21 @@ final class Pinentry: Sendable {
             envp.forEach { free($0) }
         }
         var pid: pid_t = 0
-        // Never through PATH: the program is the verified path (``verifiedProgram(_:)``).
-        let spawned = posix_spawn(&pid, place.program, &actions, nil, argv, envp)
+        // Never through PATH, and never by its path again: the file is opened, checked once more as it is open (root's,
+        // nobody else may write it), and that very file runs (`/proc/self/fd/N`), whatever replaced the path since
+        // ``verifiedProgram(_:)`` looked at it. Not close-on-exec: a script's interpreter opens it by that name.
+        let program = open(place.program, O_RDONLY | O_NOFOLLOW)
+        var info = stat()
+        guard program >= 0, fstat(program, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_uid == 0,
+            info.st_mode & 0o022 == 0, info.st_mode & 0o111 != 0
+        else {
+            if program >= 0 { close(program) }
+            for descriptor in toChild + fromChild { close(descriptor) }
+            reaped()
+            throw Failure(description: "\(place.program) is no longer root's program that nobody else may write")
+        }
+        let spawned = posix_spawn(&pid, "/proc/self/fd/\(program)", &actions, nil, argv, envp)
+        close(program)
         close(toChild[0])
         close(fromChild[1])
         guard spawned == 0 else {
@@ -176,8 +206,8 @@ final class Pinentry: Sendable {
             throw Failure(description: "\(place.program) did not greet within 10 s")
         }
         var options: [String] = []
-        if let tty = place.ttyName { options.append("OPTION ttyname=\(tty)") }
-        if let type = place.ttyType { options.append("OPTION ttytype=\(type)") }
+        if let tty = place.ttyName { options.append("OPTION ttyname=\(Self.escaped(tty))") }
+        if let type = place.ttyType { options.append("OPTION ttytype=\(Self.escaped(type))") }
         options.append("OPTION lc-ctype=C.UTF-8")
         options.append("SETTIMEOUT \(place.timeout)")
         for option in options {

@@ -187,7 +187,7 @@ struct PromptAgentAttackTests {
     /// The user's agent is killed and another program registers first (with the wrapper in `$PINENTRY_PROGRAM`):
     /// the daemon logs the replacement, the user's agent restarted is refused naming the one that took its place,
     /// and the one that did draws with the administrator's pinentry only: the copy never holds the passcode.
-    @Test func anAgentRegisteredAfterKillingTheUsersOwnGetsNoPasscodeAndIsLogged() throws {
+    @Test func anAgentRegisteredAfterKillingTheUsersOwnIsLoggedAndItsWrapperGetsNoCopy() throws {
         let world = try World()
         defer { world.close() }
         let (wrapper, copy) = try Self.wrapper(in: world)
@@ -228,20 +228,26 @@ struct PromptAgentAttackTests {
         let world = try World()
         defer { world.close() }
         let recorded = world.daemon.directory + "/pinentry-environment"
+        let commands = world.daemon.directory + "/pinentry-commands"
         let recording = world.daemon.directory + "/pinentry-recording"
+        // The commands the agent sends are recorded (what pinentry answers, the passcode among it, is not).
         try Data(
             """
             #!/bin/sh
             env > \(recorded)
-            exec /usr/bin/pinentry-tty "$@"
+            tee \(commands) | /usr/bin/pinentry-tty "$@"
 
             """.utf8
         ).write(to: URL(fileURLWithPath: recording))
         chmod(recording, 0o755)
         let terminal = try PseudoTerminal()
+        // TERM is the agent's starter's too: a newline in it would be an Assuan command of its own.
         let agent = try world.agent(
             on: terminal, pinentry: recording,
-            environment: ["DISPLAY": ":77", "GTK_MODULES": "/tmp/evil.so", "PINENTRY_USER_DATA": "evil"])
+            environment: [
+                "DISPLAY": ":77", "GTK_MODULES": "/tmp/evil.so", "PINENTRY_USER_DATA": "evil",
+                "TERM": "xterm\nOPTION allow-external-password-cache\nSETKEYINFO n/EVIL",
+            ])
         defer { agent.stop(SIGKILL) }
         let (asker, log) = try world.asker()
         defer { asker.stop(SIGKILL) }
@@ -255,8 +261,14 @@ struct PromptAgentAttackTests {
         let names = Set(environment.compactMap { $0.split(separator: "=", maxSplits: 1).first.map(String.init) })
         #expect(environment.contains("DISPLAY=:77"), "\(names.sorted())")
         #expect(environment.contains("PATH=/usr/local/bin:/usr/bin:/bin"), "\(names.sorted())")
+        // Its home and settings directories name nothing: a toolkit finds no settings file of the user's there.
+        #expect(environment.contains("HOME=/nonexistent"), "\(names.sorted())")
+        let homes: Set = ["HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME"]
         // What the shell running the recording adds itself (PWD) aside, nothing else.
-        #expect(names.subtracting(["DISPLAY", "PATH", "PWD"]).isEmpty, "\(names.sorted())")
+        #expect(names.subtracting(["DISPLAY", "PATH", "PWD"]).subtracting(homes).isEmpty, "\(names.sorted())")
+        let sent = (try? String(contentsOfFile: commands, encoding: .utf8)) ?? ""
+        #expect(sent.contains("OPTION ttytype=xterm\n"), "the terminal type is a name, not TERM's lines")
+        #expect(!sent.contains("SETKEYINFO") && !sent.contains("allow-external-password-cache"), "nothing injected")
     }
 
     /// A copy of the probe at `path` (an unregistered program), asking with `reason` from a session of its own.

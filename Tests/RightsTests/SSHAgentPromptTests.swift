@@ -173,7 +173,7 @@ extension SSHAgentTests {
         let log = (try? String(contentsOfFile: world.directory + "/agent.log", encoding: .utf8)) ?? ""
         #expect(
             status == 0, "signed with the passcode typed on ssh-keygen's terminal; it showed: \(screen); agent: \(log)")
-        #expect(screen.contains("sign for namespace \"git\" with SSH key desk (asked by ssh-keygen)"))
+        #expect(screen.contains("asked by ssh-keygen: sign for namespace \u{201C}git\u{201D} with SSH key desk"))
         #expect(!screen.contains("secret"), "the passcode is not echoed")
         #expect(FileManager.default.fileExists(atPath: message + ".sig"))
         await world.close()
