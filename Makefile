@@ -4,8 +4,11 @@ SWIFT_BUILD_FLAGS ?=
 
 .PHONY: bootstrap build pam pam-module test deb package-test demo bench soak fuzz docs clean install uninstall
 
+# The system packages (scripts/bootstrap), then the Swift packages (scripts/resolve-dependencies, which says what to
+# do when their hosts cannot be reached).
 bootstrap:
 	@scripts/bootstrap
+	@SWIFT="$(SWIFT)" scripts/resolve-dependencies
 
 build: bootstrap
 	$(SWIFT) build $(SWIFT_BUILD_FLAGS)
