@@ -15,6 +15,7 @@ let sections: [(name: String, run: () async throws -> Void)] = [
     ("agent", AgentBenchmarks.run),
     ("daemon", DaemonBenchmarks.run),
     ("pressure", PressureBenchmarks.run),
+    ("passcode-pressure", PasscodePressureBenchmarks.run),
     ("load", LoadBenchmarks.run),
     // Ten minutes: only when named (`make soak`).
     ("soak", LoadBenchmarks.soak),
@@ -32,6 +33,10 @@ if CommandLine.arguments.dropFirst().first == "load-client" {
 // The flood the pressure section runs as another user.
 if CommandLine.arguments.dropFirst().first == "flood", CommandLine.arguments.count > 2 {
     PressureBenchmarks.flood(socket: CommandLine.arguments[2])
+}
+// The other user's evaluation the passcode-pressure section runs, which never answers its question.
+if CommandLine.arguments.dropFirst().first == "idle-prompt", CommandLine.arguments.count > 2 {
+    await PasscodePressureBenchmarks.idle(socket: CommandLine.arguments[2])
 }
 let chosen = Set(CommandLine.arguments.dropFirst())
 print("la-bench: ratios against baselines measured in this run (higher is better unless said)")
