@@ -92,8 +92,10 @@ struct PromptAgentAttackTests {
                 // Registered with the wrapper: the victim's prompt goes through it.
                 let (asker, log) = try world.asker()
                 defer { asker.stop(SIGKILL) }
-                if terminal.waitFor("Password:", timeout: 20) { terminal.type(Self.passcode + "\n") }
-                _ = PromptAgentTests.answer(log, timeout: 20)
+                if terminal.waitFor("Password:", timeout: 60), terminal.waitForEchoOff(timeout: 60) {
+                    terminal.type(Self.passcode + "\n")
+                }
+                _ = PromptAgentTests.answer(log, timeout: 60)
             }
             #expect(!Self.holdsPasscode(copy), "the wrapper copied the passcode (choice \(choice))")
             #expect(agent.wait(timeout: 10) != nil, "the agent with the wrapper stopped (choice \(choice))")
@@ -110,7 +112,8 @@ struct PromptAgentAttackTests {
         #expect(terminal.transcript.contains("$PINENTRY_PROGRAM is ignored"), "\(terminal.transcript)")
         let (asker, log) = try world.asker()
         defer { asker.stop(SIGKILL) }
-        #expect(terminal.waitFor("Password:", timeout: 20), "\(terminal.transcript)")
+        #expect(terminal.waitFor("Password:", timeout: 60), "\(terminal.transcript)")
+        _ = terminal.waitForEchoOff(timeout: 60)
         terminal.type(Self.passcode + "\n")
         let answer = try #require(PromptAgentTests.answer(log), "the asker answered")
         #expect(answer["status"] == "success", "\(answer)")
@@ -170,11 +173,12 @@ struct PromptAgentAttackTests {
             }
             shell.stop(SIGKILL)
         }
-        #expect(session.waitFor("in login session", timeout: 20), "\(session.transcript)")
+        #expect(session.waitFor("in login session", timeout: 60), "\(session.transcript)")
         // Registered, or refused: either way lactl says so.
-        #expect(session.waitFor("lactl agent:", timeout: 20), "\(session.transcript)")
+        #expect(session.waitFor("lactl agent:", timeout: 60), "\(session.transcript)")
         #expect(FileManager.default.createFile(atPath: go, contents: Data()))
-        #expect(users.waitFor("Password:", timeout: 20), "the user's own agent asks: \(users.transcript)")
+        #expect(users.waitFor("Password:", timeout: 60), "the user's own agent asks: \(users.transcript)")
+        _ = users.waitForEchoOff(timeout: 60)
         users.type(Self.passcode + "\n")
         let answer = try #require(PromptAgentTests.answer(log), "the session's program answered")
         #expect(answer["status"] == "success", "\(answer)")
@@ -215,7 +219,8 @@ struct PromptAgentAttackTests {
         // The victim types the passcode into the dialog it sees; it goes to the daemon, not to the wrapper.
         let (asker, askerLog) = try world.asker()
         defer { asker.stop(SIGKILL) }
-        #expect(attackers.waitFor("Password:", timeout: 20), "\(attackers.transcript)")
+        #expect(attackers.waitFor("Password:", timeout: 60), "\(attackers.transcript)")
+        _ = attackers.waitForEchoOff(timeout: 60)
         attackers.type(Self.passcode + "\n")
         let answer = try #require(PromptAgentTests.answer(askerLog), "the asker answered")
         #expect(answer["status"] == "success", "\(answer)")
@@ -251,7 +256,8 @@ struct PromptAgentAttackTests {
         defer { agent.stop(SIGKILL) }
         let (asker, log) = try world.asker()
         defer { asker.stop(SIGKILL) }
-        #expect(terminal.waitFor("Password:", timeout: 20), "\(terminal.transcript)")
+        #expect(terminal.waitFor("Password:", timeout: 60), "\(terminal.transcript)")
+        _ = terminal.waitForEchoOff(timeout: 60)
         terminal.type(Self.passcode + "\n")
         let answer = try #require(PromptAgentTests.answer(log), "the asker answered")
         #expect(answer["status"] == "success", "\(answer)")
@@ -339,7 +345,7 @@ struct PromptAgentAttackTests {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let (asker, log) = try Self.asker(world, at: directory + "/sudo", reason: "open the vault")
         defer { asker.stop(SIGKILL) }
-        #expect(terminal.waitFor("Password:", timeout: 20), "\(terminal.transcript)")
+        #expect(terminal.waitFor("Password:", timeout: 60), "\(terminal.transcript)")
         let transcript = terminal.transcript
         let lines = transcript.split(whereSeparator: { $0 == "\n" || $0 == "\r" || $0 == "\r\n" })
         #expect(
@@ -351,6 +357,7 @@ struct PromptAgentAttackTests {
         let reason = try #require(
             transcript.range(of: "reason, in its own words: \u{201C}open the vault"), "\(transcript)")
         #expect(program.lowerBound < reason.lowerBound, "the verified lines come first: \(transcript)")
+        _ = terminal.waitForEchoOff(timeout: 60)
         terminal.type(Self.passcode + "\n")
         let answer = try #require(PromptAgentTests.answer(log), "the asker answered")
         #expect(answer["status"] == "success", "\(answer)")

@@ -72,7 +72,7 @@ struct PromptAgentTests {
             let agent = try terminal.spawn(
                 lactl, ["agent", "--verbose", "--pinentry", pinentry, "--timeout", String(timeout)],
                 environment: ["LA_DAEMON_SOCKET": socket, "TERM": "xterm"].merging(environment) { $1 })
-            #expect(terminal.waitFor("drawing the prompts of", timeout: 20), "\(terminal.transcript)")
+            #expect(terminal.waitFor("drawing the prompts of", timeout: 60), "\(terminal.transcript)")
             return agent
         }
 
@@ -115,10 +115,11 @@ struct PromptAgentTests {
         let (asker, log) = try world.asker()
         defer { asker.stop(SIGKILL) }
         // pinentry-tty on the agent's terminal names the program as localauthd identified it, and the reason.
-        #expect(terminal.waitFor("Password:", timeout: 20), "\(terminal.transcript)")
+        #expect(terminal.waitFor("Password:", timeout: 60), "\(terminal.transcript)")
         let transcript = terminal.transcript
         #expect(transcript.contains(world.probe), "the dialog names the asking program's executable")
         #expect(transcript.contains("open the vault"), "and its reason")
+        _ = terminal.waitForEchoOff(timeout: 60)
         terminal.type(Self.passcode + "\n")
         let answer = try #require(Self.answer(log), "the asker answered")
         #expect(answer["status"] == "success", "\(answer)")
@@ -149,8 +150,8 @@ struct PromptAgentTests {
         defer { agent.stop(SIGKILL) }
         let (asker, log) = try world.asker(reason: "unlock the deploy key")
         defer { asker.stop(SIGKILL) }
-        #expect(terminal.waitFor("unlock the deploy key", timeout: 20), "\(terminal.transcript)")
-        usleep(500_000)
+        #expect(terminal.waitFor("unlock the deploy key", timeout: 60), "\(terminal.transcript)")
+        #expect(terminal.waitForEchoOff(timeout: 60), "pinentry-curses reads the passcode")
         terminal.type(Self.passcode + "\r")
         let answer = try #require(Self.answer(log), "the asker answered")
         #expect(answer["status"] == "success", "\(answer)")
@@ -164,7 +165,7 @@ struct PromptAgentTests {
         defer { agent.stop(SIGKILL) }
         let (wrong, wrongLog) = try world.asker()
         defer { wrong.stop(SIGKILL) }
-        #expect(terminal.waitFor("Password:", timeout: 20), "\(terminal.transcript)")
+        #expect(terminal.waitFor("Password:", timeout: 60), "\(terminal.transcript)")
         terminal.type("not-the-passcode\n")
         let failed = try #require(Self.answer(wrongLog), "the asker answered")
         #expect(failed["status"] == String(LAErrorCodes.authenticationFailed), "\(failed)")
@@ -200,10 +201,11 @@ struct PromptAgentTests {
                 "LA_DAEMON_SOCKET": world.socket, "PROBE_CHOICE": "always", "PROBE_PASSCODE": "guess",
             ], log: log, input: "/dev/null")
         defer { reader.stop(SIGKILL) }
-        #expect(terminal.waitFor("[odw]?", timeout: 20), "\(terminal.transcript)")
+        #expect(terminal.waitFor("[odw]?", timeout: 60), "\(terminal.transcript)")
         #expect(terminal.transcript.contains("TEAMT.probe-b wants to use the item svc"), "\(terminal.transcript)")
         terminal.type("o")
-        #expect(terminal.waitFor("Password:", timeout: 20), "\(terminal.transcript)")
+        #expect(terminal.waitFor("Password:", timeout: 60), "\(terminal.transcript)")
+        _ = terminal.waitForEchoOff(timeout: 60)
         terminal.type(Self.passcode + "\n")
         #expect(reader.wait(timeout: 30) != nil, "B finished")
         let values = AppIsolationTests.values((0, (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""))
@@ -255,7 +257,7 @@ struct PromptAgentTests {
         let (asker, log) = try world.asker()
         defer { asker.stop(SIGKILL) }
         #expect(
-            terminal.waitFor("Touch the fingerprint reader, or type your passcode", timeout: 20),
+            terminal.waitFor("Touch the fingerprint reader, or type your passcode", timeout: 60),
             "\(terminal.transcript)")
         try await world.daemon.reader.send("SCAN alice-1")
         let answer = try #require(Self.answer(log), "the asker answered")
@@ -269,7 +271,7 @@ struct PromptAgentTests {
         {
             usleep(50_000)
         }
-        usleep(300_000)
+        #expect(terminal.waitForEchoOff(timeout: 60), "the second dialog reads the passcode")
         terminal.type("secret\n")
         let typed = try #require(Self.answer(typingLog), "the second asker answered")
         #expect(typed["status"] == "success", "\(typed)")
@@ -289,8 +291,9 @@ struct PromptAgentTests {
             world.lactl, ["keychain", "find-generic-password", "-s", "svc", "-a", "acct", "-G", "TEAMV.vault", "-w"],
             environment: ["LA_DAEMON_SOCKET": world.socket], log: log, input: "/dev/null", newSession: true)
         defer { find.stop(SIGKILL) }
-        #expect(terminal.waitFor("lactl wants to use the items of TEAMV.vault", timeout: 20), "\(terminal.transcript)")
-        #expect(terminal.waitFor("Password:", timeout: 20), "\(terminal.transcript)")
+        #expect(terminal.waitFor("lactl wants to use the items of TEAMV.vault", timeout: 60), "\(terminal.transcript)")
+        #expect(terminal.waitFor("Password:", timeout: 60), "\(terminal.transcript)")
+        _ = terminal.waitForEchoOff(timeout: 60)
         terminal.type(Self.passcode + "\n")
         let ended = find.wait(timeout: 30)
         let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
@@ -338,7 +341,7 @@ struct PromptAgentTests {
             Array(user.asUser.dropFirst()) + [world.lactl, "agent", "--pinentry", "/usr/bin/pinentry-tty"],
             environment: ["LA_DAEMON_SOCKET": world.socket, "HOME": "/"])
         defer { other.stop(SIGKILL) }
-        #expect(terminal.waitFor("drawing the prompts of", timeout: 20), "\(terminal.transcript)")
+        #expect(terminal.waitFor("drawing the prompts of", timeout: 60), "\(terminal.transcript)")
         let (asker, log) = try world.asker()
         defer { asker.stop(SIGKILL) }
         let answer = try #require(Self.answer(log), "the asker answered")
@@ -354,7 +357,7 @@ struct PromptAgentTests {
         let agent = try world.agent(on: terminal, pinentry: "/usr/bin/pinentry-tty")
         let (asker, log) = try world.asker()
         defer { asker.stop(SIGKILL) }
-        #expect(terminal.waitFor("Password:", timeout: 20), "\(terminal.transcript)")
+        #expect(terminal.waitFor("Password:", timeout: 60), "\(terminal.transcript)")
         agent.stop(SIGKILL)
         let answer = try #require(Self.answer(log, timeout: 15), "the asker answered once the agent was gone")
         #expect(answer["status"] != "success", "\(answer)")

@@ -71,6 +71,19 @@ package final class PseudoTerminal: @unchecked Sendable {
         return transcript.contains(text)
     }
 
+    /// Waits up to `timeout` seconds until the terminal no longer echoes (a program about to read a passcode turns
+    /// echo off right before it reads; what is typed earlier may be echoed or flushed). The master side reports the
+    /// terminal's settings as the program set them.
+    package func waitForEchoOff(timeout: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        var settings = termios()
+        while Date() < deadline {
+            if tcgetattr(master, &settings) == 0 && settings.c_lflag & tcflag_t(ECHO) == 0 { return true }
+            usleep(10_000)
+        }
+        return false
+    }
+
     /// Reads what is waiting on the master side.
     private func drain() {
         var chunk = [UInt8](repeating: 0, count: 4_096)
