@@ -100,6 +100,23 @@ enum Measure {
     }
 
     /// Stops a child started with `spawn` (SIGTERM) and reaps it.
+    /// Starts a copy of this la-bench, made in `directory`, as `uid` (`setpriv`, no groups) with `arguments`, its
+    /// standard output into `log` and its errors nowhere: the other user of the sections that need one. Its pid,
+    /// or nil when it could not be started.
+    static func spawnCopy(asUser uid: uid_t, in directory: URL, _ arguments: [String], log: String) throws -> pid_t? {
+        let copy = directory.appendingPathComponent("la-bench-\(uid)").path
+        try FileManager.default.copyItem(atPath: CommandLine.arguments[0], toPath: copy)
+        chmod(copy, 0o755)
+        var pid: pid_t = 0
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        let command = ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "--", copy] + arguments
+        return spawn(&pid, "/usr/bin/setpriv", command, actions: &actions) == 0 ? pid : nil
+    }
+
     static func stop(_ pid: pid_t) {
         kill(pid, SIGTERM)
         var status: Int32 = 0

@@ -92,25 +92,9 @@ enum PasscodePressureBenchmarks {
         _ = try await median(10)
         let quiet = try await median(30)
 
-        let copy = directory.appendingPathComponent("la-bench-idler").path
-        try FileManager.default.copyItem(atPath: CommandLine.arguments[0], toPath: copy)
-        chmod(copy, 0o755)
         let log = directory.appendingPathComponent("idler.log").path
-        var pid: pid_t = 0
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        defer { posix_spawn_file_actions_destroy(&actions) }
         let socket = directory.path + "/localauthd.sock"
-        guard
-            Measure.spawn(
-                &pid, "/usr/bin/setpriv",
-                [
-                    "--reuid=\(idlingUser)", "--regid=\(idlingUser)", "--clear-groups", "--", copy, "idle-prompt",
-                    socket,
-                ],
-                actions: &actions) == 0
+        guard let pid = try Measure.spawnCopy(asUser: idlingUser, in: directory, ["idle-prompt", socket], log: log)
         else {
             print("passcode pressure: skipped, setpriv did not start the other user's evaluation")
             return

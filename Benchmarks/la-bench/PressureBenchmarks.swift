@@ -49,25 +49,9 @@ enum PressureBenchmarks {
         }
         let quiet = try latencies(count: 5_000, find)
 
-        let flooder = directory.appendingPathComponent("la-bench-flooder").path
-        try FileManager.default.copyItem(atPath: CommandLine.arguments[0], toPath: flooder)
-        chmod(flooder, 0o755)
         let log = directory.appendingPathComponent("flood.log").path
-        var pid: pid_t = 0
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        defer { posix_spawn_file_actions_destroy(&actions) }
         let socket = directory.path + "/localauthd.sock"
-        guard
-            Measure.spawn(
-                &pid, "/usr/bin/setpriv",
-                [
-                    "--reuid=\(floodingUser)", "--regid=\(floodingUser)", "--clear-groups", "--", flooder, "flood",
-                    socket,
-                ], actions: &actions) == 0
-        else {
+        guard let pid = try Measure.spawnCopy(asUser: floodingUser, in: directory, ["flood", socket], log: log) else {
             print("pressure: skipped, setpriv did not start the flood")
             return
         }

@@ -74,6 +74,8 @@ final class LoginWorld {
     static let service = "la-login"
 
     let world: DaemonWorld
+    /// The user, made for the test.
+    let account: TestUser
     let user: String
     let uid: UInt32
     let gid: UInt32
@@ -84,12 +86,10 @@ final class LoginWorld {
     private let drivers = Mutex<Int>(0)
 
     init(extraEnvironment: [String: String] = [:]) throws {
-        user = "la-login-\(UInt16.random(in: 1000...9999))"
-        guard Self.run("/usr/sbin/useradd", ["-M", "-s", "/usr/sbin/nologin", user]) == 0,
-            Self.run("/usr/sbin/chpasswd", [], input: "\(user):secret\n") == 0, let entry = getpwnam(user)
-        else { throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "useradd failed"]) }
-        uid = entry.pointee.pw_uid
-        gid = entry.pointee.pw_gid
+        account = try TestUser(prefix: "la-login", password: "secret")
+        user = account.name
+        uid = account.uid
+        gid = account.gid
         // As installed: lactl, claiming nothing, holds its own group.
         var environment = DaemonProcess.enforcingAdministrativeClaims
         environment["LA_PAM_SERVICE"] = Self.service
@@ -148,9 +148,7 @@ final class LoginWorld {
     }
 
     /// `setpriv`'s arguments that run `lactl ARGUMENTS` as the user.
-    func arguments(_ arguments: [String]) throws -> [String] {
-        ["--reuid=\(uid)", "--regid=\(gid)", "--clear-groups", "--", try lactlExecutable().path] + arguments
-    }
+    func arguments(_ arguments: [String]) throws -> [String] { try account.arguments(arguments) }
 
     /// `lactl ARGUMENTS` as the user, through the daemon, nobody to prompt: exit status and output.
     func lactl(_ arguments: [String]) throws -> (status: Int32, output: String) {
@@ -160,16 +158,17 @@ final class LoginWorld {
             URL(fileURLWithPath: "/usr/bin/setpriv"), try self.arguments(arguments), environment: environment)
     }
 
-    /// A second user of this machine (`useradd`, password `other`), for tests where two users meet at the daemon.
-    struct OtherUser {
+    /// A user of this machine made for a test (`useradd`, no home, no shell, `password`), removed with ``remove()``.
+    struct TestUser {
         let name: String
         let uid: UInt32
         let gid: UInt32
 
-        init() throws {
-            name = "la-other-\(UInt16.random(in: 1000...9999))"
+        init(prefix: String, password: String) throws {
+            name = "\(prefix)-\(UInt16.random(in: 1000...9999))"
             guard LoginWorld.run("/usr/sbin/useradd", ["-M", "-s", "/usr/sbin/nologin", name]) == 0,
-                LoginWorld.run("/usr/sbin/chpasswd", [], input: "\(name):other\n") == 0, let entry = getpwnam(name)
+                LoginWorld.run("/usr/sbin/chpasswd", [], input: "\(name):\(password)\n") == 0,
+                let entry = getpwnam(name)
             else { throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "useradd failed"]) }
             uid = entry.pointee.pw_uid
             gid = entry.pointee.pw_gid
@@ -199,7 +198,7 @@ final class LoginWorld {
 
     func close() {
         world.close()
-        Self.run("/usr/sbin/userdel", [user])
+        account.remove()
     }
 
     @discardableResult
@@ -457,7 +456,7 @@ extension LoginKeychainTests {
     @Test func oneUsersUnansweredPromptDoesNotHoldAnotherUsersPasscodeCheck() throws {
         let login = try LoginWorld(extraEnvironment: ["LA_PROMPT_TIMEOUT": "20"])
         defer { login.close() }
-        let idler = try LoginWorld.OtherUser()
+        let idler = try LoginWorld.TestUser(prefix: "la-other", password: "other")
         defer { idler.remove() }
         let held = try PseudoTerminal()
         let holder = try held.spawn(

@@ -89,11 +89,25 @@ struct PeerIdentityTests {
     }
 }
 
+/// Whether a subscription to the kernel's process events works here: the very call the daemon makes.
+enum KernelProcessEvents {
+    static let delivered = ProcessEvents() != nil
+}
+
 /// The kernel's process events, which spare localauthd a `/proc/<pid>/exe` lookup per request: an exec or exit of a
 /// watched process marks it, nothing else does, and lost events mark every watched process. The tests run as root,
-/// where the kernel delivers them (elsewhere localauthd does the full check on every request, as
-/// `aConnectionHandedToAnotherProgramByExecIsRefused` covers with `LA_PROCESS_EVENTS=0`).
-@Suite("localauthd: process events", .serialized, .timeLimit(.minutes(2)))
+/// where the kernel delivers them, unless in a pid or network namespace of its own (then they are skipped, and
+/// localauthd does the full check on every request, as `aConnectionHandedToAnotherProgramByExecIsRefused` covers
+/// with `LA_PROCESS_EVENTS=0`).
+@Suite(
+    "localauthd: process events", .serialized, .timeLimit(.minutes(2)),
+    .enabled(
+        if: KernelProcessEvents.delivered,
+        """
+        the kernel delivers no process events here (a pid or network namespace of its own, or no CAP_NET_ADMIN): \
+        localauthd then checks /proc/<pid>/exe on every request, as aConnectionHandedToAnotherProgramByExecIsRefused \
+        shows with LA_PROCESS_EVENTS=0
+        """))
 struct ProcessEventsTests {
     /// Waits up to 5 s for the executable of `pid` to be `path`.
     static func runs(_ pid: pid_t, _ path: String) -> Bool {
