@@ -481,7 +481,8 @@ extension LoginKeychainTests {
         let second = try again.spawn(
             "/usr/bin/setpriv", idler.arguments(["passcode", "verify"]), environment: login.userEnvironment)
         defer { _ = second.stop(SIGKILL) }
-        #expect(again.waitFor("Password:", timeout: 180), "M's first question ended at the deadline: \(again.transcript)")
+        #expect(
+            again.waitFor("Password:", timeout: 180), "M's first question ended at the deadline: \(again.transcript)")
         #expect(login.world.daemon.logText.contains("prompt answers"), "the deadline is logged at start")
     }
 }
