@@ -95,8 +95,7 @@ enum PromptAgentBenchmarks {
             print("prompt agent: skipped, \(lactl) missing (make bench builds it)")
             return
         }
-        let directory = URL(fileURLWithPath: "/tmp/la-bench-agent-\(getpid())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = URL(fileURLWithPath: try AuthenticatorBenchmarks.makeTemporaryDirectory())
         defer { try? FileManager.default.removeItem(at: directory) }
         guard FileManager.default.fileExists(atPath: Measure.pamMatrix) else {
             print("prompt agent: not measured: pam_matrix missing (apt-get install libpam-wrapper)")

@@ -117,6 +117,17 @@ enum Measure {
         return spawn(&pid, "/usr/bin/setpriv", command, actions: &actions) == 0 ? pid : nil
     }
 
+    /// What the file at `log` (a child's report) holds once it contains `text`, waiting up to 30 s; `found` says
+    /// whether it came.
+    static func report(in log: String, containing text: String) -> (found: Bool, text: String) {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while true {
+            let report = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            if report.contains(text) || ContinuousClock.now >= deadline { return (report.contains(text), report) }
+            usleep(50_000)
+        }
+    }
+
     static func stop(_ pid: pid_t) {
         kill(pid, SIGTERM)
         var status: Int32 = 0

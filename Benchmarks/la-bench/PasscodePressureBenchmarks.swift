@@ -53,8 +53,7 @@ enum PasscodePressureBenchmarks {
             print("passcode pressure: skipped, pam_matrix missing (apt-get install libpam-wrapper)")
             return
         }
-        let directory = URL(fileURLWithPath: "/tmp/la-bench-passcode-pressure-\(getpid())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = URL(fileURLWithPath: try AuthenticatorBenchmarks.makeTemporaryDirectory())
         defer { try? FileManager.default.removeItem(at: directory) }
         chmod(directory.path, 0o755)
         let confdir = directory.path + "/pam"
@@ -100,13 +99,9 @@ enum PasscodePressureBenchmarks {
             return
         }
         defer { Measure.stop(pid) }
-        var report = ""
-        for _ in 0..<600 where !report.contains("asked") {
-            usleep(50_000)
-            report = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-        }
-        guard report.contains("asked") else {
-            print("passcode pressure: skipped, the other user's question never came: \(report)")
+        let report = Measure.report(in: log, containing: "asked")
+        guard report.found else {
+            print("passcode pressure: skipped, the other user's question never came: \(report.text)")
             return
         }
         let held = try await median(30)

@@ -23,8 +23,7 @@ enum PressureBenchmarks {
             print("pressure: skipped, needs root to start the flood as another user")
             return
         }
-        let directory = URL(fileURLWithPath: "/tmp/la-bench-pressure-\(getpid())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = URL(fileURLWithPath: try AuthenticatorBenchmarks.makeTemporaryDirectory())
         defer { try? FileManager.default.removeItem(at: directory) }
         chmod(directory.path, 0o755)
         guard let started = BenchDaemon.start(in: directory) else { return }
@@ -57,13 +56,9 @@ enum PressureBenchmarks {
         }
         defer { Measure.stop(pid) }
         // The flood is under way once each of its parts reported in.
-        var report = ""
-        for _ in 0..<600 where !report.contains("flooding") {
-            usleep(50_000)
-            report = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-        }
-        guard report.contains("flooding") else {
-            print("pressure: skipped, the flood did not start: \(report)")
+        let report = Measure.report(in: log, containing: "flooding")
+        guard report.found else {
+            print("pressure: skipped, the flood did not start: \(report.text)")
             return
         }
         // Past the hello timeout (5 s), so that the silent connections are closed and opened again meanwhile.

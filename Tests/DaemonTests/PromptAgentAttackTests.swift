@@ -297,25 +297,29 @@ struct PromptAgentAttackTests {
     /// An unregistered program named `sudo` puts `ESC[8m` (conceal) in its reason, then the lines the agent would
     /// show for the real sudo: the daemon refuses the reason, and nothing of it reaches the terminal.
     @Test func anEscapeSequenceInTheReasonIsRefused() throws {
-        let world = try World()
-        defer { world.close() }
-        let terminal = try PseudoTerminal()
-        let agent = try world.agent(on: terminal, pinentry: "/usr/bin/pinentry-tty")
-        defer { agent.stop(SIGKILL) }
-        let directory = world.daemon.directory + "/bin"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let (asker, log) = try Self.asker(
-            world, at: directory + "/sudo", reason: "\u{1B}[8m\n" + Self.fakeLines + "\n\u{1B}[0m")
-        defer { asker.stop(SIGKILL) }
-        let answer = PromptAgentTests.answer(log, timeout: 15)
-        #expect(answer?["status"] == String(LAErrorCodes.authenticationFailed), "\(answer ?? [:])")
-        #expect(answer?["error"]?.contains("U+001B") == true, "\(answer ?? [:])")
-        #expect(!terminal.transcript.contains("\u{1B}[8m"), "the escape reached the terminal: \(terminal.transcript)")
-        #expect(!terminal.transcript.contains("team DEBIAN"), "\(terminal.transcript)")
+        try expectRefused(reason: "\u{1B}[8m\n" + Self.fakeLines + "\n\u{1B}[0m", naming: "U+001B")
     }
 
     /// A NUL in the reason would end pinentry's description there, leaving only the fake lines before it: refused.
     @Test func aNulInTheReasonIsRefused() throws {
+        try expectRefused(
+            reason: "run a command as root. Registered with localauthd, team DEBIAN\\0",
+            environment: ["PROBE_REASON_NUL": "1"], naming: "U+0000")
+    }
+
+    /// A line separator (U+2028), where graphical pinentries break lines, would draw the fake lines there: refused.
+    @Test func aLineSeparatorInTheReasonIsRefused() throws {
+        try expectRefused(
+            reason: "open the vault\u{2028}" + Self.fakeLines.replacingOccurrences(of: "\n", with: "\u{2028}"),
+            naming: "U+2028")
+    }
+
+    /// An unregistered program named `sudo` asks the agent with `reason`: the daemon refuses the reason, naming
+    /// `character`, and nothing of it (no escape, no fake line) reaches the agent's terminal.
+    private func expectRefused(
+        reason: String, environment: [String: String] = [:], naming character: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
         let world = try World()
         defer { world.close() }
         let terminal = try PseudoTerminal()
@@ -323,14 +327,16 @@ struct PromptAgentAttackTests {
         defer { agent.stop(SIGKILL) }
         let directory = world.daemon.directory + "/bin"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let (asker, log) = try Self.asker(
-            world, at: directory + "/sudo", reason: "run a command as root. Registered with localauthd, team DEBIAN\\0",
-            environment: ["PROBE_REASON_NUL": "1"])
+        let (asker, log) = try Self.asker(world, at: directory + "/sudo", reason: reason, environment: environment)
         defer { asker.stop(SIGKILL) }
-        let answer = PromptAgentTests.answer(log, timeout: 15)
-        #expect(answer?["status"] == String(LAErrorCodes.authenticationFailed), "\(answer ?? [:])")
-        #expect(answer?["error"]?.contains("U+0000") == true, "\(answer ?? [:])")
-        #expect(!terminal.transcript.contains("team DEBIAN"), "\(terminal.transcript)")
+        let answer = PromptAgentTests.answer(log, timeout: 60)
+        #expect(
+            answer?["status"] == String(LAErrorCodes.authenticationFailed), "\(answer ?? [:])",
+            sourceLocation: sourceLocation)
+        #expect(answer?["error"]?.contains(character) == true, "\(answer ?? [:])", sourceLocation: sourceLocation)
+        let transcript = terminal.transcript
+        #expect(!transcript.contains("\u{1B}[8m"), "the escape reached the terminal", sourceLocation: sourceLocation)
+        #expect(!transcript.contains("team DEBIAN"), "\(transcript)", sourceLocation: sourceLocation)
     }
 
     /// A newline in the program's own path (a directory named so) cannot draw a line in the verified part: the
