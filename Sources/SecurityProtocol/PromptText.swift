@@ -31,7 +31,7 @@ package enum PromptText {
         }
     }
 
-    /// The first unshowable character of `text` as `U+XXXX`, nil when there is none.
+    /// The first unshowable character of `text` as `U+` and its hexadecimal code point (`U+001B`), nil when none.
     package static func unshowableCharacter(in text: String) -> String? {
         text.unicodeScalars.first(where: isUnshowable).map(codePoint)
     }
