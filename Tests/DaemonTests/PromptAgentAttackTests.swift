@@ -110,12 +110,7 @@ struct PromptAgentAttackTests {
         defer { agent.stop(SIGKILL) }
         #expect(Self.registered(agent, terminal), "\(terminal.transcript)")
         #expect(terminal.transcript.contains("$PINENTRY_PROGRAM is ignored"), "\(terminal.transcript)")
-        let (asker, log) = try world.asker()
-        defer { asker.stop(SIGKILL) }
-        #expect(terminal.waitFor("Password:", timeout: 60), "\(terminal.transcript)")
-        _ = terminal.waitForEchoOff(timeout: 60)
-        terminal.type(Self.passcode + "\n")
-        let answer = try #require(PromptAgentTests.answer(log), "the asker answered")
+        let answer = try Self.passcodeTyped(world, on: terminal)
         #expect(answer["status"] == "success", "\(answer)")
         #expect(!Self.holdsPasscode(copy), "the wrapper copied the passcode")
     }
@@ -217,12 +212,7 @@ struct PromptAgentAttackTests {
         #expect(restarted.status != 0)
         #expect(restarted.output.contains("pid \(usurper.pid)"), "\(restarted.output)")
         // The victim types the passcode into the dialog it sees; it goes to the daemon, not to the wrapper.
-        let (asker, askerLog) = try world.asker()
-        defer { asker.stop(SIGKILL) }
-        #expect(attackers.waitFor("Password:", timeout: 60), "\(attackers.transcript)")
-        _ = attackers.waitForEchoOff(timeout: 60)
-        attackers.type(Self.passcode + "\n")
-        let answer = try #require(PromptAgentTests.answer(askerLog), "the asker answered")
+        let answer = try Self.passcodeTyped(world, on: attackers)
         #expect(answer["status"] == "success", "\(answer)")
         #expect(!Self.holdsPasscode(copy), "the wrapper copied the passcode")
     }
@@ -254,12 +244,7 @@ struct PromptAgentAttackTests {
                 "TERM": "xterm\nOPTION allow-external-password-cache\nSETKEYINFO n/EVIL",
             ])
         defer { agent.stop(SIGKILL) }
-        let (asker, log) = try world.asker()
-        defer { asker.stop(SIGKILL) }
-        #expect(terminal.waitFor("Password:", timeout: 60), "\(terminal.transcript)")
-        _ = terminal.waitForEchoOff(timeout: 60)
-        terminal.type(Self.passcode + "\n")
-        let answer = try #require(PromptAgentTests.answer(log), "the asker answered")
+        let answer = try Self.passcodeTyped(world, on: terminal)
         #expect(answer["status"] == "success", "\(answer)")
         let environment = Set(
             ((try? String(contentsOfFile: recorded, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init))
@@ -289,6 +274,17 @@ struct PromptAgentAttackTests {
                 .merging(environment) { $1 },
             log: log, input: "/dev/null", newSession: true)
         return (process, log)
+    }
+
+    /// A program asks through the agent, and the person at `terminal` types the passcode into the agent's dialog
+    /// once it reads with echo off: the program's answer.
+    static func passcodeTyped(_ world: World, on terminal: PseudoTerminal) throws -> [String: String] {
+        let (asker, log) = try world.asker()
+        defer { asker.stop(SIGKILL) }
+        #expect(terminal.waitFor("Password:", timeout: 60), "\(terminal.transcript)")
+        _ = terminal.waitForEchoOff(timeout: 60)
+        terminal.type(Self.passcode + "\n")
+        return try #require(PromptAgentTests.answer(log), "the asker answered")
     }
 
     /// The fake lines a spoofing program draws: what the agent shows of a registered `sudo`.
