@@ -150,7 +150,7 @@ int la_proc_events_open(int buffer) {
 /* The next queued event: 1 with *what (LA_PROC_EVENT_*, NONE for events of no interest), the thread's *pid and the
  * process's *tgid; 0 when none is queued, -2 when the kernel dropped events (the queue overflowed: ENOBUFS), -1 on
  * another error. */
-int la_proc_events_next(int fd, uint32_t *what, int32_t *pid, int32_t *tgid) {
+int la_proc_events_next(int fd, uint32_t *what, int32_t *pid, int32_t *tgid, uint64_t *timestamp) {
     union { char bytes[512]; struct la_netlink_header align; } buffer;
     for (;;) {
         ssize_t count = recv(fd, buffer.bytes, sizeof buffer.bytes, MSG_DONTWAIT);
@@ -166,6 +166,7 @@ int la_proc_events_next(int fd, uint32_t *what, int32_t *pid, int32_t *tgid) {
         if ((size_t)count < offset + 24) return 1;
         /* struct proc_event: what, cpu, timestamp, then the event's pid and tgid (exec, exit and comm alike). */
         memcpy(what, buffer.bytes + offset, 4);
+        if (timestamp) memcpy(timestamp, buffer.bytes + offset + 8, 8);
         memcpy(pid, buffer.bytes + offset + 16, 4);
         memcpy(tgid, buffer.bytes + offset + 20, 4);
         if (*what != LA_PROC_EVENT_EXEC && *what != LA_PROC_EVENT_EXIT && *what != LA_PROC_EVENT_COMM)
@@ -185,7 +186,7 @@ int la_proc_events_work(int fd, int milliseconds) {
         uint32_t what;
         int32_t pid, tgid;
         int next;
-        while ((next = la_proc_events_next(fd, &what, &pid, &tgid)) != 0) {
+        while ((next = la_proc_events_next(fd, &what, &pid, &tgid, NULL)) != 0) {
             if (next == -1) return 0;
             if (next == 1 && what == LA_PROC_EVENT_COMM && pid == self) return 1;
         }

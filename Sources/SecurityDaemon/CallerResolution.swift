@@ -16,14 +16,17 @@ final class RegistryWatcher: Sendable {
     /// Whether administrative tools get what they claim at the hello (``AdministrativeGrant``).
     let trustsAdministrativeClaims: Bool
     private let registry: Mutex<AppRegistry>
+    /// Which process exec'd which registered executable; nil where the machine keeps no such record.
+    let execRecord: ExecRecord?
 
     /// Watches `directory`; nil = no registry (every program unregistered).
-    init(directory: String?, trustsAdministrativeClaims: Bool = false) {
+    init(directory: String?, trustsAdministrativeClaims: Bool = false, execRecord: ExecRecord? = nil) {
         self.directory = directory
         self.trustsAdministrativeClaims = trustsAdministrativeClaims
+        self.execRecord = execRecord
         let registry = directory.map { AppRegistry(directory: $0) } ?? AppRegistry()
         self.registry = Mutex(registry)
-        Self.log(registry, directory: directory)
+        Self.log(registry, directory: directory, execRecord: execRecord)
     }
 
     /// The registry, read again first if the directory changed since.
@@ -40,12 +43,18 @@ final class RegistryWatcher: Sendable {
         guard let directory else { return AppRegistry() }
         let fresh = AppRegistry(directory: directory)
         registry.withLock { $0 = fresh }
-        Self.log(fresh, directory: directory)
+        Self.log(fresh, directory: directory, execRecord: execRecord)
         return fresh
     }
 
-    private static func log(_ registry: AppRegistry, directory: String?) {
+    /// Logs what the registry read left out, and has the exec record watch the registered executables.
+    private static func log(_ registry: AppRegistry, directory: String?, execRecord: ExecRecord?) {
         guard let directory else { return }
+        let paths = registry.registrations.compactMap(\.registration.executable)
+        for problem in execRecord?.watch(paths) ?? [] {
+            DaemonServer.logger.warning(
+                "exec record: a registered executable is not watched", metadata: ["problem": "\(problem)"])
+        }
         for problem in registry.problems {
             DaemonServer.logger.error(
                 "app registration refused", metadata: ["directory": "\(directory)", "problem": "\(problem)"])
@@ -86,9 +95,23 @@ final class RegistryWatcher: Sendable {
     func identification(of peer: PeerProcess, claimed: [String], allGroups: Bool) throws(PeerProcess.Unidentified)
         -> (caller: CallerIdentity, registration: AppRegistration?)
     {
-        let taint = peer.integrity().taint
+        let integrityTaint = peer.integrity().taint
         let digest = peer.digestOutcome()
-        var found: (file: String, registration: AppRegistration)?
+        let registered = current.registration(path: peer.executable, isFile: peer.runsFile(at:)) {
+            peer.executableDigest()
+        }
+        // A registration by path names a file the exec record watches: the program must have been seen exec'ing it.
+        var unseen: String?
+        if let path = registered?.registration.executable, let execRecord,
+            execRecord.verdict(peer.credentials.pid, runs: peer.executableFile) == .notSeen
+        {
+            unseen =
+                "localauthd saw no exec of \(path) by it: /proc names a file it did not exec (PR_SET_MM_MAP), or it"
+                + " exec'd another program since, or it started from a file localauthd was not watching yet"
+        }
+        let reasons = [unseen, integrityTaint].compactMap { $0 }
+        let taint = reasons.isEmpty ? nil : reasons.joined(separator: "; and ")
+        let found = taint == nil ? registered : nil
         if let taint {
             DaemonServer.logger.notice(
                 "served as unregistered: the program is tainted",
@@ -96,8 +119,6 @@ final class RegistryWatcher: Sendable {
                     "executable": "\(peer.executable)", "pid": "\(peer.credentials.pid)",
                     "uid": "\(peer.credentials.uid)", "reason": "\(taint)",
                 ])
-        } else {
-            found = current.registration(path: peer.executable, isFile: peer.runsFile(at:)) { peer.executableDigest() }
         }
         let held: [String]
         let administrative = found?.registration.isAdministrative ?? false

@@ -114,6 +114,13 @@ package struct DaemonConfiguration: Sendable {
         setting("LA_AGENT_PINENTRY_CHOICE", "agent-pinentry-choice") == "yes"
     }
 
+    /// Whether localauthd records which process exec'd which registered executable (``ExecRecord``): `LA_EXEC_RECORD`,
+    /// else `exec-record = yes|no` in `localauthd.conf`, else yes. Off, a program that sets `/proc/<pid>/exe` to a
+    /// registered file it never exec'd is judged by the integrity checks alone.
+    package var execRecord: Bool {
+        setting("LA_EXEC_RECORD", "exec-record") != "no"
+    }
+
     /// The environment the users' authenticators are configured from: the daemon's, with `biometry-backend = …`
     /// of `localauthd.conf` as `LA_BIOMETRY_BACKEND` when the environment does not set it.
     package var authenticationEnvironment: [String: String] {
@@ -311,6 +318,28 @@ package final class DaemonServer: Sendable {
         registry.reload()
     }
 
+    /// The exec record of this machine when `configuration` asks for one and the kernel gives it; logs which holds.
+    private static func startExecRecord(_ configuration: DaemonConfiguration) -> ExecRecord? {
+        guard configuration.execRecord else {
+            logger.warning(
+                """
+                exec record off (exec-record = no): a program that makes /proc/<pid>/exe name a registered file it \
+                never exec'd is judged by the integrity checks alone
+                """)
+            return nil
+        }
+        do {
+            let record = try ExecRecord { logger.warning("\($0)") }
+            logger.info("exec record", metadata: ["record": "on"])
+            return record
+        } catch {
+            logger.warning(
+                "exec record unavailable: registered programs are judged by the integrity checks alone",
+                metadata: ["reason": "\(error)"])
+            return nil
+        }
+    }
+
     /// Starts listening on `configuration.socketPath` (replacing a stale socket file), mode 0666: who connects is
     /// told apart by the kernel's peer credentials, not by the socket's permissions.
     ///
@@ -346,7 +375,8 @@ package final class DaemonServer: Sendable {
         }
         let registry = RegistryWatcher(
             directory: configuration.registryDirectory,
-            trustsAdministrativeClaims: configuration.trustsAdministrativeClaims)
+            trustsAdministrativeClaims: configuration.trustsAdministrativeClaims,
+            execRecord: startExecRecord(configuration))
         if configuration.trustsAdministrativeClaims {
             logger.warning(
                 "administrative tools get what they claim without asking the user (LA_ADMINISTRATIVE_CLAIMS=trusted): for test harnesses only"

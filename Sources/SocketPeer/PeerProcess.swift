@@ -20,6 +20,8 @@ package final class PeerProcess: Sendable {
     /// file was removed or replaced while the process ran.
     package let executable: String
     let file: FileIdentity
+    /// The executable's device and inode, as the process ran it when it connected.
+    package var executableFile: (device: UInt64, inode: UInt64) { (file.device, file.inode) }
     private let pidfd: Int32
     /// `/proc/<pid>`, opened once: it stays this process's entry (a later process with the pid gets another one).
     let procEntry: Int32

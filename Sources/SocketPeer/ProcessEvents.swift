@@ -88,7 +88,7 @@ package final class ProcessEvents: Sendable {
             var process: Int32 = 0
             var lost = false
             reading: while true {
-                switch la_proc_events_next(descriptor, &what, &thread, &process) {
+                switch la_proc_events_next(descriptor, &what, &thread, &process, nil) {
                 case 0:
                     break reading
                 case 1:

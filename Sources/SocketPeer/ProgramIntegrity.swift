@@ -28,8 +28,8 @@
 /// within `kernel.yama.ptrace_scope` 0 and 1), libraries the program loads later (plugins, `dlopen`), and root.
 /// Nor, once a program has swapped its executable, one that maps the new executable's file afterwards and runs only
 /// code of root's files (the libraries' and that file's own, by return-oriented programming): the kernel keeps no
-/// record of what a process exec'd that the daemon could read later; an exec record taken as the exec happens
-/// (fanotify's exec permission events with the kernel's process events) would close that, and is not built yet.
+/// record of what a process exec'd that the daemon could read later. ``ExecRecord`` takes one as each exec of a
+/// registered file happens, and localauthd asks it too.
 package struct ProgramIntegrity: Sendable, Equatable {
     /// Why the process is tainted; nil when none of the checks above found anything.
     package var taint: String?

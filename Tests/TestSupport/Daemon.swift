@@ -23,7 +23,10 @@ package final class DaemonProcess: @unchecked Sendable {
     /// `registrations` (file name → registration); by default the test runner and `lactl`, as administrative
     /// tools: the suites act for many apps from one process, as `lactl` does for people. Unless `environment`
     /// says otherwise (``enforcingAdministrativeClaims``), the daemon grants administrative tools what they claim
-    /// without asking the user (`LA_ADMINISTRATIVE_CLAIMS=trusted`), which the suites' own process needs.
+    /// without asking the user (`LA_ADMINISTRATIVE_CLAIMS=trusted`), which the suites' own process needs. The exec
+    /// record is off (`LA_EXEC_RECORD=no`) unless `environment` turns it on: the suites run many daemons at once that
+    /// register the same files (`lactl`), and an exec has one tracer, so a second daemon's record of it fails
+    /// (``ExecRecordTests`` turn it on, one daemon at a time).
     ///
     /// - Throws: when the executable is missing or the daemon does not come up.
     package init(
@@ -44,7 +47,8 @@ package final class DaemonProcess: @unchecked Sendable {
                 "--socket", socket, "--state-directory", stateDirectory, "--config-directory", directory + "/config",
                 "--log-level", "debug",
             ],
-            environment: ["LA_ADMINISTRATIVE_CLAIMS": "trusted"].merging(environment) { $1 }, log: log)
+            environment: ["LA_ADMINISTRATIVE_CLAIMS": "trusted", "LA_EXEC_RECORD": "no"].merging(environment) { $1 },
+            log: log)
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline {
             // Up once a hello is answered: welcomed, or refused (this user's store may not open, a test's point).

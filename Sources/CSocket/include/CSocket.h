@@ -64,13 +64,46 @@ static inline void la_processor_pause(void) {
 int la_proc_events_open(int buffer);
 
 /* The next queued event: 1 with *what (LA_PROC_EVENT_*, NONE for events of no interest), the thread's *pid and the
- * process's *tgid; 0 when none is queued, -2 when the kernel dropped events (the queue overflowed: ENOBUFS), -1 on
- * another error. */
-int la_proc_events_next(int fd, uint32_t *what, int32_t *pid, int32_t *tgid);
+ * process's *tgid, and (when `timestamp` is not NULL) when it happened, in CLOCK_MONOTONIC nanoseconds; 0 when none is
+ * queued, -2 when the kernel dropped events (the queue overflowed: ENOBUFS), -1 on another error. */
+int la_proc_events_next(int fd, uint32_t *what, int32_t *pid, int32_t *tgid, uint64_t *timestamp);
 
 /* Whether events reach `fd`: renames this thread to its own name (the kernel reports a comm event for that) and
  * waits up to `milliseconds` for the event of this very thread, as numbered in this namespace. A listener in
  * another pid namespace, or one the kernel does not serve, never sees it. */
 int la_proc_events_work(int fd, int milliseconds);
+
+/* The exec record (ExecRecord.swift): fanotify's exec permission events on the registered executables, and a
+ * ptrace stop that tells a finished exec from one that failed. Both need CAP_SYS_ADMIN / CAP_SYS_PTRACE. */
+
+/* One exec permission event: the thread that opens the file to execute it, the file (device, inode), and the
+ * descriptor the answer names (closed by la_exec_record_answer). */
+struct la_exec_event { int32_t thread; int32_t descriptor; uint64_t device; uint64_t inode; };
+
+/* A non-blocking, close-on-exec fanotify group of the content class that reports thread ids; -1 with errno. */
+int la_exec_record_open(void);
+
+/* Asks for an exec permission event whenever the file `path` names now (its inode) is opened to be executed. */
+int la_exec_record_mark(int fd, const char *path);
+
+/* Up to `capacity` queued events into `events`: their count, 0 when none is queued, -1 with errno on an error.
+ * Every event returned must be answered. */
+int la_exec_record_read(int fd, struct la_exec_event *events, int capacity);
+
+/* Lets the exec go on and closes the event's descriptor. */
+int la_exec_record_answer(int fd, int32_t descriptor);
+
+/* Attaches to `thread` (PTRACE_SEIZE with PTRACE_O_TRACEEXEC) and asks it to stop at its next return to user space
+ * (PTRACE_INTERRUPT): 0, or -1 with errno (EPERM: another tracer holds it, or it may not be traced). */
+int la_trace_seize(int32_t thread);
+
+/* What became of one of this thread's tracees, without waiting: 0 nothing yet, else *id names it and 1: it stopped at
+ * the end of a successful exec (*id: its process id now; *message: the thread id it had before), 2: it stopped
+ * anywhere else (*signal: the signal to pass on, or 0), 3: it is gone; -1 with errno. Only for a thread that has no
+ * children of its own (they would be reported too). */
+int la_trace_poll(int32_t *id, unsigned long *message, int *signal);
+
+/* Detaches from a stopped thread, passing `signal` on. */
+int la_trace_detach(int32_t id, int signal);
 
 #endif

@@ -1,0 +1,347 @@
+import CSocket
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Which process exec'd which registered executable, recorded as each exec happens: what `/proc/<pid>/exe` cannot
+/// tell, since a program may set it afterwards (`prctl(PR_SET_MM, PR_SET_MM_MAP)` from a user namespace of its own)
+/// to name a file it never exec'd.
+///
+/// How a record is taken, and why each step:
+/// - **fanotify's exec permission event** on each watched file (an inode mark, `FAN_OPEN_EXEC_PERM`): the kernel
+///   holds the exec'ing thread until localauthd answers, and says which thread it is.
+/// - **A ptrace stop before the answer** (`PTRACE_SEIZE` with `PTRACE_O_TRACEEXEC`, then `PTRACE_INTERRUPT`): the
+///   permission comes before the exec can still fail (a bad argument vector, say), and a program that lets its exec
+///   of the app fail on purpose runs on as itself. Seized before the answer, the thread stops at the end of a
+///   successful exec (`PTRACE_EVENT_EXEC`), before the new program's first instruction, in a memory map that is new
+///   and no one else's; a failed exec stops it instead as it returns to its old program. Only the first stop is a
+///   record, and only when `/proc/<pid>/exe` then names the watched file. Then localauthd lets it go.
+/// - **The kernel's process events** (``ProcessEvents``' netlink subscription, a queue of its own, read by this
+///   record's thread as events arrive and before each verdict): a recorded process that execs anything else, or
+///   exits, loses its record. When the queue overflowed, every record is dropped (each of those programs must
+///   start again to regain its registration): an attacker who floods it gets nothing.
+///
+/// A process that already ran a watched file when localauthd began watching it (the daemon's start, or a
+/// registration added later) is recorded as ``Verdict/runningWhenWatched``: nothing saw its exec, so it is judged by
+/// ``ProgramIntegrity`` alone, as before this record existed. A watched file replaced by another one at its path (a
+/// package upgrade renames a new file over it) is watched again as inotify reports the change.
+///
+/// One thread holds every trace (ptrace binds a tracee to the thread that attached), and never blocks while a
+/// tracee is pending. Needs `CAP_SYS_ADMIN` (fanotify's permission events), `CAP_SYS_PTRACE` and `CAP_NET_ADMIN`
+/// (process events): localauthd as root. Two records on one machine that watch the same file contend: a thread
+/// has only one tracer, so the second record cannot see that exec and has no record of it.
+package final class ExecRecord: Sendable {
+    /// What the record says of a process and a file.
+    package enum Verdict: Sendable, Equatable {
+        /// The process finished an exec of the file while it was watched, and exec'd nothing since.
+        case executed
+        /// The process ran the file when localauthd began watching it: no exec of it was seen.
+        case runningWhenWatched
+        /// No exec of the file by this process was seen: it runs something else, or `/proc/<pid>/exe` names a file
+        /// it never exec'd.
+        case notSeen
+    }
+
+    /// Why there is no exec record on this machine.
+    package struct Unavailable: Error, CustomStringConvertible {
+        package var description: String
+    }
+
+    /// A file, by device and inode.
+    struct FileKey: Hashable {
+        var device: UInt64
+        var inode: UInt64
+    }
+
+    private struct Record {
+        var file: FileKey
+        /// Whether the kernel's event for the recorded exec is still to come (it follows the ptrace stop).
+        var ownExecPending: Bool
+        var whenWatched: Bool
+    }
+
+    private struct State {
+        var records: [Int32: Record] = [:]
+        /// The files watched now, and the paths they were found at (by directory, for inotify).
+        var watched: Set<FileKey> = []
+        var paths: [String: Set<String>] = [:]
+        var directories: [Int32: String] = [:]
+        /// The latest exec event, in CLOCK_MONOTONIC nanoseconds, of each process with a trace pending.
+        var execs: [Int32: UInt64] = [:]
+        var awaited: Set<Int32> = []
+    }
+
+    private let group: Int32
+    private let processEvents: Int32
+    private let changes: Int32
+    private let state = Mutex(State())
+    private let report: @Sendable (String) -> Void
+
+    /// Starts recording, with `report` told of what an administrator should know (events lost, a trace refused).
+    ///
+    /// - Throws: ``Unavailable`` naming what the kernel refused.
+    package init(report: @escaping @Sendable (String) -> Void) throws(Unavailable) {
+        self.report = report
+        let group = la_exec_record_open()
+        guard group >= 0 else {
+            throw Unavailable(
+                description: "fanotify's permission events are refused (\(String(cString: strerror(errno))))")
+        }
+        let processEvents = la_proc_events_open(1 << 21)
+        guard processEvents >= 0, la_proc_events_work(processEvents, 1_000) == 1 else {
+            close(group)
+            if processEvents >= 0 { close(processEvents) }
+            throw Unavailable(description: "the kernel's process events do not reach localauthd")
+        }
+        let changes = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        guard changes >= 0 else {
+            close(group)
+            close(processEvents)
+            throw Unavailable(description: "inotify is refused (\(String(cString: strerror(errno))))")
+        }
+        self.group = group
+        self.processEvents = processEvents
+        self.changes = changes
+        let thread = Thread { [self] in run() }
+        thread.name = "exec record"
+        thread.start()
+    }
+
+    /// Watches the files `paths` name now (absolute paths; others are left out), and records as
+    /// ``Verdict/runningWhenWatched`` the processes that run one of them already. Returns the problems, one line
+    /// per path that cannot be watched.
+    @discardableResult
+    package func watch(_ paths: [String]) -> [String] {
+        var problems: [String] = []
+        for path in paths where path.hasPrefix("/") {
+            if let problem = watch(path, scanning: true) { problems.append(problem) }
+        }
+        return problems
+    }
+
+    /// Marks the file at `path` (again: a file put in place of a watched one, even one with the old one's inode
+    /// number, is marked too); when `scanning` and its device and inode were not watched before, records the
+    /// processes that already run it.
+    private func watch(_ path: String, scanning: Bool) -> String? {
+        var info = stat()
+        guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+        let file = FileKey(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+        let directory = (path as NSString).deletingLastPathComponent
+        return state.withLock { state -> String? in
+            if state.paths[directory]?.contains(path) != true {
+                let watch = inotify_add_watch(
+                    changes, directory, UInt32(IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE | IN_ATTRIB | IN_ONLYDIR))
+                if watch >= 0 { state.directories[watch] = directory }
+                state.paths[directory, default: []].insert(path)
+            }
+            guard la_exec_record_mark(group, path) == 0 else {
+                return "\(path) cannot be watched (\(String(cString: strerror(errno))))"
+            }
+            guard state.watched.insert(file).inserted, scanning else { return nil }
+            // Events queued before the scan are about processes as they were before it.
+            drain(&state)
+            for process in Self.processes(running: file) where state.records[process] == nil {
+                state.records[process] = Record(file: file, ownExecPending: false, whenWatched: true)
+            }
+            return nil
+        }
+    }
+
+    /// What the record says of process `pid` and the file it runs (what its `/proc/<pid>/exe` names, by device and
+    /// inode); reads the kernel's queued process events first.
+    package func verdict(_ pid: Int32, runs file: (device: UInt64, inode: UInt64)) -> Verdict {
+        state.withLock { state in
+            drain(&state)
+            guard let record = state.records[pid], record.file == FileKey(device: file.device, inode: file.inode) else {
+                return .notSeen
+            }
+            return record.whenWatched ? .runningWhenWatched : .executed
+        }
+    }
+
+    /// Reads every queued process event: a recorded process that exec'd (other than the exec recorded) or exited
+    /// loses its record; all records go when events were lost.
+    private func drain(_ state: inout State) {
+        var what: UInt32 = 0
+        var thread: Int32 = 0
+        var process: Int32 = 0
+        var when: UInt64 = 0
+        while true {
+            switch la_proc_events_next(processEvents, &what, &thread, &process, &when) {
+            case 0:
+                return
+            case 1:
+                guard what == LA_PROC_EVENT_EXEC || what == LA_PROC_EVENT_EXIT else { continue }
+                if what == LA_PROC_EVENT_EXEC, state.awaited.contains(process) { state.execs[process] = when }
+                guard var record = state.records[process] else { continue }
+                if what == LA_PROC_EVENT_EXEC && record.ownExecPending {
+                    record.ownExecPending = false
+                    state.records[process] = record
+                } else {
+                    state.records[process] = nil
+                }
+            default:
+                if !state.records.isEmpty {
+                    report(
+                        "the kernel dropped process events: every exec record is void, and the programs of "
+                            + "\(state.records.count) recorded processes hold no registration until they start again")
+                }
+                state.records.removeAll()
+                return
+            }
+        }
+    }
+
+    /// A thread held at its exec of a watched file.
+    private struct Trace {
+        var file: FileKey
+        var process: Int32
+        /// When its permission event was read (CLOCK_MONOTONIC nanoseconds): its exec's event comes later.
+        var since: UInt64
+    }
+
+    /// The record's thread: answers permission events, follows each held thread to its first stop, reads process
+    /// events as they come.
+    private func run() {
+        var traces: [Int32: Trace] = [:]
+        var events = [la_exec_event](repeating: la_exec_event(), count: 64)
+        var wait: Int32 = 1
+        while true {
+            var descriptors = [
+                pollfd(fd: group, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: processEvents, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: changes, events: Int16(POLLIN), revents: 0),
+            ]
+            // While a thread is held, its stop is looked for often, then less often should it hang in the kernel.
+            let woken = poll(&descriptors, 3, traces.isEmpty ? -1 : wait)
+            wait = woken > 0 ? 1 : min(wait * 2, 100)
+            if descriptors[2].revents != 0 { filesChanged() }
+            state.withLock { drain(&$0) }
+            while true {
+                let count = la_exec_record_read(group, &events, Int32(events.count))
+                guard count > 0 else { break }
+                for event in events[0..<Int(count)] {
+                    hold(event, in: &traces)
+                    la_exec_record_answer(group, event.descriptor)
+                }
+            }
+            follow(&traces)
+        }
+    }
+
+    /// Seizes the thread of a permission event for a watched file; lets every other one go untouched.
+    private func hold(_ event: la_exec_event, in traces: inout [Int32: Trace]) {
+        let file = FileKey(device: event.device, inode: event.inode)
+        // A thread of another pid namespace has no number here (0): nothing it connects with can be identified.
+        guard event.thread > 0, state.withLock({ $0.watched.contains(file) }) else { return }
+        let process = Self.threadGroup(of: event.thread) ?? event.thread
+        guard la_trace_seize(event.thread) == 0 else {
+            report(
+                "an exec of a registered program by process \(process) was not recorded: it cannot be traced "
+                    + "(\(String(cString: strerror(errno)))); that process holds no registration")
+            return
+        }
+        traces[event.thread] = Trace(file: file, process: process, since: Self.monotonicNow())
+        state.withLock { _ = $0.awaited.insert(process) }
+    }
+
+    /// Takes every stop of a held thread: the first stop after an exec is a record when the new program is the
+    /// watched file; any other stop is an exec that failed.
+    private func follow(_ traces: inout [Int32: Trace]) {
+        while !traces.isEmpty {
+            var id: Int32 = 0
+            var message: UInt = 0
+            var signal: Int32 = 0
+            let outcome = la_trace_poll(&id, &message, &signal)
+            guard outcome > 0 else { return }
+            switch outcome {
+            case 1:
+                let before = Int32(truncatingIfNeeded: message)
+                if let trace = traces.removeValue(forKey: before) ?? traces.removeValue(forKey: id) {
+                    record(id, trace)
+                }
+                la_trace_detach(id, 0)
+            case 2:
+                if let trace = traces.removeValue(forKey: id) { state.withLock { forget(trace, &$0) } }
+                la_trace_detach(id, signal)
+            default:
+                if let trace = traces.removeValue(forKey: id) { state.withLock { forget(trace, &$0) } }
+            }
+        }
+    }
+
+    /// Records process `id`, stopped at the end of its exec, when its executable is the traced file.
+    private func record(_ id: Int32, _ trace: Trace) {
+        var info = stat()
+        let runs = stat("/proc/\(id)/exe", &info) == 0
+        state.withLock { state in
+            drain(&state)
+            // The exec's own event came already when one is queued later than the permission event.
+            let ownExecSeen = (state.execs[id] ?? 0) >= trace.since
+            forget(trace, &state)
+            guard runs, FileKey(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)) == trace.file else { return }
+            state.records[id] = Record(file: trace.file, ownExecPending: !ownExecSeen, whenWatched: false)
+        }
+    }
+
+    private func forget(_ trace: Trace, _ state: inout State) {
+        state.awaited.remove(trace.process)
+        state.execs[trace.process] = nil
+    }
+
+    /// Watches again every path in a directory inotify reported a change in (a file renamed over a watched one).
+    private func filesChanged() {
+        var buffer = [UInt8](repeating: 0, count: 8192)
+        var changed: Set<String> = []
+        while true {
+            let count = buffer.withUnsafeMutableBytes { Glibc.read(changes, $0.baseAddress, $0.count) }
+            guard count > 0 else { break }
+            var offset = 0
+            while offset + MemoryLayout<inotify_event>.size <= count {
+                let (watch, length) = buffer.withUnsafeBytes { bytes in
+                    (
+                        bytes.load(fromByteOffset: offset, as: Int32.self),
+                        Int(bytes.load(fromByteOffset: offset + 12, as: UInt32.self))
+                    )
+                }
+                if let directory = state.withLock({ $0.directories[watch] }) { changed.insert(directory) }
+                offset += MemoryLayout<inotify_event>.size + length
+            }
+        }
+        let paths = state.withLock { state in changed.flatMap { state.paths[$0] ?? [] } }
+        // Not scanned: a process that ran the new file before it was marked gets no record (it must start again),
+        // or a program that had set its executable to that file would, whenever its directory changed.
+        for path in paths { _ = watch(path, scanning: false) }
+    }
+
+    /// The processes whose executable is `file` now.
+    private static func processes(running file: FileKey) -> [Int32] {
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return [] }
+        return entries.compactMap { entry in
+            guard let pid = Int32(entry) else { return nil }
+            var info = stat()
+            guard stat("/proc/\(entry)/exe", &info) == 0,
+                FileKey(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)) == file
+            else { return nil }
+            return pid
+        }
+    }
+
+    /// The process a thread belongs to (`Tgid:` of its status), nil when it is gone.
+    private static func threadGroup(of thread: Int32) -> Int32? {
+        guard let status = try? String(contentsOfFile: "/proc/\(thread)/status", encoding: .utf8) else { return nil }
+        for line in status.split(separator: "\n") where line.hasPrefix("Tgid:") {
+            return Int32(line.dropFirst(5).trimmingCharacters(in: .whitespaces))
+        }
+        return nil
+    }
+
+    private static func monotonicNow() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+    }
+}
