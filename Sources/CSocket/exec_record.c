@@ -66,13 +66,12 @@ int la_trace_seize(int32_t thread) {
     return 0;
 }
 
-int la_trace_poll(int32_t *id, unsigned long *message, int *signal) {
+int la_trace_poll(int32_t id, unsigned long *message, int *signal) {
     int status;
     pid_t found;
-    do found = waitpid(-1, &status, WNOHANG | __WALL | __WNOTHREAD); while (found < 0 && errno == EINTR);
-    if (found < 0) return errno == ECHILD ? 0 : -1;
+    do found = waitpid(id, &status, WNOHANG | __WALL | __WNOTHREAD); while (found < 0 && errno == EINTR);
+    if (found < 0) return errno == ECHILD ? 4 : -1;
     if (found == 0) return 0;
-    *id = found;
     if (WIFEXITED(status) || WIFSIGNALED(status)) return 3;
     if (!WIFSTOPPED(status)) return 0;
     int event = status >> 16;

@@ -248,27 +248,35 @@ package final class ExecRecord: Sendable {
         state.withLock { _ = $0.awaited.insert(process) }
     }
 
-    /// Takes every stop of a held thread: the first stop after an exec is a record when the new program is the
-    /// watched file; any other stop is an exec that failed.
+    /// Takes the stop of each held thread: the first stop after an exec is a record when the new program is the
+    /// watched file; any other stop is an exec that failed. A thread that exec'd while not its process's first
+    /// reports its stop under the process's id.
     private func follow(_ traces: inout [Int32: Trace]) {
-        while !traces.isEmpty {
-            var id: Int32 = 0
+        for (thread, trace) in traces {
             var message: UInt = 0
             var signal: Int32 = 0
-            let outcome = la_trace_poll(&id, &message, &signal)
-            guard outcome > 0 else { return }
+            var id = thread
+            var outcome = la_trace_poll(thread, &message, &signal)
+            if outcome == 4 || (outcome == 0 && trace.process != thread) {
+                id = trace.process
+                let asProcess = la_trace_poll(trace.process, &message, &signal)
+                if asProcess != 4 { outcome = asProcess }
+            }
             switch outcome {
             case 1:
-                let before = Int32(truncatingIfNeeded: message)
-                if let trace = traces.removeValue(forKey: before) ?? traces.removeValue(forKey: id) {
-                    record(id, trace)
-                }
+                traces[thread] = nil
+                record(id, trace)
                 la_trace_detach(id, 0)
             case 2:
-                if let trace = traces.removeValue(forKey: id) { state.withLock { forget(trace, &$0) } }
+                traces[thread] = nil
+                state.withLock { forget(trace, &$0) }
                 la_trace_detach(id, signal)
+            case 3, 4, -1:
+                // Gone (4: neither the thread nor its process is traced here any more).
+                traces[thread] = nil
+                state.withLock { forget(trace, &$0) }
             default:
-                if let trace = traces.removeValue(forKey: id) { state.withLock { forget(trace, &$0) } }
+                break
             }
         }
     }

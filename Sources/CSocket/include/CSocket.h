@@ -97,11 +97,12 @@ int la_exec_record_answer(int fd, int32_t descriptor);
  * (PTRACE_INTERRUPT): 0, or -1 with errno (EPERM: another tracer holds it, or it may not be traced). */
 int la_trace_seize(int32_t thread);
 
-/* What became of one of this thread's tracees, without waiting: 0 nothing yet, else *id names it and 1: it stopped at
- * the end of a successful exec (*id: its process id now; *message: the thread id it had before), 2: it stopped
- * anywhere else (*signal: the signal to pass on, or 0), 3: it is gone; -1 with errno. Only for a thread that has no
- * children of its own (they would be reported too). */
-int la_trace_poll(int32_t *id, unsigned long *message, int *signal);
+/* What became of `id`, a thread this thread traces, without waiting: 0 nothing yet; 1 it stopped at the end of a
+ * successful exec (*message: the thread id it had before; the stop is reported under the process id, which an exec by
+ * another thread than the first gives it); 2 it stopped anywhere else (*signal: the signal to pass on, or 0); 3 it is
+ * gone; 4 `id` is no tracee (or child) of this thread; -1 with errno. Asks about `id` alone: never reaps a child that
+ * some other thread of the process started. */
+int la_trace_poll(int32_t id, unsigned long *message, int *signal);
 
 /* Detaches from a stopped thread, passing `signal` on. */
 int la_trace_detach(int32_t id, int signal);
