@@ -91,6 +91,29 @@ struct ExecRecordTests {
         #expect(record.verdict(late.pid, runs: try Self.file(app)) == .notSeen)
     }
 
+    /// A process whose second thread execs the app (the kernel then gives that thread the process's id, and reports
+    /// its stop under it) is recorded too.
+    @Test func anExecByAThreadOtherThanTheFirstIsRecorded() async throws {
+        let record = try #require(Self.record)
+        let directory = try Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let app = try Self.copy(in: directory, as: "app")
+        #expect(record.watch([app]).isEmpty)
+        let script = """
+            import os, threading
+            print("process", os.getpid(), flush=True)
+            thread = threading.Thread(target=lambda: os.execv("\(app)", ["app", "60"]))
+            thread.start()
+            thread.join()
+            """
+        let log = directory + "/threads.log"
+        let program = try SpawnedProcess("/usr/bin/python3", ["-c", script], log: log)
+        defer { _ = program.stop(SIGKILL) }
+        let pid = try await Self.number(after: "process ", in: log)
+        let file = try Self.file(app)
+        #expect(await waitUntil(within: .seconds(30)) { record.verdict(pid, runs: file) == .executed })
+    }
+
     /// How the attack program comes to name the app's file.
     enum Swap: String, CaseIterable, Sendable {
         /// `PR_SET_MM_MAP` alone.
