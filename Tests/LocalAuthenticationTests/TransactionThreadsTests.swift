@@ -6,8 +6,15 @@ import WorkThreads
 
 /// Where PAM transactions run (issue 47, attack 5): one key's transaction waiting on its user holds up no other
 /// key's; the same key's next one waits for it; the total caps how many run at once.
+///
+/// The tasks that start the transactions, and the waits, need the cooperative pool, which the embedded pass's
+/// blocking suites hold for half a minute at a time on two cores (measured: this suite took 20 s in a pass that
+/// ran it in 1.3 s alone, and 64 s when it failed its 30 s waits): each wait allows `eventDeadline`, and ends as
+/// soon as its event happens.
 @Suite("Transaction threads")
 struct TransactionThreadsTests {
+    static let eventDeadline = Duration.seconds(180)
+
     /// What ran, in order, by name.
     final class Journal: Sendable {
         private let entries = Mutex<[String]>([])
@@ -24,7 +31,7 @@ struct TransactionThreadsTests {
                 journal.add("m1"); gate.wait()
             }
         }
-        #expect(await waitUntil(within: .seconds(30)) { journal.all.contains("m1") })
+        #expect(await waitUntil(within: Self.eventDeadline) { journal.all.contains("m1") })
         try await threads.run(for: "v") { journal.add("v") }
         #expect(journal.all == ["m1", "v"], "another key ran while m waited")
         let next = Task { try await threads.run(for: "m") { journal.add("m2") } }
@@ -51,13 +58,13 @@ struct TransactionThreadsTests {
                 journal.add("b"); gate.wait()
             }
         }
-        #expect(await waitUntil(within: .seconds(30)) { journal.all.count == 2 })
+        #expect(await waitUntil(within: Self.eventDeadline) { journal.all.count == 2 })
         let third = Task { try await threads.run(for: "c") { journal.add("c") } }
         try await Task.sleep(for: .milliseconds(300))
         #expect(!journal.all.contains("c"), "a third key waits while two run")
         #expect(threads.runningKeys == ["a", "b"])
         gate.signal()
-        #expect(await waitUntil(within: .seconds(30)) { journal.all.contains("c") })
+        #expect(await waitUntil(within: Self.eventDeadline) { journal.all.contains("c") })
         gate.signal()
         try await first.value
         try await second.value
