@@ -76,6 +76,8 @@ let package = Package(
             providers: [.apt(["libglib2.0-dev"])]),
         // fprintd's D-Bus API as plain synchronous C functions (no variadic GVariant call reaches Swift).
         .target(name: "CFprintd", dependencies: ["CGio"]),
+        // A service's end of the session bus for the Secret Service provider: its name, its calls queued in order.
+        .target(name: "CSecretBus", dependencies: ["CGio"]),
         // tpm2-tss: ESAPI, the TCTI loader (device, swtpm), marshalling, error texts.
         .systemLibrary(
             name: "CTSS2", pkgConfig: "tss2-esys",
@@ -207,11 +209,14 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]),
 
+        // The freedesktop Secret Service (org.freedesktop.secrets) over the keychain, for `lactl secret-service`.
+        .target(name: "SecretService", dependencies: ["CSecretBus", "CGio", "KeychainServices", "SecureCrypto"]),
+
         // The command-line tool for people.
         .executableTarget(
             name: "lactl",
             dependencies: [
-                "SecurityTransport", "WorkThreads",
+                "SecurityTransport", "WorkThreads", "SecretService",
                 "LocalAuthentication", "KeychainServices", "SwiftKeychain", "SSHAgent", "SecurityClient",
                 "EmbeddedEngine", "SecurityProtocol", "Authenticators", "SecureCrypto", "StoreFiles", "AppRegistry",
                 "KeyAttestation", "SocketPeer",

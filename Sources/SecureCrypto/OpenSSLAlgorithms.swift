@@ -22,6 +22,7 @@ enum OpenSSLAlgorithms {
     nonisolated(unsafe) static let pbkdf2: OpaquePointer = fetchKDF("PBKDF2")
 
     nonisolated(unsafe) static let aes128GCM: OpaquePointer = fetchCipher("AES-128-GCM")
+    nonisolated(unsafe) static let aes128CBC: OpaquePointer = fetchCipher("AES-128-CBC")
     nonisolated(unsafe) static let aes192GCM: OpaquePointer = fetchCipher("AES-192-GCM")
     nonisolated(unsafe) static let aes256GCM: OpaquePointer = fetchCipher("AES-256-GCM")
 

@@ -1,0 +1,51 @@
+// A D-Bus service endpoint over GDBus for the Secret Service provider (lactl secret-service): one connection to a
+// message bus, the well-known name it owns, and the method calls addressed to it queued for one thread to take in
+// order. Replies, errors and signals go out from that thread. No variadic GVariant call reaches Swift.
+#ifndef LA_SECRET_BUS_H
+#define LA_SECRET_BUS_H
+
+#include <gio/gio.h>
+
+typedef struct la_secret_bus la_secret_bus;
+
+// Connects to the bus at `address` (NULL: the session bus of DBUS_SESSION_BUS_ADDRESS); NULL with *error set.
+la_secret_bus *la_secret_bus_open(const char *address, char **error);
+
+// Asks for `name`, allowing a later --replace to take it: 1 owned; 0 another connection owns it (its unique name in
+// *owner, its process id in *owner_pid, 0 when unknown); -1 with *error. With `replace`, takes it from an owner that
+// allows replacement.
+int la_secret_bus_own(la_secret_bus *bus, const char *name, int replace, char **owner, guint32 *owner_pid,
+                      char **error);
+
+// Starts queuing the method calls addressed to this connection (and the loss of the name) for la_secret_bus_next.
+void la_secret_bus_start(la_secret_bus *bus);
+
+// The next method call (a reference the caller releases with g_object_unref), waiting up to `timeout_ms`; NULL on
+// timeout, or once the name was lost or the connection closed (then la_secret_bus_ended says why).
+GDBusMessage *la_secret_bus_next(la_secret_bus *bus, int timeout_ms);
+
+// Why the bus ended: NULL while it serves.
+const char *la_secret_bus_ended(la_secret_bus *bus);
+
+// Replies to `call` with `body` (a tuple, or NULL for none; a floating reference is taken). 0, or -1.
+int la_secret_bus_reply(la_secret_bus *bus, GDBusMessage *call, GVariant *body);
+
+// Replies to `call` with the D-Bus error `name` and `text`.
+int la_secret_bus_fail(la_secret_bus *bus, GDBusMessage *call, const char *name, const char *text);
+
+// Emits signal `member` of `interface` from `path` with `body` (a tuple or NULL; a floating reference is taken).
+int la_secret_bus_emit(la_secret_bus *bus, const char *path, const char *interface, const char *member,
+                       GVariant *body);
+
+// The process id of the connection `sender` (GetConnectionUnixProcessID), 0 when unknown.
+guint32 la_secret_bus_sender_pid(la_secret_bus *bus, const char *sender);
+
+// This connection's unique name.
+const char *la_secret_bus_unique_name(la_secret_bus *bus);
+
+void la_secret_bus_close(la_secret_bus *bus);
+
+// GVariant helpers whose GLib forms are macros or variadic: a type from its string, and the type string of a value.
+const GVariantType *la_variant_type(const char *type);
+
+#endif

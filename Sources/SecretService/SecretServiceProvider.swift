@@ -1,0 +1,569 @@
+import CGio
+import CSecretBus
+import Foundation
+import SecureCrypto
+
+/// The freedesktop Secret Service (`org.freedesktop.secrets`, API 0.2) over the keychain, on a session bus: what
+/// `secret-tool`, libsecret, Python's `secretstorage` and `keyring` speak. One thread serves every call in order.
+///
+/// Collections: `login` (aliased `default`, also reachable as `/org/freedesktop/secrets/aliases/default`) keeps its
+/// items in the keychain (``KeychainSecrets``); `session` keeps them in this process's memory only. Sessions:
+/// `plain` and `dh-ietf1024-sha256-aes128-cbc-pkcs7` (``SecureCrypto/SecretServiceSession``), each usable only by
+/// the connection that opened it.
+package final class SecretServiceProvider {
+    /// Why the provider cannot start or stopped.
+    package struct Failure: Error, CustomStringConvertible {
+        package var description: String
+    }
+
+    static let root = "/org/freedesktop/secrets"
+    static let serviceInterface = "org.freedesktop.Secret.Service"
+    static let collectionInterface = "org.freedesktop.Secret.Collection"
+    static let itemInterface = "org.freedesktop.Secret.Item"
+    static let sessionInterface = "org.freedesktop.Secret.Session"
+    static let propertiesInterface = "org.freedesktop.DBus.Properties"
+    static let persisted = "login"
+    static let inMemory = "session"
+
+    private let bus: OpaquePointer
+    private let store = KeychainSecrets()
+    private let log: (String) -> Void
+
+    private enum Transfer {
+        case plain
+        case encrypted(SecretServiceSession)
+    }
+
+    private struct Session {
+        var owner: String
+        var transfer: Transfer
+    }
+
+    private var sessions: [String: Session] = [:]
+    private var nextSession = 1
+    /// The `session` collection's items and their secrets.
+    private var memory: [String: (item: StoredSecretItem, secret: SecureBytes)] = [:]
+
+    /// Connects to the bus at `address` (nil: `DBUS_SESSION_BUS_ADDRESS`) and takes `org.freedesktop.secrets`; from
+    /// an owner that allows it when `replace`.
+    ///
+    /// - Throws: ``Failure`` naming the program that owns the name, or why the bus is unreachable.
+    package init(address: String? = nil, replace: Bool = false, log: @escaping (String) -> Void) throws {
+        var error: UnsafeMutablePointer<CChar>?
+        guard let bus = la_secret_bus_open(address, &error) else {
+            defer { g_free(error) }
+            throw Failure(description: error.map { String(cString: $0) } ?? "cannot connect to the session bus")
+        }
+        // Queued from before the name is ours: a client that sees the name owned may call at once.
+        la_secret_bus_start(bus)
+        var owner: UnsafeMutablePointer<CChar>?
+        var ownerPid: guint32 = 0
+        let owned = la_secret_bus_own(bus, "org.freedesktop.secrets", replace ? 1 : 0, &owner, &ownerPid, &error)
+        defer {
+            g_free(owner)
+            g_free(error)
+        }
+        guard owned == 1 else {
+            la_secret_bus_close(bus)
+            if owned < 0 {
+                throw Failure(description: error.map { String(cString: $0) } ?? "cannot take org.freedesktop.secrets")
+            }
+            let program =
+                ownerPid == 0
+                ? "another program"
+                : ((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(ownerPid)/exe"))
+                    .map { "\($0) (pid \(ownerPid))" } ?? "process \(ownerPid)")
+            throw Failure(
+                description: "org.freedesktop.secrets is owned by \(program)"
+                    + (replace
+                        ? ", which does not let another program take it over: stop it first"
+                        : ": stop it, or take the name over with --replace"))
+        }
+        self.bus = bus
+        self.log = log
+    }
+
+    deinit { la_secret_bus_close(bus) }
+
+    /// Serves until the name is lost (another provider took it over with `--replace`) or the bus goes away.
+    package func serve() -> String {
+        log("serving org.freedesktop.secrets as \(String(cString: la_secret_bus_unique_name(bus)))")
+        while true {
+            guard let call = la_secret_bus_next(bus, 1_000) else {
+                if let ended = la_secret_bus_ended(bus) { return String(cString: ended) }
+                continue
+            }
+            defer { g_object_unref(UnsafeMutableRawPointer(call)) }
+            handle(call)
+        }
+    }
+
+    // MARK: Dispatch
+
+    /// A D-Bus error reply.
+    struct BusError: Error {
+        var name: String
+        var text: String
+
+        static func noSuchObject(_ path: String) -> BusError {
+            BusError(name: "org.freedesktop.Secret.Error.NoSuchObject", text: "no such object: \(path)")
+        }
+        static func invalidArguments(_ text: String) -> BusError {
+            BusError(name: "org.freedesktop.DBus.Error.InvalidArgs", text: text)
+        }
+        static func notSupported(_ text: String) -> BusError {
+            BusError(name: "org.freedesktop.DBus.Error.NotSupported", text: text)
+        }
+    }
+
+    /// What an object path names.
+    enum Object: Equatable {
+        case service
+        case collection(String)
+        case item(collection: String, id: String)
+        case session(String)
+    }
+
+    func object(at path: String) -> Object? {
+        if path == Self.root { return .service }
+        if path.hasPrefix(Self.root + "/session/") { return sessions[path] == nil ? nil : .session(path) }
+        var rest: [Substring]
+        if path.hasPrefix(Self.root + "/collection/") {
+            rest = path.dropFirst((Self.root + "/collection/").count).split(
+                separator: "/", omittingEmptySubsequences: false)
+        } else if path.hasPrefix(Self.root + "/aliases/") {
+            rest = path.dropFirst((Self.root + "/aliases/").count).split(
+                separator: "/", omittingEmptySubsequences: false)
+            guard let alias = rest.first, alias == "default" else { return nil }
+            rest[0] = Substring(Self.persisted)
+        } else {
+            return nil
+        }
+        guard let name = rest.first.map(String.init), name == Self.persisted || name == Self.inMemory else {
+            return nil
+        }
+        if rest.count == 1 { return .collection(name) }
+        guard rest.count == 2, !rest[1].isEmpty else { return nil }
+        return .item(collection: name, id: String(rest[1]))
+    }
+
+    static func path(of collection: String) -> String { root + "/collection/" + collection }
+    static func path(of collection: String, item id: String) -> String { path(of: collection) + "/" + id }
+
+    private func handle(_ call: OpaquePointer) {
+        let member = g_dbus_message_get_member(call).map { String(cString: $0) } ?? ""
+        let interface = g_dbus_message_get_interface(call).map { String(cString: $0) } ?? ""
+        let path = g_dbus_message_get_path(call).map { String(cString: $0) } ?? ""
+        let sender = g_dbus_message_get_sender(call).map { String(cString: $0) } ?? ""
+        let arguments: [BusValue]
+        if let body = g_dbus_message_get_body(call) {
+            guard let value = BusValue(body), let members = value.members else {
+                fail(call, .invalidArguments("arguments of a type the Secret Service never takes"))
+                return
+            }
+            arguments = members
+        } else {
+            arguments = []
+        }
+        do {
+            let reply = try answer(interface: interface, member: member, path: path, sender: sender, arguments)
+            let body = reply.map { BusValue.tuple($0).gvariant() }
+            la_secret_bus_reply(bus, call, body)
+        } catch let error as BusError {
+            fail(call, error)
+        } catch let error as KeychainSecrets.Failure {
+            fail(call, BusError(name: "org.freedesktop.DBus.Error.Failed", text: error.description))
+        } catch {
+            fail(call, BusError(name: "org.freedesktop.DBus.Error.Failed", text: "\(error)"))
+        }
+    }
+
+    private func fail(_ call: OpaquePointer, _ error: BusError) {
+        la_secret_bus_fail(bus, call, error.name, error.text)
+    }
+
+    /// The reply's members (nil: none) to `member` of `interface` on `path`.
+    private func answer(interface: String, member: String, path: String, sender: String, _ arguments: [BusValue])
+        throws -> [BusValue]?
+    {
+        switch (interface, member) {
+        case ("org.freedesktop.DBus.Peer", "Ping"): return nil
+        case ("org.freedesktop.DBus.Introspectable", "Introspect"):
+            return [.string(try introspection(of: path))]
+        case (Self.propertiesInterface, _):
+            guard let target = object(at: path) else { throw BusError.noSuchObject(path) }
+            return try properties(member, of: target, at: path, arguments)
+        default: break
+        }
+        guard let target = object(at: path) else { throw BusError.noSuchObject(path) }
+        switch (target, interface, member) {
+        case (.service, Self.serviceInterface, "OpenSession"), (.service, "", "OpenSession"):
+            return try openSession(arguments, sender: sender)
+        case (.service, Self.serviceInterface, "SearchItems"), (.service, "", "SearchItems"):
+            let wanted = try argument(arguments, 0, "a{ss}").stringMap!
+            let found = try searchAll(wanted)
+            return [.paths(found), .paths([])]
+        case (.service, Self.serviceInterface, "Unlock"), (.service, "", "Unlock"):
+            // Every object this provider serves can be read now: each is returned as unlocked, with no prompt.
+            let objects = try argument(arguments, 0, "ao").members!.compactMap(\.string)
+            return [.paths(objects.filter { self.object(at: $0) != nil }), .objectPath("/")]
+        case (.service, Self.serviceInterface, "Lock"), (.service, "", "Lock"):
+            throw BusError.notSupported("locking through the Secret Service is not offered: use lactl keychain lock")
+        case (.service, Self.serviceInterface, "GetSecrets"), (.service, "", "GetSecrets"):
+            let items = try argument(arguments, 0, "ao").members!.compactMap(\.string)
+            let session = try transfer(try argument(arguments, 1, "o").string!, sender: sender)
+            var keys: [BusValue] = []
+            var values: [BusValue] = []
+            for item in items {
+                guard case .item(let collection, let id)? = object(at: item) else { continue }
+                keys.append(.objectPath(item))
+                values.append(try secretStruct(collection, id, session: session))
+            }
+            return [.dictionary(keyType: "o", valueType: "(oayays)", keys, values)]
+        case (.service, Self.serviceInterface, "ReadAlias"), (.service, "", "ReadAlias"):
+            let name = try argument(arguments, 0, "s").string!
+            return [.objectPath(name == "default" || name == Self.persisted ? Self.path(of: Self.persisted) : "/")]
+        case (.service, Self.serviceInterface, "SetAlias"), (.service, "", "SetAlias"):
+            let name = try argument(arguments, 0, "s").string!
+            let target = try argument(arguments, 1, "o").string!
+            guard name == "default", object(at: target) == .collection(Self.persisted) else {
+                throw BusError.notSupported("only the alias default, naming the login collection, is kept")
+            }
+            return nil
+        case (.service, Self.serviceInterface, "CreateCollection"), (.service, "", "CreateCollection"):
+            let alias = arguments.count > 1 ? arguments[1].string ?? "" : ""
+            if alias == "default" || alias == Self.persisted {
+                return [.objectPath(Self.path(of: Self.persisted)), .objectPath("/")]
+            }
+            throw BusError.notSupported("only the login and session collections are kept")
+        case (.collection(let name), Self.collectionInterface, "SearchItems"),
+            (.collection(let name), "", "SearchItems"):
+            let wanted = try argument(arguments, 0, "a{ss}").stringMap!
+            return [.paths(try search(name, wanted).map { Self.path(of: name, item: $0.id) })]
+        case (.collection(let name), Self.collectionInterface, "CreateItem"), (.collection(let name), "", "CreateItem"):
+            return try createItem(in: name, arguments, sender: sender)
+        case (.collection, Self.collectionInterface, "Delete"), (.collection, "", "Delete"):
+            throw BusError.notSupported("the login and session collections cannot be deleted")
+        case (.item(let collection, let id), Self.itemInterface, "GetSecret"),
+            (.item(let collection, let id), "", "GetSecret"):
+            let session = try transfer(try argument(arguments, 0, "o").string!, sender: sender)
+            _ = try stored(collection, id)
+            return [try secretStruct(collection, id, session: session)]
+        case (.item(let collection, let id), Self.itemInterface, "SetSecret"),
+            (.item(let collection, let id), "", "SetSecret"):
+            let (secret, contentType) = try openSecret(try argument(arguments, 0, "(oayays)"), sender: sender)
+            try change(collection, id, contentType: contentType, secret: secret)
+            return nil
+        case (.item(let collection, let id), Self.itemInterface, "Delete"),
+            (.item(let collection, let id), "", "Delete"):
+            _ = try stored(collection, id)
+            if collection == Self.inMemory { memory[id] = nil } else { try store.delete(collection, id) }
+            emit(Self.path(of: collection), Self.collectionInterface, "ItemDeleted", [.objectPath(path)])
+            return [.objectPath("/")]
+        case (.session(let session), Self.sessionInterface, "Close"), (.session(let session), "", "Close"):
+            guard sessions[session]?.owner == sender else { throw BusError.noSuchObject(session) }
+            sessions[session] = nil
+            return nil
+        default:
+            throw BusError(
+                name: "org.freedesktop.DBus.Error.UnknownMethod",
+                text: "no method \(member) of \(interface.isEmpty ? "any interface" : interface) at \(path)")
+        }
+    }
+
+    /// Argument `index`, which must be of D-Bus type `type`.
+    private func argument(_ arguments: [BusValue], _ index: Int, _ type: String) throws -> BusValue {
+        guard index < arguments.count, arguments[index].type == type else {
+            throw BusError.invalidArguments("argument \(index + 1) must be of type \(type)")
+        }
+        return arguments[index]
+    }
+
+    // MARK: Sessions and secrets
+
+    private func openSession(_ arguments: [BusValue], sender: String) throws -> [BusValue] {
+        let algorithm = try argument(arguments, 0, "s").string!
+        guard case .variant(let input) = try argument(arguments, 1, "v") else { throw BusError.invalidArguments("") }
+        let transfer: Transfer
+        let output: BusValue
+        switch algorithm {
+        case "plain":
+            transfer = .plain
+            output = .string("")
+        case "dh-ietf1024-sha256-aes128-cbc-pkcs7":
+            guard case .bytes(let peer) = input else {
+                throw BusError.invalidArguments("the dh-ietf1024 algorithm's input is the client's public key (ay)")
+            }
+            do {
+                let session = try SecretServiceSession(peerPublicKey: Data(peer))
+                transfer = .encrypted(session)
+                output = .bytes(Array(session.publicKey))
+            } catch {
+                throw BusError.invalidArguments("the client's public key is not usable: \(error)")
+            }
+        default:
+            throw BusError.notSupported(
+                "the algorithm \(algorithm) is not offered (plain, dh-ietf1024-sha256-aes128-cbc-pkcs7)")
+        }
+        guard sessions.count < 4096 else { throw BusError.notSupported("too many open sessions") }
+        let path = Self.root + "/session/s\(nextSession)"
+        nextSession += 1
+        sessions[path] = Session(owner: sender, transfer: transfer)
+        return [.variant(output), .objectPath(path)]
+    }
+
+    /// The session at `path`, which `sender` must have opened.
+    private func transfer(_ path: String, sender: String) throws -> (path: String, transfer: Transfer) {
+        guard let session = sessions[path], session.owner == sender else {
+            throw BusError(
+                name: "org.freedesktop.Secret.Error.NoSession", text: "no session \(path) of this connection")
+        }
+        return (path, session.transfer)
+    }
+
+    /// The secret of an item as the struct `(oayays)` the session carries.
+    private func secretStruct(_ collection: String, _ id: String, session: (path: String, transfer: Transfer)) throws
+        -> BusValue
+    {
+        let item = try stored(collection, id)
+        let secret = collection == Self.inMemory ? memory[id]!.secret : try store.secret(collection, id)
+        let parameters: [UInt8]
+        let value: [UInt8]
+        switch session.transfer {
+        case .plain:
+            parameters = []
+            value = secret.withUnsafeBytes { Array($0) }
+        case .encrypted(let keys):
+            let sealed = try keys.encrypt(secret)
+            parameters = Array(sealed.parameters)
+            value = Array(sealed.value)
+        }
+        return .tuple([.objectPath(session.path), .bytes(parameters), .bytes(value), .string(item.contentType)])
+    }
+
+    /// The secret and content type a client sent in `(oayays)`.
+    private func openSecret(_ value: BusValue, sender: String) throws -> (SecureBytes, String) {
+        guard let parts = value.members, parts.count == 4, let path = parts[0].string,
+            case .bytes(let parameters) = parts[1], case .bytes(let sealed) = parts[2],
+            let contentType = parts[3].string
+        else { throw BusError.invalidArguments("a secret is (oayays)") }
+        let session = try transfer(path, sender: sender)
+        switch session.transfer {
+        case .plain:
+            return (SecureBytes(sealed), contentType)
+        case .encrypted(let keys):
+            do {
+                return (try keys.decrypt(Data(sealed), parameters: Data(parameters)), contentType)
+            } catch {
+                throw BusError.invalidArguments("the secret does not decrypt under the session's key")
+            }
+        }
+    }
+
+    // MARK: Items
+
+    private func allItems(_ collection: String) throws -> [StoredSecretItem] {
+        collection == Self.inMemory ? memory.values.map(\.item).sorted { $0.id < $1.id } : try store.items(collection)
+    }
+
+    private func stored(_ collection: String, _ id: String) throws -> StoredSecretItem {
+        guard let item = try allItems(collection).first(where: { $0.id == id }) else {
+            throw BusError.noSuchObject(Self.path(of: collection, item: id))
+        }
+        return item
+    }
+
+    private func search(_ collection: String, _ wanted: [String: String]) throws -> [StoredSecretItem] {
+        try allItems(collection).filter { item in wanted.allSatisfy { item.attributes[$0.key] == $0.value } }
+    }
+
+    private func searchAll(_ wanted: [String: String]) throws -> [String] {
+        try [Self.persisted, Self.inMemory].flatMap { name in
+            try search(name, wanted).map { Self.path(of: name, item: $0.id) }
+        }
+    }
+
+    private func createItem(in collection: String, _ arguments: [BusValue], sender: String) throws -> [BusValue] {
+        let properties = try argument(arguments, 0, "a{sv}").properties ?? [:]
+        let (secret, contentType) = try openSecret(try argument(arguments, 1, "(oayays)"), sender: sender)
+        let replace = try argument(arguments, 2, "b") == .boolean(true)
+        let label = properties[Self.itemInterface + ".Label"]?.string ?? ""
+        var attributes: [String: String] = [:]
+        if let given = properties[Self.itemInterface + ".Attributes"] {
+            guard let map = given.stringMap else { throw BusError.invalidArguments("Attributes is a{ss}") }
+            attributes = map
+        }
+        guard attributes.count <= 256,
+            attributes.allSatisfy({ $0.key.utf8.count <= 1024 && $0.value.utf8.count <= 65536 }),
+            label.utf8.count <= 65536
+        else { throw BusError.invalidArguments("too many or too long attributes") }
+        if replace, let existing = try allItems(collection).first(where: { $0.attributes == attributes }) {
+            try change(collection, existing.id, label: label, contentType: contentType, secret: secret)
+            return [.objectPath(Self.path(of: collection, item: existing.id)), .objectPath("/")]
+        }
+        let id: String
+        if collection == Self.inMemory {
+            id = UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+            let now = UInt64(Date().timeIntervalSince1970)
+            memory[id] = (
+                StoredSecretItem(
+                    id: id, label: label, attributes: attributes, contentType: contentType, created: now, modified: now),
+                secret
+            )
+        } else {
+            id = try store.add(
+                collection, label: label, attributes: attributes, contentType: contentType, secret: secret)
+        }
+        let path = Self.path(of: collection, item: id)
+        emit(Self.path(of: collection), Self.collectionInterface, "ItemCreated", [.objectPath(path)])
+        return [.objectPath(path), .objectPath("/")]
+    }
+
+    private func change(
+        _ collection: String, _ id: String, label: String? = nil, attributes: [String: String]? = nil,
+        contentType: String? = nil, secret: SecureBytes? = nil
+    ) throws {
+        if collection == Self.inMemory {
+            guard var entry = memory[id] else { throw BusError.noSuchObject(Self.path(of: collection, item: id)) }
+            if let label { entry.item.label = label }
+            if let attributes { entry.item.attributes = attributes }
+            if let contentType { entry.item.contentType = contentType }
+            if let secret { entry.secret = secret }
+            entry.item.modified = UInt64(Date().timeIntervalSince1970)
+            memory[id] = entry
+        } else {
+            try store.update(
+                collection, id, label: label, attributes: attributes, contentType: contentType, secret: secret)
+        }
+        emit(
+            Self.path(of: collection), Self.collectionInterface, "ItemChanged",
+            [.objectPath(Self.path(of: collection, item: id))])
+    }
+
+    private func emit(_ path: String, _ interface: String, _ member: String, _ body: [BusValue]) {
+        la_secret_bus_emit(bus, path, interface, member, BusValue.tuple(body).gvariant())
+    }
+
+    // MARK: Properties and introspection
+
+    private func propertyValues(of object: Object) throws -> (interface: String, values: [String: BusValue]) {
+        switch object {
+        case .service:
+            return (
+                Self.serviceInterface,
+                ["Collections": .paths([Self.path(of: Self.persisted), Self.path(of: Self.inMemory)])]
+            )
+        case .collection(let name):
+            let items = try allItems(name)
+            return (
+                Self.collectionInterface,
+                [
+                    "Items": .paths(items.map { Self.path(of: name, item: $0.id) }),
+                    "Label": .string(name == Self.persisted ? "Login" : "Session"), "Locked": .boolean(false),
+                    "Created": .uint64(items.map(\.created).min() ?? 0),
+                    "Modified": .uint64(items.map(\.modified).max() ?? 0),
+                ]
+            )
+        case .item(let collection, let id):
+            let item = try stored(collection, id)
+            return (
+                Self.itemInterface,
+                [
+                    "Locked": .boolean(false), "Attributes": .stringMap(item.attributes), "Label": .string(item.label),
+                    "Created": .uint64(item.created), "Modified": .uint64(item.modified),
+                ]
+            )
+        case .session:
+            return (Self.sessionInterface, [:])
+        }
+    }
+
+    private func properties(_ member: String, of object: Object, at path: String, _ arguments: [BusValue]) throws
+        -> [BusValue]?
+    {
+        let (interface, values) = try propertyValues(of: object)
+        let asked = try argument(arguments, 0, "s").string!
+        guard asked.isEmpty || asked == interface else {
+            throw BusError.invalidArguments("\(path) has no interface \(asked)")
+        }
+        switch member {
+        case "Get":
+            let name = try argument(arguments, 1, "s").string!
+            guard let value = values[name] else { throw BusError.invalidArguments("no property \(name)") }
+            return [.variant(value)]
+        case "GetAll":
+            let keys = values.keys.sorted()
+            return [
+                .dictionary(keyType: "s", valueType: "v", keys.map { .string($0) }, keys.map { .variant(values[$0]!) })
+            ]
+        case "Set":
+            let name = try argument(arguments, 1, "s").string!
+            guard case .variant(let value) = try argument(arguments, 2, "v") else {
+                throw BusError.invalidArguments("")
+            }
+            guard case .item(let collection, let id) = object else {
+                throw BusError(name: "org.freedesktop.DBus.Error.PropertyReadOnly", text: "\(name) cannot be set here")
+            }
+            switch name {
+            case "Label":
+                guard let label = value.string else { throw BusError.invalidArguments("Label is a string") }
+                try change(collection, id, label: label)
+            case "Attributes":
+                guard let map = value.stringMap else { throw BusError.invalidArguments("Attributes is a{ss}") }
+                try change(collection, id, attributes: map)
+            default:
+                throw BusError(name: "org.freedesktop.DBus.Error.PropertyReadOnly", text: "\(name) cannot be set")
+            }
+            emit(
+                path, Self.propertiesInterface, "PropertiesChanged",
+                [
+                    .string(Self.itemInterface),
+                    .dictionary(keyType: "s", valueType: "v", [.string(name)], [.variant(value)]),
+                    .array(elementType: "s", []),
+                ])
+            return nil
+        default:
+            throw BusError(name: "org.freedesktop.DBus.Error.UnknownMethod", text: "no method \(member) of Properties")
+        }
+    }
+
+    private func introspection(of path: String) throws -> String {
+        let standard = """
+            <interface name="org.freedesktop.DBus.Properties"><method name="Get"><arg type="s" direction="in"/>\
+            <arg type="s" direction="in"/><arg type="v" direction="out"/></method><method name="GetAll">\
+            <arg type="s" direction="in"/><arg type="a{sv}" direction="out"/></method><method name="Set">\
+            <arg type="s" direction="in"/><arg type="s" direction="in"/><arg type="v" direction="in"/></method>\
+            <signal name="PropertiesChanged"><arg type="s"/><arg type="a{sv}"/><arg type="as"/></signal></interface>\
+            <interface name="org.freedesktop.DBus.Introspectable"><method name="Introspect">\
+            <arg type="s" direction="out"/></method></interface>
+            """
+        var body = ""
+        var children: [String] = []
+        switch object(at: path) {
+        case .service?:
+            body = SecretServiceIntrospection.service
+            children = ["collection", "session"]
+        case .collection(let name)?:
+            body = SecretServiceIntrospection.collection
+            children = try allItems(name).map(\.id)
+        case .item?: body = SecretServiceIntrospection.item
+        case .session?: body = SecretServiceIntrospection.session
+        case nil:
+            if path == Self.root + "/collection" {
+                children = [Self.persisted, Self.inMemory]
+            } else if path == "/" || path == "/org" || path == "/org/freedesktop" {
+                children = [path == "/" ? "org" : path == "/org" ? "freedesktop" : "secrets"]
+            } else if path == Self.root + "/session" {
+                children = sessions.keys.filter { sessions[$0]?.owner != nil }.map {
+                    String($0.split(separator: "/").last!)
+                }
+            } else {
+                throw BusError.noSuchObject(path)
+            }
+        }
+        let nodes = children.map { "<node name=\"\($0)\"/>" }.joined()
+        return "<!DOCTYPE node PUBLIC \"-//freedesktop//DTD D-BUS Object Introspection 1.0//EN\" "
+            + "\"http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd\">\n<node>"
+            + (body.isEmpty ? "" : body + standard) + nodes + "</node>\n"
+    }
+}

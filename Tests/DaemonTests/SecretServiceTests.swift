@@ -1,0 +1,238 @@
+import Foundation
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Issue 48, first part: `lactl secret-service` serves the freedesktop Secret Service over the keychain, to real
+/// clients on a private session bus (`dbus-run-session`): `secret-tool` (libsecret), Python's `secretstorage` and
+/// `keyring` (Debian's packages), `gdbus` and `dbus-send` for what a well-behaved client never sends. Embedded (the
+/// store in a directory of the test's) and through a `localauthd` of the test's own.
+@Suite("lactl secret-service: the Secret Service over the keychain")
+struct SecretServiceTests {
+    enum Mode: String, CaseIterable, Sendable {
+        case embedded
+        case daemon
+    }
+
+    static var available: Bool {
+        ["/usr/bin/dbus-run-session", "/usr/bin/secret-tool", "/usr/bin/gdbus", "/usr/bin/dbus-send"].allSatisfy {
+            FileManager.default.isExecutableFile(atPath: $0)
+        }
+    }
+
+    /// Runs `script` (bash) in a private session bus with `lactl secret-service` serving it (started first, waited
+    /// for), in `mode`; the script's output and status. `$LACTL` names lactl.
+    static func run(_ script: String, mode: Mode, in directory: String, daemon: DaemonProcess? = nil) throws
+        -> (status: Int32, output: String)
+    {
+        let lactl = try lactlExecutable().path
+        let wrapper = """
+            set -u
+            "$LACTL" secret-service 2>"$WORK/provider.log" &
+            provider=$!
+            trap 'kill $provider 2>/dev/null' EXIT
+            for _ in $(seq 600); do
+                gdbus call --session --dest org.freedesktop.DBus --object-path / \\
+                    --method org.freedesktop.DBus.NameHasOwner org.freedesktop.secrets 2>/dev/null | grep -q true && break
+                kill -0 $provider 2>/dev/null || { echo "the provider stopped:"; cat "$WORK/provider.log"; exit 97; }
+                sleep 0.05
+            done
+            \(script)
+            status=$?
+            kill $provider
+            wait $provider
+            exit $status
+            """
+        let path = directory + "/script.sh"
+        try wrapper.write(toFile: path, atomically: true, encoding: .utf8)
+        var environment = [
+            "LACTL": lactl, "WORK": directory, "LA_PRESENTER": "none", "HOME": directory,
+            "XDG_DATA_HOME": directory + "/data", "PYTHONDONTWRITEBYTECODE": "1",
+        ]
+        switch mode {
+        case .embedded: environment["LA_DATA_DIR"] = directory + "/store"
+        case .daemon: environment["LA_DAEMON_SOCKET"] = daemon!.socket
+        }
+        // Output to a file, not a pipe: a bus daemon left behind by a failure would hold a pipe open for ever.
+        let log = directory + "/output.txt"
+        var inherited = ProcessInfo.processInfo.environment
+        inherited["DBUS_SESSION_BUS_ADDRESS"] = nil
+        let session = try SpawnedProcess(
+            "/usr/bin/dbus-run-session", ["--", "/bin/bash", path],
+            environment: inherited.merging(environment) { $1 }, log: log)
+        guard let ended = session.wait(timeout: 300) else {
+            _ = session.stop(SIGKILL)
+            throw CocoaError(
+                .executableLoad,
+                userInfo: [
+                    NSLocalizedDescriptionKey:
+                        "the script still ran after 300 s: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")"
+                ])
+        }
+        return (
+            ended.bySignal ? 128 + ended.status : ended.status,
+            (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        )
+    }
+
+    static func scratch() throws -> String {
+        var template = Array("/tmp/la-secret-service-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw CocoaError(.fileWriteUnknown) }
+        return String(cString: made)
+    }
+
+    /// A world for `mode`: nothing embedded, a daemon of its own otherwise, as installed: `lactl` holds its own
+    /// group there (its registration's), where the provider's items go.
+    static func world(_ mode: Mode) throws -> DaemonWorld? {
+        mode == .daemon ? try DaemonWorld(extraEnvironment: DaemonProcess.enforcingAdministrativeClaims) : nil
+    }
+
+    /// `secret-tool` stores, finds, searches, replaces and clears a password; the item is a keychain item that
+    /// `lactl keychain find-generic-password` finds by its service.
+    @Test(.enabled(if: available), arguments: Mode.allCases)
+    func secretToolStoresFindsSearchesReplacesAndClears(_ mode: Mode) throws {
+        let directory = try Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let world = try Self.world(mode)
+        defer { world?.close() }
+        let (status, output) = try Self.run(
+            """
+            printf hunter2 | secret-tool store --label="Example login" service example.org user alice || exit 1
+            echo "lookup: $(secret-tool lookup service example.org user alice)"
+            secret-tool search --all service example.org | grep -E '^(label|secret|attribute)' | sort
+            printf second | secret-tool store --label="Example login" service example.org user alice || exit 1
+            echo "replaced: $(secret-tool lookup service example.org user alice)"
+            echo "items: $(secret-tool search --all service example.org 2>&1 | grep -c '^secret = ')"
+            "$LACTL" keychain find-generic-password -s org.freedesktop.Secret/login -w 2>&1 | sed 's/^/keychain: /'
+            secret-tool clear service example.org user alice
+            secret-tool lookup service example.org user alice
+            echo "after clear: $?"
+            """, mode: mode, in: directory, daemon: world?.daemon)
+        #expect(status == 0, "\(output)")
+        let lines = output.split(separator: "\n").map(String.init)
+        #expect(lines.contains("lookup: hunter2"), "\(output)")
+        #expect(lines.contains("label = Example login"))
+        #expect(lines.contains("secret = hunter2"))
+        #expect(lines.contains("attribute.user = alice") && lines.contains("attribute.service = example.org"))
+        #expect(lines.contains("replaced: second"), "store with the same attributes replaces: \(output)")
+        #expect(lines.contains("items: 1"))
+        #expect(lines.contains("keychain: second"), "the keychain holds it: \(output)")
+        #expect(lines.contains("after clear: 1"))
+    }
+
+    /// Python's `secretstorage` (its encrypted session, `dh-ietf1024-sha256-aes128-cbc-pkcs7`, and a plain one) and
+    /// `keyring` keep and read their secrets; an item made in the `session` collection is not in the keychain.
+    @Test(.enabled(if: available), arguments: Mode.allCases)
+    func pythonsSecretstorageAndKeyringKeepTheirSecrets(_ mode: Mode) throws {
+        let directory = try Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let world = try Self.world(mode)
+        defer { world?.close() }
+        let (status, output) = try Self.run(
+            """
+            /usr/bin/python3 - <<'PY' || exit 1
+            import secretstorage
+            from secretstorage.util import open_session
+            connection = secretstorage.dbus_init()
+            login = secretstorage.get_default_collection(connection)
+            item = login.create_item("encrypted", {"app": "py", "n": "1"}, b"py-secret\\x00\\xff")
+            print("session", "encrypted" if item.session.encrypted else "plain")
+            print("secret", login.search_items({"app": "py"}).__next__().get_secret())
+            item.set_label("renamed")
+            item.set_attributes({"app": "py", "n": "2"})
+            print("label", item.get_label(), sorted(item.get_attributes().items()))
+            memory = secretstorage.Collection(connection, "/org/freedesktop/secrets/collection/session")
+            kept = memory.create_item("in memory", {"app": "mem"}, b"volatile")
+            print("memory", kept.get_secret())
+            import keyring
+            keyring.set_password("svc", "bob", "kr-pass")
+            print("keyring", keyring.get_password("svc", "bob"))
+            PY
+            "$LACTL" keychain find-generic-password -s org.freedesktop.Secret/session >/dev/null 2>&1
+            echo "session items in the keychain: $? (44: none)"
+            """, mode: mode, in: directory, daemon: world?.daemon)
+        #expect(status == 0, "\(output)")
+        let lines = output.split(separator: "\n").map(String.init)
+        #expect(lines.contains("session encrypted"), "\(output)")
+        #expect(lines.contains("secret b'py-secret\\x00\\xff'"), "\(output)")
+        #expect(lines.contains("label renamed [('app', 'py'), ('n', '2')]"), "\(output)")
+        #expect(lines.contains("memory b'volatile'"))
+        #expect(lines.contains("keyring kr-pass"))
+        #expect(lines.contains("session items in the keychain: 44 (44: none)"), "\(output)")
+    }
+
+    /// What no well-behaved client sends gets the error the spec or D-Bus names, and the store keeps what it had:
+    /// a Diffie-Hellman key out of range or too long, an unknown algorithm, arguments of the wrong types, unknown
+    /// paths, and a session opened by another connection.
+    @Test(.enabled(if: available))
+    func hostileInputGetsAnErrorAndChangesNothing() throws {
+        let directory = try Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let call = "gdbus call --session --dest org.freedesktop.secrets --object-path /org/freedesktop/secrets"
+        let send = "dbus-send --session --print-reply --dest=org.freedesktop.secrets"
+        let long = Array(repeating: "0x7f", count: 129).joined(separator: ", ")
+        let (status, output) = try Self.run(
+            """
+            printf kept | secret-tool store --label=kept service kept || exit 1
+            item=$(secret-tool search --all service kept 2>&1 | head -1 | tr -d '[]')
+            path=/org/freedesktop/secrets/collection/login$item
+            m=org.freedesktop.Secret.Service
+            \(call) --method $m.OpenSession dh-ietf1024-sha256-aes128-cbc-pkcs7 "<@ay [0x01]>" 2>&1 | sed 's/^/one: /'
+            \(call) --method $m.OpenSession dh-ietf1024-sha256-aes128-cbc-pkcs7 "<@ay [\(long)]>" 2>&1 | sed 's/^/long: /'
+            \(call) --method $m.OpenSession rot13 "<''>" 2>&1 | sed 's/^/rot13: /'
+            \(send) /org/freedesktop/secrets $m.SearchItems int32:42 2>&1 | sed 's/^/types: /'
+            \(send) /org/freedesktop/secrets/collection/nothere org.freedesktop.Secret.Collection.SearchItems \\
+                dict:string:string:a,b 2>&1 | sed 's/^/path: /'
+            session=$(\(call) --method $m.OpenSession plain "<''>" | grep -o "/org/freedesktop/secrets/session/[a-z0-9]*")
+            gdbus call --session --dest org.freedesktop.secrets --object-path "$path" \\
+                --method org.freedesktop.Secret.Item.GetSecret "$session" 2>&1 | sed 's/^/borrowed: /'
+            \(send) "$path" org.freedesktop.Secret.Item.SetSecret 2>&1 | sed 's/^/nothing: /'
+            echo "still: $(secret-tool lookup service kept)"
+            """, mode: .embedded, in: directory)
+        #expect(status == 0, "\(output)")
+        let lines = output.split(separator: "\n").map(String.init)
+        func has(_ prefix: String, _ error: String) -> Bool {
+            lines.contains { $0.hasPrefix(prefix) && $0.contains(error) }
+        }
+        #expect(has("one: ", "org.freedesktop.DBus.Error.InvalidArgs"), "\(output)")
+        #expect(has("long: ", "org.freedesktop.DBus.Error.InvalidArgs"), "\(output)")
+        #expect(has("rot13: ", "org.freedesktop.DBus.Error.NotSupported"), "\(output)")
+        #expect(has("types: ", "org.freedesktop.DBus.Error.InvalidArgs"), "\(output)")
+        #expect(has("path: ", "org.freedesktop.Secret.Error.NoSuchObject"), "\(output)")
+        #expect(has("borrowed: ", "org.freedesktop.Secret.Error.NoSession"), "\(output)")
+        #expect(has("nothing: ", "org.freedesktop.DBus.Error.InvalidArgs"), "\(output)")
+        #expect(lines.contains("still: kept"), "\(output)")
+    }
+
+    /// A second provider names the program that owns the name and stops; with `--replace` it takes the name over,
+    /// and the first stops, saying so.
+    @Test(.enabled(if: available))
+    func theNamesOwnerIsNamedAndReplaceTakesItOver() throws {
+        let directory = try Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let (status, output) = try Self.run(
+            """
+            "$LACTL" secret-service 2>&1 | sed 's/^/second: /'
+            "$LACTL" secret-service --replace 2>"$WORK/replacing.log" &
+            replacing=$!
+            for _ in $(seq 600); do kill -0 $provider 2>/dev/null || break; sleep 0.05; done
+            kill -0 $provider 2>/dev/null && echo "the first still runs"
+            sed 's/^/first: /' "$WORK/provider.log"
+            printf new | secret-tool store --label=x service after-replace && echo "served: $(secret-tool lookup service after-replace)"
+            provider=$replacing
+            """, mode: .embedded, in: directory)
+        #expect(status == 0, "\(output)")
+        #expect(
+            output.contains(
+                "second: lactl secret-service: org.freedesktop.secrets is owned by \(try lactlExecutable().resolvingSymlinksInPath().path)"
+            ), "\(output)")
+        #expect(output.contains("stop it, or take the name over with --replace"))
+        #expect(!output.contains("the first still runs"), "\(output)")
+        #expect(
+            output.contains("first: lactl secret-service: stopped: another program took the name over"), "\(output)")
+        #expect(output.contains("served: new"), "\(output)")
+    }
+}
