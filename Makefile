@@ -154,6 +154,9 @@ install: bootstrap pam
 	sed 's|@BINDIR@|$(BINDIR)|' Resources/systemd/user/lactl-ssh-agent.service > ssh-agent.service.tmp
 	install -D -m 0644 ssh-agent.service.tmp $(DESTDIR)$(SYSTEMD_USER_UNIT_DIR)/lactl-ssh-agent.service
 	rm -f ssh-agent.service.tmp
+	sed 's|@BINDIR@|$(BINDIR)|' Resources/systemd/user/lactl-secret-service.service > secret-service.service.tmp
+	install -D -m 0644 secret-service.service.tmp $(DESTDIR)$(SYSTEMD_USER_UNIT_DIR)/lactl-secret-service.service
+	rm -f secret-service.service.tmp
 	install -d -m 0755 $(DESTDIR)/etc/localauthd/apps.d
 	printf 'application-identifier = localauthentication.lactl\nexecutable = %s\nsha256 = %s\nadministrative = yes\n' \
 		"$(BINDIR)/lactl" "$$(sha256sum $(DESTDIR)$(BINDIR)/lactl | cut -d' ' -f1)" > lactl.conf.tmp
@@ -170,7 +173,8 @@ uninstall:
 	rm -f $(DESTDIR)/etc/localauthd/apps.d/lactl.conf
 	rm -f $(DESTDIR)$(SYSTEMD_UNIT_DIR)/localauthd.socket $(DESTDIR)$(SYSTEMD_UNIT_DIR)/localauthd.service
 	rm -f $(DESTDIR)$(PAM_MODULE_DIR)/pam_localauth.so $(DESTDIR)$(SYSTEMD_USER_UNIT_DIR)/localauthd-screen-lock.service
-	rm -f $(DESTDIR)$(SYSTEMD_USER_UNIT_DIR)/localauthd-agent.service $(DESTDIR)$(SYSTEMD_USER_UNIT_DIR)/lactl-ssh-agent.service
+	rm -f $(DESTDIR)$(SYSTEMD_USER_UNIT_DIR)/localauthd-agent.service $(DESTDIR)$(SYSTEMD_USER_UNIT_DIR)/lactl-ssh-agent.service \
+		$(DESTDIR)$(SYSTEMD_USER_UNIT_DIR)/lactl-secret-service.service
 	rm -f $(DESTDIR)$(MANDIR)/man1/lactl.1 $(DESTDIR)$(MANDIR)/man8/localauthd.8 $(DESTDIR)$(MANDIR)/man8/pam_localauth.8
 	rm -f $(DESTDIR)$(MANDIR)/man5/localauthd.conf.5 $(DESTDIR)$(BASH_COMPLETION_DIR)/lactl
 	rm -f $(DESTDIR)$(ZSH_COMPLETION_DIR)/_lactl $(DESTDIR)$(FISH_COMPLETION_DIR)/lactl.fish

@@ -164,6 +164,53 @@ struct SecretServiceTests {
         #expect(lines.contains("session items in the keychain: 44 (44: none)"), "\(output)")
     }
 
+    /// A program on libsecret's C API (Tests/Fixtures/SecretClient, with a schema of its own) and one through
+    /// GObject introspection (`gi.repository.Secret`, as GNOME's Python and JavaScript programs reach it) store,
+    /// find and clear passwords, and find each other's.
+    @Test(
+        .enabled(if: available && FileManager.default.fileExists(atPath: "/usr/include/libsecret-1/libsecret/secret.h"))
+    )
+    func libsecretsCAPIAndGObjectIntrospectionKeepTheirPasswords() throws {
+        let directory = try Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../Fixtures/SecretClient/secret-client.c").standardized.path
+        let client = directory + "/secret-client"
+        let flags = try runCapturingOutput(
+            URL(fileURLWithPath: "/usr/bin/pkg-config"), ["--cflags", "--libs", "libsecret-1"])
+        try #require(flags.status == 0, "pkg-config libsecret-1: \(flags.output)")
+        let built = try runCapturingOutput(
+            URL(fileURLWithPath: "/usr/bin/cc"),
+            [source, "-o", client] + flags.output.split(whereSeparator: \.isWhitespace).map(String.init))
+        try #require(built.status == 0, "cc secret-client.c: \(built.output)")
+        let (status, output) = try Self.run(
+            """
+            "$WORK/secret-client" store "C program" "from-c" key one | sed 's/^/c: /'
+            "$WORK/secret-client" lookup key one | sed 's/^/c lookup: /'
+            /usr/bin/python3 - <<'PY' || exit 1
+            import gi
+            gi.require_version("Secret", "1")
+            from gi.repository import Secret
+            schema = Secret.Schema.new("org.example.SecretClient", Secret.SchemaFlags.NONE,
+                                       {"key": Secret.SchemaAttributeType.STRING})
+            print("gi sees c:", Secret.password_lookup_sync(schema, {"key": "one"}, None))
+            Secret.password_store_sync(schema, {"key": "two"}, Secret.COLLECTION_DEFAULT, "GI program", "from-gi", None)
+            PY
+            "$WORK/secret-client" lookup key two | sed 's/^/c sees gi: /'
+            "$WORK/secret-client" clear key one | sed 's/^/c: /'
+            "$WORK/secret-client" lookup key one
+            echo "after clear: $?"
+            """, mode: .embedded, in: directory)
+        #expect(status == 0, "\(output)")
+        let lines = output.split(separator: "\n").map(String.init)
+        #expect(lines.contains("c: stored"), "\(output)")
+        #expect(lines.contains("c lookup: from-c"), "\(output)")
+        #expect(lines.contains("gi sees c: from-c"), "\(output)")
+        #expect(lines.contains("c sees gi: from-gi"), "\(output)")
+        #expect(lines.contains("c: cleared"))
+        #expect(lines.contains("after clear: 2"), "\(output)")
+    }
+
     /// What no well-behaved client sends gets the error the spec or D-Bus names, and the store keeps what it had:
     /// a Diffie-Hellman key out of range or too long, an unknown algorithm, arguments of the wrong types, unknown
     /// paths, and a session opened by another connection.
