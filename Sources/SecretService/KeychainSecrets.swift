@@ -46,16 +46,26 @@ struct KeychainSecrets {
         return found.compactMap(Self.item(from:)).sorted { $0.id < $1.id }
     }
 
-    /// The secret of item `id`.
-    func secret(_ collection: String, _ id: String) throws -> SecureBytes {
+    /// Item `id` of `collection`, and its secret when `withSecret`; nil when there is no such item. One query.
+    func item(_ collection: String, _ id: String, withSecret: Bool = false) throws -> (
+        item: StoredSecretItem, secret: SecureBytes?
+    )? {
         var query = Self.query(collection, id)
-        query[kSecReturnData as String] = true
+        query[kSecReturnAttributes as String] = true
+        if withSecret { query[kSecReturnData as String] = true }
         var result: CFTypeRef?
         let status = SecItemCopyMatching(query as CFDictionary, &result)
-        guard status == errSecSuccess, let data = result as? Data else {
-            throw Failure(status: status == errSecSuccess ? errSecDecode : status, operation: "read the secret")
+        if status == errSecItemNotFound { return nil }
+        guard status == errSecSuccess, let attributes = result as? [String: Any],
+            let item = Self.item(from: attributes)
+        else {
+            throw Failure(status: status == errSecSuccess ? errSecDecode : status, operation: "read the item")
         }
-        return SecureBytes(data)
+        guard withSecret else { return (item, nil) }
+        guard let data = attributes[kSecValueData as String] as? Data else {
+            throw Failure(status: errSecDecode, operation: "read the secret")
+        }
+        return (item, SecureBytes(data))
     }
 
     /// Adds an item; its id.

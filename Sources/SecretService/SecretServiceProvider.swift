@@ -247,7 +247,6 @@ package final class SecretServiceProvider {
         case (.item(let collection, let id), Self.itemInterface, "GetSecret"),
             (.item(let collection, let id), "", "GetSecret"):
             let session = try transfer(try argument(arguments, 0, "o").string!, sender: sender)
-            _ = try stored(collection, id)
             return [try secretStruct(collection, id, session: session)]
         case (.item(let collection, let id), Self.itemInterface, "SetSecret"),
             (.item(let collection, let id), "", "SetSecret"):
@@ -325,8 +324,7 @@ package final class SecretServiceProvider {
     private func secretStruct(_ collection: String, _ id: String, session: (path: String, transfer: Transfer)) throws
         -> BusValue
     {
-        let item = try stored(collection, id)
-        let secret = collection == Self.inMemory ? memory[id]!.secret : try store.secret(collection, id)
+        let (item, secret) = try storedWithSecret(collection, id)
         let parameters: [UInt8]
         let value: [UInt8]
         switch session.transfer {
@@ -367,10 +365,17 @@ package final class SecretServiceProvider {
     }
 
     private func stored(_ collection: String, _ id: String) throws -> StoredSecretItem {
-        guard let item = try allItems(collection).first(where: { $0.id == id }) else {
-            throw BusError.noSuchObject(Self.path(of: collection, item: id))
-        }
-        return item
+        let found = collection == Self.inMemory ? memory[id]?.item : try store.item(collection, id)?.item
+        guard let found else { throw BusError.noSuchObject(Self.path(of: collection, item: id)) }
+        return found
+    }
+
+    private func storedWithSecret(_ collection: String, _ id: String) throws -> (StoredSecretItem, SecureBytes) {
+        if collection == Self.inMemory, let entry = memory[id] { return (entry.item, entry.secret) }
+        guard collection != Self.inMemory, let found = try store.item(collection, id, withSecret: true),
+            let secret = found.secret
+        else { throw BusError.noSuchObject(Self.path(of: collection, item: id)) }
+        return (found.item, secret)
     }
 
     private func search(_ collection: String, _ wanted: [String: String]) throws -> [StoredSecretItem] {
