@@ -85,6 +85,7 @@ package final class ExecRecord: Sendable {
     /// - Throws: ``Unavailable`` naming what the kernel refused.
     package init(report: @escaping @Sendable (String) -> Void) throws(Unavailable) {
         self.report = report
+        if let missing = Self.missingPrivilege() { throw Unavailable(description: missing) }
         let group = la_exec_record_open()
         guard group >= 0 else {
             throw Unavailable(
@@ -336,6 +337,23 @@ package final class ExecRecord: Sendable {
             else { return nil }
             return pid
         }
+    }
+
+    /// What keeps this process from tracing an exec'ing thread, nil when nothing does: `CAP_SYS_PTRACE` missing
+    /// from its effective capabilities, or Yama's `ptrace_scope` 3 (no tracing at all). Without it every exec of a
+    /// watched file would go unrecorded, and every registered program would be refused.
+    private static func missingPrivilege() -> String? {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("CapEff:") }),
+            let effective = UInt64(line.dropFirst(7).trimmingCharacters(in: .whitespaces), radix: 16)
+        else { return "its capabilities cannot be read" }
+        guard effective & (1 << 19) != 0 else { return "localauthd lacks CAP_SYS_PTRACE" }
+        if let scope = try? String(contentsOfFile: "/proc/sys/kernel/yama/ptrace_scope", encoding: .utf8),
+            scope.trimmingCharacters(in: .whitespacesAndNewlines) == "3"
+        {
+            return "kernel.yama.ptrace_scope is 3: no process may trace another"
+        }
+        return nil
     }
 
     /// The process a thread belongs to (`Tgid:` of its status), nil when it is gone.
