@@ -25,7 +25,7 @@ struct SecretServiceTests {
 
     /// Runs `script` (bash) in a private session bus with `lactl secret-service` serving it (started first, waited
     /// for), in `mode`; the script's output and status. `$LACTL` names lactl.
-    static func run(_ script: String, mode: Mode, in directory: String, daemon: DaemonProcess? = nil) throws
+    static func run(_ script: String, mode: Mode, in directory: String, daemon: DaemonProcess? = nil) async throws
         -> (status: Int32, output: String)
     {
         let lactl = try lactlExecutable().path
@@ -63,7 +63,8 @@ struct SecretServiceTests {
         let session = try SpawnedProcess(
             "/usr/bin/dbus-run-session", ["--", "/bin/bash", path],
             environment: inherited.merging(environment) { $1 }, log: log)
-        guard let ended = session.wait(timeout: 300) else {
+        // Waited for on a thread of its own: the cooperative pool stays free for the other suites.
+        guard let ended = try await onOwnThread({ session.wait(timeout: 300) }) else {
             _ = session.stop(SIGKILL)
             throw CocoaError(
                 .executableLoad,
@@ -93,12 +94,12 @@ struct SecretServiceTests {
     /// `secret-tool` stores, finds, searches, replaces and clears a password; the item is a keychain item that
     /// `lactl keychain find-generic-password` finds by its service.
     @Test(.enabled(if: available), arguments: Mode.allCases)
-    func secretToolStoresFindsSearchesReplacesAndClears(_ mode: Mode) throws {
+    func secretToolStoresFindsSearchesReplacesAndClears(_ mode: Mode) async throws {
         let directory = try Self.scratch()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let world = try Self.world(mode)
         defer { world?.close() }
-        let (status, output) = try Self.run(
+        let (status, output) = try await Self.run(
             """
             printf hunter2 | secret-tool store --label="Example login" service example.org user alice || exit 1
             echo "lookup: $(secret-tool lookup service example.org user alice)"
@@ -126,12 +127,12 @@ struct SecretServiceTests {
     /// Python's `secretstorage` (its encrypted session, `dh-ietf1024-sha256-aes128-cbc-pkcs7`, and a plain one) and
     /// `keyring` keep and read their secrets; an item made in the `session` collection is not in the keychain.
     @Test(.enabled(if: available), arguments: Mode.allCases)
-    func pythonsSecretstorageAndKeyringKeepTheirSecrets(_ mode: Mode) throws {
+    func pythonsSecretstorageAndKeyringKeepTheirSecrets(_ mode: Mode) async throws {
         let directory = try Self.scratch()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let world = try Self.world(mode)
         defer { world?.close() }
-        let (status, output) = try Self.run(
+        let (status, output) = try await Self.run(
             """
             /usr/bin/python3 - <<'PY' || exit 1
             import secretstorage
@@ -170,7 +171,7 @@ struct SecretServiceTests {
     @Test(
         .enabled(if: available && FileManager.default.fileExists(atPath: "/usr/include/libsecret-1/libsecret/secret.h"))
     )
-    func libsecretsCAPIAndGObjectIntrospectionKeepTheirPasswords() throws {
+    func libsecretsCAPIAndGObjectIntrospectionKeepTheirPasswords() async throws {
         let directory = try Self.scratch()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
@@ -183,7 +184,7 @@ struct SecretServiceTests {
             URL(fileURLWithPath: "/usr/bin/cc"),
             [source, "-o", client] + flags.output.split(whereSeparator: \.isWhitespace).map(String.init))
         try #require(built.status == 0, "cc secret-client.c: \(built.output)")
-        let (status, output) = try Self.run(
+        let (status, output) = try await Self.run(
             """
             "$WORK/secret-client" store "C program" "from-c" key one | sed 's/^/c: /'
             "$WORK/secret-client" lookup key one | sed 's/^/c lookup: /'
@@ -215,13 +216,13 @@ struct SecretServiceTests {
     /// a Diffie-Hellman key out of range or too long, an unknown algorithm, arguments of the wrong types, unknown
     /// paths, and a session opened by another connection.
     @Test(.enabled(if: available))
-    func hostileInputGetsAnErrorAndChangesNothing() throws {
+    func hostileInputGetsAnErrorAndChangesNothing() async throws {
         let directory = try Self.scratch()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let call = "gdbus call --session --dest org.freedesktop.secrets --object-path /org/freedesktop/secrets"
         let send = "dbus-send --session --print-reply --dest=org.freedesktop.secrets"
         let long = Array(repeating: "0x7f", count: 129).joined(separator: ", ")
-        let (status, output) = try Self.run(
+        let (status, output) = try await Self.run(
             """
             printf kept | secret-tool store --label=kept service kept || exit 1
             item=$(secret-tool search --all service kept 2>&1 | head -1 | tr -d '[]')
@@ -257,10 +258,10 @@ struct SecretServiceTests {
     /// A second provider names the program that owns the name and stops; with `--replace` it takes the name over,
     /// and the first stops, saying so.
     @Test(.enabled(if: available))
-    func theNamesOwnerIsNamedAndReplaceTakesItOver() throws {
+    func theNamesOwnerIsNamedAndReplaceTakesItOver() async throws {
         let directory = try Self.scratch()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let (status, output) = try Self.run(
+        let (status, output) = try await Self.run(
             """
             "$LACTL" secret-service 2>&1 | sed 's/^/second: /'
             "$LACTL" secret-service --replace 2>"$WORK/replacing.log" &
