@@ -147,6 +147,22 @@ int la_proc_events_open(int buffer) {
     return fd;
 }
 
+int la_proc_events_ignore_comm(int fd) {
+    struct sock_filter code[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 36),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ntohl(LA_PROC_EVENT_EXEC), 5, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ntohl(LA_PROC_EVENT_EXIT), 0, 5),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 56),
+        BPF_STMT(BPF_MISC | BPF_TAX, 0),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 52),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_X, 0, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, 0xffffffff),
+        BPF_STMT(BPF_RET | BPF_K, 0),
+    };
+    struct sock_fprog program = {sizeof code / sizeof code[0], code};
+    return setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &program, sizeof program);
+}
+
 /* The next queued event: 1 with *what (LA_PROC_EVENT_*, NONE for events of no interest), the thread's *pid and the
  * process's *tgid; 0 when none is queued, -2 when the kernel dropped events (the queue overflowed: ENOBUFS), -1 on
  * another error. */

@@ -115,8 +115,18 @@ struct KeychainSecrets {
         try JSONSerialization.data(withJSONObject: attributes, options: [.sortedKeys])
     }
 
+    /// Whether `id` can be an item's name in an object path (`[A-Za-z0-9_]`, as the provider makes them): an item
+    /// another program put under the service with another account is left out, not served under a path D-Bus
+    /// refuses.
+    static func isItemName(_ id: String) -> Bool {
+        !id.isEmpty && id.utf8.count <= 255
+            && id.utf8.allSatisfy {
+                ($0 >= 48 && $0 <= 57) || ($0 >= 65 && $0 <= 90) || ($0 >= 97 && $0 <= 122) || $0 == 95
+            }
+    }
+
     private static func item(from attributes: [String: Any]) -> StoredSecretItem? {
-        guard let id = attributes[kSecAttrAccount as String] as? String else { return nil }
+        guard let id = attributes[kSecAttrAccount as String] as? String, isItemName(id) else { return nil }
         var map: [String: String] = [:]
         if let data = attributes[kSecAttrGeneric as String] as? Data,
             let decoded = (try? JSONSerialization.jsonObject(with: data)) as? [String: String]

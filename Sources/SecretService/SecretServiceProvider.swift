@@ -143,7 +143,7 @@ package final class SecretServiceProvider {
             return nil
         }
         if rest.count == 1 { return .collection(name) }
-        guard rest.count == 2, !rest[1].isEmpty else { return nil }
+        guard rest.count == 2, KeychainSecrets.isItemName(String(rest[1])) else { return nil }
         return .item(collection: name, id: String(rest[1]))
     }
 

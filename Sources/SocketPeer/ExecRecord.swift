@@ -68,6 +68,8 @@ package final class ExecRecord: Sendable {
         /// The files watched now, and the paths they were found at (by directory, for inotify).
         var watched: Set<FileKey> = []
         var paths: [String: Set<String>] = [:]
+        /// The paths whose running processes were recorded as running when watched (once each).
+        var scannedPaths: Set<String> = []
         var directories: [Int32: String] = [:]
         /// The latest exec event, in CLOCK_MONOTONIC nanoseconds, of each process with a trace pending.
         var execs: [Int32: UInt64] = [:]
@@ -96,6 +98,13 @@ package final class ExecRecord: Sendable {
             close(group)
             if processEvents >= 0 { close(processEvents) }
             throw Unavailable(description: "the kernel's process events do not reach localauthd")
+        }
+        // Comm events only served the test above: any program can send them fast enough to overflow the queue,
+        // which voids every record.
+        guard la_proc_events_ignore_comm(processEvents) == 0 else {
+            close(group)
+            close(processEvents)
+            throw Unavailable(description: "the process events' filter cannot be set")
         }
         let changes = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
         guard changes >= 0 else {
@@ -141,7 +150,10 @@ package final class ExecRecord: Sendable {
             guard la_exec_record_mark(group, path) == 0 else {
                 return "\(path) cannot be watched (\(String(cString: strerror(errno))))"
             }
-            guard state.watched.insert(file).inserted, scanning else { return nil }
+            state.watched.insert(file)
+            // Only a path never watched before: a new file at a watched path (an upgrade) is not scanned, so a
+            // program that set its executable to it meanwhile gets no record.
+            guard scanning, state.scannedPaths.insert(path).inserted else { return nil }
             // Events queued before the scan are about processes as they were before it.
             drain(&state)
             for process in Self.processes(running: file) where state.records[process] == nil {
@@ -204,80 +216,120 @@ package final class ExecRecord: Sendable {
         var since: UInt64
     }
 
-    /// The record's thread: answers permission events, follows each held thread to its first stop, reads process
-    /// events as they come.
+    /// How long a permission event waits for its thread to be seized before it is answered anyway (then that exec
+    /// is not recorded). Seizing waits for the exec'ing thread's exec lock, which it holds while it opens an
+    /// interpreter (a `#!` line naming a watched file): without the bound, that exec and every later one of a
+    /// watched file would wait for ever.
+    static let seizeWait: DispatchTimeInterval = .seconds(2)
+    /// How long a seized thread is followed to its first stop before it is let go unrecorded (a thread stuck in the
+    /// kernel; its tracer's exit detaches it).
+    static let followLimit: Duration = .seconds(60)
+
+    /// The record's thread: answers permission events, and reads process events as they come.
     private func run() {
-        var traces: [Int32: Trace] = [:]
         var events = [la_exec_event](repeating: la_exec_event(), count: 64)
-        var wait: Int32 = 1
         while true {
             var descriptors = [
                 pollfd(fd: group, events: Int16(POLLIN), revents: 0),
                 pollfd(fd: processEvents, events: Int16(POLLIN), revents: 0),
                 pollfd(fd: changes, events: Int16(POLLIN), revents: 0),
             ]
-            // While a thread is held, its stop is looked for often, then less often should it hang in the kernel.
-            let woken = poll(&descriptors, 3, traces.isEmpty ? -1 : wait)
-            wait = woken > 0 ? 1 : min(wait * 2, 100)
+            _ = poll(&descriptors, 3, -1)
             if descriptors[2].revents != 0 { filesChanged() }
             state.withLock { drain(&$0) }
             while true {
                 let count = la_exec_record_read(group, &events, Int32(events.count))
                 guard count > 0 else { break }
                 for event in events[0..<Int(count)] {
-                    hold(event, in: &traces)
+                    hold(event)
                     la_exec_record_answer(group, event.descriptor)
                 }
             }
-            follow(&traces)
         }
     }
 
-    /// Seizes the thread of a permission event for a watched file; lets every other one go untouched.
-    private func hold(_ event: la_exec_event, in traces: inout [Int32: Trace]) {
+    /// Where a seize stands: the thread that seizes and the record's thread that answers race for it; the first
+    /// to move it from pending wins.
+    private final class SeizeRace: Sendable {
+        static let pending = 0
+        static let seizedInTime = 1
+        static let answeredFirst = 2
+        private let state = Atomic<Int>(SeizeRace.pending)
+
+        /// Moves the race from pending to `outcome`; whether this call did.
+        func settle(_ outcome: Int) -> Bool {
+            state.compareExchange(expected: Self.pending, desired: outcome, ordering: .acquiringAndReleasing).exchanged
+        }
+    }
+
+    /// Has a thread of its own seize the thread of a permission event for a watched file, and waits (a bounded
+    /// while) for the seize before the event is answered; lets every other event go untouched.
+    private func hold(_ event: la_exec_event) {
         let file = FileKey(device: event.device, inode: event.inode)
         // A thread of another pid namespace has no number here (0): nothing it connects with can be identified.
         guard event.thread > 0, state.withLock({ $0.watched.contains(file) }) else { return }
         let process = Self.threadGroup(of: event.thread) ?? event.thread
-        guard la_trace_seize(event.thread) == 0 else {
-            report(
-                "an exec of a registered program by process \(process) was not recorded: it cannot be traced "
-                    + "(\(String(cString: strerror(errno)))); that process holds no registration")
-            return
-        }
-        traces[event.thread] = Trace(file: file, process: process, since: Self.monotonicNow())
+        let trace = Trace(file: file, process: process, since: Self.monotonicNow())
         state.withLock { _ = $0.awaited.insert(process) }
+        let seized = DispatchSemaphore(value: 0)
+        let race = SeizeRace()
+        let tracer = Thread { [self] in follow(event.thread, trace, seized: seized, race: race) }
+        tracer.name = "exec trace"
+        tracer.start()
+        _ = seized.wait(timeout: .now() + Self.seizeWait)
+        if race.settle(SeizeRace.answeredFirst) {
+            report(
+                "an exec of a registered program by process \(process) was not recorded: it could not be held in "
+                    + "time (an interpreter line naming the program, or a kernel that opens it under its exec lock)")
+        }
     }
 
-    /// Takes the stop of each held thread: the first stop after an exec is a record when the new program is the
-    /// watched file; any other stop is an exec that failed. A thread that exec'd while not its process's first
-    /// reports its stop under the process's id.
-    private func follow(_ traces: inout [Int32: Trace]) {
-        for (thread, trace) in traces {
+    /// On a thread of its own (the tracer: ptrace binds a tracee to it): seizes `thread`, then takes its first
+    /// stop. A stop at the end of an exec is a record when the new program is the watched file; any other stop is
+    /// an exec that failed. A thread that exec'd while not its process's first reports its stop under the
+    /// process's id. The tracer's exit detaches whatever it still traces.
+    private func follow(_ thread: Int32, _ trace: Trace, seized: DispatchSemaphore, race: SeizeRace) {
+        defer { state.withLock { forget(trace, &$0) } }
+        guard la_trace_seize(thread) == 0 else {
+            let reason = String(cString: strerror(errno))
+            seized.signal()
+            report(
+                "an exec of a registered program by process \(trace.process) was not recorded: it cannot be traced "
+                    + "(\(reason)); that process holds no registration")
+            return
+        }
+        let inTime = race.settle(SeizeRace.seizedInTime)
+        seized.signal()
+        // Seized after the answer: the exec may have finished and its program run; nothing of it is recorded.
+        guard inTime else { return }
+        let deadline = ContinuousClock.now + Self.followLimit
+        var pause: UInt32 = 200
+        while ContinuousClock.now < deadline {
             var message: UInt = 0
             var signal: Int32 = 0
             var id = thread
             var outcome = la_trace_poll(thread, &message, &signal)
             if outcome == 4 || (outcome == 0 && trace.process != thread) {
-                id = trace.process
                 let asProcess = la_trace_poll(trace.process, &message, &signal)
-                if asProcess != 4 { outcome = asProcess }
+                if asProcess != 4 && asProcess != 0 || outcome == 4 {
+                    id = trace.process
+                    outcome = asProcess
+                }
             }
             switch outcome {
             case 1:
-                traces[thread] = nil
                 record(id, trace)
                 la_trace_detach(id, 0)
+                return
             case 2:
-                traces[thread] = nil
-                state.withLock { forget(trace, &$0) }
                 la_trace_detach(id, signal)
-            case 3, 4, -1:
-                // Gone (4: neither the thread nor its process is traced here any more).
-                traces[thread] = nil
-                state.withLock { forget(trace, &$0) }
+                return
+            case 0:
+                usleep(pause)
+                pause = min(pause * 2, 100_000)
             default:
-                break
+                // Gone (3), or neither the thread nor its process is traced here any more (4), or an error.
+                return
             }
         }
     }
@@ -348,6 +400,16 @@ package final class ExecRecord: Sendable {
             let effective = UInt64(line.dropFirst(7).trimmingCharacters(in: .whitespaces), radix: 16)
         else { return "its capabilities cannot be read" }
         guard effective & (1 << 19) != 0 else { return "localauthd lacks CAP_SYS_PTRACE" }
+        // Before Linux 6.8 (commit "execve: open the executable file before doing anything else") the executable
+        // is opened, and its permission event sent, while the exec holds the lock a seize waits for: no exec could
+        // be held in time, and every registered program would be refused.
+        var names = utsname()
+        uname(&names)
+        let release = withUnsafeBytes(of: &names.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        let numbers = release.split(whereSeparator: { !$0.isNumber }).prefix(2).compactMap { Int($0) }
+        guard numbers.count == 2, numbers[0] > 6 || (numbers[0] == 6 && numbers[1] >= 8) else {
+            return "Linux \(release) opens an executable under its exec lock (before 6.8): an exec cannot be held"
+        }
         if let scope = try? String(contentsOfFile: "/proc/sys/kernel/yama/ptrace_scope", encoding: .utf8),
             scope.trimmingCharacters(in: .whitespacesAndNewlines) == "3"
         {

@@ -114,6 +114,32 @@ struct ExecRecordTests {
         #expect(await waitUntil(within: .seconds(30)) { record.verdict(pid, runs: file) == .executed })
     }
 
+    /// A script whose `#!` line names the watched file: the kernel opens that interpreter, and sends its permission
+    /// event, while the exec holds the lock a seize waits for. The exec goes on after a bounded wait, unrecorded,
+    /// and later execs of the file are still recorded (a seize waited for on the record's own thread held up every
+    /// exec of a watched file for good).
+    @Test func aScriptNamingTheFileAsItsInterpreterHoldsUpNothing() async throws {
+        let record = try #require(Self.record)
+        let directory = try Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let app = try Self.copy("/bin/dash", in: directory, as: "app-shell")
+        #expect(record.watch([app]).isEmpty)
+        let script = directory + "/interpreted"
+        try "#!\(app)\necho interpreted $$\n".write(toFile: script, atomically: true, encoding: .utf8)
+        chmod(script, 0o755)
+        let log = directory + "/script.log"
+        // Started by a shell in the background: were the exec held for good, the test would see it, not hang.
+        let starter = try SpawnedProcess("/bin/sh", ["-c", "\(script) &"], log: log)
+        defer { _ = starter.stop(SIGKILL) }
+        let interpreted = try await Self.number(after: "interpreted ", in: log)
+        #expect(interpreted > 0)
+        let file = try Self.file(app)
+        #expect(record.verdict(interpreted, runs: file) != .executed, "the held-up exec is not recorded")
+        let direct = try SpawnedProcess(app, ["-c", "sleep 60"])
+        defer { _ = direct.stop(SIGKILL) }
+        #expect(await waitUntil(within: .seconds(30)) { record.verdict(direct.pid, runs: file) == .executed })
+    }
+
     /// How the attack program comes to name the app's file.
     enum Swap: String, CaseIterable, Sendable {
         /// `PR_SET_MM_MAP` alone.

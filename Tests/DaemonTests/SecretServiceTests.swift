@@ -214,7 +214,8 @@ struct SecretServiceTests {
 
     /// What no well-behaved client sends gets the error the spec or D-Bus names, and the store keeps what it had:
     /// a Diffie-Hellman key out of range or too long, an unknown algorithm, arguments of the wrong types, unknown
-    /// paths, and a session opened by another connection.
+    /// paths, and a session opened by another connection. An item another program put under the provider's service
+    /// with an account no object path can hold is left out (it crashed the provider in GLib).
     @Test(.enabled(if: available))
     func hostileInputGetsAnErrorAndChangesNothing() async throws {
         let directory = try Self.scratch()
@@ -238,7 +239,12 @@ struct SecretServiceTests {
             gdbus call --session --dest org.freedesktop.secrets --object-path "$path" \\
                 --method org.freedesktop.Secret.Item.GetSecret "$session" 2>&1 | sed 's/^/borrowed: /'
             \(send) "$path" org.freedesktop.Secret.Item.SetSecret 2>&1 | sed 's/^/nothing: /'
+            "$LACTL" keychain add-generic-password -s org.freedesktop.Secret/login -a "not a path-name" -w planted
             echo "still: $(secret-tool lookup service kept)"
+            gdbus call --session --dest org.freedesktop.secrets --object-path /org/freedesktop/secrets/collection/login \
+                --method org.freedesktop.DBus.Properties.Get org.freedesktop.Secret.Collection Items \
+                | grep -o "/org/freedesktop/secrets/collection/login/" | wc -l | sed 's/^/listed: /'
+
             """, mode: .embedded, in: directory)
         #expect(status == 0, "\(output)")
         let lines = output.split(separator: "\n").map(String.init)
@@ -253,6 +259,7 @@ struct SecretServiceTests {
         #expect(has("borrowed: ", "org.freedesktop.Secret.Error.NoSession"), "\(output)")
         #expect(has("nothing: ", "org.freedesktop.DBus.Error.InvalidArgs"), "\(output)")
         #expect(lines.contains("still: kept"), "\(output)")
+        #expect(lines.contains("listed: 1"), "an item another program put under the service is left out: \(output)")
     }
 
     /// A second provider names the program that owns the name and stops; with `--replace` it takes the name over,

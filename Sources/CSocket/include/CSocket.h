@@ -68,6 +68,10 @@ int la_proc_events_open(int buffer);
  * queued, -2 when the kernel dropped events (the queue overflowed: ENOBUFS), -1 on another error. */
 int la_proc_events_next(int fd, uint32_t *what, int32_t *pid, int32_t *tgid, uint64_t *timestamp);
 
+/* Replaces `fd`'s filter with one that passes only execs and whole-process exits: no comm events (any program can
+ * send those as fast as it likes, with prctl(PR_SET_NAME)). After la_proc_events_work, which needs them. */
+int la_proc_events_ignore_comm(int fd);
+
 /* Whether events reach `fd`: renames this thread to its own name (the kernel reports a comm event for that) and
  * waits up to `milliseconds` for the event of this very thread, as numbered in this namespace. A listener in
  * another pid namespace, or one the kernel does not serve, never sees it. */
