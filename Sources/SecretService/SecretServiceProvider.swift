@@ -37,7 +37,12 @@ package final class SecretServiceProvider {
     private struct Session {
         var owner: String
         var transfer: Transfer
+        /// Its order of opening.
+        var number: Int
     }
+
+    /// The most sessions kept open at once.
+    static let sessionLimit = 1024
 
     private var sessions: [String: Session] = [:]
     private var nextSession = 1
@@ -304,10 +309,14 @@ package final class SecretServiceProvider {
             throw BusError.notSupported(
                 "the algorithm \(algorithm) is not offered (plain, dh-ietf1024-sha256-aes128-cbc-pkcs7)")
         }
-        guard sessions.count < 4096 else { throw BusError.notSupported("too many open sessions") }
+        // Clients (Python's keyring, for one) open a session per call and never close it: past the limit the
+        // oldest session goes, rather than every client being refused from then on.
+        if sessions.count >= Self.sessionLimit, let oldest = sessions.min(by: { $0.value.number < $1.value.number }) {
+            sessions[oldest.key] = nil
+        }
         let path = Self.root + "/session/s\(nextSession)"
         nextSession += 1
-        sessions[path] = Session(owner: sender, transfer: transfer)
+        sessions[path] = Session(owner: sender, transfer: transfer, number: nextSession - 1)
         return [.variant(output), .objectPath(path)]
     }
 

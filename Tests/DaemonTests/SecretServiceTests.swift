@@ -137,6 +137,13 @@ struct SecretServiceTests {
             /usr/bin/python3 - <<'PY' || exit 1
             import secretstorage
             from secretstorage.util import open_session
+            # More sessions than a provider could keep, never closed (as keyring leaves them): later ones still open.
+            from jeepney import DBusAddress, new_method_call
+            leaked = secretstorage.dbus_init()
+            service = DBusAddress("/org/freedesktop/secrets", bus_name="org.freedesktop.secrets",
+                                  interface="org.freedesktop.Secret.Service")
+            for _ in range(4200):
+                leaked.send_and_get_reply(new_method_call(service, "OpenSession", "sv", ("plain", ("s", ""))))
             connection = secretstorage.dbus_init()
             login = secretstorage.get_default_collection(connection)
             item = login.create_item("encrypted", {"app": "py", "n": "1"}, b"py-secret\\x00\\xff")
