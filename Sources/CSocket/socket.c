@@ -97,23 +97,17 @@ ssize_t la_receive_with_descriptor(int socket, void *bytes, size_t capacity, int
 /* PR_SET_NAME: 15 bytes and a NUL. */
 int la_name_current_thread(const char *name) { return prctl(PR_SET_NAME, name, 0, 0, 0); }
 
-/* A non-blocking, close-on-exec netlink socket subscribed to process events, with a receive buffer of `buffer`
- * bytes; -1 with errno when the kernel refuses. */
-int la_proc_events_open(int buffer) {
-    int fd = socket(16 /* AF_NETLINK */, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 11 /* NETLINK_CONNECTOR */);
-    if (fd < 0) return -1;
-    /* Past net.core.rmem_max where allowed (CAP_NET_ADMIN, which the subscription needs anyway). */
-    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buffer, sizeof buffer) != 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer, sizeof buffer);
-    /* Only the events localauthd reads take room in the queue: an exec, the exit of a whole process (its leader:
-     * a thread's exit changes nothing a caller's identity rests on) and a rename (for la_proc_events_work). Forks
-     * and thread exits, most of a busy machine's events, never queue, so a loss is rarer. The classic BPF program
-     * reads from the netlink header: `what` at 36, the event's pid at 52 and tgid at 56, each as a big-endian word
-     * (hence ntohl on the host's values). */
+/* Only the events localauthd reads take room in the queue: an exec, the exit of a whole process (its leader: a
+ * thread's exit changes nothing a caller's identity rests on) and, `with_comm`, a rename (for la_proc_events_work).
+ * Forks and thread exits, most of a busy machine's events, never queue, so a loss is rarer. The classic BPF program
+ * reads from the netlink header: `what` at 36, the event's pid at 52 and tgid at 56, each as a big-endian word
+ * (hence ntohl on the host's values). Without comm events its second test repeats the first. Replaces any filter. */
+static int attach_events_filter(int fd, int with_comm) {
+    uint32_t second = with_comm ? LA_PROC_EVENT_COMM : LA_PROC_EVENT_EXEC;
     struct sock_filter code[] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 36),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ntohl(LA_PROC_EVENT_EXEC), 6, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ntohl(LA_PROC_EVENT_COMM), 5, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ntohl(second), 5, 0),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ntohl(LA_PROC_EVENT_EXIT), 0, 5),
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 56),
         BPF_STMT(BPF_MISC | BPF_TAX, 0),
@@ -123,7 +117,18 @@ int la_proc_events_open(int buffer) {
         BPF_STMT(BPF_RET | BPF_K, 0),
     };
     struct sock_fprog program = {sizeof code / sizeof code[0], code};
-    if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &program, sizeof program) != 0) {
+    return setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &program, sizeof program);
+}
+
+/* A non-blocking, close-on-exec netlink socket subscribed to process events, with a receive buffer of `buffer`
+ * bytes; -1 with errno when the kernel refuses. */
+int la_proc_events_open(int buffer) {
+    int fd = socket(16 /* AF_NETLINK */, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 11 /* NETLINK_CONNECTOR */);
+    if (fd < 0) return -1;
+    /* Past net.core.rmem_max where allowed (CAP_NET_ADMIN, which the subscription needs anyway). */
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buffer, sizeof buffer) != 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer, sizeof buffer);
+    if (attach_events_filter(fd, 1) != 0) {
         int saved = errno;
         close(fd);
         errno = saved;
@@ -147,21 +152,7 @@ int la_proc_events_open(int buffer) {
     return fd;
 }
 
-int la_proc_events_ignore_comm(int fd) {
-    struct sock_filter code[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 36),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ntohl(LA_PROC_EVENT_EXEC), 5, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ntohl(LA_PROC_EVENT_EXIT), 0, 5),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 56),
-        BPF_STMT(BPF_MISC | BPF_TAX, 0),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 52),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_X, 0, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, 0xffffffff),
-        BPF_STMT(BPF_RET | BPF_K, 0),
-    };
-    struct sock_fprog program = {sizeof code / sizeof code[0], code};
-    return setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &program, sizeof program);
-}
+int la_proc_events_ignore_comm(int fd) { return attach_events_filter(fd, 0); }
 
 /* The next queued event: 1 with *what (LA_PROC_EVENT_*, NONE for events of no interest), the thread's *pid and the
  * process's *tgid; 0 when none is queued, -2 when the kernel dropped events (the queue overflowed: ENOBUFS), -1 on

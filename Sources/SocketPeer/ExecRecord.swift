@@ -342,7 +342,6 @@ package final class ExecRecord: Sendable {
             drain(&state)
             // The exec's own event came already when one is queued later than the permission event.
             let ownExecSeen = (state.execs[id] ?? 0) >= trace.since
-            forget(trace, &state)
             guard runs, FileKey(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)) == trace.file else { return }
             state.records[id] = Record(file: trace.file, ownExecPending: !ownExecSeen, whenWatched: false)
         }
