@@ -147,6 +147,7 @@ package final class EmbeddedClient: SecurityClient {
         var asked = false
         defer {
             responding?.channel.close()
+            responding?.responder.requestEnded()
             responding?.responder.waitUntilShown()
         }
         // The two closures repeat each other on purpose: passed as literals, their captured state stays on the

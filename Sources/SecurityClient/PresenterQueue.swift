@@ -33,6 +33,8 @@ package struct PromptResponder: Sendable {
     package let presenter: any EvaluationPresenter
     /// This request's events handed to the presenter queue and not shown yet.
     private let unshown = Unshown()
+    /// The question being asked, withdrawn when the request ends first.
+    private let questions = RequestQuestions()
 
     private static let lastRequest = Atomic<UInt64>(0)
 
@@ -60,6 +62,7 @@ package struct PromptResponder: Sendable {
         let presenter = self.presenter
         let request = self.request
         let unshown = self.unshown
+        let questions = self.questions
         // A question may wait for the user as long as it takes (and the request may end meanwhile, invalidated):
         // it counts as shown once it is asked. The other events count once the presenter returns.
         let waitsForUser = event.kind.waitsForUser
@@ -75,12 +78,13 @@ package struct PromptResponder: Sendable {
             case .fingerprintEnded:
                 presenter.fingerprintPromptDidEnd()
             case .question(let number, let prompt, let question, _):
-                let secret = presenter.passcode(prompt, question: question)
+                let secret = questions.ask { presenter.passcode(prompt, question: question) }
                 reply(PromptAnswer(request: request, .answer(question: number, secret)))
             case .message(let message):
                 presenter.show(message)
             case .confirmation(let number, let prompt):
-                reply(PromptAnswer(request: request, .choice(question: number, presenter.confirm(prompt))))
+                let choice = questions.ask { presenter.confirm(prompt) }
+                reply(PromptAnswer(request: request, .choice(question: number, choice)))
             }
         }
     }
@@ -97,6 +101,12 @@ extension PromptEvent.Kind {
 }
 
 extension PromptResponder {
+    /// The request is over (its answer is in): a question its presenter is still asking is withdrawn (the terminal
+    /// stops reading and is put back as it was), and one not asked yet is not asked.
+    package func requestEnded() {
+        questions.end()
+    }
+
     /// Runs `body` once every event of this request handed to ``handle(_:reply:)`` so far has been shown (a
     /// question: asked): at once when none waits, else on the presenter queue right after the last. The request's
     /// answer goes through here, so a caller never sees the answer before its presenter saw the prompts that led to
@@ -117,6 +127,7 @@ extension PromptResponder {
     ) async throws -> T {
         let result: Result<T, any Error>
         do { result = .success(try await request()) } catch { result = .failure(error) }
+        responder?.requestEnded()
         await responder?.shown()
         return try result.get()
     }

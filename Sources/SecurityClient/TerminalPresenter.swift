@@ -108,8 +108,12 @@ package final class TerminalPresenter: EvaluationPresenter {
         }
         var buffer = SecureBytes(zeros: Self.maximumLength)
         var length = 0
+        let withdrawal = QuestionWithdrawal.current
         let outcome = buffer.withUnsafeMutableBytes { bytes -> Bool in
             while true {
+                // The question is withdrawn when its request ended first: stop reading (a cancel), so the terminal
+                // is put back as it was instead of waiting in `read` with echo off.
+                guard Self.waitForInput(fd, withdrawal) else { return false }
                 var byte: UInt8 = 0
                 let n = read(fd, &byte, 1)
                 if n < 0 && errno == EINTR { continue }
@@ -153,6 +157,22 @@ package final class TerminalPresenter: EvaluationPresenter {
             default: continue
             }
         }
+    }
+
+    /// Waits until `fd` has input (true) or `withdrawal` withdraws the question (false).
+    private static func waitForInput(_ fd: Int32, _ withdrawal: QuestionWithdrawal?) -> Bool {
+        guard let withdrawal else { return true }
+        var fds = [
+            pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: withdrawal.fileDescriptor, events: Int16(POLLIN), revents: 0),
+        ]
+        while !withdrawal.isWithdrawn {
+            // Without an eventfd the flag is looked at every 100 ms.
+            let ready = poll(&fds, withdrawal.fileDescriptor >= 0 ? 2 : 1, withdrawal.fileDescriptor >= 0 ? -1 : 100)
+            if ready < 0 && errno != EINTR { return true }
+            if fds[0].revents != 0 { return !withdrawal.isWithdrawn }
+        }
+        return false
     }
 
     /// Writes `text` and a newline to the terminal, or to standard error when the terminal cannot be opened.

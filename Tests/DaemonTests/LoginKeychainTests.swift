@@ -486,3 +486,26 @@ extension LoginKeychainTests {
         #expect(login.world.daemon.logText.contains("prompt answers"), "the deadline is logged at start")
     }
 }
+
+extension LoginKeychainTests {
+    /// A question the daemon gives up on (its deadline, `LA_PROMPT_TIMEOUT`, here 3 s) is withdrawn from the
+    /// program's terminal too: `lactl passcode verify` stops reading at "Password:", puts the terminal back as it was
+    /// (echo on) and exits with the cancel. Before, the program's reading thread stayed in `read` with echo off: the
+    /// program ended on the request's answer and left the terminal not echoing.
+    @Test func aQuestionTheDaemonGaveUpOnLeavesTheTerminalAsItWas() throws {
+        let login = try LoginWorld(extraEnvironment: ["LA_PROMPT_TIMEOUT": "3"])
+        defer { login.close() }
+        let terminal = try PseudoTerminal()
+        #expect(terminal.echoes, "a new terminal echoes")
+        let program = try terminal.spawn(
+            "/usr/bin/setpriv", login.arguments(["passcode", "verify"]), environment: login.userEnvironment)
+        defer { _ = program.stop(SIGKILL) }
+        try #require(terminal.waitFor("Password:", timeout: 60), "the prompt is shown: \(terminal.transcript)")
+        try #require(terminal.waitForEchoOff(timeout: 60), "echo is off while the passcode is read")
+        // Nobody types: the daemon's deadline ends the question, and the program with it.
+        let ended = program.wait(timeout: 120)
+        #expect(ended != nil && ended?.status != 0, "lactl ends with the cancel: \(terminal.transcript)")
+        #expect(terminal.echoes, "the terminal echoes again: \(terminal.transcript)")
+        #expect(terminal.transcript.contains("cancelled"), "the program says why: \(terminal.transcript)")
+    }
+}

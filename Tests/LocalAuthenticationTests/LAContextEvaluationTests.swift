@@ -103,6 +103,32 @@ struct LAContextEvaluationTests {
         await world.close()
     }
 
+    /// `invalidate()` while the terminal presenter reads the passcode: the evaluation ends with `appCancel`, and
+    /// the question is withdrawn from the terminal too, which stops reading and echoes again. Before, the
+    /// presenter stayed in `read` with echo off after the evaluation had ended.
+    @Test func invalidateWithdrawsTheQuestionFromTheTerminal() async throws {
+        let world = try LocalAuthenticationWorld(reader: false)
+        let terminal = try PseudoTerminal()
+        let context = KeychainClientSelection.$current.withValue(world.client) {
+            let context = LAContext()
+            context.presenter = TerminalAuthenticationPresenter(device: terminal.path, acceptsInput: true)
+            return context
+        }
+        async let code = laErrorCode {
+            try await context.evaluatePolicy(.deviceOwnerAuthentication, localizedReason: "unlock")
+        }
+        try #require(await onOwnThread { terminal.waitForEchoOff(timeout: 60) }, "the passcode is being read")
+        context.invalidate()
+        #expect(await code == .appCancel)
+        #expect(
+            try await onOwnThread {
+                let deadline = Date().addingTimeInterval(60)
+                while !terminal.echoes, Date() < deadline { usleep(10_000) }
+                return terminal.echoes
+            }, "the terminal echoes again: \(terminal.transcript)")
+        await world.close()
+    }
+
     @Test(.embeddedOnly("moves the engine's clock through the reuse window"))
     func aRecentFingerprintIsReusedOnlyInsideTheWindow() async throws {
         let world = try LocalAuthenticationWorld()

@@ -84,6 +84,12 @@ package final class PseudoTerminal: @unchecked Sendable {
         return false
     }
 
+    /// Whether the terminal echoes what is typed now (as the programs on it last set it).
+    package var echoes: Bool {
+        var settings = termios()
+        return tcgetattr(master, &settings) == 0 && settings.c_lflag & tcflag_t(ECHO) != 0
+    }
+
     /// Reads what is waiting on the master side.
     private func drain() {
         var chunk = [UInt8](repeating: 0, count: 4_096)
