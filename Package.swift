@@ -173,7 +173,9 @@ let package = Package(
         // A Unix-socket connection's peer as the kernel reports it (SO_PEERCRED): the agent's and the daemon's.
         .target(
             name: "SocketPeer",
-            dependencies: ["SecureCrypto", "CSocket", .product(name: "NIOCore", package: "swift-nio")]),
+            dependencies: [
+                "SecureCrypto", "SecurityProtocol", "CSocket", .product(name: "NIOCore", package: "swift-nio"),
+            ]),
         // The app registry (`<config-directory>/apps.d`): which program is which application, with which groups.
         .target(name: "AppRegistry"),
         // The daemon's server: per-user engines, frames on a Unix socket, one session per connection.
@@ -210,7 +212,9 @@ let package = Package(
             ]),
 
         // The freedesktop Secret Service (org.freedesktop.secrets) over the keychain, for `lactl secret-service`.
-        .target(name: "SecretService", dependencies: ["CSecretBus", "CGio", "KeychainServices", "SecureCrypto"]),
+        .target(
+            name: "SecretService",
+            dependencies: ["CSecretBus", "CGio", "KeychainServices", "SecurityClient", "SecurityProtocol", "SecureCrypto"]),
 
         // The command-line tool for people.
         .executableTarget(

@@ -79,7 +79,41 @@ package final class EmbeddedClient: SecurityClient {
     package func sendBlocking(
         _ request: KeychainRequest, options: EvaluationOptions, presenter: (any EvaluationPresenter)?
     ) throws -> KeychainResponse {
-        try serveStore(request, options, presenter) { try engine.handle($0, caller: caller, prompting: $1) }
+        let caller = try options.subject.map(actingFor) ?? self.caller
+        return try serveStore(request, options, presenter) { try engine.handle($0, caller: caller, prompting: $1) }
+    }
+
+    /// This client asking on behalf of the process `subject` names, as localauthd's sessions do: only a client that
+    /// may use every group (an administrative tool), only for a running process of this user that started when
+    /// the subject says. Embedded mode keeps no program from another of its user (README, threat model): this
+    /// names the program in trusted-application lists and prompts, as the daemon does, and guards nothing more.
+    ///
+    /// - Throws: `errSecAuthFailed`.
+    private func actingFor(_ subject: ProcessReference) throws -> CallerIdentity {
+        guard caller.mayAccessAllGroups else {
+            throw KeychainStatus(.authFailed, "only an administrative tool asks on behalf of another program")
+        }
+        let exe = "/proc/\(subject.pid)/exe"
+        guard ProcessReference.running(subject.pid) == subject, Self.owner(of: subject.pid) == getuid(),
+            let program = TrustedApplication.reading(exe), ProcessReference.running(subject.pid) == subject
+        else {
+            throw KeychainStatus(.authFailed, "the program asked for is not a running process of this user")
+        }
+        var acting = caller
+        var info = caller.info
+        info.pid = subject.pid
+        info.executable = program.executable
+        info.executableDigest = program.codeDigest
+        info.applicationIdentifier = nil
+        info.registrationFile = nil
+        acting.actingFor = CallerIdentity.Represented(info: info, codeDigest: nil)
+        return acting
+    }
+
+    /// The owner of `/proc/<pid>` (the process's effective user), nil when it is gone.
+    private static func owner(of pid: Int32) -> UInt32? {
+        var status = stat()
+        return stat("/proc/\(pid)", &status) == 0 ? status.st_uid : nil
     }
 
     package func send(

@@ -30,6 +30,11 @@ struct KeychainSecrets {
             let text = SecCopyErrorMessageString(status, nil) as String? ?? "OSStatus \(status)"
             return "\(operation): \(text)"
         }
+        /// Whether the keychain refused the calling program (not on the item's list, and the user was not asked or
+        /// said no), rather than failing.
+        var isRefusal: Bool {
+            [errSecAuthFailed, errSecInteractionNotAllowed, errSecUserCanceled].contains(status)
+        }
     }
 
     /// Every item of `collection`.
@@ -78,6 +83,13 @@ struct KeychainSecrets {
         item[kSecAttrGeneric as String] = try Self.encoded(attributes)
         item[kSecAttrDescription as String] = contentType
         item[kSecValueData as String] = secret.withUnsafeBytes { Data($0) }
+        // Trusting the calling program alone (the D-Bus client the request is made for, as localauthd identified
+        // it): any other program's use of the secret asks the user.
+        var access: SecAccess?
+        guard SecAccessCreate(label as CFString, nil, &access) == errSecSuccess, let access else {
+            throw Failure(status: errSecParam, operation: "make the item's trusted-application list")
+        }
+        item[kSecAttrAccess as String] = access
         let status = SecItemAdd(item as CFDictionary, nil)
         guard status == errSecSuccess else { throw Failure(status: status, operation: "add the item") }
         return id

@@ -2,6 +2,8 @@ import CGio
 import CSecretBus
 import Foundation
 import SecureCrypto
+import SecurityClient
+import SecurityProtocol
 
 /// The freedesktop Secret Service (`org.freedesktop.secrets`, API 0.2) over the keychain, on a session bus: what
 /// `secret-tool`, libsecret, Python's `secretstorage` and `keyring` speak. One thread serves every call in order.
@@ -48,6 +50,11 @@ package final class SecretServiceProvider {
     private var nextSession = 1
     /// The `session` collection's items and their secrets.
     private var memory: [String: (item: StoredSecretItem, secret: SecureBytes)] = [:]
+    /// The executable of the program that made each `session` item: only it reads, changes or deletes it.
+    private var memoryOwners: [String: String] = [:]
+    /// Each client connection's process as first seen (its pid and start time), by unique name: a bus never gives
+    /// a unique name twice, and a pid reused later is told apart by its start time.
+    private var subjects: [String: ProcessReference] = [:]
 
     /// Connects to the bus at `address` (nil: `DBUS_SESSION_BUS_ADDRESS`) and takes `org.freedesktop.secrets`; from
     /// an owner that allows it when `replace`.
@@ -119,6 +126,9 @@ package final class SecretServiceProvider {
         static func notSupported(_ text: String) -> BusError {
             BusError(name: "org.freedesktop.DBus.Error.NotSupported", text: text)
         }
+        static func accessDenied(_ text: String) -> BusError {
+            BusError(name: "org.freedesktop.DBus.Error.AccessDenied", text: text)
+        }
     }
 
     /// What an object path names.
@@ -170,16 +180,51 @@ package final class SecretServiceProvider {
         } else {
             arguments = []
         }
+        // Every keychain request made for this call is made on behalf of the calling program (its items trust it;
+        // another program's read asks the user), identified by localauthd, not by the provider.
+        guard let subject = subject(of: sender) else {
+            fail(call, .accessDenied("which program \(sender) is cannot be told (the bus gives no process)"))
+            return
+        }
         do {
-            let reply = try answer(interface: interface, member: member, path: path, sender: sender, arguments)
+            let reply = try KeychainSubject.$current.withValue(subject) {
+                try answer(interface: interface, member: member, path: path, sender: sender, arguments)
+            }
             let body = reply.map { BusValue.tuple($0).gvariant() }
             la_secret_bus_reply(bus, call, body)
         } catch let error as BusError {
             fail(call, error)
+        } catch let error as KeychainSecrets.Failure where error.isRefusal {
+            fail(call, .accessDenied(error.description))
         } catch let error as KeychainSecrets.Failure {
             fail(call, BusError(name: "org.freedesktop.DBus.Error.Failed", text: error.description))
         } catch {
             fail(call, BusError(name: "org.freedesktop.DBus.Error.Failed", text: "\(error)"))
+        }
+    }
+
+    /// The process behind connection `sender`, as first seen; nil when the bus cannot say.
+    private func subject(of sender: String) -> ProcessReference? {
+        if let known = subjects[sender] { return known }
+        let pid = Int32(bitPattern: la_secret_bus_sender_pid(bus, sender))
+        guard pid > 0, let found = ProcessReference.running(pid) else { return nil }
+        // Bounded: the names of departed clients go all at once, to be looked up again if one is still there.
+        if subjects.count >= 4096 { subjects.removeAll() }
+        subjects[sender] = found
+        return found
+    }
+
+    /// The executable of the calling program (``KeychainSubject/current``), for the `session` collection's owners.
+    private static func callingExecutable() -> String? {
+        guard let pid = KeychainSubject.current?.pid else { return nil }
+        return try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")
+    }
+
+    /// Refuses a `session` item to any program but the one that made it (no one is asked: the item is in memory,
+    /// where no trusted-application list is kept).
+    private func requireOwner(_ id: String) throws {
+        guard let owner = memoryOwners[id], owner == Self.callingExecutable() else {
+            throw BusError.accessDenied("the session collection's item \(id) belongs to another program")
         }
     }
 
@@ -261,7 +306,13 @@ package final class SecretServiceProvider {
         case (.item(let collection, let id), Self.itemInterface, "Delete"),
             (.item(let collection, let id), "", "Delete"):
             _ = try stored(collection, id)
-            if collection == Self.inMemory { memory[id] = nil } else { try store.delete(collection, id) }
+            if collection == Self.inMemory {
+                try requireOwner(id)
+                memory[id] = nil
+                memoryOwners[id] = nil
+            } else {
+                try store.delete(collection, id)
+            }
             emit(Self.path(of: collection), Self.collectionInterface, "ItemDeleted", [.objectPath(path)])
             return [.objectPath("/")]
         case (.session(let session), Self.sessionInterface, "Close"), (.session(let session), "", "Close"):
@@ -380,7 +431,10 @@ package final class SecretServiceProvider {
     }
 
     private func storedWithSecret(_ collection: String, _ id: String) throws -> (StoredSecretItem, SecureBytes) {
-        if collection == Self.inMemory, let entry = memory[id] { return (entry.item, entry.secret) }
+        if collection == Self.inMemory, let entry = memory[id] {
+            try requireOwner(id)
+            return (entry.item, entry.secret)
+        }
         guard collection != Self.inMemory, let found = try store.item(collection, id, withSecret: true),
             let secret = found.secret
         else { throw BusError.noSuchObject(Self.path(of: collection, item: id)) }
@@ -424,6 +478,7 @@ package final class SecretServiceProvider {
                     id: id, label: label, attributes: attributes, contentType: contentType, created: now, modified: now),
                 secret
             )
+            memoryOwners[id] = Self.callingExecutable() ?? ""
         } else {
             id = try store.add(
                 collection, label: label, attributes: attributes, contentType: contentType, secret: secret)
@@ -439,6 +494,7 @@ package final class SecretServiceProvider {
     ) throws {
         if collection == Self.inMemory {
             guard var entry = memory[id] else { throw BusError.noSuchObject(Self.path(of: collection, item: id)) }
+            try requireOwner(id)
             if let label { entry.item.label = label }
             if let attributes { entry.item.attributes = attributes }
             if let contentType { entry.item.contentType = contentType }

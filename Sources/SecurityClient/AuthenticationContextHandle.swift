@@ -20,9 +20,16 @@ package protocol AuthenticationContextHandle: AnyObject, Sendable {
 extension SecurityClient {
     /// Serves a keychain request for a synchronous edge, prompting as `context` says (the client's defaults
     /// without one).
+    /// The request is made on behalf of ``KeychainSubject/current`` when one is set.
     package func sendBlocking(
         _ request: KeychainRequest, context: (any AuthenticationContextHandle)?
     ) throws -> KeychainResponse {
+        if let subject = KeychainSubject.current {
+            var options = context?.keychainPromptOptions ?? .keychainDefault
+            options.subject = subject
+            return try sendBlocking(
+                request, options: options, presenter: context?.keychainPresenter ?? defaultPresenter)
+        }
         guard let context else { return try sendBlocking(request) }
         return try sendBlocking(request, options: context.keychainPromptOptions, presenter: context.keychainPresenter)
     }

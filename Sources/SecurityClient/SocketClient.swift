@@ -227,7 +227,9 @@ package final class SocketClient: SecurityClient {
         _ request: KeychainRequest, options: EvaluationOptions, presenter: (any EvaluationPresenter)?
     ) throws -> KeychainResponse {
         try Self.storeAnswer(
-            throughLane(request.mayTakeLane, presenter, { .keychain($0, request, options, interactive: false) })
+            throughLane(
+                request.mayTakeLane && options.subject == nil, presenter,
+                { .keychain($0, request, options, interactive: false) })
                 ?? exchangeBlocking(presenter: presenter, { .keychain($0, request, options, interactive: $1) }),
             { if case .keychain(_, let response) = $0 { response } else { nil } })
     }

@@ -666,7 +666,7 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
         let uid = peer.credentials.uid
         let session = DaemonSession(
             engine: engine, caller: caller, peer: peer, storeThreads: storeThreads, logins: logins, routing: routing,
-            requested: { engines.requested(by: uid) }
+            registry: registry, requested: { engines.requested(by: uid) }
         ) { message in
             channel.writeAndFlush(message.frame(channel.allocator), promise: nil)
         }

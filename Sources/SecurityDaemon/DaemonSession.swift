@@ -29,6 +29,8 @@ final class DaemonSession: Sendable {
     private let logins: LoginSessions
     /// Tells the daemon the user is active (each request; the idle lock counts from the last).
     private let requested: @Sendable () -> Void
+    /// Identifies the programs an administrative tool asks on behalf of (``actingFor(_:)``).
+    private let registry: RegistryWatcher?
 
     /// Where the connection's prompts go (``PromptAgents``), and whether it may serve as an agent.
     struct PromptRouting: Sendable {
@@ -76,10 +78,11 @@ final class DaemonSession: Sendable {
 
     init(
         engine: KeychainEngine, caller: CallerIdentity, peer: PeerProcess, storeThreads: NIOThreadPool,
-        logins: LoginSessions, routing: PromptRouting, requested: @escaping @Sendable () -> Void = {},
-        send: @escaping @Sendable (ServerMessage) -> Void
+        logins: LoginSessions, routing: PromptRouting, registry: RegistryWatcher? = nil,
+        requested: @escaping @Sendable () -> Void = {}, send: @escaping @Sendable (ServerMessage) -> Void
     ) {
         self.routing = routing
+        self.registry = registry
         self.logins = logins
         self.requested = requested
         self.engine = engine
@@ -95,6 +98,38 @@ final class DaemonSession: Sendable {
         return widened.withLock { $0 } ?? identified
     }
 
+    /// `caller` asking on behalf of the process `subject` names: the same caller (its groups, its connection) with
+    /// the subject as ``SecurityServer/CallerIdentity/actingFor``, identified by the rules every connecting program
+    /// meets (registry, integrity, exec record).
+    ///
+    /// - Throws: `errSecAuthFailed` when the caller is not an administrative tool of the registry (untainted), or
+    ///   the subject is not a running process of the caller's user that started when the subject says.
+    private func actingFor(_ subject: ProcessReference, caller: CallerIdentity) throws -> CallerIdentity {
+        guard routing.mayServeAsAgent, let registry else {
+            throw KeychainStatus(
+                .authFailed, "only an administrative tool of the app registry asks on behalf of another program")
+        }
+        let process: PeerProcess
+        do {
+            process = try PeerProcess.named(
+                pid: subject.pid, startTime: subject.startTime, uid: peer.credentials.uid)
+        } catch {
+            throw KeychainStatus(.authFailed, "the program asked for cannot be identified: \(error)")
+        }
+        let found: CallerIdentity
+        do {
+            found = try registry.identity(of: process, claimed: [], allGroups: false)
+        } catch {
+            throw KeychainStatus(.authFailed, "the program asked for cannot be identified: \(error)")
+        }
+        guard let info = found.identified else {
+            throw KeychainStatus(.authFailed, "the program asked for cannot be identified")
+        }
+        var acting = caller
+        acting.actingFor = CallerIdentity.Represented(info: info, codeDigest: found.codeDigest)
+        return acting
+    }
+
     /// Serves one message of the client (after the hello).
     func handle(_ message: ClientMessage) {
         requested()
@@ -102,10 +137,20 @@ final class DaemonSession: Sendable {
         switch message {
         case .hello:
             send(.refused("hello was already said"))
+        case .keychain(let id, let request, let options, let interactive) where options.subject != nil:
+            // On behalf of another program: identified on a store thread (it reads and hashes an executable).
+            runStore(id, options, interactive: interactive, inline: false) { [engine, caller, self] in
+                let acting = try self.actingFor(options.subject!, caller: caller)
+                return .keychain(id, try engine.handle(request, caller: acting, prompting: $0))
+            }
         case .keychain(let id, let request, let options, let interactive):
             runStore(id, options, interactive: interactive, inline: request.isBrief) { [engine, caller] in
                 .keychain(id, try engine.handle(request, caller: caller, prompting: $0))
             }
+        case .key(_, _, let options, _) where options.subject != nil:
+            send(.refused("a key request is made for the caller itself (no subject)"))
+        case .authentication(_, let request, _) where request.evaluationOptions?.subject != nil:
+            send(.refused("an authentication request is made for the caller itself (no subject)"))
         case .key(let id, let request, let options, let interactive):
             runStore(id, options, interactive: interactive, inline: true) { [engine, caller] in
                 .key(id, try engine.handle(request, caller: caller, prompting: $0))

@@ -204,7 +204,8 @@ final class LaneServer: Sendable {
             let lookup: Bool
             let serve: () throws -> ServerMessage
             switch message {
-            case .keychain(let number, let request, let options, interactive: false) where request.isBrief:
+            case .keychain(let number, let request, let options, interactive: false)
+            where request.isBrief && options.subject == nil:
                 id = number
                 if case .copyMatching = request { lookup = true } else { lookup = false }
                 serve = {
@@ -213,7 +214,8 @@ final class LaneServer: Sendable {
                         try engine.handle(request, caller: caller, prompting: Prompting(options: options, channel: nil))
                     )
                 }
-            case .key(let number, let request, let options, interactive: false) where request.mayTakeLane:
+            case .key(let number, let request, let options, interactive: false)
+            where request.mayTakeLane && options.subject == nil:
                 id = number
                 lookup = false
                 serve = {
@@ -224,7 +226,8 @@ final class LaneServer: Sendable {
                 }
             default:
                 return refuse(
-                    mailbox, sequence, descriptor, "the lane serves brief keychain and key requests that cannot prompt")
+                    mailbox, sequence, descriptor,
+                    "the lane serves brief keychain and key requests that cannot prompt, made for the caller itself")
             }
             guard peer.isCurrent else {
                 return refuse(

@@ -112,8 +112,7 @@ final class LoginSessions: Sendable {
     }
 
     private static func startTime(_ pid: Int32) -> UInt64? {
-        guard let fields = statFields(pid), fields.count > 19 else { return nil }
-        return UInt64(fields[19])
+        ProcessReference.running(pid)?.startTime
     }
 
     /// `/proc/<pid>/stat` after the command name (which may hold spaces and parentheses): field 3 (state) first.

@@ -12,12 +12,21 @@ package struct EvaluationOptions: Sendable, Equatable {
     package var interactionNotAllowed: Bool
     /// `touchIDAuthenticationAllowableReuseDuration`, seconds (the engine caps it at 300).
     package var reuseDuration: TimeInterval
+    /// The program a keychain request is made on behalf of (nil: the caller's own): its trusted-application lists
+    /// are checked against that program, and its prompts name it, while the access groups stay the caller's. Only
+    /// an administrative tool of the registry may name one (`lactl secret-service`, for the program at the other
+    /// end of a D-Bus connection); localauthd identifies the process itself, by the rules every caller meets.
+    package var subject: ProcessReference?
 
     /// Options with these values.
-    package init(prompt: EvaluationPrompt, interactionNotAllowed: Bool = false, reuseDuration: TimeInterval = 0) {
+    package init(
+        prompt: EvaluationPrompt, interactionNotAllowed: Bool = false, reuseDuration: TimeInterval = 0,
+        subject: ProcessReference? = nil
+    ) {
         self.prompt = prompt
         self.interactionNotAllowed = interactionNotAllowed
         self.reuseDuration = reuseDuration
+        self.subject = subject
     }
 
     /// The options of a keychain or key request that has no `LAContext` of its own: the engine's default text,
@@ -30,17 +39,20 @@ package struct EvaluationOptions: Sendable, Equatable {
 }
 
 extension EvaluationOptions: ProtocolCodable {
-    /// A record: 1 prompt, 2 interactionNotAllowed, 3 reuseDuration.
+    /// A record: 1 prompt, 2 interactionNotAllowed, 3 reuseDuration, 4 subject (left out when nil, so the
+    /// options of every other request are the bytes they were).
     package func encode(into writer: inout MessageWriter) {
         writer.field(1, prompt)
         writer.field(2, interactionNotAllowed)
         writer.field(3, reuseDuration)
+        writer.optionalField(4, subject)
     }
 
     /// - Throws: ``MessageDecodingError``.
     package init(from reader: inout MessageReader) throws {
         self.init(
-            prompt: try reader.field(1), interactionNotAllowed: try reader.field(2), reuseDuration: try reader.field(3))
+            prompt: try reader.field(1), interactionNotAllowed: try reader.field(2), reuseDuration: try reader.field(3),
+            subject: try reader.optionalField(4))
     }
 }
 
@@ -210,6 +222,18 @@ extension AuthenticationResponse: ProtocolCodable {
             case 8: .environment(try payload.field(1))
             default: nil
             }
+        }
+    }
+}
+
+extension AuthenticationRequest {
+    /// The evaluation options the request carries, if it carries any.
+    package var evaluationOptions: EvaluationOptions? {
+        switch self {
+        case .evaluatePolicy(_, _, let options), .evaluateAccessControl(_, _, _, let options),
+            .unlockWithPasscode(let options), .unlockWithBiometry(let options):
+            options
+        default: nil
         }
     }
 }

@@ -29,6 +29,23 @@ package struct CallerIdentity: Sendable {
     /// What an administrative tool's hello claimed beyond its own groups, held back until the user authenticates on
     /// this connection (``KeychainEngine/widening(_:context:)``); nil when nothing is held back.
     package var heldBackClaim: AccessClaim?
+    /// The program this request is made on behalf of (``SecurityProtocol/EvaluationOptions/subject``), as the daemon
+    /// identified it: trusted-application lists are checked against it and name it ("the calling program"), while
+    /// the access groups stay the caller's. Nil: the caller's own requests.
+    package var actingFor: Represented?
+
+    /// A program another one asks on behalf of, identified as any caller is.
+    package struct Represented: Sendable {
+        /// Who the program is (process, executable, registration).
+        package var info: CallerInfo
+        /// The SHA-256 of its executable, when `info` does not hold it yet.
+        package var codeDigest: (@Sendable () -> Data?)?
+
+        package init(info: CallerInfo, codeDigest: (@Sendable () -> Data?)?) {
+            self.info = info
+            self.codeDigest = codeDigest
+        }
+    }
 
     /// A caller holding `accessGroups` on a new connection (unless `connection` names one).
     package init(
@@ -62,6 +79,13 @@ package struct CallerIdentity: Sendable {
     /// The calling program as a trusted-application list names it: what the daemon found, or (embedded) this
     /// process's own executable. Nil when its code cannot be read.
     var application: TrustedApplication? {
+        if let actingFor {
+            guard let digest = actingFor.info.executableDigest ?? actingFor.codeDigest?() else { return nil }
+            return TrustedApplication(
+                applicationIdentifier: actingFor.info.applicationIdentifier
+                    ?? TrustedApplication.unregisteredIdentifier(digest),
+                executable: actingFor.info.executable, codeDigest: digest)
+        }
         guard let identified else { return TrustedApplication.thisProcess }
         guard let digest = identified.executableDigest ?? codeDigest?() else { return nil }
         return TrustedApplication(

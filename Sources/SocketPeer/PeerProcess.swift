@@ -1,5 +1,6 @@
 import Foundation
 import SecureCrypto
+import SecurityProtocol
 import Synchronization
 
 #if canImport(Glibc)
@@ -88,6 +89,34 @@ package final class PeerProcess: Sendable {
         guard Self.isRunning(pidfd) else {
             throw Unidentified(description: "process \(credentials.pid) exited while it connected")
         }
+    }
+
+    /// Process `pid` of user `uid` that started at `startTime` (`/proc/<pid>/stat` field 22), named by another
+    /// program rather than connected: a program an administrative tool asks on behalf of.
+    ///
+    /// - Throws: ``Unidentified`` when no such process runs (gone, its pid reused by a later one, another user's, or
+    ///   one that changed ids), or its executable cannot be read.
+    package static func named(pid: Int32, startTime: UInt64, uid: UInt32) throws(Unidentified) -> PeerProcess {
+        guard pid > 0, let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else {
+            throw Unidentified(description: "process \(pid) is gone")
+        }
+        func ids(_ name: String) -> [UInt32] {
+            guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(name + ":") }) else { return [] }
+            return line.dropFirst(name.count + 1).split(whereSeparator: { $0 == " " || $0 == "\t" }).compactMap {
+                UInt32($0)
+            }
+        }
+        let uids = ids("Uid")
+        guard uids.count == 4, uids.allSatisfy({ $0 == uid }), let gid = ids("Gid").first else {
+            throw Unidentified(description: "process \(pid) is not a process of uid \(uid) alone")
+        }
+        let process = try PeerProcess(credentials: PeerCredentials(pid: pid, uid: uid, gid: gid), pidfd: -1)
+        // Read while the pidfd holds the process: a start time that matches, then a process still running, is the
+        // process that was named, not a later one under a reused pid.
+        guard ProcessReference.running(pid)?.startTime == startTime, Self.isRunning(process.pidfd) else {
+            throw Unidentified(description: "process \(pid) is not the one named (it started at another time)")
+        }
+        return process
     }
 
     deinit {

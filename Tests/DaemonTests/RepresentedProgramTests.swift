@@ -1,0 +1,134 @@
+import Foundation
+import SecureCrypto
+import SecurityClient
+import SecurityProtocol
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Issue 48, per-program access: a keychain request an administrative tool makes on behalf of another program of
+/// its user (`EvaluationOptions.subject`, what `lactl secret-service` sends for a D-Bus client). localauthd
+/// identifies the named process itself; trusted-application lists are checked against it; no one else may name one.
+@Suite("Keychain requests on behalf of another program")
+struct RepresentedProgramTests {
+    /// A `sleep` of the test's, as the program asked for; `user` runs it as another user.
+    static func program(asUser user: String? = nil) throws -> SpawnedProcess {
+        guard let user else { return try SpawnedProcess("/bin/sleep", ["600"]) }
+        return try SpawnedProcess(
+            "/usr/bin/setpriv", ["--reuid", user, "--regid", "65534", "--clear-groups", "/bin/sleep", "600"])
+    }
+
+    /// The process `program` runs once it runs its final executable (`setpriv` execs it), named as a request names it.
+    static func reference(_ program: SpawnedProcess, running executable: String) throws -> ProcessReference {
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            if (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(program.pid)/exe")) == executable,
+                let found = ProcessReference.running(program.pid)
+            {
+                return found
+            }
+            usleep(10_000)
+        }
+        throw CocoaError(.executableLoad, userInfo: [NSLocalizedDescriptionKey: "\(executable) did not start"])
+    }
+
+    static func options(_ subject: ProcessReference?) -> EvaluationOptions {
+        EvaluationOptions(prompt: EvaluationPrompt(reason: ""), subject: subject)
+    }
+
+    /// The status `body` fails with; nil when it succeeds.
+    static func status(_ body: () throws -> Void) -> KeychainStatus.Code? {
+        do {
+            try body()
+            return nil
+        } catch let status as KeychainStatus {
+            return status.code
+        } catch {
+            return .internalComponent
+        }
+    }
+
+    static let item: [String: KeychainValue] = [
+        "class": .string("genp"), "svce": .string("represented"), "acct": .string("a"),
+    ]
+
+    /// An item added on behalf of a program trusts that program ("the calling program" names it): its read on that
+    /// program's behalf is served, the deputy's own read and another program's are not (no one to ask here), and
+    /// neither is a read naming the program's pid with another start time (a reused pid), nor a process of another
+    /// user.
+    @Test func theNamedProgramIsTheOneItsItemsTrust() throws {
+        let world = try DaemonWorld()
+        defer { world.close() }
+        let client = try world.daemon.client(accessGroups: ["test.daemon"])
+        let sleeper = try Self.program()
+        defer { sleeper.stop(SIGKILL) }
+        let subject = try Self.reference(sleeper, running: "/usr/bin/sleep")
+        var added = Self.item
+        added["v_Data"] = .secret(SecureBytes(Array("for-sleep".utf8)))
+        added["acls"] = .access(ItemAccess(descriptor: "represented", applications: [.caller]))
+        _ = try client.sendBlocking(.add(added), options: Self.options(subject), presenter: nil)
+
+        var read = Self.item
+        read["r_Data"] = .bool(true)
+        let served = try client.sendBlocking(.copyMatching(read), options: Self.options(subject), presenter: nil)
+        guard case .items(let results) = served, let data = results.items.first?.data else {
+            Issue.record("the named program's read was not served: \(served)")
+            return
+        }
+        #expect(String(decoding: data.unprotectedData(), as: UTF8.self) == "for-sleep")
+        #expect(
+            Self.status { _ = try client.sendBlocking(.copyMatching(read), options: Self.options(nil), presenter: nil) }
+                == .interactionNotAllowed, "the deputy itself is not on the list")
+
+        let other = try SpawnedProcess("/usr/bin/tail", ["-f", "/dev/null"])
+        defer { other.stop(SIGKILL) }
+        let otherSubject = try Self.reference(other, running: "/usr/bin/tail")
+        #expect(
+            Self.status {
+                _ = try client.sendBlocking(.copyMatching(read), options: Self.options(otherSubject), presenter: nil)
+            } == .interactionNotAllowed, "another program is not on the list")
+
+        let reused = ProcessReference(pid: subject.pid, startTime: subject.startTime + 1)
+        #expect(
+            Self.status {
+                _ = try client.sendBlocking(.copyMatching(read), options: Self.options(reused), presenter: nil)
+            } == .authFailed, "a pid whose process started at another time is not the one named")
+
+        let foreign = try Self.program(asUser: "nobody")
+        defer { foreign.stop(SIGKILL) }
+        let foreignSubject = try Self.reference(foreign, running: "/usr/bin/sleep")
+        #expect(
+            Self.status {
+                _ = try client.sendBlocking(.copyMatching(read), options: Self.options(foreignSubject), presenter: nil)
+            } == .authFailed, "another user's process is refused")
+        #expect(world.daemon.isRunning)
+    }
+
+    /// A program that is not an administrative tool of the registry cannot ask on behalf of another: the request
+    /// is refused before anything is read, while the same request for itself is served.
+    @Test func onlyAnAdministrativeToolNamesAnotherProgram() throws {
+        var template = Array("/tmp/la-represented-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw CocoaError(.fileWriteUnknown) }
+        let directory = String(cString: made)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // No registrations: the test runner is an unregistered program here.
+        let daemon = try DaemonProcess(directory: directory, registrations: [:])
+        defer { daemon.stop() }
+        let client = try daemon.client(accessGroups: [])
+        let sleeper = try Self.program()
+        defer { sleeper.stop(SIGKILL) }
+        let subject = try Self.reference(sleeper, running: "/usr/bin/sleep")
+        #expect(
+            Self.status {
+                _ = try client.sendBlocking(.copyMatching(Self.item), options: Self.options(nil), presenter: nil)
+            }
+                == .itemNotFound)
+        #expect(
+            Self.status {
+                _ = try client.sendBlocking(.copyMatching(Self.item), options: Self.options(subject), presenter: nil)
+            } == .authFailed)
+    }
+}
