@@ -216,6 +216,50 @@ struct PromptAgentTests {
         #expect(try a.run(["trusted", "svc", "acct", group])["trusted"] == "TEAMT.probe-a \(a.executable)")
     }
 
+    /// Issue 48, per-program access: `secret-tool` stores a password through `lactl secret-service` (the item
+    /// trusts secret-tool); Python's `secretstorage` reading it is another program, and the agent asks the user in
+    /// pinentry, naming that program as localauthd identified it (not the provider); Allow once and the passcode
+    /// let it read once. The provider is the registered lactl (an unregistered copy is refused: it may not ask on
+    /// behalf of anyone).
+    @Test(.enabled(if: SecretServiceTests.available && FileManager.default.fileExists(atPath: "/usr/bin/python3")))
+    func anotherProgramsSecretServiceReadIsAskedByTheAgent() async throws {
+        // As installed: lactl, claiming nothing, holds its own group, where the provider's items go.
+        let world = try World(extraEnvironment: DaemonProcess.enforcingAdministrativeClaims)
+        defer { world.close() }
+        let terminal = try PseudoTerminal()
+        let agent = try world.agent(on: terminal, pinentry: "/usr/bin/pinentry-tty")
+        defer { agent.stop(SIGKILL) }
+        let directory = try SecretServiceTests.scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        async let run = SecretServiceTests.run(
+            """
+            printf mail-pass | secret-tool store --label="Mail account" service imap.example.org user alice || exit 1
+            echo "secret-tool reads: $(secret-tool lookup service imap.example.org user alice)"
+            /usr/bin/python3 - <<'PY'
+            import secretstorage
+            connection = secretstorage.dbus_init()
+            item = next(secretstorage.get_default_collection(connection).search_items({"user": "alice"}))
+            print("python reads:", item.get_secret().decode())
+            PY
+            """, mode: .daemon, in: directory, daemon: world.daemon.daemon, lactl: world.lactl)
+        let asked = try await onOwnThread { terminal.waitFor("[odw]?", timeout: 120) }
+        #expect(asked, "the agent asks: \(terminal.transcript)")
+        #expect(
+            terminal.transcript.contains("wants to use the item Mail account"), "\(terminal.transcript)")
+        #expect(terminal.transcript.contains("python3"), "the program named is the reader: \(terminal.transcript)")
+        #expect(!terminal.transcript.contains("secret-tool wants"), "secret-tool was never asked")
+        terminal.type("o")
+        let passwordAsked = try await onOwnThread {
+            terminal.waitFor("Password:", timeout: 60) && terminal.waitForEchoOff(timeout: 60)
+        }
+        #expect(passwordAsked, "\(terminal.transcript)")
+        terminal.type(Self.passcode + "\n")
+        let (status, output) = try await run
+        #expect(status == 0, "\(output)")
+        #expect(output.contains("secret-tool reads: mail-pass"), "\(output)")
+        #expect(output.contains("python reads: mail-pass"), "\(output)")
+    }
+
     /// A program registered with `own-prompts = yes` keeps drawing its own prompts while the agent runs (and so
     /// answers them itself, passcode included); the agent shows nothing.
     @Test func aProgramRegisteredToDrawItsOwnPromptsStillDoes() throws {

@@ -24,11 +24,11 @@ struct SecretServiceTests {
     }
 
     /// Runs `script` (bash) in a private session bus with `lactl secret-service` serving it (started first, waited
-    /// for), in `mode`; the script's output and status. `$LACTL` names lactl.
-    static func run(_ script: String, mode: Mode, in directory: String, daemon: DaemonProcess? = nil) async throws
-        -> (status: Int32, output: String)
-    {
-        let lactl = try lactlExecutable().path
+    /// for), in `mode`; the script's output and status. `$LACTL` names lactl (`lactl`: another copy).
+    static func run(
+        _ script: String, mode: Mode, in directory: String, daemon: DaemonProcess? = nil, lactl: String? = nil
+    ) async throws -> (status: Int32, output: String) {
+        let lactl = try lactl ?? lactlExecutable().path
         let wrapper = """
             set -u
             "$LACTL" secret-service 2>"$WORK/provider.log" &
