@@ -93,9 +93,8 @@ package final class EmbeddedClient: SecurityClient {
         guard caller.mayAccessAllGroups else {
             throw KeychainStatus(.authFailed, "only an administrative tool asks on behalf of another program")
         }
-        let exe = "/proc/\(subject.pid)/exe"
         guard ProcessReference.running(subject.pid) == subject, Self.owner(of: subject.pid) == getuid(),
-            let program = TrustedApplication.reading(exe), ProcessReference.running(subject.pid) == subject
+            let program = Self.program(of: subject.pid), ProcessReference.running(subject.pid) == subject
         else {
             throw KeychainStatus(.authFailed, "the program asked for is not a running process of this user")
         }
@@ -108,6 +107,37 @@ package final class EmbeddedClient: SecurityClient {
         info.registrationFile = nil
         acting.actingFor = CallerIdentity.Represented(info: info, codeDigest: nil)
         return acting
+    }
+
+    /// Programs read for ``actingFor(_:)``, by their file's version: the executable is hashed once, not at each
+    /// request (a D-Bus client's every call names it).
+    private static let programs = Mutex<[ExecutableVersion: TrustedApplication]>([:])
+
+    private struct ExecutableVersion: Hashable {
+        var device: UInt64
+        var inode: UInt64
+        var size: Int64
+        /// The inode's change time, which every write moves and no program can set back (unlike the modification
+        /// time).
+        var changed: Int
+        var changedNanoseconds: Int
+    }
+
+    /// The program process `pid` runs, its executable hashed once per version of the file.
+    private static func program(of pid: Int32) -> TrustedApplication? {
+        let exe = "/proc/\(pid)/exe"
+        var status = stat()
+        guard stat(exe, &status) == 0 else { return nil }
+        let version = ExecutableVersion(
+            device: UInt64(status.st_dev), inode: UInt64(status.st_ino), size: Int64(status.st_size),
+            changed: status.st_ctim.tv_sec, changedNanoseconds: status.st_ctim.tv_nsec)
+        if let known = programs.withLock({ $0[version] }) { return known }
+        guard let read = TrustedApplication.reading(exe) else { return nil }
+        programs.withLock { known in
+            if known.count >= 64 { known.removeAll() }
+            known[version] = read
+        }
+        return read
     }
 
     /// The owner of `/proc/<pid>` (the process's effective user), nil when it is gone.

@@ -54,7 +54,19 @@ package final class SecretServiceProvider {
     private var memoryOwners: [String: String] = [:]
     /// Each client connection's process as first seen (its pid and start time), by unique name: a bus never gives
     /// a unique name twice, and a pid reused later is told apart by its start time.
-    private var subjects: [String: ProcessReference] = [:]
+    private var subjects: [String: (process: ProcessReference, executable: ExecutableFile)] = [:]
+
+    /// Which file a process runs (device and inode of `/proc/<pid>/exe`).
+    private struct ExecutableFile: Equatable {
+        var device: UInt64
+        var inode: UInt64
+
+        init?(pid: Int32) {
+            var status = stat()
+            guard stat("/proc/\(pid)/exe", &status) == 0 else { return nil }
+            (device, inode) = (UInt64(status.st_dev), UInt64(status.st_ino))
+        }
+    }
 
     /// Connects to the bus at `address` (nil: `DBUS_SESSION_BUS_ADDRESS`) and takes `org.freedesktop.secrets`; from
     /// an owner that allows it when `replace`.
@@ -183,7 +195,11 @@ package final class SecretServiceProvider {
         // Every keychain request made for this call is made on behalf of the calling program (its items trust it;
         // another program's read asks the user), identified by localauthd, not by the provider.
         guard let subject = subject(of: sender) else {
-            fail(call, .accessDenied("which program \(sender) is cannot be told (the bus gives no process)"))
+            fail(
+                call,
+                .accessDenied(
+                    "which program \(sender) is cannot be told (the bus gives no process, or it runs another program"
+                        + " than when it first called)"))
             return
         }
         do {
@@ -203,14 +219,19 @@ package final class SecretServiceProvider {
         }
     }
 
-    /// The process behind connection `sender`, as first seen; nil when the bus cannot say.
+    /// The process behind connection `sender`, as first seen; nil when the bus cannot say, or when that process
+    /// runs another file than it did then (it exec'd another program since: the connection may now be a child's).
     private func subject(of sender: String) -> ProcessReference? {
-        if let known = subjects[sender] { return known }
+        if let known = subjects[sender] {
+            return ExecutableFile(pid: known.process.pid) == known.executable ? known.process : nil
+        }
         let pid = Int32(bitPattern: la_secret_bus_sender_pid(bus, sender))
-        guard pid > 0, let found = ProcessReference.running(pid) else { return nil }
+        guard pid > 0, let found = ProcessReference.running(pid), let executable = ExecutableFile(pid: pid),
+            ProcessReference.running(pid) == found
+        else { return nil }
         // Bounded: the names of departed clients go all at once, to be looked up again if one is still there.
         if subjects.count >= 4096 { subjects.removeAll() }
-        subjects[sender] = found
+        subjects[sender] = (found, executable)
         return found
     }
 

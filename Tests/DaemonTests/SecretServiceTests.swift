@@ -244,6 +244,53 @@ struct SecretServiceTests {
         #expect(lines.contains("after clear: 2"), "\(output)")
     }
 
+    /// The bus names a connection's process by pid, which outlives an exec: a program that called once, then handed
+    /// its connection to a child and exec'd the program an item trusts (`secret-tool`, which made it) does not pass
+    /// for that program. The provider remembers which file each connection's process ran when it first called, and
+    /// refuses the call once the process runs another (`AccessDenied`); the item's owner still reads it.
+    @Test(.enabled(if: available), arguments: Mode.allCases)
+    func aConnectionHandedOnAcrossAnExecDoesNotPassForTheNewProgram(_ mode: Mode) async throws {
+        let directory = try Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let world = try Self.world(mode)
+        defer { world?.close() }
+        let (status, output) = try await Self.run(
+            """
+            printf owned | secret-tool store --label="Owned" service exec.example user alice || exit 1
+            /usr/bin/python3 - <<'PY'
+            import os, signal, time, secretstorage
+            connection = secretstorage.dbus_init()
+            item = next(secretstorage.get_default_collection(connection).search_items({"user": "alice"}))
+            read, write = os.pipe()
+            if os.fork() == 0:
+                parent = os.getppid()
+                for _ in range(1200):
+                    if os.readlink(f"/proc/{parent}/exe").endswith("secret-tool"):
+                        break
+                    time.sleep(0.05)
+                print("parent runs:", os.path.basename(os.readlink(f"/proc/{parent}/exe")), flush=True)
+                try:
+                    print("child read:", item.get_secret().decode(), flush=True)
+                except Exception as error:
+                    print("child refused:", error, flush=True)
+                os.kill(parent, signal.SIGKILL)
+                os._exit(0)
+            os.dup2(read, 0)
+            os.execv("/usr/bin/secret-tool", ["secret-tool", "store", "--label=x", "exec", "parent"])
+            PY
+            sleep 1
+            echo "owner reads: $(secret-tool lookup service exec.example user alice)"
+            """, mode: mode, in: directory, daemon: world?.daemon)
+        let lines = output.split(separator: "\n").map(String.init)
+        #expect(lines.contains("parent runs: secret-tool"), "the exec happened: \(output)")
+        #expect(
+            lines.contains { $0.hasPrefix("child refused:") && $0.contains("another program") },
+            "the connection's process runs another program now: \(output)")
+        #expect(!lines.contains("child read: owned"), "\(output)")
+        #expect(lines.contains("owner reads: owned"), "\(output)")
+        #expect(status == 0, "\(output)")
+    }
+
     /// What no well-behaved client sends gets the error the spec or D-Bus names, and the store keeps what it had:
     /// a Diffie-Hellman key out of range or too long, an unknown algorithm, arguments of the wrong types, unknown
     /// paths, and a session opened by another connection. An item another program put under the provider's service
