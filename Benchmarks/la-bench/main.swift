@@ -13,6 +13,7 @@ let sections: [(name: String, run: () async throws -> Void)] = [
     ("unlock", UnlockBenchmarks.run),
     ("context", ContextBenchmarks.run),
     ("agent", AgentBenchmarks.run),
+    ("secret-service", SecretServiceBenchmarks.run),
     ("daemon", DaemonBenchmarks.run),
     ("pressure", PressureBenchmarks.run),
     ("passcode-pressure", PasscodePressureBenchmarks.run),

@@ -60,6 +60,15 @@ guint32 la_secret_bus_sender_pid(la_secret_bus *bus, const char *sender) {
     return pid;
 }
 
+int la_secret_bus_name_has_owner(la_secret_bus *bus, const char *name) {
+    GVariant *reply = call_bus(bus, "NameHasOwner", g_variant_new("(s)", name), "(b)", NULL);
+    if (!reply) return -1;
+    gboolean owned = FALSE;
+    g_variant_get(reply, "(b)", &owned);
+    g_variant_unref(reply);
+    return owned ? 1 : 0;
+}
+
 int la_secret_bus_own(la_secret_bus *bus, const char *name, int replace, char **owner, guint32 *owner_pid,
                       char **error) {
     GError *failure = NULL;

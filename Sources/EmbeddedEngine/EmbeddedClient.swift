@@ -93,8 +93,9 @@ package final class EmbeddedClient: SecurityClient {
         guard caller.mayAccessAllGroups else {
             throw KeychainStatus(.authFailed, "only an administrative tool asks on behalf of another program")
         }
-        guard ProcessReference.running(subject.pid) == subject, Self.owner(of: subject.pid) == getuid(),
-            let program = Self.program(of: subject.pid), ProcessReference.running(subject.pid) == subject
+        guard subject.executable != nil, ProcessReference.runningWithExecutable(subject.pid) == subject,
+            Self.owner(of: subject.pid) == getuid(), let program = Self.program(of: subject.pid),
+            ProcessReference.runningWithExecutable(subject.pid) == subject
         else {
             throw KeychainStatus(.authFailed, "the program asked for is not a running process of this user")
         }

@@ -50,23 +50,15 @@ package final class SecretServiceProvider {
     private var nextSession = 1
     /// The `session` collection's items and their secrets.
     private var memory: [String: (item: StoredSecretItem, secret: SecureBytes)] = [:]
-    /// The executable of the program that made each `session` item: only it reads, changes or deletes it.
-    private var memoryOwners: [String: String] = [:]
+    /// The file the program that made each `session` item runs (device and inode, the same in every mount
+    /// namespace): only a program running that file reads, changes or deletes it.
+    private var memoryOwners: [String: ProcessReference.ExecutableFile] = [:]
     /// Each client connection's process as first seen (its pid and start time), by unique name: a bus never gives
     /// a unique name twice, and a pid reused later is told apart by its start time.
-    private var subjects: [String: (process: ProcessReference, executable: ExecutableFile)] = [:]
-
-    /// Which file a process runs (device and inode of `/proc/<pid>/exe`).
-    private struct ExecutableFile: Equatable {
-        var device: UInt64
-        var inode: UInt64
-
-        init?(pid: Int32) {
-            var status = stat()
-            guard stat("/proc/\(pid)/exe", &status) == 0 else { return nil }
-            (device, inode) = (UInt64(status.st_dev), UInt64(status.st_ino))
-        }
-    }
+    private var subjects: [String: ProcessReference] = [:]
+    /// The most client connections remembered at once; past it, those whose name is gone are forgotten, and while
+    /// that many remain, a new one is refused (a connection is never looked up again while it lasts).
+    static let subjectLimit = 4096
 
     /// Connects to the bus at `address` (nil: `DBUS_SESSION_BUS_ADDRESS`) and takes `org.freedesktop.secrets`; from
     /// an owner that allows it when `replace`.
@@ -198,8 +190,8 @@ package final class SecretServiceProvider {
             fail(
                 call,
                 .accessDenied(
-                    "which program \(sender) is cannot be told (the bus gives no process, or it runs another program"
-                        + " than when it first called)"))
+                    "which program \(sender) is cannot be told (the bus gives no process, it runs another program"
+                        + " than when it first called, or too many clients are connected)"))
             return
         }
         do {
@@ -219,32 +211,36 @@ package final class SecretServiceProvider {
         }
     }
 
-    /// The process behind connection `sender`, as first seen; nil when the bus cannot say, or when that process
-    /// runs another file than it did then (it exec'd another program since: the connection may now be a child's).
+    /// The process behind connection `sender`, as first seen (with the file it ran); nil when the bus cannot say,
+    /// when that process runs another file now (it exec'd another program since: the connection may now be a
+    /// child's), or when too many connections are remembered. localauthd checks the file again when it identifies
+    /// the process.
     private func subject(of sender: String) -> ProcessReference? {
         if let known = subjects[sender] {
-            return ExecutableFile(pid: known.process.pid) == known.executable ? known.process : nil
+            return ProcessReference.ExecutableFile(runBy: known.pid) == known.executable ? known : nil
         }
         let pid = Int32(bitPattern: la_secret_bus_sender_pid(bus, sender))
-        guard pid > 0, let found = ProcessReference.running(pid), let executable = ExecutableFile(pid: pid),
-            ProcessReference.running(pid) == found
-        else { return nil }
-        // Bounded: the names of departed clients go all at once, to be looked up again if one is still there.
-        if subjects.count >= 4096 { subjects.removeAll() }
-        subjects[sender] = (found, executable)
+        guard pid > 0, let found = ProcessReference.runningWithExecutable(pid) else { return nil }
+        if subjects.count >= Self.subjectLimit {
+            // Only connections that are gone are forgotten: a live one seen again would be taken as whatever its
+            // process runs by then.
+            subjects = subjects.filter { la_secret_bus_name_has_owner(bus, $0.key) != 0 }
+            guard subjects.count < Self.subjectLimit else { return nil }
+        }
+        subjects[sender] = found
         return found
     }
 
-    /// The executable of the calling program (``KeychainSubject/current``), for the `session` collection's owners.
-    private static func callingExecutable() -> String? {
-        guard let pid = KeychainSubject.current?.pid else { return nil }
-        return try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")
+    /// The file the calling program (``KeychainSubject/current``) ran when it first called, for the `session`
+    /// collection's owners.
+    private static func callingExecutable() -> ProcessReference.ExecutableFile? {
+        KeychainSubject.current?.executable
     }
 
     /// Refuses a `session` item to any program but the one that made it (no one is asked: the item is in memory,
     /// where no trusted-application list is kept).
     private func requireOwner(_ id: String) throws {
-        guard let owner = memoryOwners[id], owner == Self.callingExecutable() else {
+        guard let owner = memoryOwners[id], let caller = Self.callingExecutable(), owner == caller else {
             throw BusError.accessDenied("the session collection's item \(id) belongs to another program")
         }
     }
@@ -492,6 +488,9 @@ package final class SecretServiceProvider {
         }
         let id: String
         if collection == Self.inMemory {
+            guard let owner = Self.callingExecutable() else {
+                throw BusError.accessDenied("the calling program's executable cannot be read")
+            }
             id = UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
             let now = UInt64(Date().timeIntervalSince1970)
             memory[id] = (
@@ -499,7 +498,7 @@ package final class SecretServiceProvider {
                     id: id, label: label, attributes: attributes, contentType: contentType, created: now, modified: now),
                 secret
             )
-            memoryOwners[id] = Self.callingExecutable() ?? ""
+            memoryOwners[id] = owner
         } else {
             id = try store.add(
                 collection, label: label, attributes: attributes, contentType: contentType, secret: secret)

@@ -98,6 +98,17 @@ final class DaemonSession: Sendable {
         return widened.withLock { $0 } ?? identified
     }
 
+    /// Refuses the connection's message with `reason`, logged with the program that sent it.
+    private func refuse(_ reason: String) {
+        DaemonServer.logger.notice(
+            "refused a message",
+            metadata: [
+                "reason": "\(reason)", "pid": "\(peer.credentials.pid)", "uid": "\(peer.credentials.uid)",
+                "executable": "\(peer.executable)",
+            ])
+        send(.refused(reason))
+    }
+
     /// `caller` asking on behalf of the process `subject` names: the same caller (its groups, its connection) with
     /// the subject as ``SecurityServer/CallerIdentity/actingFor``, identified by the rules every connecting program
     /// meets (registry, integrity, exec record).
@@ -111,8 +122,7 @@ final class DaemonSession: Sendable {
         }
         let process: PeerProcess
         do {
-            process = try PeerProcess.named(
-                pid: subject.pid, startTime: subject.startTime, uid: peer.credentials.uid)
+            process = try PeerProcess.named(subject, uid: peer.credentials.uid)
         } catch {
             throw KeychainStatus(.authFailed, "the program asked for cannot be identified: \(error)")
         }
@@ -148,9 +158,9 @@ final class DaemonSession: Sendable {
                 .keychain(id, try engine.handle(request, caller: caller, prompting: $0))
             }
         case .key(_, _, let options, _) where options.subject != nil:
-            send(.refused("a key request is made for the caller itself (no subject)"))
+            refuse("a key request is made for the caller itself (no subject)")
         case .authentication(_, let request, _) where request.evaluationOptions?.subject != nil:
-            send(.refused("an authentication request is made for the caller itself (no subject)"))
+            refuse("an authentication request is made for the caller itself (no subject)")
         case .key(let id, let request, let options, let interactive):
             runStore(id, options, interactive: interactive, inline: true) { [engine, caller] in
                 .key(id, try engine.handle(request, caller: caller, prompting: $0))

@@ -91,14 +91,39 @@ package final class PeerProcess: Sendable {
         }
     }
 
-    /// Process `pid` of user `uid` that started at `startTime` (`/proc/<pid>/stat` field 22), named by another
-    /// program rather than connected: a program an administrative tool asks on behalf of.
+    /// The process `reference` names (pid, start time and the file it ran), of user `uid`, named by another program
+    /// rather than connected: a program an administrative tool asks on behalf of.
     ///
-    /// - Throws: ``Unidentified`` when no such process runs (gone, its pid reused by a later one, another user's, or
-    ///   one that changed ids), or its executable cannot be read.
-    package static func named(pid: Int32, startTime: UInt64, uid: UInt32) throws(Unidentified) -> PeerProcess {
+    /// - Throws: ``Unidentified`` when no such process runs (gone, its pid reused by a later one, another user's, one
+    ///   that changed ids, or one that runs another file than the one named: it exec'd since), or its executable
+    ///   cannot be read.
+    package static func named(_ reference: ProcessReference, uid: UInt32) throws(Unidentified) -> PeerProcess {
+        let pid = reference.pid
+        guard let named = reference.executable else {
+            throw Unidentified(description: "the process named does not say which file it runs")
+        }
+        guard let gid = Self.soleIdentity(of: pid, uid: uid) else {
+            throw Unidentified(description: "process \(pid) is not a process of uid \(uid) alone")
+        }
+        let process = try PeerProcess(credentials: PeerCredentials(pid: pid, uid: uid, gid: gid), pidfd: -1)
+        // Read while the pidfd holds the process: a start time that matches, then a process still running, is the
+        // process that was named, not a later one under a reused pid; the file it was identified by is the one
+        // named, and its ids are still the user's alone (no set-user-ID exec since).
+        guard ProcessReference.running(pid)?.startTime == reference.startTime,
+            process.file.device == named.device, process.file.inode == named.inode,
+            Self.soleIdentity(of: pid, uid: uid) == gid, Self.isRunning(process.pidfd)
+        else {
+            throw Unidentified(
+                description: "process \(pid) is not the one named (it started at another time or runs another file)")
+        }
+        return process
+    }
+
+    /// The real group of process `pid` when every one of its user ids (real, effective, saved, file system) is
+    /// `uid`; nil otherwise or when it is gone.
+    private static func soleIdentity(of pid: Int32, uid: UInt32) -> UInt32? {
         guard pid > 0, let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else {
-            throw Unidentified(description: "process \(pid) is gone")
+            return nil
         }
         func ids(_ name: String) -> [UInt32] {
             guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(name + ":") }) else { return [] }
@@ -107,16 +132,8 @@ package final class PeerProcess: Sendable {
             }
         }
         let uids = ids("Uid")
-        guard uids.count == 4, uids.allSatisfy({ $0 == uid }), let gid = ids("Gid").first else {
-            throw Unidentified(description: "process \(pid) is not a process of uid \(uid) alone")
-        }
-        let process = try PeerProcess(credentials: PeerCredentials(pid: pid, uid: uid, gid: gid), pidfd: -1)
-        // Read while the pidfd holds the process: a start time that matches, then a process still running, is the
-        // process that was named, not a later one under a reused pid.
-        guard ProcessReference.running(pid)?.startTime == startTime, Self.isRunning(process.pidfd) else {
-            throw Unidentified(description: "process \(pid) is not the one named (it started at another time)")
-        }
-        return process
+        guard uids.count == 4, uids.allSatisfy({ $0 == uid }) else { return nil }
+        return ids("Gid").first
     }
 
     deinit {

@@ -26,7 +26,7 @@ struct RepresentedProgramTests {
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline {
             if (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(program.pid)/exe")) == executable,
-                let found = ProcessReference.running(program.pid)
+                let found = ProcessReference.runningWithExecutable(program.pid)
             {
                 return found
             }
@@ -91,7 +91,25 @@ struct RepresentedProgramTests {
                 _ = try client.sendBlocking(.copyMatching(read), options: Self.options(otherSubject), presenter: nil)
             } == .interactionNotAllowed, "another program is not on the list")
 
-        let reused = ProcessReference(pid: subject.pid, startTime: subject.startTime + 1)
+        let otherFile = try #require(ProcessReference.ExecutableFile(runBy: other.pid))
+        for (named, why) in [
+            (
+                ProcessReference(pid: subject.pid, startTime: subject.startTime, executable: otherFile),
+                "a process that runs another file than the one named (it exec'd since)"
+            ),
+            (
+                ProcessReference(pid: subject.pid, startTime: subject.startTime, executable: nil),
+                "a subject that does not say which file it runs"
+            ),
+        ] {
+            #expect(
+                Self.status {
+                    _ = try client.sendBlocking(.copyMatching(read), options: Self.options(named), presenter: nil)
+                } == .authFailed, "\(why) is refused")
+        }
+
+        let reused = ProcessReference(
+            pid: subject.pid, startTime: subject.startTime + 1, executable: subject.executable)
         #expect(
             Self.status {
                 _ = try client.sendBlocking(.copyMatching(read), options: Self.options(reused), presenter: nil)
@@ -105,6 +123,28 @@ struct RepresentedProgramTests {
                 _ = try client.sendBlocking(.copyMatching(read), options: Self.options(foreignSubject), presenter: nil)
             } == .authFailed, "another user's process is refused")
         #expect(world.daemon.isRunning)
+    }
+
+    /// A key request naming a subject is refused, and the connection with it (only keychain requests are made on
+    /// behalf of another program); the daemon serves the next connection.
+    @Test func aKeyRequestNamingASubjectIsRefused() throws {
+        let world = try DaemonWorld()
+        defer { world.close() }
+        let client = try world.daemon.client(accessGroups: ["test.daemon"])
+        let sleeper = try Self.program()
+        defer { sleeper.stop(SIGKILL) }
+        let subject = try Self.reference(sleeper, running: "/usr/bin/sleep")
+        #expect(
+            Self.status {
+                _ = try client.sendBlocking(
+                    KeyRequest.attestationIdentity, options: Self.options(subject), presenter: nil)
+            } != nil)
+        let next = try world.daemon.client(accessGroups: ["test.daemon"])
+        #expect(
+            Self.status {
+                _ = try next.sendBlocking(.copyMatching(Self.item), options: Self.options(nil), presenter: nil)
+            } == .itemNotFound)
+        #expect(world.daemon.logText.contains("made for the caller itself"), "the refusal is logged")
     }
 
     /// A program that is not an administrative tool of the registry cannot ask on behalf of another: the request

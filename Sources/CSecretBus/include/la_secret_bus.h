@@ -40,6 +40,9 @@ int la_secret_bus_emit(la_secret_bus *bus, const char *path, const char *interfa
 // The process id of the connection `sender` (GetConnectionUnixProcessID), 0 when unknown.
 guint32 la_secret_bus_sender_pid(la_secret_bus *bus, const char *sender);
 
+// Whether `name` has an owner on the bus (NameHasOwner): 1 yes, 0 no, -1 when the bus did not answer.
+int la_secret_bus_name_has_owner(la_secret_bus *bus, const char *name);
+
 // This connection's unique name.
 const char *la_secret_bus_unique_name(la_secret_bus *bus);
 
