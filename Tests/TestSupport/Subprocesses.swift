@@ -113,7 +113,8 @@ package func runOnTerminal(
     try process.run()
     var seen = 0
     for (expected, answer) in steps {
-        let deadline = Date().addingTimeInterval(20)
+        // A hang guard, generous for a loaded machine: the loop ends at the prompt.
+        let deadline = Date().addingTimeInterval(60)
         var found = false
         while !found && Date() < deadline && process.isRunning {
             found = shown.withLock { screen in
@@ -130,6 +131,16 @@ package func runOnTerminal(
     }
     process.waitUntilExit()
     output.fileHandleForReading.readabilityHandler = nil
+    // The handler runs on a queue of its own and may not have read the last output yet when the process ended (an
+    // empty screen under load, issue 54): read what is left, without waiting for more.
+    let descriptor = output.fileHandleForReading.fileDescriptor
+    _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
+    var chunk = [UInt8](repeating: 0, count: 4_096)
+    while true {
+        let count = read(descriptor, &chunk, chunk.count)
+        guard count > 0 else { break }
+        shown.withLock { $0 += String(decoding: chunk[0..<count], as: UTF8.self) }
+    }
     return (process.terminationStatus, shown.withLock { $0 })
 }
 
