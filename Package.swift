@@ -214,7 +214,9 @@ let package = Package(
         // The freedesktop Secret Service (org.freedesktop.secrets) over the keychain, for `lactl secret-service`.
         .target(
             name: "SecretService",
-            dependencies: ["CSecretBus", "CGio", "KeychainServices", "SecurityClient", "SecurityProtocol", "SecureCrypto"]),
+            dependencies: [
+                "CSecretBus", "CGio", "KeychainServices", "SecurityClient", "SecurityProtocol", "SecureCrypto",
+            ]),
 
         // The command-line tool for people.
         .executableTarget(
