@@ -21,18 +21,33 @@ struct RepresentedProgramTests {
             "/usr/bin/setpriv", ["--reuid", user, "--regid", "65534", "--clear-groups", "/bin/sleep", "600"])
     }
 
-    /// The process `program` runs once it runs its final executable (`setpriv` execs it), named as a request names it.
+    /// The process `program` runs once it runs its final executable (`setpriv` execs it) and waits in it, named as
+    /// a request names it. Waited for until it sleeps: right after its `exec`, `/proc` names the new executable before
+    /// the kernel and the loader have mapped its code, and a process caught then is tainted ("no code of its
+    /// executable is mapped"), as a D-Bus client never is by its first call.
     static func reference(_ program: SpawnedProcess, running executable: String) throws -> ProcessReference {
-        let deadline = Date().addingTimeInterval(30)
+        let deadline = Date().addingTimeInterval(60)
+        var sleeping = 0
         while Date() < deadline {
             if (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(program.pid)/exe")) == executable,
-                let found = ProcessReference.runningWithExecutable(program.pid)
+                Self.state(program.pid) == "S"
             {
-                return found
+                sleeping += 1
+                if sleeping >= 2, let found = ProcessReference.runningWithExecutable(program.pid) { return found }
+            } else {
+                sleeping = 0
             }
-            usleep(10_000)
+            usleep(50_000)
         }
         throw CocoaError(.executableLoad, userInfo: [NSLocalizedDescriptionKey: "\(executable) did not start"])
+    }
+
+    /// The scheduler state of process `pid` (`/proc/<pid>/stat` field 3: R, S, D…); nil when it is gone.
+    static func state(_ pid: Int32) -> Substring? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let end = stat.lastIndex(of: ")")
+        else { return nil }
+        return stat[stat.index(after: end)...].split(separator: " ").first
     }
 
     static func options(_ subject: ProcessReference?) -> EvaluationOptions {
