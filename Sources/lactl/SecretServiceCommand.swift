@@ -17,8 +17,12 @@ struct SecretServiceCommand: ParsableCommand {
             the session collection in this process's memory only. Secrets travel in plain or \
             dh-ietf1024-sha256-aes128-cbc-pkcs7 sessions. An item is a generic password whose service is \
             org.freedesktop.Secret/login, its account the item's id, its label the item's label and its generic \
-            attribute the item's attributes as JSON: lactl keychain dump lists it. When another program owns the \
-            name, it is named and lactl stops, unless --replace takes the name over (where the owner allows it).
+            attribute the item's attributes as JSON: lactl keychain dump lists it. Each call is made on behalf of \
+            the calling program, identified as localauthd identifies every caller (embedded mode keeps no program \
+            from another): a new item trusts the program that made it, and any \
+            other program's use of its secret (lactl keychain's too) asks you through the prompt agent, or is \
+            refused (AccessDenied) where no agent can ask. When another program owns the name, it is named and \
+            lactl stops, unless --replace takes the name over (where the owner allows it).
             """)
 
     @OptionGroup var keychain: KeychainOptions
