@@ -216,11 +216,15 @@ package final class ExecRecord: Sendable {
         var since: UInt64
     }
 
-    /// How long a permission event waits for its thread to be seized before it is answered anyway (then that exec
-    /// is not recorded). Seizing waits for the exec'ing thread's exec lock, which it holds while it opens an
-    /// interpreter (a `#!` line naming a watched file): without the bound, that exec and every later one of a
-    /// watched file would wait for ever.
-    static let seizeWait: DispatchTimeInterval = .seconds(2)
+    /// How long a permission event waits for its thread to be seized, counted from the tracer's attempt, before it
+    /// is answered anyway (then that exec is not recorded). Seizing waits for the exec'ing thread's exec lock,
+    /// which it holds while it opens an interpreter (a `#!` line naming a watched file): without the bound, that
+    /// exec and every later one of a watched file would wait for ever.
+    static let seizeWait: UInt64 = 2_000_000_000
+    /// How long a permission event waits for the tracer to attempt the seize at all: on a machine whose processors
+    /// are all busy a new thread may wait seconds to run, and an exec answered before its seize is not recorded
+    /// (the program is then served as unregistered until it starts again).
+    static let attemptWait: UInt64 = 30_000_000_000
     /// How long a seized thread is followed to its first stop before it is let go unrecorded (a thread stuck in the
     /// kernel; its tracer's exit detaches it).
     static let followLimit: Duration = .seconds(60)
@@ -255,6 +259,8 @@ package final class ExecRecord: Sendable {
         static let seizedInTime = 1
         static let answeredFirst = 2
         private let state = Atomic<Int>(SeizeRace.pending)
+        /// When the tracer began the seize (CLOCK_MONOTONIC nanoseconds); 0 before.
+        let attempted = Atomic<UInt64>(0)
 
         /// Moves the race from pending to `outcome`; whether this call did.
         func settle(_ outcome: Int) -> Bool {
@@ -276,7 +282,15 @@ package final class ExecRecord: Sendable {
         let tracer = Thread { [self] in follow(event.thread, trace, seized: seized, race: race) }
         tracer.name = "exec trace"
         tracer.start()
-        _ = seized.wait(timeout: .now() + Self.seizeWait)
+        // Waits for the seize for `seizeWait` from the tracer's attempt (a thread that was not yet run has not
+        // tried), and for `attemptWait` in all.
+        let started = Self.monotonicNow()
+        while seized.wait(timeout: .now() + .milliseconds(50)) == .timedOut {
+            let now = Self.monotonicNow()
+            let attempted = race.attempted.load(ordering: .acquiring)
+            if attempted != 0 && now - attempted >= Self.seizeWait { break }
+            if now - started >= Self.attemptWait { break }
+        }
         if race.settle(SeizeRace.answeredFirst) {
             report(
                 "an exec of a registered program by process \(process) was not recorded: it could not be held in "
@@ -290,6 +304,7 @@ package final class ExecRecord: Sendable {
     /// process's id. The tracer's exit detaches whatever it still traces.
     private func follow(_ thread: Int32, _ trace: Trace, seized: DispatchSemaphore, race: SeizeRace) {
         defer { state.withLock { forget(trace, &$0) } }
+        race.attempted.store(Self.monotonicNow(), ordering: .releasing)
         guard la_trace_seize(thread) == 0 else {
             let reason = String(cString: strerror(errno))
             seized.signal()
