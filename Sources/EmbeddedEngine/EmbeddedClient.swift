@@ -93,9 +93,9 @@ package final class EmbeddedClient: SecurityClient {
         guard caller.mayAccessAllGroups else {
             throw KeychainStatus(.authFailed, "only an administrative tool asks on behalf of another program")
         }
-        guard subject.executable != nil, ProcessReference.runningWithExecutable(subject.pid) == subject,
-            Self.owner(of: subject.pid) == getuid(), let program = Self.program(of: subject.pid),
-            ProcessReference.runningWithExecutable(subject.pid) == subject
+        // Checked after the program is read: the same start time and file then mean it was that process's.
+        guard subject.executable != nil, Self.owner(of: subject.pid) == getuid(),
+            let program = Self.program(of: subject.pid), ProcessReference.runningWithExecutable(subject.pid) == subject
         else {
             throw KeychainStatus(.authFailed, "the program asked for is not a running process of this user")
         }
@@ -212,7 +212,6 @@ package final class EmbeddedClient: SecurityClient {
         var asked = false
         defer {
             responding?.channel.close()
-            responding?.responder.requestEnded()
             responding?.responder.waitUntilShown()
         }
         // The two closures repeat each other on purpose: passed as literals, their captured state stays on the

@@ -101,18 +101,16 @@ extension PromptEvent.Kind {
 }
 
 extension PromptResponder {
-    /// The request is over (its answer is in): a question its presenter is still asking is withdrawn (the terminal
-    /// stops reading and is put back as it was), and one not asked yet is not asked.
-    package func requestEnded() {
-        questions.end()
-    }
-
     /// Runs `body` once every event of this request handed to ``handle(_:reply:)`` so far has been shown (a
     /// question: asked): at once when none waits, else on the presenter queue right after the last. The request's
     /// answer goes through here, so a caller never sees the answer before its presenter saw the prompts that led to
     /// it ("not recognised" before `authenticationFailed`). Only this request's events are waited for, never
     /// another request's prompt.
+    ///
+    /// Called once the request's answer is in, so the request is over: a question its presenter is still asking is
+    /// withdrawn (the terminal stops reading and is put back as it was), and one not asked yet is not asked.
     package func afterShown(_ body: @escaping @Sendable () -> Void) {
+        questions.end()
         unshown.whenEmpty(body)
     }
 
@@ -127,7 +125,6 @@ extension PromptResponder {
     ) async throws -> T {
         let result: Result<T, any Error>
         do { result = .success(try await request()) } catch { result = .failure(error) }
-        responder?.requestEnded()
         await responder?.shown()
         return try result.get()
     }

@@ -158,10 +158,7 @@ final class SocketConnection: Sendable {
     func requestBlocking(_ message: ClientMessage, id: UInt64, responder: PromptResponder?) throws -> ServerMessage {
         let waiter = BlockedWaiter()
         start(message, id: id, Pending(waiter: .thread(waiter), responder: responder, progress: nil))
-        defer {
-            responder?.requestEnded()
-            responder?.waitUntilShown()
-        }
+        defer { responder?.waitUntilShown() }
         while true {
             if let result = waiter.result.withLock({ $0 }) { return try result.get() }
             if takeReading() {

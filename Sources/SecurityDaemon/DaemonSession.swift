@@ -120,14 +120,9 @@ final class DaemonSession: Sendable {
             throw KeychainStatus(
                 .authFailed, "only an administrative tool of the app registry asks on behalf of another program")
         }
-        let process: PeerProcess
-        do {
-            process = try PeerProcess.named(subject, uid: peer.credentials.uid)
-        } catch {
-            throw KeychainStatus(.authFailed, "the program asked for cannot be identified: \(error)")
-        }
         let found: CallerIdentity
         do {
+            let process = try PeerProcess.named(subject, uid: peer.credentials.uid)
             found = try registry.identity(of: process, claimed: [], allGroups: false)
         } catch {
             throw KeychainStatus(.authFailed, "the program asked for cannot be identified: \(error)")
@@ -147,15 +142,16 @@ final class DaemonSession: Sendable {
         switch message {
         case .hello:
             send(.refused("hello was already said"))
-        case .keychain(let id, let request, let options, let interactive) where options.subject != nil:
+        case .keychain(let id, let request, let options, let interactive):
+            guard let subject = options.subject else {
+                return runStore(id, options, interactive: interactive, inline: request.isBrief) { [engine, caller] in
+                    .keychain(id, try engine.handle(request, caller: caller, prompting: $0))
+                }
+            }
             // On behalf of another program: identified on a store thread (it reads and hashes an executable).
             runStore(id, options, interactive: interactive, inline: false) { [engine, caller, self] in
-                let acting = try self.actingFor(options.subject!, caller: caller)
+                let acting = try self.actingFor(subject, caller: caller)
                 return .keychain(id, try engine.handle(request, caller: acting, prompting: $0))
-            }
-        case .keychain(let id, let request, let options, let interactive):
-            runStore(id, options, interactive: interactive, inline: request.isBrief) { [engine, caller] in
-                .keychain(id, try engine.handle(request, caller: caller, prompting: $0))
             }
         case .key(_, _, let options, _) where options.subject != nil:
             refuse("a key request is made for the caller itself (no subject)")

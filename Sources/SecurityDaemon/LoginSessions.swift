@@ -100,7 +100,8 @@ final class LoginSessions: Sendable {
     /// The session of the program whose child `pid` is (the PAM module's connecting process); nil when its parent
     /// is init (the program is gone) or `/proc` cannot say.
     static func session(ofParentOf pid: Int32) -> Session? {
-        guard let fields = statFields(pid), fields.count > 1, let parent = Int32(fields[1]), parent > 1,
+        guard let fields = ProcessReference.statFields(pid), fields.count > 1, let parent = Int32(fields[1]),
+            parent > 1,
             let start = startTime(parent)
         else { return nil }
         return Session(pid: parent, startTime: start)
@@ -113,13 +114,5 @@ final class LoginSessions: Sendable {
 
     private static func startTime(_ pid: Int32) -> UInt64? {
         ProcessReference.running(pid)?.startTime
-    }
-
-    /// `/proc/<pid>/stat` after the command name (which may hold spaces and parentheses): field 3 (state) first.
-    private static func statFields(_ pid: Int32) -> [Substring]? {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-            let end = stat.lastIndex(of: ")")
-        else { return nil }
-        return stat[stat.index(after: end)...].split(separator: " ")
     }
 }

@@ -43,13 +43,17 @@ package struct ProcessReference: Sendable, Equatable, Hashable {
 extension ProcessReference {
     /// Process `pid` as it runs now, named by its start time; nil when no process has that pid.
     package static func running(_ pid: Int32) -> ProcessReference? {
+        guard let fields = statFields(pid), fields.count > 19, let started = UInt64(fields[19]) else { return nil }
+        return ProcessReference(pid: pid, startTime: started)
+    }
+
+    /// `/proc/<pid>/stat` after the command name (which may hold spaces and parentheses): field 3 (state) first;
+    /// nil when the process is gone.
+    package static func statFields(_ pid: Int32) -> [Substring]? {
         guard pid > 0, let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
             let end = stat.lastIndex(of: ")")
         else { return nil }
-        // After the command name (which may hold spaces and parentheses) come field 3 (state) onwards.
-        let fields = stat[stat.index(after: end)...].split(separator: " ")
-        guard fields.count > 19, let started = UInt64(fields[19]) else { return nil }
-        return ProcessReference(pid: pid, startTime: started)
+        return stat[stat.index(after: end)...].split(separator: " ")
     }
 
     /// Process `pid` as it runs now, with the file it runs; nil when it is gone or its file cannot be read.

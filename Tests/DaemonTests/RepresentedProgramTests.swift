@@ -88,23 +88,24 @@ struct RepresentedProgramTests {
 
         var read = Self.item
         read["r_Data"] = .bool(true)
+        /// The status the read fails with on behalf of `subject` (nil: the deputy's own); nil when served.
+        func readStatus(_ subject: ProcessReference?) -> KeychainStatus.Code? {
+            Self.status {
+                _ = try client.sendBlocking(.copyMatching(read), options: Self.options(subject), presenter: nil)
+            }
+        }
         let served = try client.sendBlocking(.copyMatching(read), options: Self.options(subject), presenter: nil)
         guard case .items(let results) = served, let data = results.items.first?.data else {
             Issue.record("the named program's read was not served: \(served)")
             return
         }
         #expect(String(decoding: data.unprotectedData(), as: UTF8.self) == "for-sleep")
-        #expect(
-            Self.status { _ = try client.sendBlocking(.copyMatching(read), options: Self.options(nil), presenter: nil) }
-                == .interactionNotAllowed, "the deputy itself is not on the list")
+        #expect(readStatus(nil) == .interactionNotAllowed, "the deputy itself is not on the list")
 
         let other = try SpawnedProcess("/usr/bin/tail", ["-f", "/dev/null"])
         defer { other.stop(SIGKILL) }
         let otherSubject = try Self.reference(other, running: "/usr/bin/tail")
-        #expect(
-            Self.status {
-                _ = try client.sendBlocking(.copyMatching(read), options: Self.options(otherSubject), presenter: nil)
-            } == .interactionNotAllowed, "another program is not on the list")
+        #expect(readStatus(otherSubject) == .interactionNotAllowed, "another program is not on the list")
 
         let otherFile = try #require(ProcessReference.ExecutableFile(runBy: other.pid))
         for (named, why) in [
@@ -117,26 +118,18 @@ struct RepresentedProgramTests {
                 "a subject that does not say which file it runs"
             ),
         ] {
-            #expect(
-                Self.status {
-                    _ = try client.sendBlocking(.copyMatching(read), options: Self.options(named), presenter: nil)
-                } == .authFailed, "\(why) is refused")
+            #expect(readStatus(named) == .authFailed, "\(why) is refused")
         }
 
         let reused = ProcessReference(
             pid: subject.pid, startTime: subject.startTime + 1, executable: subject.executable)
         #expect(
-            Self.status {
-                _ = try client.sendBlocking(.copyMatching(read), options: Self.options(reused), presenter: nil)
-            } == .authFailed, "a pid whose process started at another time is not the one named")
+            readStatus(reused) == .authFailed, "a pid whose process started at another time is not the one named")
 
         let foreign = try Self.program(asUser: "nobody")
         defer { foreign.stop(SIGKILL) }
         let foreignSubject = try Self.reference(foreign, running: "/usr/bin/sleep")
-        #expect(
-            Self.status {
-                _ = try client.sendBlocking(.copyMatching(read), options: Self.options(foreignSubject), presenter: nil)
-            } == .authFailed, "another user's process is refused")
+        #expect(readStatus(foreignSubject) == .authFailed, "another user's process is refused")
         #expect(world.daemon.isRunning)
     }
 
