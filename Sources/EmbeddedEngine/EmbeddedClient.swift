@@ -193,6 +193,13 @@ package final class EmbeddedClient: SecurityClient {
         return roundTripsMessages ? MessageRoundTrip.stream(events) : events
     }
 
+    /// The engine's store file and lock, read at once: this process's engine is the only one that locks or unlocks
+    /// its keychain, and the file's count moves with any program's commit.
+    package func storeStamp() -> StoreStamp? {
+        guard let file = engine.storeChangeStamp else { return nil }
+        return StoreStamp(file: file.file, version: file.version, locked: engine.isLocked)
+    }
+
     package func environmentChanges() -> AsyncStream<EnvironmentSnapshot> {
         guard let contexts = engine.authentication else { return AsyncStream { $0.finish() } }
         let changes = contexts.environmentChanges(for: caller)

@@ -33,10 +33,12 @@ package final class KeychainDatabase: Sendable {
         let pool: DatabasePool
         /// Lookups by blind index, outside GRDB (the hot path).
         let direct: DirectLookup
+        let changes: ChangeWatch
 
         init(pool: DatabasePool, path: String) {
             self.pool = pool
             direct = DirectLookup(path: path)
+            changes = ChangeWatch(path: path)
         }
     }
 
@@ -91,6 +93,26 @@ package final class KeychainDatabase: Sendable {
     ) throws -> Bool {
         do {
             return try handles().direct.withRow(blindIndex: blindIndex, includingValue: includingValue, body)
+        } catch {
+            throw Self.storeError(error, path: path)
+        }
+    }
+
+    /// Where the file stands: equal to an earlier stamp only when no connection, of this process or another, has
+    /// committed since (and the file was not set aside). One statement on a connection of its own; nothing is read.
+    package struct ChangeStamp: Hashable, Sendable {
+        /// Which file: a number given to each file this process opens.
+        package var file: UInt64
+        /// SQLite's count of the commits other connections made.
+        package var version: Int64
+    }
+
+    /// The file's ``ChangeStamp`` now.
+    ///
+    /// - Throws: `StoreError.corrupt` when the file is damaged, `.io` for other SQLite failures.
+    package func changeStamp() throws -> ChangeStamp {
+        do {
+            return try handles().changes.stamp()
         } catch {
             throw Self.storeError(error, path: path)
         }

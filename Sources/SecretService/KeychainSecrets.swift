@@ -1,6 +1,8 @@
 import Foundation
 import KeychainServices
 import SecureCrypto
+import SecurityClient
+import Synchronization
 
 /// A Secret Service item as the keychain keeps it.
 struct StoredSecretItem: Equatable {
@@ -18,7 +20,14 @@ struct StoredSecretItem: Equatable {
 /// `org.freedesktop.Secret/<collection>`, account the item's id, label the item's label, generic attribute
 /// (`kSecAttrGeneric`) its attributes as JSON (keys sorted), description (`kSecAttrDescription`) its content type,
 /// and data the secret. What `SecItemCopyMatching` returns for them is what `lactl keychain dump` prints.
-struct KeychainSecrets {
+///
+/// What a collection lists (every item's attributes, label and dates, no secret) is kept between calls while the
+/// keychain says nothing changed: a D-Bus client asks for the same item's properties call after call. Embedded, the
+/// store's stamp (``SecurityClient/storeStamp()``) tells at once of any program's commit and of a lock; through
+/// localauthd, its keychain events tell, as they arrive, and a search that finds nothing in the kept list asks
+/// the keychain again (a program that just stored an item and hands its search to another finds it). A secret is
+/// never kept: every read goes to the keychain, which checks the calling program each time. Used by one thread.
+final class KeychainSecrets {
     /// The keychain service of collection `name`'s items.
     static func service(_ collection: String) -> String { "org.freedesktop.Secret/" + collection }
 
@@ -37,27 +46,110 @@ struct KeychainSecrets {
         }
     }
 
-    /// Every item of `collection`.
-    func items(_ collection: String) throws -> [StoredSecretItem] {
+    /// A collection's items as listed, and where the keychain stood just before.
+    private struct Listing {
+        var stamp: StoreStamp?
+        var events: UInt64
+        var items: [StoredSecretItem]
+        var byID: [String: StoredSecretItem]
+    }
+
+    private var listings: [String: Listing] = [:]
+    /// How the keychain tells of changes; set up at the first listing (inside the keychain client's scope).
+    private var watch: ChangeWatch?
+
+    /// The keychain events seen so far, counted by a task of their own.
+    private final class ChangeWatch: Sendable {
+        final class Counts: Sendable {
+            let events = Atomic<UInt64>(0)
+            /// Set when the stream ended (the connection to localauthd dropped): from then on, only stamps tell.
+            let ended = Atomic<Bool>(false)
+        }
+
+        let client: any SecurityClient
+        let counts = Counts()
+        private let task: Task<Void, Never>
+
+        init(client: any SecurityClient) {
+            self.client = client
+            // Subscribed before this returns (the stream's builder runs at once), so a listing made after it is
+            // read after the subscription.
+            let stream = client.keychainEvents()
+            task = Task.detached { [counts] in
+                for await _ in stream { counts.events.add(1, ordering: .sequentiallyConsistent) }
+                counts.ended.store(true, ordering: .sequentiallyConsistent)
+            }
+        }
+
+        deinit { task.cancel() }
+    }
+
+    /// Where the keychain stands now, as a listing records it; nil when no listing can be kept (neither a stamp
+    /// nor events tell of changes).
+    private func standing() -> (stamp: StoreStamp?, events: UInt64)? {
+        if watch == nil, let client = try? KeychainClientSelection.resolve() { watch = ChangeWatch(client: client) }
+        guard let watch else { return nil }
+        let events = watch.counts.events.load(ordering: .sequentiallyConsistent)
+        let stamp = watch.client.storeStamp()
+        if stamp == nil, watch.counts.ended.load(ordering: .sequentiallyConsistent) { return nil }
+        return (stamp, events)
+    }
+
+    /// The kept listing of `collection` while nothing changed since it was made.
+    private func kept(_ collection: String) -> Listing? {
+        guard let listing = listings[collection], let now = standing(), now.stamp == listing.stamp,
+            now.events == listing.events
+        else { return nil }
+        return listing
+    }
+
+    /// Forgets every kept listing: after this provider's own writes, and when the keychain locks.
+    func forget() { listings.removeAll() }
+
+    /// Every item of `collection`; `fresh` asks the keychain even when a kept listing stands.
+    func items(_ collection: String, fresh: Bool = false) throws -> [StoredSecretItem] {
+        if !fresh, let listing = kept(collection) { return listing.items }
+        return try list(collection).items
+    }
+
+    /// Item `id` of `collection` without its secret (from the kept listing); nil when there is no such item.
+    func item(_ collection: String, _ id: String) throws -> StoredSecretItem? {
+        if let listing = kept(collection) { return listing.byID[id] }
+        return try list(collection).byID[id]
+    }
+
+    /// Whether the kept listing of `collection` may lag behind the keychain (events tell of changes, and they
+    /// arrive after the change): a search that finds nothing in it asks again.
+    func mayLag(_ collection: String) -> Bool { listings[collection].map { $0.stamp == nil } ?? false }
+
+    private func list(_ collection: String) throws -> Listing {
+        let before = standing()
         let query: [String: Any] = [
             kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: Self.service(collection),
             kSecMatchLimit as String: kSecMatchLimitAll, kSecReturnAttributes as String: true,
         ]
         var result: CFTypeRef?
         let status = SecItemCopyMatching(query as CFDictionary, &result)
-        if status == errSecItemNotFound { return [] }
-        guard status == errSecSuccess else { throw Failure(status: status, operation: "list the items") }
-        let found = (result as? [[String: Any]]) ?? []
-        return found.compactMap(Self.item(from:)).sorted { $0.id < $1.id }
+        var items: [StoredSecretItem] = []
+        if status != errSecItemNotFound {
+            guard status == errSecSuccess else {
+                listings[collection] = nil
+                throw Failure(status: status, operation: "list the items")
+            }
+            items = ((result as? [[String: Any]]) ?? []).compactMap(Self.item(from:)).sorted { $0.id < $1.id }
+        }
+        let listing = Listing(
+            stamp: before?.stamp, events: before?.events ?? 0, items: items,
+            byID: Dictionary(items.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first }))
+        listings[collection] = before == nil ? nil : listing
+        return listing
     }
 
-    /// Item `id` of `collection`, and its secret when `withSecret`; nil when there is no such item. One query.
-    func item(_ collection: String, _ id: String, withSecret: Bool = false) throws -> (
-        item: StoredSecretItem, secret: SecureBytes?
-    )? {
+    /// Item `id` of `collection` and its secret, read from the keychain (never kept); nil when there is no such item.
+    func itemWithSecret(_ collection: String, _ id: String) throws -> (item: StoredSecretItem, secret: SecureBytes)? {
         var query = Self.query(collection, id)
         query[kSecReturnAttributes as String] = true
-        if withSecret { query[kSecReturnData as String] = true }
+        query[kSecReturnData as String] = true
         var result: CFTypeRef?
         let status = SecItemCopyMatching(query as CFDictionary, &result)
         if status == errSecItemNotFound { return nil }
@@ -66,7 +158,6 @@ struct KeychainSecrets {
         else {
             throw Failure(status: status == errSecSuccess ? errSecDecode : status, operation: "read the item")
         }
-        guard withSecret else { return (item, nil) }
         guard let data = attributes[kSecValueData as String] as? Data else {
             throw Failure(status: errSecDecode, operation: "read the secret")
         }
@@ -91,6 +182,7 @@ struct KeychainSecrets {
         }
         item[kSecAttrAccess as String] = access
         let status = SecItemAdd(item as CFDictionary, nil)
+        forget()
         guard status == errSecSuccess else { throw Failure(status: status, operation: "add the item") }
         return id
     }
@@ -106,11 +198,13 @@ struct KeychainSecrets {
         if let contentType { changes[kSecAttrDescription as String] = contentType }
         if let secret { changes[kSecValueData as String] = secret.withUnsafeBytes { Data($0) } }
         let status = SecItemUpdate(Self.query(collection, id) as CFDictionary, changes as CFDictionary)
+        forget()
         guard status == errSecSuccess else { throw Failure(status: status, operation: "change the item") }
     }
 
     func delete(_ collection: String, _ id: String) throws {
         let status = SecItemDelete(Self.query(collection, id) as CFDictionary)
+        forget()
         guard status == errSecSuccess || status == errSecItemNotFound else {
             throw Failure(status: status, operation: "delete the item")
         }

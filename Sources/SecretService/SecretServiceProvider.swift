@@ -442,7 +442,7 @@ package final class SecretServiceProvider {
     }
 
     private func stored(_ collection: String, _ id: String) throws -> StoredSecretItem {
-        let found = collection == Self.inMemory ? memory[id]?.item : try store.item(collection, id)?.item
+        let found = collection == Self.inMemory ? memory[id]?.item : try store.item(collection, id)
         guard let found else { throw BusError.noSuchObject(Self.path(of: collection, item: id)) }
         return found
     }
@@ -452,14 +452,20 @@ package final class SecretServiceProvider {
             try requireOwner(id)
             return (entry.item, entry.secret)
         }
-        guard collection != Self.inMemory, let found = try store.item(collection, id, withSecret: true),
-            let secret = found.secret
+        guard collection != Self.inMemory, let found = try store.itemWithSecret(collection, id)
         else { throw BusError.noSuchObject(Self.path(of: collection, item: id)) }
-        return (found.item, secret)
+        return (found.item, found.secret)
     }
 
     private func search(_ collection: String, _ wanted: [String: String]) throws -> [StoredSecretItem] {
-        try allItems(collection).filter { item in wanted.allSatisfy { item.attributes[$0.key] == $0.value } }
+        func matching(_ items: [StoredSecretItem]) -> [StoredSecretItem] {
+            items.filter { item in wanted.allSatisfy { item.attributes[$0.key] == $0.value } }
+        }
+        let found = matching(try allItems(collection))
+        // Through localauthd the kept listing learns of another program's new item when its event arrives: a
+        // search that finds nothing asks the keychain itself.
+        guard found.isEmpty, collection != Self.inMemory, store.mayLag(collection) else { return found }
+        return matching(try store.items(collection, fresh: true))
     }
 
     private func searchAll(_ wanted: [String: String]) throws -> [String] {
@@ -482,7 +488,9 @@ package final class SecretServiceProvider {
             attributes.allSatisfy({ $0.key.utf8.count <= 1024 && $0.value.utf8.count <= 65536 }),
             label.utf8.count <= 65536
         else { throw BusError.invalidArguments("too many or too long attributes") }
-        if replace, let existing = try allItems(collection).first(where: { $0.attributes == attributes }) {
+        // Asked of the keychain itself: an item another program stored a moment ago is replaced, not doubled.
+        let present = collection == Self.inMemory ? try allItems(collection) : try store.items(collection, fresh: true)
+        if replace, let existing = present.first(where: { $0.attributes == attributes }) {
             try change(collection, existing.id, label: label, contentType: contentType, secret: secret)
             return [.objectPath(Self.path(of: collection, item: existing.id)), .objectPath("/")]
         }

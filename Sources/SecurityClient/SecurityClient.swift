@@ -63,9 +63,26 @@ package protocol SecurityClient: Sendable {
     /// Keychain events the caller may see, from now on.
     func keychainEvents() -> AsyncStream<EngineEvent>
 
+    /// Where the keychain stands, for a cache of what it lists: equal to an earlier stamp only when nothing was
+    /// committed to the store since, by any program, and the keychain was neither locked nor unlocked. Nil when this
+    /// client cannot tell at once; ``keychainEvents()`` then tells, as the events arrive.
+    func storeStamp() -> StoreStamp?
+
     /// The user's authentication environment each time it changes (state hash derived for this client's
     /// application), from now on.
     func environmentChanges() -> AsyncStream<EnvironmentSnapshot>
+}
+
+/// A ``SecurityClient/storeStamp()``: where the store's file and the keychain's lock stand.
+package struct StoreStamp: Hashable, Sendable {
+    /// Which file, and SQLite's count of the commits other connections made to it.
+    package var file: UInt64
+    package var version: Int64
+    package var locked: Bool
+
+    package init(file: UInt64, version: Int64, locked: Bool) {
+        (self.file, self.version, self.locked) = (file, version, locked)
+    }
 }
 
 extension SecurityClient {

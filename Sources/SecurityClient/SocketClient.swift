@@ -284,6 +284,9 @@ package final class SocketClient: SecurityClient {
         }
     }
 
+    /// Nil: localauthd owns the store, and tells of its changes by ``keychainEvents()`` only.
+    package func storeStamp() -> StoreStamp? { nil }
+
     package func keychainEvents() -> AsyncStream<EngineEvent> {
         subscription({ .subscribeKeychainEvents($0) }) { message in
             if case .keychainEvent(_, let event) = message { return event }

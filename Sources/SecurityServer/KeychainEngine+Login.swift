@@ -8,6 +8,13 @@ extension KeychainEngine {
     /// Whether the keychain's `ak` classes are locked.
     package var isLocked: Bool { enclave.isLocked }
 
+    /// Where the store's file stands (``KeychainDatabase/changeStamp()``): which file, and the count of commits to
+    /// it by other connections; nil when the file cannot be read.
+    package var storeChangeStamp: (file: UInt64, version: Int64)? {
+        guard let stamp = try? database.changeStamp() else { return nil }
+        return (stamp.file, stamp.version)
+    }
+
     /// Locks the `ak` classes (`ak`, `aku`, `akpu`) and tells subscribers. In localauthd, within 48 hours of a
     /// passcode unlock, their keys stay in the daemon sealed for a fingerprint unlock (``FingerprintUnlockWindow``).
     ///

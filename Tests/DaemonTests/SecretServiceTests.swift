@@ -177,6 +177,58 @@ struct SecretServiceTests {
         #expect(lines.contains("session items in the keychain: 44 (44: none)"), "\(output)")
     }
 
+    /// The provider keeps what the login collection lists between calls, and another program's change to the
+    /// keychain reaches it: embedded, at once (the store's stamp moves with any program's commit); through
+    /// localauthd, when the change's event arrives (waited for here). `lactl keychain` adds an item under the
+    /// collection's service, renames it and deletes it while a client reads the collection's items and labels.
+    @Test(.enabled(if: available), arguments: Mode.allCases)
+    func anotherProgramsChangeToTheKeychainIsListed(_ mode: Mode) async throws {
+        let directory = try Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let world = try Self.world(mode)
+        defer { world?.close() }
+        let (status, output) = try await Self.run(
+            """
+            printf one | secret-tool store --label=first app mine || exit 1
+            cat >"$WORK/list.py" <<'PY'
+            import sys, time, secretstorage
+            # Reads until the listing shows what argv names (an id, or id=label, or !id for gone), up to 60 s; prints
+            # how many reads that took.
+            login = secretstorage.get_default_collection(secretstorage.dbus_init())
+            want = sys.argv[1]
+            for reads in range(1, 1201):
+                items = {i.item_path.rsplit("/", 1)[1]: i.get_label() for i in login.get_all_items()}
+                shown = ("=" in want and items.get(want.split("=")[0]) == want.split("=", 1)[1]) or \
+                    (want.startswith("!") and want[1:] not in items) or want in items
+                if shown:
+                    break
+                time.sleep(0.05)
+            print(want, "after", reads, "reads" if shown else "reads, never")
+            PY
+            /usr/bin/python3 "$WORK/list.py" '!other1'
+            "$LACTL" keychain add-generic-password -s org.freedesktop.Secret/login -a other1 -l added -w pw || exit 1
+            /usr/bin/python3 "$WORK/list.py" other1=added
+            "$LACTL" keychain add-generic-password -U -s org.freedesktop.Secret/login -a other1 -l renamed -w pw \
+                || exit 1
+            /usr/bin/python3 "$WORK/list.py" other1=renamed
+            "$LACTL" keychain delete-generic-password -s org.freedesktop.Secret/login -a other1 || exit 1
+            /usr/bin/python3 "$WORK/list.py" '!other1'
+            """, mode: mode, in: directory, daemon: world?.daemon)
+        #expect(status == 0, "\(output)")
+        let lines = output.split(separator: "\n").map(String.init)
+        let reads = lines.filter { $0.contains(" after ") }
+        #expect(
+            reads.map { $0.components(separatedBy: " after ")[0] } == [
+                "!other1", "other1=added", "other1=renamed", "!other1",
+            ], "\(output)")
+        for line in reads {
+            switch mode {
+            case .embedded: #expect(line.hasSuffix(" after 1 reads"), "\(output)")
+            case .daemon: #expect(line.hasSuffix(" reads"), "\(output)")
+            }
+        }
+    }
+
     /// A program on libsecret's C API (Tests/Fixtures/SecretClient, with a schema of its own) and one through
     /// GObject introspection (`gi.repository.Secret`, as GNOME's Python and JavaScript programs reach it) store,
     /// find and clear their own passwords. Each item trusts the program that made it (issue 48, per-program
