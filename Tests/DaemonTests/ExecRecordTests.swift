@@ -2,6 +2,7 @@ import AppRegistry
 import Foundation
 import SecurityProtocol
 import SocketPeer
+import Synchronization
 import TestSupport
 import Testing
 
@@ -9,8 +10,12 @@ import Testing
     import Glibc
 #endif
 
-/// This process's own record, as localauthd keeps one, for the files the tests below copy.
-private let testProcessExecRecord: ExecRecord? = try? ExecRecord { _ in }
+/// This process's own record, as localauthd keeps one, for the files the tests below copy; what it reports (an
+/// exec not recorded, process events lost) is kept for the failures' messages.
+private let testProcessExecRecord: ExecRecord? = try? ExecRecord { line in
+    execRecordReports.withLock { $0.append(line) }
+}
+private let execRecordReports = Mutex<[String]>([])
 
 /// Issue 47's last hole: a program that makes `/proc/<pid>/exe` name a registered app's file without exec'ing it
 /// (`prctl(PR_SET_MM, PR_SET_MM_MAP)`), and then runs only code the integrity checks accept, was the app. The exec
@@ -21,6 +26,12 @@ private let testProcessExecRecord: ExecRecord? = try? ExecRecord { _ in }
 @Suite(.serialized, .enabled(if: testProcessExecRecord != nil, "the exec record needs root (fanotify, ptrace)"))
 struct ExecRecordTests {
     static var record: ExecRecord? { testProcessExecRecord }
+
+    /// What the record reported so far, for a failure's message.
+    static var reports: String {
+        let lines = execRecordReports.withLock { $0 }
+        return lines.isEmpty ? "the record reported nothing" : "the record reported: " + lines.joined(separator: "; ")
+    }
 
     /// A copy of `/usr/bin/sleep` (or of `source`) in a directory of its own: a file no other record watches.
     static func copy(_ source: String = "/usr/bin/sleep", in directory: String, as name: String) throws -> String {
@@ -70,7 +81,11 @@ struct ExecRecordTests {
         let other = try Self.copy(in: directory, as: "other")
         let early = try SpawnedProcess(app, ["60"])
         defer { _ = early.stop(SIGKILL) }
-        #expect(await waitUntil(within: .seconds(30)) { (try? Self.runs(early.pid, app)) == true })
+        // Asleep in the app's code: its exec is over, and the kernel's event for it queued (/proc names the new file a
+        // moment before that event; a watch between the two would take the exec for a later one).
+        #expect(
+            await waitUntil(within: .seconds(30)) { (try? Self.runs(early.pid, app)) == true && Self.asleep(early.pid) }
+        )
         #expect(record.watch([app]).isEmpty)
         #expect(record.verdict(early.pid, runs: try Self.file(app)) == .runningWhenWatched)
 
@@ -79,7 +94,9 @@ struct ExecRecordTests {
         let late = try SpawnedProcess(app, ["60"])
         defer { _ = late.stop(SIGKILL) }
         let file = try Self.file(app)
-        #expect(await waitUntil(within: .seconds(30)) { record.verdict(late.pid, runs: file) == .executed })
+        #expect(
+            await waitUntil(within: .seconds(30)) { record.verdict(late.pid, runs: file) == .executed },
+            "\(Self.reports)")
         let unwatched = try SpawnedProcess(other, ["60"])
         defer { _ = unwatched.stop(SIGKILL) }
         #expect(await waitUntil(within: .seconds(30)) { (try? Self.runs(unwatched.pid, other)) == true })
@@ -111,7 +128,9 @@ struct ExecRecordTests {
         defer { _ = program.stop(SIGKILL) }
         let pid = try await Self.number(after: "process ", in: log)
         let file = try Self.file(app)
-        #expect(await waitUntil(within: .seconds(30)) { record.verdict(pid, runs: file) == .executed })
+        #expect(
+            await waitUntil(within: .seconds(30)) { record.verdict(pid, runs: file) == .executed },
+            "\(Self.reports)")
     }
 
     /// A script whose `#!` line names the watched file: the kernel opens that interpreter, and sends its permission
@@ -137,7 +156,9 @@ struct ExecRecordTests {
         #expect(record.verdict(interpreted, runs: file) != .executed, "the held-up exec is not recorded")
         let direct = try SpawnedProcess(app, ["-c", "sleep 60"])
         defer { _ = direct.stop(SIGKILL) }
-        #expect(await waitUntil(within: .seconds(30)) { record.verdict(direct.pid, runs: file) == .executed })
+        #expect(
+            await waitUntil(within: .seconds(30)) { record.verdict(direct.pid, runs: file) == .executed },
+            "\(Self.reports)")
     }
 
     /// How the attack program comes to name the app's file.
@@ -228,6 +249,11 @@ struct ExecRecordTests {
     }
 
     /// Whether process `pid` runs the file at `path`, as `/proc/<pid>/exe` names it.
+    /// Whether process `pid` waits in `nanosleep` (`sleep`'s own wait, which no exec passes through).
+    static func asleep(_ pid: Int32) -> Bool {
+        ((try? String(contentsOfFile: "/proc/\(pid)/wchan", encoding: .utf8)) ?? "").contains("nanosleep")
+    }
+
     static func runs(_ pid: Int32, _ path: String) throws -> Bool {
         var info = stat()
         guard stat("/proc/\(pid)/exe", &info) == 0 else { return false }

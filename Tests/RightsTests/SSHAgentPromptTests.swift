@@ -42,7 +42,12 @@ extension SSHAgentTests {
         let sign = ["-Y", "sign", "-n", "file", "-f", publicKey, "-U", message]
 
         let scan = Task { try await world.socket.send("SCAN alice-1") }
-        #expect(try run(keygen, sign, environment: ssh).0 == 0, "the first signature needs the finger")
+        #expect(
+            try run(keygen, sign, environment: ssh).0 == 0,
+            """
+            the first signature needs the finger; ssh-keygen said: \(Self.lastErrors.withLock { $0 }); the agent's log: \
+            \((try? String(contentsOfFile: world.directory + "/agent.log", encoding: .utf8)) ?? "")
+            """)
         _ = try await scan.value
         try FileManager.default.removeItem(atPath: message + ".sig")
         #expect(try run(keygen, sign, environment: ssh).0 == 0, "ssh-keygen signs again within the window, no scan")

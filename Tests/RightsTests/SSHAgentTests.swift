@@ -66,7 +66,11 @@ struct SSHAgentTests {
         process.environment = environment
         let output = Pipe()
         process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
+        // Kept for a failure's message (``lastErrors``), not shown otherwise.
+        let errors = FileManager.default.temporaryDirectory.appendingPathComponent("la-ssh-run-\(UUID().uuidString)")
+        _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: errors) }
+        process.standardError = try FileHandle(forWritingTo: errors)
         let stdin = Pipe()
         process.standardInput = stdin
         try process.run()
@@ -74,8 +78,13 @@ struct SSHAgentTests {
         try? stdin.fileHandleForWriting.close()
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
+        Self.lastErrors.withLock { $0 = (try? String(contentsOf: errors, encoding: .utf8)) ?? "" }
         return (process.terminationStatus, String(decoding: data, as: UTF8.self))
     }
+
+    /// The standard error of the latest ``run(_:_:environment:input:)`` of the suite's tests, for a failure's
+    /// message.
+    static let lastErrors = Mutex("")
 
     /// Starts `lactl ssh-agent --socket path`; returns once it printed SSH_AUTH_SOCK.
     func startAgent(_ world: RightsWorld, socket: String) throws -> Process {
