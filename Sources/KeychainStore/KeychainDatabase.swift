@@ -292,20 +292,20 @@ package struct StoreTransaction {
     /// The id the next inserted row will get (ids are never reused); valid until this transaction ends.
     package func nextRowID() throws -> Int64 {
         let last =
-            try Int64.fetchOne(
-                db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'item'") ?? 0
-        let highest = try Int64.fetchOne(db, sql: "SELECT MAX(id) FROM item") ?? 0
+            try Int64.fetchOne(db.cachedStatement(sql: "SELECT seq FROM sqlite_sequence WHERE name = 'item'")) ?? 0
+        let highest = try Int64.fetchOne(db.cachedStatement(sql: "SELECT MAX(id) FROM item")) ?? 0
         return max(last, highest) + 1
     }
 
     /// Inserts `item` with its own row id. - Throws: `StoreError.duplicate` when the blind index exists.
     package func insert(_ item: StoredItem) throws {
         do {
-            try db.execute(
+            try db.cachedStatement(
                 sql: """
                     INSERT INTO item (id, class, agrp, pdmn, sync, blind_index, attributes, wrapped_key, value, acl, gen)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
+                    """
+            ).execute(
                 arguments: [
                     item.rowID, item.itemClass, item.accessGroup, item.protectionClass, item.synchronizable,
                     item.blindIndex, item.attributes, item.wrappedKey, item.value ?? Data(), item.hasAccessControl,
@@ -335,7 +335,7 @@ package struct StoreTransaction {
             }
             sql += " WHERE id = ?"
             _ = arguments.append(contentsOf: [item.rowID])
-            try db.execute(sql: sql, arguments: arguments)
+            try db.cachedStatement(sql: sql).execute(arguments: arguments)
         } catch {
             throw KeychainDatabase.storeError(error)
         }
@@ -343,7 +343,7 @@ package struct StoreTransaction {
 
     /// Deletes row `rowID`.
     package func delete(rowID: Int64) throws {
-        try db.execute(sql: "DELETE FROM item WHERE id = ?", arguments: [rowID])
+        try db.cachedStatement(sql: "DELETE FROM item WHERE id = ?").execute(arguments: [rowID])
     }
 
     /// The rows whose blind index is one of `indexes`, with their sealed values when `includingValues`.
@@ -374,7 +374,9 @@ package struct StoreTransaction {
             _ = arguments.append(contentsOf: [synchronizable])
         }
         sql += " ORDER BY id"
-        return try Row.fetchAll(db, sql: sql, arguments: arguments).map { Self.item(from: $0, withValue: false) }
+        // Cached per text (one per count of groups): a scan of a class came back to SQLite's parser every time.
+        return try Row.fetchAll(db.cachedStatement(sql: sql), arguments: arguments)
+            .map { Self.item(from: $0, withValue: false) }
     }
 
     /// Every row, without values, in row-id order.
@@ -391,8 +393,10 @@ package struct StoreTransaction {
 
     /// Row `rowID` without its value.
     package func item(rowID: Int64) throws -> StoredItem? {
-        try Row.fetchOne(db, sql: "SELECT \(Self.columnsWithoutValue) FROM item WHERE id = ?", arguments: [rowID])
-            .map { Self.item(from: $0, withValue: false) }
+        try Row.fetchOne(
+            db.cachedStatement(sql: "SELECT \(Self.columnsWithoutValue) FROM item WHERE id = ?"), arguments: [rowID]
+        )
+        .map { Self.item(from: $0, withValue: false) }
     }
 
     /// The sealed value of row `rowID`.

@@ -50,10 +50,23 @@ extension ProcessReference {
     /// `/proc/<pid>/stat` after the command name (which may hold spaces and parentheses): field 3 (state) first;
     /// nil when the process is gone.
     package static func statFields(_ pid: Int32) -> [Substring]? {
-        guard pid > 0, let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-            let end = stat.lastIndex(of: ")")
-        else { return nil }
+        guard pid > 0, let stat = readSmallFile("/proc/\(pid)/stat"), let end = stat.lastIndex(of: ")") else {
+            return nil
+        }
         return stat[stat.index(after: end)...].split(separator: " ")
+    }
+
+    /// A file of `/proc` of at most 4 KiB, in one read (Foundation's reading cost more than the rest of a
+    /// caller's check: every D-Bus call a provider makes on a program's behalf reads it).
+    private static func readSmallFile(_ path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 4096) { buffer in
+            let count = read(fd, buffer.baseAddress, buffer.count)
+            guard count > 0 else { return nil }
+            return String(decoding: UnsafeBufferPointer(rebasing: buffer[..<count]), as: UTF8.self)
+        }
     }
 
     /// Process `pid` as it runs now, with the file it runs; nil when it is gone or its file cannot be read.
