@@ -2,6 +2,7 @@ import Foundation
 import KeychainServices
 import SecureCrypto
 import SecurityClient
+import SecurityProtocol
 import Synchronization
 
 /// A Secret Service item as the keychain keeps it.
@@ -44,6 +45,8 @@ final class KeychainSecrets {
         var isRefusal: Bool {
             [errSecAuthFailed, errSecInteractionNotAllowed, errSecUserCanceled].contains(status)
         }
+        /// Whether the keychain answered that nobody may be asked: what a locked keychain answers too.
+        var isInteractionNotAllowed: Bool { status == errSecInteractionNotAllowed }
     }
 
     /// A collection's items as listed, and where the keychain stood just before.
@@ -54,11 +57,17 @@ final class KeychainSecrets {
         var byID: [String: StoredSecretItem]
     }
 
-    private var listings: [String: Listing] = [:]
-    /// How the keychain tells of changes; set up at the first listing (inside the keychain client's scope).
-    private var watch: ChangeWatch?
+    /// The kept listings, by collection: shared with the watch's task, which drops them when the keychain locks
+    /// (what a locked keychain seals stays out of this process's memory too).
+    private final class Kept: Sendable {
+        let listings = Mutex<[String: Listing]>([:])
+    }
 
-    /// The keychain events seen so far, counted by a task of their own.
+    private let kept = Kept()
+    /// How the keychain tells of changes (``watch(lockChanged:)``).
+    private var watcher: ChangeWatch?
+
+    /// The keychain events seen so far, counted by a task of their own, which also tells of each lock and unlock.
     private final class ChangeWatch: Sendable {
         final class Counts: Sendable {
             let events = Atomic<UInt64>(0)
@@ -70,13 +79,17 @@ final class KeychainSecrets {
         let counts = Counts()
         private let task: Task<Void, Never>
 
-        init(client: any SecurityClient) {
+        init(client: any SecurityClient, kept: Kept, lockChanged: @escaping @Sendable (Bool) -> Void) {
             self.client = client
             // Subscribed before this returns (the stream's builder runs at once), so a listing made after it is
             // read after the subscription.
             let stream = client.keychainEvents()
             task = Task.detached { [counts] in
-                for await _ in stream { counts.events.add(1, ordering: .sequentiallyConsistent) }
+                for await event in stream {
+                    counts.events.add(1, ordering: .sequentiallyConsistent)
+                    if event.kind == .locked { kept.listings.withLock { $0.removeAll() } }
+                    if event.kind == .locked || event.kind == .unlocked { lockChanged(event.kind == .locked) }
+                }
                 counts.ended.store(true, ordering: .sequentiallyConsistent)
             }
         }
@@ -84,43 +97,89 @@ final class KeychainSecrets {
         deinit { task.cancel() }
     }
 
+    /// Starts watching the keychain of the current keychain client (call it inside that client's scope);
+    /// `lockChanged` runs, on a thread of the watch's, each time the keychain locks (true) or unlocks (false).
+    func watch(lockChanged: @escaping @Sendable (Bool) -> Void) {
+        guard watcher == nil, let client = try? KeychainClientSelection.resolve() else { return }
+        watcher = ChangeWatch(client: client, kept: kept, lockChanged: lockChanged)
+    }
+
+    /// The keychain client watched (nil before ``watch(lockChanged:)``, or when there is none).
+    var client: (any SecurityClient)? { watcher?.client }
+
     /// Where the keychain stands now, as a listing records it; nil when no listing can be kept (neither a stamp
     /// nor events tell of changes).
     private func standing() -> (stamp: StoreStamp?, events: UInt64)? {
-        if watch == nil, let client = try? KeychainClientSelection.resolve() { watch = ChangeWatch(client: client) }
-        guard let watch else { return nil }
+        if watcher == nil { watch(lockChanged: { _ in }) }
+        guard let watch = watcher else { return nil }
         let events = watch.counts.events.load(ordering: .sequentiallyConsistent)
         let stamp = watch.client.storeStamp()
         if stamp == nil, watch.counts.ended.load(ordering: .sequentiallyConsistent) { return nil }
         return (stamp, events)
     }
 
+    /// The lock state last asked of localauthd, and the events seen then.
+    private var lockKept: (events: UInt64, locked: Bool)?
+
+    /// Whether the keychain is locked: embedded, from its stamp; through localauthd, asked again after an event.
+    func isLocked() throws -> Bool {
+        let now = standing()
+        if let stamp = now?.stamp { return stamp.locked }
+        if let now, let kept = lockKept, kept.events == now.events { return kept.locked }
+        guard let client else { return true }
+        let response: KeychainResponse
+        do {
+            response = try client.sendBlocking(.lockState)
+        } catch let status as KeychainStatus {
+            throw Failure(status: status.code.rawValue, operation: "ask whether the keychain is locked")
+        }
+        guard case .locked(let locked) = response else { return true }
+        lockKept = now.map { ($0.events, locked) }
+        return locked
+    }
+
+    /// Locks the keychain.
+    func lock() throws {
+        defer { forget() }
+        guard let client else { throw Failure(status: errSecNotAvailable, operation: "lock the keychain") }
+        do {
+            _ = try client.sendBlocking(.lock)
+        } catch let status as KeychainStatus {
+            throw Failure(status: status.code.rawValue, operation: "lock the keychain")
+        }
+    }
+
     /// The kept listing of `collection` while nothing changed since it was made.
-    private func kept(_ collection: String) -> Listing? {
-        guard let listing = listings[collection], let now = standing(), now.stamp == listing.stamp,
-            now.events == listing.events
+    private func keptListing(_ collection: String) -> Listing? {
+        guard let listing = kept.listings.withLock({ $0[collection] }), let now = standing(),
+            now.stamp == listing.stamp, now.events == listing.events
         else { return nil }
         return listing
     }
 
     /// Forgets every kept listing: after this provider's own writes, and when the keychain locks.
-    func forget() { listings.removeAll() }
+    func forget() {
+        kept.listings.withLock { $0.removeAll() }
+        lockKept = nil
+    }
 
     /// Every item of `collection`; `fresh` asks the keychain even when a kept listing stands.
     func items(_ collection: String, fresh: Bool = false) throws -> [StoredSecretItem] {
-        if !fresh, let listing = kept(collection) { return listing.items }
+        if !fresh, let listing = keptListing(collection) { return listing.items }
         return try list(collection).items
     }
 
     /// Item `id` of `collection` without its secret (from the kept listing); nil when there is no such item.
     func item(_ collection: String, _ id: String) throws -> StoredSecretItem? {
-        if let listing = kept(collection) { return listing.byID[id] }
+        if let listing = keptListing(collection) { return listing.byID[id] }
         return try list(collection).byID[id]
     }
 
     /// Whether the kept listing of `collection` may lag behind the keychain (events tell of changes, and they
     /// arrive after the change): a search that finds nothing in it asks again.
-    func mayLag(_ collection: String) -> Bool { listings[collection].map { $0.stamp == nil } ?? false }
+    func mayLag(_ collection: String) -> Bool {
+        kept.listings.withLock { $0[collection].map { $0.stamp == nil } ?? false }
+    }
 
     private func list(_ collection: String) throws -> Listing {
         let before = standing()
@@ -133,7 +192,7 @@ final class KeychainSecrets {
         var items: [StoredSecretItem] = []
         if status != errSecItemNotFound {
             guard status == errSecSuccess else {
-                listings[collection] = nil
+                kept.listings.withLock { $0[collection] = nil }
                 throw Failure(status: status, operation: "list the items")
             }
             items = ((result as? [[String: Any]]) ?? []).compactMap(Self.item(from:)).sorted { $0.id < $1.id }
@@ -141,7 +200,7 @@ final class KeychainSecrets {
         let listing = Listing(
             stamp: before?.stamp, events: before?.events ?? 0, items: items,
             byID: Dictionary(items.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first }))
-        listings[collection] = before == nil ? nil : listing
+        kept.listings.withLock { $0[collection] = before == nil ? nil : listing }
         return listing
     }
 

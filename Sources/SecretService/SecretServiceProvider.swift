@@ -23,6 +23,7 @@ package final class SecretServiceProvider {
     static let collectionInterface = "org.freedesktop.Secret.Collection"
     static let itemInterface = "org.freedesktop.Secret.Item"
     static let sessionInterface = "org.freedesktop.Secret.Session"
+    static let promptInterface = "org.freedesktop.Secret.Prompt"
     static let propertiesInterface = "org.freedesktop.DBus.Properties"
     static let persisted = "login"
     static let inMemory = "session"
@@ -47,6 +48,8 @@ package final class SecretServiceProvider {
     static let sessionLimit = 1024
 
     private var sessions: [String: Session] = [:]
+    /// The unlock prompts handed out and not yet completed.
+    private let prompts = PromptTable()
     private var nextSession = 1
     /// The `session` collection's items and their secrets.
     private var memory: [String: (item: StoredSecretItem, secret: SecureBytes)] = [:]
@@ -104,6 +107,9 @@ package final class SecretServiceProvider {
     /// Serves until the name is lost (another provider took it over with `--replace`) or the bus goes away.
     package func serve() -> String {
         log("serving org.freedesktop.secrets as \(String(cString: la_secret_bus_unique_name(bus)))")
+        // Each lock and unlock, by whatever program, changes the login collection's Locked.
+        let signals = Signals(bus: bus)
+        store.watch { locked in signals.lockChanged(locked) }
         while true {
             guard let call = la_secret_bus_next(bus, 1_000) else {
                 if let ended = la_secret_bus_ended(bus) { return String(cString: ended) }
@@ -133,6 +139,11 @@ package final class SecretServiceProvider {
         static func accessDenied(_ text: String) -> BusError {
             BusError(name: "org.freedesktop.DBus.Error.AccessDenied", text: text)
         }
+        static func isLocked(_ path: String) -> BusError {
+            BusError(
+                name: "org.freedesktop.Secret.Error.IsLocked",
+                text: "\(path) is locked: the keychain is locked (Unlock it, or lactl keychain unlock)")
+        }
     }
 
     /// What an object path names.
@@ -141,11 +152,13 @@ package final class SecretServiceProvider {
         case collection(String)
         case item(collection: String, id: String)
         case session(String)
+        case prompt(String)
     }
 
     func object(at path: String) -> Object? {
         if path == Self.root { return .service }
         if path.hasPrefix(Self.root + "/session/") { return sessions[path] == nil ? nil : .session(path) }
+        if path.hasPrefix(Self.root + "/prompt/") { return prompts.owner(of: path) == nil ? nil : .prompt(path) }
         var rest: [Substring]
         if path.hasPrefix(Self.root + "/collection/") {
             rest = path.dropFirst((Self.root + "/collection/").count).split(
@@ -202,6 +215,11 @@ package final class SecretServiceProvider {
             la_secret_bus_reply(bus, call, body)
         } catch let error as BusError {
             fail(call, error)
+        } catch let error as KeychainSecrets.Failure
+            where error.isInteractionNotAllowed && isPersisted(object(at: path))
+            && (try? store.isLocked()) == true
+        {
+            fail(call, .isLocked(path))
         } catch let error as KeychainSecrets.Failure where error.isRefusal {
             fail(call, .accessDenied(error.description))
         } catch let error as KeychainSecrets.Failure {
@@ -271,11 +289,14 @@ package final class SecretServiceProvider {
             let found = try searchAll(wanted)
             return [.paths(found), .paths([])]
         case (.service, Self.serviceInterface, "Unlock"), (.service, "", "Unlock"):
-            // Every object this provider serves can be read now: each is returned as unlocked, with no prompt.
             let objects = try argument(arguments, 0, "ao").members!.compactMap(\.string)
-            return [.paths(objects.filter { self.object(at: $0) != nil }), .objectPath("/")]
+            return try unlock(objects, sender: sender)
         case (.service, Self.serviceInterface, "Lock"), (.service, "", "Lock"):
-            throw BusError.notSupported("locking through the Secret Service is not offered: use lactl keychain lock")
+            // The login collection and its items lock with the keychain; the session collection never locks.
+            let objects = try argument(arguments, 0, "ao").members!.compactMap(\.string)
+            let persisted = objects.filter { isPersisted(self.object(at: $0)) }
+            if !persisted.isEmpty { try store.lock() }
+            return [.paths(persisted), .objectPath("/")]
         case (.service, Self.serviceInterface, "GetSecrets"), (.service, "", "GetSecrets"):
             let items = try argument(arguments, 0, "ao").members!.compactMap(\.string)
             let session = try transfer(try argument(arguments, 1, "o").string!, sender: sender)
@@ -332,6 +353,14 @@ package final class SecretServiceProvider {
             }
             emit(Self.path(of: collection), Self.collectionInterface, "ItemDeleted", [.objectPath(path)])
             return [.objectPath("/")]
+        case (.prompt(let prompt), Self.promptInterface, "Prompt"), (.prompt(let prompt), "", "Prompt"):
+            _ = try argument(arguments, 0, "s")
+            try startUnlock(prompt, sender: sender)
+            return nil
+        case (.prompt(let prompt), Self.promptInterface, "Dismiss"), (.prompt(let prompt), "", "Dismiss"):
+            guard prompts.owner(of: prompt) == sender else { throw BusError.noSuchObject(prompt) }
+            prompts.dismiss(prompt, signals: Signals(bus: bus))
+            return nil
         case (.session(let session), Self.sessionInterface, "Close"), (.session(let session), "", "Close"):
             guard sessions[session]?.owner == sender else { throw BusError.noSuchObject(session) }
             sessions[session] = nil
@@ -349,6 +378,47 @@ package final class SecretServiceProvider {
             throw BusError.invalidArguments("argument \(index + 1) must be of type \(type)")
         }
         return arguments[index]
+    }
+
+    // MARK: Locking
+
+    /// Whether `object` locks with the keychain: the login collection and its items.
+    private func isPersisted(_ object: Object?) -> Bool {
+        switch object {
+        case .collection(Self.persisted)?, .item(Self.persisted, _)?: true
+        default: false
+        }
+    }
+
+    /// `Unlock`: the objects unlocked now, and a prompt for the rest (the login collection's, while the keychain is
+    /// locked), which unlocks the keychain when the client calls it: the user answers through the prompt agent.
+    private func unlock(_ objects: [String], sender: String) throws -> [BusValue] {
+        let known = objects.filter { object(at: $0) != nil }
+        let waiting = known.filter { isPersisted(object(at: $0)) }
+        guard !waiting.isEmpty, try store.isLocked() else { return [.paths(known), .objectPath("/")] }
+        guard let prompt = prompts.add(owner: sender, objects: waiting, under: Self.root + "/prompt/") else {
+            throw BusError(name: "org.freedesktop.DBus.Error.LimitsExceeded", text: "too many prompts are waiting")
+        }
+        return [.paths(known.filter { !waiting.contains($0) }), .objectPath(prompt)]
+    }
+
+    /// `Prompt` of an unlock prompt: asks for the passcode through localauthd's prompt agent, off this thread;
+    /// `Completed` tells the outcome (dismissed when no one could be asked, or the user said no).
+    private func startUnlock(_ prompt: String, sender: String) throws {
+        guard prompts.owner(of: prompt) == sender else { throw BusError.noSuchObject(prompt) }
+        guard let client = store.client else {
+            throw BusError(name: "org.freedesktop.DBus.Error.Failed", text: "the keychain cannot be reached")
+        }
+        let options = EvaluationOptions(
+            prompt: EvaluationPrompt(reason: "Unlock the keychain (asked through the Secret Service)"))
+        prompts.start(prompt, signals: Signals(bus: bus)) {
+            do {
+                _ = try await client.send(.unlockWithPasscode(options), presenter: nil)
+                return true
+            } catch {
+                return false
+            }
+        }
     }
 
     // MARK: Sessions and secrets
@@ -461,6 +531,8 @@ package final class SecretServiceProvider {
         func matching(_ items: [StoredSecretItem]) -> [StoredSecretItem] {
             items.filter { item in wanted.allSatisfy { item.attributes[$0.key] == $0.value } }
         }
+        // Locked, the items' attributes are sealed under the keychain's keys: nothing can be found.
+        if collection == Self.persisted, try store.isLocked() { return [] }
         let found = matching(try allItems(collection))
         // Through localauthd the kept listing learns of another program's new item when its event arrives: a
         // search that finds nothing asks the keychain itself.
@@ -552,17 +624,22 @@ package final class SecretServiceProvider {
                 ["Collections": .paths([Self.path(of: Self.persisted), Self.path(of: Self.inMemory)])]
             )
         case .collection(let name):
-            let items = try allItems(name)
+            let locked = name == Self.persisted ? try store.isLocked() : false
+            let items = locked ? [] : try allItems(name)
             return (
                 Self.collectionInterface,
                 [
                     "Items": .paths(items.map { Self.path(of: name, item: $0.id) }),
-                    "Label": .string(name == Self.persisted ? "Login" : "Session"), "Locked": .boolean(false),
+                    "Label": .string(name == Self.persisted ? "Login" : "Session"), "Locked": .boolean(locked),
                     "Created": .uint64(items.map(\.created).min() ?? 0),
                     "Modified": .uint64(items.map(\.modified).max() ?? 0),
                 ]
             )
         case .item(let collection, let id):
+            // Locked, whether the item exists cannot be told; Locked is all it shows.
+            if collection == Self.persisted, try store.isLocked() {
+                return (Self.itemInterface, ["Locked": .boolean(true)])
+            }
             let item = try stored(collection, id)
             return (
                 Self.itemInterface,
@@ -573,6 +650,8 @@ package final class SecretServiceProvider {
             )
         case .session:
             return (Self.sessionInterface, [:])
+        case .prompt:
+            return (Self.promptInterface, [:])
         }
     }
 
@@ -587,7 +666,10 @@ package final class SecretServiceProvider {
         switch member {
         case "Get":
             let name = try argument(arguments, 1, "s").string!
-            guard let value = values[name] else { throw BusError.invalidArguments("no property \(name)") }
+            guard let value = values[name] else {
+                if case .item = object, values["Locked"] == .boolean(true) { throw BusError.isLocked(path) }
+                throw BusError.invalidArguments("no property \(name)")
+            }
             return [.variant(value)]
         case "GetAll":
             let keys = values.keys.sorted()
@@ -646,6 +728,7 @@ package final class SecretServiceProvider {
             children = try allItems(name).map(\.id)
         case .item?: body = SecretServiceIntrospection.item
         case .session?: body = SecretServiceIntrospection.session
+        case .prompt?: body = SecretServiceIntrospection.prompt
         case nil:
             if path == Self.root + "/collection" {
                 children = [Self.persisted, Self.inMemory]

@@ -260,6 +260,72 @@ struct PromptAgentTests {
         #expect(output.contains("python reads: mail-pass"), "\(output)")
     }
 
+    /// The login collection locks with the keychain, by whichever program (`lactl keychain lock` here; the
+    /// provider's `Lock`), with `Locked` and `PropertiesChanged` telling so; while locked, a search finds nothing and
+    /// a read is `IsLocked`. `Unlock` hands out a prompt that the agent answers with the passcode; then the secret
+    /// reads again.
+    @Test(.enabled(if: SecretServiceTests.available && FileManager.default.fileExists(atPath: "/usr/bin/python3")))
+    func theLoginCollectionLocksWithTheKeychainAndItsPromptUnlocksThroughTheAgent() async throws {
+        let world = try World(extraEnvironment: DaemonProcess.enforcingAdministrativeClaims)
+        defer { world.close() }
+        let terminal = try PseudoTerminal()
+        let agent = try world.agent(on: terminal, pinentry: "/usr/bin/pinentry-tty")
+        defer { agent.stop(SIGKILL) }
+        let directory = try SecretServiceTests.scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        async let run = SecretServiceTests.run(
+            """
+            gdbus monitor --session --dest org.freedesktop.secrets >"$WORK/signals.txt" 2>&1 &
+            monitor=$!
+            /usr/bin/python3 - <<'PY' || exit 1
+            import subprocess, os, time, secretstorage
+            from secretstorage.exceptions import LockedException
+            login = secretstorage.get_default_collection(secretstorage.dbus_init())
+            item = login.create_item("Mail", {"user": "alice"}, b"mail-pass")
+            print("locked at first:", login.is_locked())
+            subprocess.run([os.environ["LACTL"], "keychain", "lock"], check=True)
+            for _ in range(1200):
+                if login.is_locked():
+                    break
+                time.sleep(0.05)
+            print("locked after lactl keychain lock:", login.is_locked(), item.is_locked())
+            print("found while locked:", len(list(login.search_items({"user": "alice"}))))
+            try:
+                item.get_secret()
+                print("read while locked")
+            except LockedException:
+                print("read while locked: IsLocked")
+            print("unlock dismissed:", login.unlock())
+            print("locked after the prompt:", login.is_locked())
+            print("reads:", next(login.search_items({"user": "alice"})).get_secret().decode())
+            login.lock()
+            print("locked by Lock:", login.is_locked())
+            PY
+            sleep 1
+            kill $monitor
+            grep -c "PropertiesChanged ('org.freedesktop.Secret.Collection', {'Locked': <true>}" "$WORK/signals.txt" \
+                | sed 's/^/locked signals: /'
+            grep -c "PropertiesChanged ('org.freedesktop.Secret.Collection', {'Locked': <false>}" "$WORK/signals.txt" \
+                | sed 's/^/unlocked signals: /'
+            """, mode: .daemon, in: directory, daemon: world.daemon.daemon, lactl: world.lactl)
+        let asked = try await onOwnThread {
+            terminal.waitFor("Unlock the keychain (asked through the Secret Service)", timeout: 120)
+                && terminal.waitForEchoOff(timeout: 60)
+        }
+        #expect(asked, "the agent asks for the passcode: \(terminal.transcript)")
+        terminal.type(Self.passcode + "\n")
+        let (status, output) = try await run
+        #expect(status == 0, "\(output)")
+        let lines = output.split(separator: "\n").map(String.init)
+        for expected in [
+            "locked at first: False", "locked after lactl keychain lock: True True", "found while locked: 0",
+            "read while locked: IsLocked", "unlock dismissed: False", "locked after the prompt: False",
+            "reads: mail-pass", "locked by Lock: True", "locked signals: 2", "unlocked signals: 1",
+        ] {
+            #expect(lines.contains(expected), "\(expected): \(output)")
+        }
+    }
+
     /// A program registered with `own-prompts = yes` keeps drawing its own prompts while the agent runs (and so
     /// answers them itself, passcode included); the agent shows nothing.
     @Test func aProgramRegisteredToDrawItsOwnPromptsStillDoes() throws {

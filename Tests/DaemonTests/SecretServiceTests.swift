@@ -229,6 +229,52 @@ struct SecretServiceTests {
         }
     }
 
+    /// `Lock` locks the keychain and with it the login collection and its items (not the session collection);
+    /// while locked, a search finds nothing, a read or a label is `IsLocked`; an `Unlock` that no one can answer (no
+    /// prompt agent, no terminal) completes dismissed and leaves it locked.
+    @Test(.enabled(if: available), arguments: Mode.allCases)
+    func aLockedLoginCollectionHidesItsItemsAndAnUnansweredUnlockIsDismissed(_ mode: Mode) async throws {
+        let directory = try Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let world = try Self.world(mode)
+        defer { world?.close() }
+        let (status, output) = try await Self.run(
+            """
+            /usr/bin/python3 - <<'PY' || exit 1
+            import secretstorage
+            from secretstorage.exceptions import LockedException
+            connection = secretstorage.dbus_init()
+            login = secretstorage.get_default_collection(connection)
+            memory = secretstorage.Collection(connection, "/org/freedesktop/secrets/collection/session")
+            item = login.create_item("Mail", {"user": "alice"}, b"mail-pass")
+            kept = memory.create_item("Kept", {"user": "alice"}, b"in-memory")
+            login.lock()
+            memory.lock()
+            print("locked:", login.is_locked(), item.is_locked(), "session:", memory.is_locked())
+            print("found while locked:", [i.get_label() for i in login.search_items({"user": "alice"})])
+            for name, read in [("secret", item.get_secret), ("label", item.get_label)]:
+                try:
+                    read()
+                    print(name, "read while locked")
+                except LockedException:
+                    print(name, "while locked: IsLocked")
+                except Exception as error:
+                    print(name, "while locked:", str(error).split("]")[0].strip("["))
+            print("session item:", kept.get_secret().decode())
+            print("unlock dismissed:", login.unlock(), "locked:", login.is_locked())
+            PY
+            """, mode: mode, in: directory, daemon: world?.daemon)
+        #expect(status == 0, "\(output)")
+        let lines = output.split(separator: "\n").map(String.init)
+        for expected in [
+            "locked: True True session: False", "found while locked: []", "secret while locked: IsLocked",
+            "label while locked: org.freedesktop.Secret.Error.IsLocked", "session item: in-memory",
+            "unlock dismissed: True locked: True",
+        ] {
+            #expect(lines.contains(expected), "\(expected): \(output)")
+        }
+    }
+
     /// A program on libsecret's C API (Tests/Fixtures/SecretClient, with a schema of its own) and one through
     /// GObject introspection (`gi.repository.Secret`, as GNOME's Python and JavaScript programs reach it) store,
     /// find and clear their own passwords. Each item trusts the program that made it (issue 48, per-program
