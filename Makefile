@@ -124,6 +124,8 @@ MANDIR ?= $(PREFIX)/share/man
 BASH_COMPLETION_DIR ?= $(PREFIX)/share/bash-completion/completions
 ZSH_COMPLETION_DIR ?= $(PREFIX)/share/zsh/site-functions
 FISH_COMPLETION_DIR ?= $(PREFIX)/share/fish/vendor_completions.d
+# Read by the session bus before /usr/share/dbus-1/services (where a distribution's gnome-keyring puts its own).
+DBUS_SESSION_SERVICE_DIR ?= $(PREFIX)/share/dbus-1/services
 install: bootstrap pam
 	$(SWIFT) build -c release $(SWIFT_BUILD_FLAGS) --product localauthd
 	$(SWIFT) build -c release $(SWIFT_BUILD_FLAGS) --product lactl
@@ -157,6 +159,9 @@ install: bootstrap pam
 	sed 's|@BINDIR@|$(BINDIR)|' Resources/systemd/user/lactl-secret-service.service > secret-service.service.tmp
 	install -D -m 0644 secret-service.service.tmp $(DESTDIR)$(SYSTEMD_USER_UNIT_DIR)/lactl-secret-service.service
 	rm -f secret-service.service.tmp
+	sed 's|@BINDIR@|$(BINDIR)|' Resources/dbus-1/org.freedesktop.secrets.service > secrets-activation.tmp
+	install -D -m 0644 secrets-activation.tmp $(DESTDIR)$(DBUS_SESSION_SERVICE_DIR)/org.freedesktop.secrets.service
+	rm -f secrets-activation.tmp
 	install -d -m 0755 $(DESTDIR)/etc/localauthd/apps.d
 	printf 'application-identifier = localauthentication.lactl\nexecutable = %s\nsha256 = %s\nadministrative = yes\n' \
 		"$(BINDIR)/lactl" "$$(sha256sum $(DESTDIR)$(BINDIR)/lactl | cut -d' ' -f1)" > lactl.conf.tmp
@@ -175,6 +180,7 @@ uninstall:
 	rm -f $(DESTDIR)$(PAM_MODULE_DIR)/pam_localauth.so $(DESTDIR)$(SYSTEMD_USER_UNIT_DIR)/localauthd-screen-lock.service
 	rm -f $(DESTDIR)$(SYSTEMD_USER_UNIT_DIR)/localauthd-agent.service $(DESTDIR)$(SYSTEMD_USER_UNIT_DIR)/lactl-ssh-agent.service \
 		$(DESTDIR)$(SYSTEMD_USER_UNIT_DIR)/lactl-secret-service.service
+	rm -f $(DESTDIR)$(DBUS_SESSION_SERVICE_DIR)/org.freedesktop.secrets.service
 	rm -f $(DESTDIR)$(MANDIR)/man1/lactl.1 $(DESTDIR)$(MANDIR)/man8/localauthd.8 $(DESTDIR)$(MANDIR)/man8/pam_localauth.8
 	rm -f $(DESTDIR)$(MANDIR)/man5/localauthd.conf.5 $(DESTDIR)$(BASH_COMPLETION_DIR)/lactl
 	rm -f $(DESTDIR)$(ZSH_COMPLETION_DIR)/_lactl $(DESTDIR)$(FISH_COMPLETION_DIR)/lactl.fish

@@ -275,6 +275,59 @@ struct SecretServiceTests {
         }
     }
 
+    /// The D-Bus activation file (Resources/dbus-1, as `make install` lays it out): on a bus that knows no other
+    /// provider, the first `secret-tool` call starts `lactl secret-service`, which keeps and finds the password.
+    @Test(.enabled(if: available))
+    func theSessionBusStartsTheProviderWhenAProgramAsks() async throws {
+        let directory = try Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let lactl = try lactlExecutable()
+        let template = try String(
+            contentsOf: DeploymentTests.root.appendingPathComponent("Resources/dbus-1/org.freedesktop.secrets.service"),
+            encoding: .utf8)
+        try FileManager.default.createDirectory(atPath: directory + "/services", withIntermediateDirectories: true)
+        try template.replacingOccurrences(of: "@BINDIR@", with: lactl.deletingLastPathComponent().path)
+            .write(toFile: directory + "/services/org.freedesktop.secrets.service", atomically: true, encoding: .utf8)
+        // A session bus whose only activatable service is that file's (not the host's gnome-keyring).
+        try """
+        <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+         "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+        <busconfig><type>session</type><listen>unix:tmpdir=\(directory)</listen>
+        <servicedir>\(directory)/services</servicedir>
+        <policy context="default"><allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/>
+        <allow own="*"/></policy></busconfig>
+        """.write(toFile: directory + "/bus.conf", atomically: true, encoding: .utf8)
+        try """
+        set -u
+        gdbus call --session --dest org.freedesktop.DBus --object-path / \
+            --method org.freedesktop.DBus.NameHasOwner org.freedesktop.secrets | sed 's/^/owned before: /'
+        printf activated | secret-tool store --label=Activation app activation || exit 1
+        echo "lookup: $(secret-tool lookup app activation)"
+        pid=$(gdbus call --session --dest org.freedesktop.DBus --object-path / \
+            --method org.freedesktop.DBus.GetConnectionUnixProcessID org.freedesktop.secrets \
+            | sed 's/.*uint32 \\([0-9]*\\).*/\\1/')
+        echo "provider: $(tr '\\0' ' ' </proc/$pid/cmdline)"
+        kill $pid
+        """.write(toFile: directory + "/script.sh", atomically: true, encoding: .utf8)
+        var environment = ProcessInfo.processInfo.environment
+        environment["DBUS_SESSION_BUS_ADDRESS"] = nil
+        environment.merge(
+            ["LA_DATA_DIR": directory + "/store", "LA_PRESENTER": "none", "HOME": directory]) { $1 }
+        let log = directory + "/output.txt"
+        let session = try SpawnedProcess(
+            "/usr/bin/dbus-run-session",
+            ["--config-file=\(directory)/bus.conf", "--", "/bin/bash", directory + "/script.sh"],
+            environment: environment, log: log)
+        let ended = try await onOwnThread { session.wait(timeout: 300) }
+        if ended == nil { _ = session.stop(SIGKILL) }
+        let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        #expect(ended?.status == 0 && ended?.bySignal == false, "\(output)")
+        let lines = output.split(separator: "\n").map(String.init)
+        #expect(lines.contains("owned before: (false,)"), "\(output)")
+        #expect(lines.contains("lookup: activated"), "\(output)")
+        #expect(lines.contains("provider: \(lactl.path) secret-service "), "\(output)")
+    }
+
     /// A program on libsecret's C API (Tests/Fixtures/SecretClient, with a schema of its own) and one through
     /// GObject introspection (`gi.repository.Secret`, as GNOME's Python and JavaScript programs reach it) store,
     /// find and clear their own passwords. Each item trusts the program that made it (issue 48, per-program
