@@ -175,6 +175,23 @@ int la_secret_bus_emit(la_secret_bus *bus, const char *path, const char *interfa
     return g_dbus_connection_emit_signal(bus->connection, NULL, path, interface, member, body, NULL) ? 0 : -1;
 }
 
+GVariant *la_secret_bus_call(la_secret_bus *bus, const char *destination, const char *path, const char *interface,
+                             const char *method, GVariant *parameters, char **error) {
+    GError *failure = NULL;
+    GVariant *reply = g_dbus_connection_call_sync(bus->connection, destination, path, interface, method, parameters,
+                                                  NULL, G_DBUS_CALL_FLAGS_NONE, CALL_TIMEOUT_MS, NULL, &failure);
+    if (!reply) {
+        char *name = failure ? g_dbus_error_get_remote_error(failure) : NULL;
+        if (failure) g_dbus_error_strip_remote_error(failure);
+        char *doing = g_strdup_printf("%s.%s on %s%s%s%s", interface, method, path, name ? " (" : "",
+                                      name ? name : "", name ? ")" : "");
+        set_error(error, failure, doing);
+        g_free(doing);
+        g_free(name);
+    }
+    return reply;
+}
+
 const char *la_secret_bus_unique_name(la_secret_bus *bus) {
     return g_dbus_connection_get_unique_name(bus->connection);
 }

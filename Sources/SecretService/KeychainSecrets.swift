@@ -15,6 +15,8 @@ struct StoredSecretItem: Equatable {
     /// Seconds since 1970.
     var created: UInt64
     var modified: UInt64
+    /// Where an imported item came from (its keychain comment), nil for others.
+    var origin: String? = nil
 }
 
 /// The Secret Service's persisted collections over the keychain: each item a generic password whose service is
@@ -224,8 +226,13 @@ final class KeychainSecrets {
     }
 
     /// Adds an item; its id.
+    ///
+    /// - Parameters:
+    ///   - origin: where the item came from (kept as its comment, `kSecAttrComment`), for an import.
+    ///   - trust: which programs use the secret without the user being asked.
     func add(
-        _ collection: String, label: String, attributes: [String: String], contentType: String, secret: SecureBytes
+        _ collection: String, label: String, attributes: [String: String], contentType: String, secret: SecureBytes,
+        origin: String? = nil, trust: Trust = .caller
     ) throws -> String {
         let id = UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
         var item = Self.query(collection, id)
@@ -233,17 +240,31 @@ final class KeychainSecrets {
         item[kSecAttrGeneric as String] = try Self.encoded(attributes)
         item[kSecAttrDescription as String] = contentType
         item[kSecValueData as String] = secret.withUnsafeBytes { Data($0) }
-        // Trusting the calling program alone (the D-Bus client the request is made for, as localauthd identified
-        // it): any other program's use of the secret asks the user.
-        var access: SecAccess?
-        guard SecAccessCreate(label as CFString, nil, &access) == errSecSuccess, let access else {
-            throw Failure(status: errSecParam, operation: "make the item's trusted-application list")
+        if let origin { item[kSecAttrComment as String] = origin }
+        if trust != .everyProgram {
+            // nil: the calling program alone (the D-Bus client the request is made for, as localauthd identified
+            // it); an empty list: no program. Any other program's use of the secret asks the user.
+            var access: SecAccess?
+            let trusted: CFArray? = trust == .caller ? nil : [] as CFArray
+            guard SecAccessCreate(label as CFString, trusted, &access) == errSecSuccess, let access else {
+                throw Failure(status: errSecParam, operation: "make the item's trusted-application list")
+            }
+            item[kSecAttrAccess as String] = access
         }
-        item[kSecAttrAccess as String] = access
         let status = SecItemAdd(item as CFDictionary, nil)
         forget()
         guard status == errSecSuccess else { throw Failure(status: status, operation: "add the item") }
         return id
+    }
+
+    /// Which programs use a new item's secret without the user being asked.
+    enum Trust {
+        /// The calling program alone (an item made through the provider).
+        case caller
+        /// None: every program is asked once.
+        case noProgram
+        /// Every program of the user (no list), as under a provider without per-program access.
+        case everyProgram
     }
 
     /// Changes what is given of item `id`.
@@ -303,6 +324,7 @@ final class KeychainSecrets {
         return StoredSecretItem(
             id: id, label: attributes[kSecAttrLabel as String] as? String ?? "", attributes: map,
             contentType: attributes[kSecAttrDescription as String] as? String ?? "text/plain",
-            created: UInt64(max(0, created)), modified: UInt64(max(0, modified)))
+            created: UInt64(max(0, created)), modified: UInt64(max(0, modified)),
+            origin: attributes[kSecAttrComment as String] as? String)
     }
 }

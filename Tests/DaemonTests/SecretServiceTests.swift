@@ -328,6 +328,78 @@ struct SecretServiceTests {
         #expect(lines.contains("provider: \(lactl.path) secret-service "), "\(output)")
     }
 
+    /// `lactl secret-service import` copies every item of a running gnome-keyring-daemon (its login and session
+    /// collections) into the keychain: labels, attributes, content types and secrets (one with a NUL and high bytes),
+    /// and says how many; a second run copies nothing more; a locked collection is left alone and named; nothing is
+    /// removed from gnome-keyring; after the takeover every program finds its password through lactl.
+    @Test(
+        .enabled(if: available && FileManager.default.isExecutableFile(atPath: "/usr/bin/gnome-keyring-daemon")),
+        arguments: Mode.allCases)
+    func importCopiesEveryItemOfGnomeKeyringOnce(_ mode: Mode) async throws {
+        let directory = try Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let world = try Self.world(mode)
+        defer { world?.close() }
+        let (status, output) = try await Self.run(
+            """
+            kill $provider; wait $provider 2>/dev/null
+            printf keyring-pass | gnome-keyring-daemon --unlock --components=secrets --foreground \
+                >"$WORK/gnome-keyring.log" 2>&1 &
+            keyring=$!
+            for _ in $(seq 600); do
+                gdbus call --session --dest org.freedesktop.DBus --object-path / \
+                    --method org.freedesktop.DBus.NameHasOwner org.freedesktop.secrets 2>/dev/null | grep -q true && break
+                sleep 0.05
+            done
+            printf hunter2 | secret-tool store --label="Mail account" service imap.example.org user alice || exit 1
+            /usr/bin/python3 - <<'PY' || exit 1
+            import secretstorage
+            connection = secretstorage.dbus_init()
+            login = secretstorage.get_default_collection(connection)
+            login.create_item("Token", {"app": "cli", "xdg:schema": "org.example.Token"}, b"t\\x00k\\xffn")
+            session = secretstorage.Collection(connection, "/org/freedesktop/secrets/collection/session")
+            session.create_item("VPN", {"app": "vpn"}, b"vpn-pass")
+            PY
+            "$LACTL" secret-service import
+            echo "first import: $?"
+            "$LACTL" secret-service import
+            echo "second import: $?"
+            /usr/bin/python3 -c 'import secretstorage; c = secretstorage.dbus_init(); print("left in gnome-keyring:", len(list(secretstorage.get_default_collection(c).get_all_items()))); secretstorage.get_default_collection(c).lock()'
+            "$LACTL" secret-service import
+            echo "import while its login is locked: $?"
+            kill $keyring; wait $keyring 2>/dev/null
+            "$LACTL" secret-service 2>>"$WORK/provider.log" &
+            provider=$!
+            for _ in $(seq 600); do
+                gdbus call --session --dest org.freedesktop.DBus --object-path / \
+                    --method org.freedesktop.DBus.NameHasOwner org.freedesktop.secrets 2>/dev/null | grep -q true && break
+                sleep 0.05
+            done
+            echo "lookup: $(secret-tool lookup service imap.example.org user alice)"
+            /usr/bin/python3 - <<'PY'
+            import secretstorage
+            login = secretstorage.get_default_collection(secretstorage.dbus_init())
+            token = next(login.search_items({"app": "cli"}))
+            print("token:", token.get_label(), sorted(token.get_attributes().items()), token.get_secret(),
+                  token.get_secret_content_type())
+            print("vpn found:", len(list(login.search_items({"app": "vpn"}))))
+            PY
+            """, mode: mode, in: directory, daemon: world?.daemon)
+        #expect(status == 0, "\(output)")
+        let lines = output.split(separator: "\n").map(String.init)
+        for expected in [
+            "imported 3 items from /usr/bin/gnome-keyring-daemon; 0 were there already", "first import: 0",
+            "imported 0 items from /usr/bin/gnome-keyring-daemon; 3 were there already", "second import: 0",
+            "left in gnome-keyring: 2", "imported 0 items from /usr/bin/gnome-keyring-daemon; 1 were there already",
+            "left alone, locked: Login (2 items): unlock it and run import again",
+            "import while its login is locked: 2", "lookup: hunter2",
+            "token: Token [('app', 'cli'), ('xdg:schema', 'org.example.Token')] b't\\x00k\\xffn' text/plain",
+            "vpn found: 1",
+        ] {
+            #expect(lines.contains(expected), "\(expected): \(output)")
+        }
+    }
+
     /// A program on libsecret's C API (Tests/Fixtures/SecretClient, with a schema of its own) and one through
     /// GObject introspection (`gi.repository.Secret`, as GNOME's Python and JavaScript programs reach it) store,
     /// find and clear their own passwords. Each item trusts the program that made it (issue 48, per-program

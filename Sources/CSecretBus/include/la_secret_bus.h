@@ -43,6 +43,12 @@ guint32 la_secret_bus_sender_pid(la_secret_bus *bus, const char *sender);
 // Whether `name` has an owner on the bus (NameHasOwner): 1 yes, 0 no, -1 when the bus did not answer.
 int la_secret_bus_name_has_owner(la_secret_bus *bus, const char *name);
 
+// Calls `method` of `interface` at `path` of the connection `destination` with `parameters` (a tuple, or NULL for
+// none; a floating reference is taken), waiting up to 25 s: the reply's body (a tuple the caller releases with
+// g_variant_unref), or NULL with *error set (the D-Bus error's name and text). For a client of another provider.
+GVariant *la_secret_bus_call(la_secret_bus *bus, const char *destination, const char *path, const char *interface,
+                             const char *method, GVariant *parameters, char **error);
+
 // This connection's unique name.
 const char *la_secret_bus_unique_name(la_secret_bus *bus);
 
