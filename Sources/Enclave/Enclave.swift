@@ -176,7 +176,14 @@ package final class Enclave: Sendable {
                 wrapped[name] = try Self.seal(
                     try SecureBytes(randomCount: Self.keyByteCount), name: name, rootKey: rootKey)
             }
+            // The new store's state first, the keybag last: a process that dies between the two leaves a store
+            // that opens unlocked, not an existing keybag without a state, which counts as damage (locked).
+            try Self.writeFileAtomically(
+                JSONEncoder().encode(PersistedState(locked: false, unlockBootID: bootID, passcodeSet: false)),
+                to: statePath)
             try Self.writeFileAtomically(Self.encodeKeybag(wrapped), to: keybagPath)
+            // Fault injection for the tests of the paragraph above: the process ends as if killed here.
+            if ProcessInfo.processInfo.environment["LA_TEST_END_AFTER"] == "new-keybag" { _exit(75) }
             attemptKeyIsNew = true
         }
         let protection = try PasscodeProtection(entries: wrapped)

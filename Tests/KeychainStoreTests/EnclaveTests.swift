@@ -1,5 +1,6 @@
 import Foundation
 import SecureCrypto
+import TestSupport
 import Testing
 
 @testable import Enclave
@@ -38,6 +39,30 @@ struct EnclaveTests {
             #expect(try mode(directory.appendingPathComponent(file).path) == 0o600, "\(file)")
         }
         #expect(try Data(contentsOf: directory.appendingPathComponent("device.key")).count == 32)
+    }
+
+    /// A program killed while it creates a new store (here ended by the fault injection right after the keybag is
+    /// written) leaves a store that opens unlocked: its state was written first. Before, the keybag came first, and
+    /// a keybag without a state file counts as damage: the store stayed locked and every add failed
+    /// (`errSecInteractionNotAllowed`), as a Secret Service test met when it stopped a provider during its first use.
+    @Test func aProcessKilledWhileItCreatesTheStoreLeavesItUnlocked() throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let environment = inheritedEnvironment(merging: [
+            "LA_DATA_DIR": directory.path, "LA_PRESENTER": "none", "LA_TEST_END_AFTER": "new-keybag",
+        ])
+        let lactl = try lactlExecutable()
+        let killed = try runCapturingOutput(
+            lactl, ["keychain", "add-generic-password", "-s", "svc", "-a", "acct", "-w", "pw"],
+            environment: environment)
+        #expect(killed.status == 75, "ended right after the keybag: \(killed.output)")
+        #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("keybag").path))
+        #expect(try Enclave(directory: directory).isLocked == false)
+        var again = environment
+        again["LA_TEST_END_AFTER"] = nil
+        let added = try runCapturingOutput(
+            lactl, ["keychain", "add-generic-password", "-s", "svc", "-a", "acct", "-w", "pw"], environment: again)
+        #expect(added.status == 0, "\(added.output)")
     }
 
     @Test func reopeningGivesTheSameKeys() throws {
