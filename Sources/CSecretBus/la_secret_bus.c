@@ -14,6 +14,11 @@ struct la_secret_bus {
     char *name;
     char *ended;
     GMutex lock;
+    // The caller's answerer for calls it can answer on the worker thread, and its context (set once).
+    la_secret_bus_answerer answerer;
+    void *answerer_context;
+    // Method calls queued and not yet done (la_secret_bus_done): while any is, every call is queued behind it.
+    gint waiting;
 };
 
 static void set_error(char **error, GError *failure, const char *doing) {
@@ -120,6 +125,14 @@ static GDBusMessage *filter(GDBusConnection *connection, GDBusMessage *message, 
         int ours = destination == NULL || (unique && strcmp(destination, unique) == 0) ||
                    (bus->name && strcmp(destination, bus->name) == 0);
         if (!ours) return message;
+        // Answered here only when nothing waits in the queue or is being answered (calls keep their order), and
+        // the answerer takes it.
+        la_secret_bus_answerer answerer = (la_secret_bus_answerer)g_atomic_pointer_get(&bus->answerer);
+        if (answerer && g_atomic_int_get(&bus->waiting) == 0 && answerer(bus->answerer_context, message)) {
+            g_object_unref(message);
+            return NULL;
+        }
+        g_atomic_int_inc(&bus->waiting);
         g_async_queue_push(bus->calls, message);  // takes the reference the filter was given
         return NULL;
     }
@@ -146,6 +159,13 @@ GDBusMessage *la_secret_bus_next(la_secret_bus *bus, int timeout_ms) {
         return NULL;
     }
     return message;
+}
+
+void la_secret_bus_done(la_secret_bus *bus) { g_atomic_int_dec_and_test(&bus->waiting); }
+
+void la_secret_bus_answer_on_worker(la_secret_bus *bus, la_secret_bus_answerer answerer, void *context) {
+    bus->answerer_context = context;
+    g_atomic_pointer_set(&bus->answerer, (gpointer)answerer);
 }
 
 const char *la_secret_bus_ended(la_secret_bus *bus) {

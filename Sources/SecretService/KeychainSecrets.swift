@@ -109,6 +109,13 @@ final class KeychainSecrets {
     /// The keychain client watched (nil before ``watch(lockChanged:)``, or when there is none).
     var client: (any SecurityClient)? { watcher?.client }
 
+    /// Runs `body` with the watched client as the keychain's (on a thread outside the scope ``watch(lockChanged:)``
+    /// was called in).
+    func withWatchedClient<T>(_ body: () -> T) -> T {
+        guard let client else { return body() }
+        return KeychainClientSelection.$current.withValue(client) { body() }
+    }
+
     /// Where the keychain stands now, as a listing records it; nil when no listing can be kept (neither a stamp
     /// nor events tell of changes).
     private func standing() -> (stamp: StoreStamp?, events: UInt64)? {
@@ -207,10 +214,14 @@ final class KeychainSecrets {
     }
 
     /// Item `id` of `collection` and its secret, read from the keychain (never kept); nil when there is no such item.
-    func itemWithSecret(_ collection: String, _ id: String) throws -> (item: StoredSecretItem, secret: SecureBytes)? {
+    /// `mayAsk` false: a read that would ask the user fails with `errSecInteractionNotAllowed` instead.
+    func itemWithSecret(_ collection: String, _ id: String, mayAsk: Bool = true) throws -> (
+        item: StoredSecretItem, secret: SecureBytes
+    )? {
         var query = Self.query(collection, id)
         query[kSecReturnAttributes as String] = true
         query[kSecReturnData as String] = true
+        if !mayAsk { query[kSecUseAuthenticationUI as String] = kSecUseAuthenticationUIFail }
         var result: CFTypeRef?
         let status = SecItemCopyMatching(query as CFDictionary, &result)
         if status == errSecItemNotFound { return nil }

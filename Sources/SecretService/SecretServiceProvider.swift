@@ -110,12 +110,23 @@ package final class SecretServiceProvider {
         // Each lock and unlock, by whatever program, changes the login collection's Locked.
         let signals = Signals(bus: bus)
         store.watch { locked in signals.lockChanged(locked) }
+        la_secret_bus_answer_on_worker(
+            bus,
+            { context, call in
+                guard let context, let call else { return 0 }
+                let provider = Unmanaged<SecretServiceProvider>.fromOpaque(context).takeUnretainedValue()
+                return provider.answerOnWorker(call) ? 1 : 0
+            }, Unmanaged.passUnretained(self).toOpaque())
+        defer { la_secret_bus_answer_on_worker(bus, nil, nil) }
         while true {
             guard let call = la_secret_bus_next(bus, 1_000) else {
                 if let ended = la_secret_bus_ended(bus) { return String(cString: ended) }
                 continue
             }
-            defer { g_object_unref(UnsafeMutableRawPointer(call)) }
+            defer {
+                la_secret_bus_done(bus)
+                g_object_unref(UnsafeMutableRawPointer(call))
+            }
             handle(call)
         }
     }
@@ -182,7 +193,31 @@ package final class SecretServiceProvider {
     static func path(of collection: String) -> String { root + "/collection/" + collection }
     static func path(of collection: String, item id: String) -> String { path(of: collection) + "/" + id }
 
-    private func handle(_ call: OpaquePointer) {
+    /// The members answered on GDBus's worker thread when they can be (``answerOnWorker(_:)``): the reads a client
+    /// repeats. Anything that changes the store, opens a session or may wait for the user goes to the serving thread.
+    static let workerMembers: Set<String> = [
+        "Get", "GetAll", "SearchItems", "GetSecret", "GetSecrets", "ReadAlias", "Introspect", "Ping",
+    ]
+
+    /// Whether the call being answered is answered on the worker thread: then a secret read that would ask the user
+    /// is left to the serving thread instead.
+    private var answeringOnWorker = false
+
+    /// On GDBus's worker thread, while the serving thread waits with nothing queued (so never beside it): answers
+    /// `call` when it is a read of a known connection that needs no one asked, saving the two thread hand-offs of the
+    /// queue; false leaves it to the serving thread, untouched.
+    fileprivate func answerOnWorker(_ call: OpaquePointer) -> Bool {
+        guard let member = g_dbus_message_get_member(call).map({ String(cString: $0) }),
+            Self.workerMembers.contains(member), store.client != nil
+        else { return false }
+        answeringOnWorker = true
+        defer { answeringOnWorker = false }
+        return store.withWatchedClient { handle(call, onWorker: true) }
+    }
+
+    /// Answers `call`; false only `onWorker`, when it must be answered on the serving thread (nothing was sent).
+    @discardableResult
+    private func handle(_ call: OpaquePointer, onWorker: Bool = false) -> Bool {
         let member = g_dbus_message_get_member(call).map { String(cString: $0) } ?? ""
         let interface = g_dbus_message_get_interface(call).map { String(cString: $0) } ?? ""
         let path = g_dbus_message_get_path(call).map { String(cString: $0) } ?? ""
@@ -191,21 +226,23 @@ package final class SecretServiceProvider {
         if let body = g_dbus_message_get_body(call) {
             guard let value = BusValue(body), let members = value.members else {
                 fail(call, .invalidArguments("arguments of a type the Secret Service never takes"))
-                return
+                return true
             }
             arguments = members
         } else {
             arguments = []
         }
         // Every keychain request made for this call is made on behalf of the calling program (its items trust it;
-        // another program's read asks the user), identified by localauthd, not by the provider.
-        guard let subject = subject(of: sender) else {
+        // another program's read asks the user), identified by localauthd, not by the provider. A connection not
+        // seen before is looked up on the bus, which the worker thread cannot wait for.
+        guard let subject = onWorker ? knownSubject(of: sender) : subject(of: sender) else {
+            if onWorker { return false }
             fail(
                 call,
                 .accessDenied(
                     "which program \(sender) is cannot be told (the bus gives no process, it runs another program"
                         + " than when it first called, or too many clients are connected)"))
-            return
+            return true
         }
         do {
             let reply = try KeychainSubject.$current.withValue(subject) {
@@ -213,6 +250,9 @@ package final class SecretServiceProvider {
             }
             let body = reply.map { BusValue.tuple($0).gvariant() }
             la_secret_bus_reply(bus, call, body)
+        } catch let error as KeychainSecrets.Failure where onWorker && error.isInteractionNotAllowed {
+            // Someone would have to be asked (or the keychain is locked): the serving thread answers.
+            return false
         } catch let error as BusError {
             fail(call, error)
         } catch let error as KeychainSecrets.Failure
@@ -227,6 +267,15 @@ package final class SecretServiceProvider {
         } catch {
             fail(call, BusError(name: "org.freedesktop.DBus.Error.Failed", text: "\(error)"))
         }
+        return true
+    }
+
+    /// The process behind connection `sender` when it was seen before and still runs the file it ran then; nil
+    /// otherwise (the serving thread then looks it up, or refuses it).
+    private func knownSubject(of sender: String) -> ProcessReference? {
+        guard let known = subjects[sender], ProcessReference.ExecutableFile(runBy: known.pid) == known.executable
+        else { return nil }
+        return known
     }
 
     /// The process behind connection `sender`, as first seen (with the file it ran); nil when the bus cannot say,
@@ -522,7 +571,8 @@ package final class SecretServiceProvider {
             try requireOwner(id)
             return (entry.item, entry.secret)
         }
-        guard collection != Self.inMemory, let found = try store.itemWithSecret(collection, id)
+        guard collection != Self.inMemory,
+            let found = try store.itemWithSecret(collection, id, mayAsk: !answeringOnWorker)
         else { throw BusError.noSuchObject(Self.path(of: collection, item: id)) }
         return (found.item, found.secret)
     }

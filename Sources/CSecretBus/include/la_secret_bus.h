@@ -24,6 +24,18 @@ void la_secret_bus_start(la_secret_bus *bus);
 // timeout, or once the name was lost or the connection closed (then la_secret_bus_ended says why).
 GDBusMessage *la_secret_bus_next(la_secret_bus *bus, int timeout_ms);
 
+// Tells the bus that the method call la_secret_bus_next returned has been answered: calls that come meanwhile are
+// queued behind it, and from then on may be answered on the worker thread again.
+void la_secret_bus_done(la_secret_bus *bus);
+
+// Answers a method call on GDBus's worker thread, where nothing may block or wait for the bus: 1 when it replied (the
+// call is dropped), 0 to have it queued for la_secret_bus_next instead. Runs only while no queued call waits or is
+// being answered, so calls keep their order and it never runs beside the taker's answers.
+typedef int (*la_secret_bus_answerer)(void *context, GDBusMessage *call);
+
+// Has `answerer` (with `context`) offered each method call first, from now on.
+void la_secret_bus_answer_on_worker(la_secret_bus *bus, la_secret_bus_answerer answerer, void *context);
+
 // Why the bus ended: NULL while it serves.
 const char *la_secret_bus_ended(la_secret_bus *bus);
 
