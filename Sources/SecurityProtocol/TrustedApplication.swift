@@ -24,7 +24,15 @@ package struct TrustedApplication: Sendable, Hashable {
     /// The application identifier (and private access group) of a program with no registration:
     /// `unregistered.<SHA-256 of its executable, hex>`.
     package static func unregisteredIdentifier(_ digest: Data) -> String {
-        "unregistered." + digest.map { String(format: "%02x", $0) }.joined()
+        // Not String(format:) per byte: this runs on every request of an unregistered program with a trusted list.
+        let digits = Array("0123456789abcdef".utf8)
+        var text = Array("unregistered.".utf8)
+        text.reserveCapacity(text.count + digest.count * 2)
+        for byte in digest {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: text, as: UTF8.self)
     }
 
     /// Whether an application identifier names a registered app (not an unregistered program's private one).

@@ -67,6 +67,16 @@ struct TrustedApplicationListTests {
         }
     }
 
+    /// An unregistered program's identifier, which trusted-application lists keep, is spelled as it always was
+    /// (lowercase hex of the executable's digest), whatever produces it.
+    @Test func anUnregisteredProgramsIdentifierIsItsDigestInLowercaseHex() {
+        let digest = Data((0...31).map { UInt8($0 * 8 + 7) })
+        #expect(
+            TrustedApplication.unregisteredIdentifier(digest)
+                == "unregistered." + digest.map { String(format: "%02x", $0) }.joined())
+        #expect(TrustedApplication.unregisteredIdentifier(Data([0x00, 0xAB, 0xFF])) == "unregistered.00abff")
+    }
+
     @Test func theProgramThatListsItselfUsesTheItemWithoutAQuestion() throws {
         let presenter = Confirmations([])
         try withItem("mine", access: try Self.access(trusting: [nil]), presenter: presenter) { _ in
