@@ -14,9 +14,11 @@ struct la_secret_bus {
     char *name;
     char *ended;
     GMutex lock;
-    // The caller's answerer for calls it can answer on the worker thread, and its context (set once).
+    // The caller's answerer for calls it can answer on the worker thread, and its context, under answering: held
+    // while an answer runs, so clearing the answerer waits for it.
     la_secret_bus_answerer answerer;
     void *answerer_context;
+    GMutex answering;
     // Method calls queued and not yet done (la_secret_bus_done): while any is, every call is queued behind it.
     gint waiting;
 };
@@ -46,6 +48,7 @@ la_secret_bus *la_secret_bus_open(const char *address, char **error) {
     result->connection = connection;
     result->calls = g_async_queue_new_full(g_object_unref);
     g_mutex_init(&result->lock);
+    g_mutex_init(&result->answering);
     return result;
 }
 
@@ -127,10 +130,14 @@ static GDBusMessage *filter(GDBusConnection *connection, GDBusMessage *message, 
         if (!ours) return message;
         // Answered here only when nothing waits in the queue or is being answered (calls keep their order), and
         // the answerer takes it.
-        la_secret_bus_answerer answerer = (la_secret_bus_answerer)g_atomic_pointer_get(&bus->answerer);
-        if (answerer && g_atomic_int_get(&bus->waiting) == 0 && answerer(bus->answerer_context, message)) {
-            g_object_unref(message);
-            return NULL;
+        if (g_atomic_int_get(&bus->waiting) == 0) {
+            g_mutex_lock(&bus->answering);
+            int answered = bus->answerer && bus->answerer(bus->answerer_context, message);
+            g_mutex_unlock(&bus->answering);
+            if (answered) {
+                g_object_unref(message);
+                return NULL;
+            }
         }
         g_atomic_int_inc(&bus->waiting);
         g_async_queue_push(bus->calls, message);  // takes the reference the filter was given
@@ -164,8 +171,10 @@ GDBusMessage *la_secret_bus_next(la_secret_bus *bus, int timeout_ms) {
 void la_secret_bus_done(la_secret_bus *bus) { g_atomic_int_dec_and_test(&bus->waiting); }
 
 void la_secret_bus_answer_on_worker(la_secret_bus *bus, la_secret_bus_answerer answerer, void *context) {
+    g_mutex_lock(&bus->answering);
+    bus->answerer = answerer;
     bus->answerer_context = context;
-    g_atomic_pointer_set(&bus->answerer, (gpointer)answerer);
+    g_mutex_unlock(&bus->answering);
 }
 
 const char *la_secret_bus_ended(la_secret_bus *bus) {
@@ -225,6 +234,7 @@ void la_secret_bus_close(la_secret_bus *bus) {
     g_free(bus->name);
     g_free(bus->ended);
     g_mutex_clear(&bus->lock);
+    g_mutex_clear(&bus->answering);
     g_free(bus);
 }
 

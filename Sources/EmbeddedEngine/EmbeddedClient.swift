@@ -193,12 +193,18 @@ package final class EmbeddedClient: SecurityClient {
         return roundTripsMessages ? MessageRoundTrip.stream(events) : events
     }
 
-    /// The engine's store file and lock, read at once: this process's engine is the only one that locks or unlocks
-    /// its keychain, and the file's count moves with any program's commit.
+    /// The engine's store file and its lock state, read at once (the file's count moves with any program's commit).
+    /// When the count cannot be read, a stamp equal to no other: nothing is kept on it.
     package func storeStamp() -> StoreStamp? {
-        guard let file = engine.storeChangeStamp else { return nil }
+        guard let file = engine.storeChangeStamp else {
+            return StoreStamp(
+                file: .max, version: Self.unreadableStamps.add(1, ordering: .relaxed).newValue, locked: engine.isLocked)
+        }
         return StoreStamp(file: file.file, version: file.version, locked: engine.isLocked)
     }
+
+    /// The versions given to stamps of a store whose count could not be read, never the same twice.
+    private static let unreadableStamps = Atomic<Int64>(0)
 
     package func environmentChanges() -> AsyncStream<EnvironmentSnapshot> {
         guard let contexts = engine.authentication else { return AsyncStream { $0.finish() } }

@@ -37,7 +37,9 @@ final class ChangeWatch: Sendable {
         init(path: String) throws {
             var status = sqlite3_open_v2(
                 path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE, nil)
-            if status == SQLITE_OK { status = sqlite3_busy_timeout(db, 60_000) }
+            // Short: the count is read from the WAL index without a lock, except while a connection recovers the
+            // file; a stamp that cannot be read then only means nothing is kept for a moment.
+            if status == SQLITE_OK { status = sqlite3_busy_timeout(db, 1_000) }
             if status == SQLITE_OK { status = sqlite3_exec(db, "PRAGMA query_only = ON", nil, nil, nil) }
             if status == SQLITE_OK {
                 status = sqlite3_prepare_v3(

@@ -29,7 +29,9 @@ struct StoredSecretItem: Equatable {
 /// store's stamp (``SecurityClient/storeStamp()``) tells at once of any program's commit and of a lock; through
 /// localauthd, its keychain events tell, as they arrive, and a search that finds nothing in the kept list asks
 /// the keychain again (a program that just stored an item and hands its search to another finds it). A secret is
-/// never kept: every read goes to the keychain, which checks the calling program each time. Used by one thread.
+/// never kept: every read goes to the keychain, which checks the calling program each time. Used by one thread at a
+/// time (the provider's serving thread, or GDBus's worker while the serving thread waits); the kept listings and the
+/// event counts are shared with the watch's task.
 final class KeychainSecrets {
     /// The keychain service of collection `name`'s items.
     static func service(_ collection: String) -> String { "org.freedesktop.Secret/" + collection }
@@ -104,6 +106,13 @@ final class KeychainSecrets {
     func watch(lockChanged: @escaping @Sendable (Bool) -> Void) {
         guard watcher == nil, let client = try? KeychainClientSelection.resolve() else { return }
         watcher = ChangeWatch(client: client, kept: kept, lockChanged: lockChanged)
+    }
+
+    /// Something that tells this cache the keychain changed, for a thread that changed it outside these calls (a
+    /// prompt's unlock): what was kept, the lock state included, is asked again, before the change's event comes.
+    func changeNotifier() -> @Sendable () -> Void {
+        guard let counts = watcher?.counts else { return {} }
+        return { counts.events.add(1, ordering: .sequentiallyConsistent) }
     }
 
     /// The keychain client watched (nil before ``watch(lockChanged:)``, or when there is none).
@@ -209,7 +218,12 @@ final class KeychainSecrets {
         let listing = Listing(
             stamp: before?.stamp, events: before?.events ?? 0, items: items,
             byID: Dictionary(items.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first }))
-        kept.listings.withLock { $0[collection] = before == nil ? nil : listing }
+        kept.listings.withLock { listings in
+            // Not kept when an event came meanwhile: a lock's event may have dropped the listings already, and what
+            // a locked keychain seals must not stay here (the event is counted before the listings are dropped).
+            let current = watcher?.counts.events.load(ordering: .sequentiallyConsistent)
+            listings[collection] = before == nil || current != before?.events ? nil : listing
+        }
         return listing
     }
 

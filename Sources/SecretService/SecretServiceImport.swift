@@ -2,6 +2,7 @@ import CGio
 import CSecretBus
 import Foundation
 import SecureCrypto
+import SecurityProtocol
 
 /// `lactl secret-service import`: copies every item of the Secret Service provider running on the bus
 /// (gnome-keyring, KWallet's ksecretd, KeePassXC) into the keychain's login collection, as this provider keeps them.
@@ -42,8 +43,18 @@ package enum SecretServiceImport {
         defer { la_secret_bus_close(bus) }
         let pid = Int32(bitPattern: la_secret_bus_sender_pid(bus, destination))
         guard pid > 0 else { throw Failure(description: "no program owns org.freedesktop.secrets: nothing to import") }
-        let source = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")) ?? "pid \(pid)"
-        if let own = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"), own == source {
+        // The copies' origins name the provider by its executable's path: without it, a second run could not tell
+        // what the first copied. A file replaced by an upgrade since the provider started keeps its path.
+        guard
+            let source = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe"))
+                .map({ $0.hasSuffix(" (deleted)") ? String($0.dropLast(" (deleted)".count)) : $0 })
+        else {
+            throw Failure(
+                description: "which program owns org.freedesktop.secrets (pid \(pid)) cannot be read: nothing imported")
+        }
+        if let theirs = ProcessReference.ExecutableFile(runBy: pid),
+            theirs == ProcessReference.ExecutableFile(runBy: getpid())
+        {
             throw Failure(
                 description: "the provider on the bus is lactl itself (pid \(pid)): import from another provider "
                     + "while it runs, before lactl secret-service takes the name over")
@@ -67,15 +78,20 @@ package enum SecretServiceImport {
             let label =
                 (try? client.property(collection, SecretServiceProvider.collectionInterface, "Label"))?.string
                 ?? collection
+            // Locked first: a provider may refuse a locked collection's items.
+            if try client.property(collection, SecretServiceProvider.collectionInterface, "Locked") == .boolean(true) {
+                let items = try? client.property(collection, SecretServiceProvider.collectionInterface, "Items")
+                outcome.locked.append((label, items?.members.map(\.count)))
+                continue
+            }
             let items =
                 try client.property(collection, SecretServiceProvider.collectionInterface, "Items").members?
                 .compactMap(\.string) ?? []
-            if try client.property(collection, SecretServiceProvider.collectionInterface, "Locked") == .boolean(true) {
-                outcome.locked.append((label, items.isEmpty ? nil : items.count))
-                continue
-            }
             for item in items {
-                let origin = "\(source) \(item)"
+                // With its creation time: a provider may give a later item the path of a deleted one.
+                let created = (try? client.property(item, SecretServiceProvider.itemInterface, "Created"))
+                    .flatMap { value -> UInt64? in if case .uint64(let time) = value { time } else { nil } }
+                let origin = "\(source) \(item)" + (created.map { " created \($0)" } ?? "")
                 if present.contains(origin) {
                     outcome.alreadyThere += 1
                     continue

@@ -5,7 +5,8 @@ import Synchronization
 /// The signals the provider sends from threads other than its own (GDBus's emission may be called from any
 /// thread): the login collection's lock changes, and prompts completing.
 struct Signals: @unchecked Sendable {
-    // @unchecked: the bus outlives every sender (the provider closes it last), and la_secret_bus_emit is thread-safe.
+    // @unchecked: la_secret_bus_emit may be called from any thread. The bus lives as long as the provider, which
+    // lives until lactl secret-service ends; a prompt still running then ends with the process.
     let bus: OpaquePointer
 
     /// The keychain locked (`locked`) or unlocked: the login collection's `Locked` changed.

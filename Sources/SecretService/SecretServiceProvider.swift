@@ -6,7 +6,8 @@ import SecurityClient
 import SecurityProtocol
 
 /// The freedesktop Secret Service (`org.freedesktop.secrets`, API 0.2) over the keychain, on a session bus: what
-/// `secret-tool`, libsecret, Python's `secretstorage` and `keyring` speak. One thread serves every call in order.
+/// `secret-tool`, libsecret, Python's `secretstorage` and `keyring` speak. Calls are answered in order, one at a time:
+/// reads of known connections on GDBus's worker thread while nothing waits, everything else on the serving thread.
 ///
 /// Collections: `login` (aliased `default`, also reachable as `/org/freedesktop/secrets/aliases/default`) keeps its
 /// items in the keychain (``KeychainSecrets``); `session` keeps them in this process's memory only. Sessions:
@@ -460,9 +461,13 @@ package final class SecretServiceProvider {
         }
         let options = EvaluationOptions(
             prompt: EvaluationPrompt(reason: "Unlock the keychain (asked through the Secret Service)"))
+        let changed = store.changeNotifier()
         prompts.start(prompt, signals: Signals(bus: bus)) {
             do {
                 _ = try await client.send(.unlockWithPasscode(options), presenter: nil)
+                // Before Completed: a client that reads Locked at once is answered from the keychain, not from what
+                // was kept while locked.
+                changed()
                 return true
             } catch {
                 return false

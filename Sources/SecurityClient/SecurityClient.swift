@@ -64,8 +64,8 @@ package protocol SecurityClient: Sendable {
     func keychainEvents() -> AsyncStream<EngineEvent>
 
     /// Where the keychain stands, for a cache of what it lists: equal to an earlier stamp only when nothing was
-    /// committed to the store since, by any program, and the keychain was neither locked nor unlocked. Nil when this
-    /// client cannot tell at once; ``keychainEvents()`` then tells, as the events arrive.
+    /// committed to the store since, by any program, and the keychain's lock state is the same. Nil when this client
+    /// cannot tell at once; ``keychainEvents()`` then tells, as the events arrive.
     func storeStamp() -> StoreStamp?
 
     /// The user's authentication environment each time it changes (state hash derived for this client's

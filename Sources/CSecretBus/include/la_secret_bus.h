@@ -1,6 +1,7 @@
 // A D-Bus service endpoint over GDBus for the Secret Service provider (lactl secret-service): one connection to a
-// message bus, the well-known name it owns, and the method calls addressed to it queued for one thread to take in
-// order. Replies, errors and signals go out from that thread. No variadic GVariant call reaches Swift.
+// message bus, the well-known name it owns, and the method calls addressed to it, answered in order: on GDBus's
+// worker thread by an answerer when it can, otherwise queued for one thread to take. Replies, errors and signals may
+// be sent from any thread. No variadic GVariant call reaches Swift.
 #ifndef LA_SECRET_BUS_H
 #define LA_SECRET_BUS_H
 
@@ -28,12 +29,14 @@ GDBusMessage *la_secret_bus_next(la_secret_bus *bus, int timeout_ms);
 // queued behind it, and from then on may be answered on the worker thread again.
 void la_secret_bus_done(la_secret_bus *bus);
 
-// Answers a method call on GDBus's worker thread, where nothing may block or wait for the bus: 1 when it replied (the
-// call is dropped), 0 to have it queued for la_secret_bus_next instead. Runs only while no queued call waits or is
-// being answered, so calls keep their order and it never runs beside the taker's answers.
+// Answers a method call on GDBus's worker thread, where nothing may wait for the bus (a call to it would wait for
+// this very thread): 1 when it replied (the call is dropped), 0 to have it queued for la_secret_bus_next instead. Runs
+// only while no queued call waits or is being answered, so calls keep their order and it never runs beside the
+// taker's answers.
 typedef int (*la_secret_bus_answerer)(void *context, GDBusMessage *call);
 
-// Has `answerer` (with `context`) offered each method call first, from now on.
+// Has `answerer` (with `context`) offered each method call first, from now on; NULL stops it, once an answer under
+// way has finished.
 void la_secret_bus_answer_on_worker(la_secret_bus *bus, la_secret_bus_answerer answerer, void *context);
 
 // Why the bus ended: NULL while it serves.
