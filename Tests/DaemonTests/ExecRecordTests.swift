@@ -86,11 +86,17 @@ struct ExecRecordTests {
         let said = directory + "/early.log"
         let early = try SpawnedProcess(shell, ["-c", "echo running; exec 1>&-; sleep 60"], log: said)
         defer { _ = early.stop(SIGKILL) }
+        let running = await waitUntil(within: .seconds(60)) {
+            ((try? String(contentsOfFile: said, encoding: .utf8)) ?? "").contains("running")
+                && (try? Self.runs(early.pid, shell)) == true
+        }
         #expect(
-            await waitUntil(within: .seconds(60)) {
-                ((try? String(contentsOfFile: said, encoding: .utf8)) ?? "").contains("running")
-            })
-        #expect(try Self.runs(early.pid, shell))
+            running,
+            """
+            the early program said: \((try? String(contentsOfFile: said, encoding: .utf8)) ?? "nothing"); it runs \
+            \((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(early.pid)/exe")) ?? "nothing"), \
+            state \((try? String(contentsOfFile: "/proc/\(early.pid)/stat", encoding: .utf8)) ?? "gone")
+            """)
         #expect(record.watch([shell, app]).isEmpty)
         #expect(record.verdict(early.pid, runs: try Self.file(shell)) == .runningWhenWatched, "\(Self.reports)")
 
