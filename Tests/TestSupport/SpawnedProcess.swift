@@ -66,8 +66,16 @@ package final class SpawnedProcess: @unchecked Sendable {
 
     deinit {
         if isRunning {
-            kill(pid, SIGKILL)
+            send(SIGKILL)
             _ = wait(timeout: 10)
+        }
+    }
+
+    /// Sends `signal` unless the child was reaped: its pid may belong to another process by then (pids wrap at 32768
+    /// here, within a test run). Under the lock, so no reaping comes between the check and the signal.
+    private func send(_ signal: Int32) {
+        lock.withLock {
+            if exit == nil { _ = kill(pid, signal) }
         }
     }
 
@@ -92,9 +100,9 @@ package final class SpawnedProcess: @unchecked Sendable {
     /// Sends `signal`, waits up to 30 s, then SIGKILL; how the child ended.
     @discardableResult
     package func stop(_ signal: Int32 = SIGTERM) -> (status: Int32, bySignal: Bool) {
-        kill(pid, signal)
+        send(signal)
         if let ended = wait(timeout: 30) { return ended }
-        kill(pid, SIGKILL)
+        send(SIGKILL)
         return wait(timeout: 30) ?? (SIGKILL, true)
     }
 
