@@ -31,7 +31,8 @@ struct Signals: @unchecked Sendable {
             [.boolean(dismissed), .variant(.paths(dismissed ? [] : objects))])
     }
 
-    private func emit(_ path: String, _ interface: String, _ member: String, _ body: [BusValue]) {
+    /// Signal `member` of `interface` from `path`, with `body`'s members.
+    func emit(_ path: String, _ interface: String, _ member: String, _ body: [BusValue]) {
         la_secret_bus_emit(bus, path, interface, member, BusValue.tuple(body).gvariant())
     }
 }

@@ -666,7 +666,7 @@ package final class SecretServiceProvider {
     }
 
     private func emit(_ path: String, _ interface: String, _ member: String, _ body: [BusValue]) {
-        la_secret_bus_emit(bus, path, interface, member, BusValue.tuple(body).gvariant())
+        Signals(bus: bus).emit(path, interface, member, body)
     }
 
     // MARK: Properties and introspection

@@ -216,14 +216,12 @@ struct PromptAgentTests {
         #expect(try a.run(["trusted", "svc", "acct", group])["trusted"] == "TEAMT.probe-a \(a.executable)")
     }
 
-    /// Issue 48, per-program access: `secret-tool` stores a password through `lactl secret-service` (the item
-    /// trusts secret-tool); Python's `secretstorage` reading it is another program, and the agent asks the user in
-    /// pinentry, naming that program as localauthd identified it (not the provider); Allow once and the passcode
-    /// let it read once. The provider is the registered lactl (an unregistered copy is refused: it may not ask on
-    /// behalf of anyone).
-    @Test(.enabled(if: SecretServiceTests.available && FileManager.default.fileExists(atPath: "/usr/bin/python3")))
-    func anotherProgramsSecretServiceReadIsAskedByTheAgent() async throws {
-        // As installed: lactl, claiming nothing, holds its own group, where the provider's items go.
+    /// Runs `body` with a world as installed (lactl, claiming nothing, holds its own group, where the Secret
+    /// Service provider's items go), its prompt agent on a terminal of its own (pinentry-tty), and a directory for
+    /// the provider's script; ends all three afterwards.
+    static func withSecretServiceAgent(
+        _ body: (World, PseudoTerminal, String) async throws -> Void
+    ) async throws {
         let world = try World(extraEnvironment: DaemonProcess.enforcingAdministrativeClaims)
         defer { world.close() }
         let terminal = try PseudoTerminal()
@@ -231,33 +229,45 @@ struct PromptAgentTests {
         defer { agent.stop(SIGKILL) }
         let directory = try SecretServiceTests.scratch()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        async let run = SecretServiceTests.run(
-            """
-            printf mail-pass | secret-tool store --label="Mail account" service imap.example.org user alice || exit 1
-            echo "secret-tool reads: $(secret-tool lookup service imap.example.org user alice)"
-            /usr/bin/python3 - <<'PY'
-            import secretstorage
-            connection = secretstorage.dbus_init()
-            item = next(secretstorage.get_default_collection(connection).search_items({"user": "alice"}))
-            print("python reads:", item.get_secret().decode())
-            PY
-            """, mode: .daemon, in: directory, daemon: world.daemon.daemon, lactl: world.lactl)
-        let asked = try await onOwnThread { terminal.waitFor("[odw]?", timeout: 120) }
-        #expect(asked, "the agent asks: \(terminal.transcript)")
-        #expect(
-            terminal.transcript.contains("wants to use the item Mail account"), "\(terminal.transcript)")
-        #expect(terminal.transcript.contains("python3"), "the program named is the reader: \(terminal.transcript)")
-        #expect(!terminal.transcript.contains("secret-tool wants"), "secret-tool was never asked")
-        terminal.type("o")
-        let passwordAsked = try await onOwnThread {
-            terminal.waitFor("Password:", timeout: 60) && terminal.waitForEchoOff(timeout: 60)
+        try await body(world, terminal, directory)
+    }
+
+    /// Issue 48, per-program access: `secret-tool` stores a password through `lactl secret-service` (the item
+    /// trusts secret-tool); Python's `secretstorage` reading it is another program, and the agent asks the user in
+    /// pinentry, naming that program as localauthd identified it (not the provider); Allow once and the passcode
+    /// let it read once. The provider is the registered lactl (an unregistered copy is refused: it may not ask on
+    /// behalf of anyone).
+    @Test(.enabled(if: SecretServiceTests.available && FileManager.default.fileExists(atPath: "/usr/bin/python3")))
+    func anotherProgramsSecretServiceReadIsAskedByTheAgent() async throws {
+        try await Self.withSecretServiceAgent { world, terminal, directory in
+            async let run = SecretServiceTests.run(
+                """
+                printf mail-pass | secret-tool store --label="Mail account" service imap.example.org user alice || exit 1
+                echo "secret-tool reads: $(secret-tool lookup service imap.example.org user alice)"
+                /usr/bin/python3 - <<'PY'
+                import secretstorage
+                connection = secretstorage.dbus_init()
+                item = next(secretstorage.get_default_collection(connection).search_items({"user": "alice"}))
+                print("python reads:", item.get_secret().decode())
+                PY
+                """, mode: .daemon, in: directory, daemon: world.daemon.daemon, lactl: world.lactl)
+            let asked = try await onOwnThread { terminal.waitFor("[odw]?", timeout: 120) }
+            #expect(asked, "the agent asks: \(terminal.transcript)")
+            #expect(
+                terminal.transcript.contains("wants to use the item Mail account"), "\(terminal.transcript)")
+            #expect(terminal.transcript.contains("python3"), "the program named is the reader: \(terminal.transcript)")
+            #expect(!terminal.transcript.contains("secret-tool wants"), "secret-tool was never asked")
+            terminal.type("o")
+            let passwordAsked = try await onOwnThread {
+                terminal.waitFor("Password:", timeout: 60) && terminal.waitForEchoOff(timeout: 60)
+            }
+            #expect(passwordAsked, "\(terminal.transcript)")
+            terminal.type(Self.passcode + "\n")
+            let (status, output) = try await run
+            #expect(status == 0, "\(output)")
+            #expect(output.contains("secret-tool reads: mail-pass"), "\(output)")
+            #expect(output.contains("python reads: mail-pass"), "\(output)")
         }
-        #expect(passwordAsked, "\(terminal.transcript)")
-        terminal.type(Self.passcode + "\n")
-        let (status, output) = try await run
-        #expect(status == 0, "\(output)")
-        #expect(output.contains("secret-tool reads: mail-pass"), "\(output)")
-        #expect(output.contains("python reads: mail-pass"), "\(output)")
     }
 
     /// The login collection locks with the keychain, by whichever program (`lactl keychain lock` here; the
@@ -266,63 +276,58 @@ struct PromptAgentTests {
     /// reads again.
     @Test(.enabled(if: SecretServiceTests.available && FileManager.default.fileExists(atPath: "/usr/bin/python3")))
     func theLoginCollectionLocksWithTheKeychainAndItsPromptUnlocksThroughTheAgent() async throws {
-        let world = try World(extraEnvironment: DaemonProcess.enforcingAdministrativeClaims)
-        defer { world.close() }
-        let terminal = try PseudoTerminal()
-        let agent = try world.agent(on: terminal, pinentry: "/usr/bin/pinentry-tty")
-        defer { agent.stop(SIGKILL) }
-        let directory = try SecretServiceTests.scratch()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        async let run = SecretServiceTests.run(
-            """
-            gdbus monitor --session --dest org.freedesktop.secrets >"$WORK/signals.txt" 2>&1 &
-            monitor=$!
-            /usr/bin/python3 - <<'PY' || exit 1
-            import subprocess, os, time, secretstorage
-            from secretstorage.exceptions import LockedException
-            login = secretstorage.get_default_collection(secretstorage.dbus_init())
-            item = login.create_item("Mail", {"user": "alice"}, b"mail-pass")
-            print("locked at first:", login.is_locked())
-            subprocess.run([os.environ["LACTL"], "keychain", "lock"], check=True)
-            for _ in range(1200):
-                if login.is_locked():
-                    break
-                time.sleep(0.05)
-            print("locked after lactl keychain lock:", login.is_locked(), item.is_locked())
-            print("found while locked:", len(list(login.search_items({"user": "alice"}))))
-            try:
-                item.get_secret()
-                print("read while locked")
-            except LockedException:
-                print("read while locked: IsLocked")
-            print("unlock dismissed:", login.unlock())
-            print("locked after the prompt:", login.is_locked())
-            print("reads:", next(login.search_items({"user": "alice"})).get_secret().decode())
-            login.lock()
-            print("locked by Lock:", login.is_locked())
-            PY
-            sleep 1
-            kill $monitor
-            grep -c "PropertiesChanged ('org.freedesktop.Secret.Collection', {'Locked': <true>}" "$WORK/signals.txt" \
-                | sed 's/^/locked signals: /'
-            grep -c "PropertiesChanged ('org.freedesktop.Secret.Collection', {'Locked': <false>}" "$WORK/signals.txt" \
-                | sed 's/^/unlocked signals: /'
-            """, mode: .daemon, in: directory, daemon: world.daemon.daemon, lactl: world.lactl)
-        let asked = try await onOwnThread {
-            terminal.waitFor("Unlock the keychain (asked through the Secret Service)", timeout: 120)
-                && terminal.waitForEchoOff(timeout: 60)
-        }
-        #expect(asked, "the agent asks for the passcode: \(terminal.transcript)")
-        terminal.type(Self.passcode + "\n")
-        let (status, output) = try await run
-        #expect(status == 0, "\(output)")
-        let lines = output.split(separator: "\n").map(String.init)
-        for expected in [
-            "locked at first: False", "locked after lactl keychain lock: True True", "found while locked: 0",
-            "read while locked: IsLocked", "unlock dismissed: False", "locked after the prompt: False",
-            "reads: mail-pass", "locked by Lock: True", "locked signals: 2", "unlocked signals: 1",
-        ] {
-            #expect(lines.contains(expected), "\(expected): \(output)")
+        try await Self.withSecretServiceAgent { world, terminal, directory in
+            async let run = SecretServiceTests.run(
+                """
+                gdbus monitor --session --dest org.freedesktop.secrets >"$WORK/signals.txt" 2>&1 &
+                monitor=$!
+                /usr/bin/python3 - <<'PY' || exit 1
+                import subprocess, os, time, secretstorage
+                from secretstorage.exceptions import LockedException
+                login = secretstorage.get_default_collection(secretstorage.dbus_init())
+                item = login.create_item("Mail", {"user": "alice"}, b"mail-pass")
+                print("locked at first:", login.is_locked())
+                subprocess.run([os.environ["LACTL"], "keychain", "lock"], check=True)
+                for _ in range(1200):
+                    if login.is_locked():
+                        break
+                    time.sleep(0.05)
+                print("locked after lactl keychain lock:", login.is_locked(), item.is_locked())
+                print("found while locked:", len(list(login.search_items({"user": "alice"}))))
+                try:
+                    item.get_secret()
+                    print("read while locked")
+                except LockedException:
+                    print("read while locked: IsLocked")
+                print("unlock dismissed:", login.unlock())
+                print("locked after the prompt:", login.is_locked())
+                print("reads:", next(login.search_items({"user": "alice"})).get_secret().decode())
+                login.lock()
+                print("locked by Lock:", login.is_locked())
+                PY
+                sleep 1
+                kill $monitor
+                grep -c "PropertiesChanged ('org.freedesktop.Secret.Collection', {'Locked': <true>}" "$WORK/signals.txt" \
+                    | sed 's/^/locked signals: /'
+                grep -c "PropertiesChanged ('org.freedesktop.Secret.Collection', {'Locked': <false>}" "$WORK/signals.txt" \
+                    | sed 's/^/unlocked signals: /'
+                """, mode: .daemon, in: directory, daemon: world.daemon.daemon, lactl: world.lactl)
+            let asked = try await onOwnThread {
+                terminal.waitFor("Unlock the keychain (asked through the Secret Service)", timeout: 120)
+                    && terminal.waitForEchoOff(timeout: 60)
+            }
+            #expect(asked, "the agent asks for the passcode: \(terminal.transcript)")
+            terminal.type(Self.passcode + "\n")
+            let (status, output) = try await run
+            #expect(status == 0, "\(output)")
+            let lines = output.split(separator: "\n").map(String.init)
+            for expected in [
+                "locked at first: False", "locked after lactl keychain lock: True True", "found while locked: 0",
+                "read while locked: IsLocked", "unlock dismissed: False", "locked after the prompt: False",
+                "reads: mail-pass", "locked by Lock: True", "locked signals: 2", "unlocked signals: 1",
+            ] {
+                #expect(lines.contains(expected), "\(expected): \(output)")
+            }
         }
     }
 

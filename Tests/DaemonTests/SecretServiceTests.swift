@@ -24,22 +24,28 @@ struct SecretServiceTests {
     }
 
     /// Runs `script` (bash) in a private session bus with `lactl secret-service` serving it (started first, waited
-    /// for), in `mode`; the script's output and status. `$LACTL` names lactl (`lactl`: another copy).
+    /// for), in `mode`; the script's output and status. `$LACTL` names lactl (`lactl`: another copy); the script may
+    /// call `await_provider PID` to wait for a provider it starts itself.
     static func run(
         _ script: String, mode: Mode, in directory: String, daemon: DaemonProcess? = nil, lactl: String? = nil
     ) async throws -> (status: Int32, output: String) {
         let lactl = try lactl ?? lactlExecutable().path
         let wrapper = """
             set -u
+            # Waits (30 s at most) until org.freedesktop.secrets has an owner; meanwhile process $1 must keep running.
+            await_provider() {
+                for _ in $(seq 600); do
+                    gdbus call --session --dest org.freedesktop.DBus --object-path / \\
+                        --method org.freedesktop.DBus.NameHasOwner org.freedesktop.secrets 2>/dev/null \\
+                        | grep -q true && return 0
+                    kill -0 "$1" 2>/dev/null || { echo "the provider stopped:"; cat "$WORK/provider.log"; exit 97; }
+                    sleep 0.05
+                done
+            }
             "$LACTL" secret-service 2>"$WORK/provider.log" &
             provider=$!
             trap 'kill $provider 2>/dev/null' EXIT
-            for _ in $(seq 600); do
-                gdbus call --session --dest org.freedesktop.DBus --object-path / \\
-                    --method org.freedesktop.DBus.NameHasOwner org.freedesktop.secrets 2>/dev/null | grep -q true && break
-                kill -0 $provider 2>/dev/null || { echo "the provider stopped:"; cat "$WORK/provider.log"; exit 97; }
-                sleep 0.05
-            done
+            await_provider $provider
             \(script)
             status=$?
             kill $provider
@@ -346,11 +352,7 @@ struct SecretServiceTests {
             printf keyring-pass | gnome-keyring-daemon --unlock --components=secrets --foreground \
                 >"$WORK/gnome-keyring.log" 2>&1 &
             keyring=$!
-            for _ in $(seq 600); do
-                gdbus call --session --dest org.freedesktop.DBus --object-path / \
-                    --method org.freedesktop.DBus.NameHasOwner org.freedesktop.secrets 2>/dev/null | grep -q true && break
-                sleep 0.05
-            done
+            await_provider $keyring
             printf hunter2 | secret-tool store --label="Mail account" service imap.example.org user alice || exit 1
             /usr/bin/python3 - <<'PY' || exit 1
             import secretstorage
@@ -370,11 +372,7 @@ struct SecretServiceTests {
             kill $keyring; wait $keyring 2>/dev/null
             "$LACTL" secret-service 2>>"$WORK/provider.log" &
             provider=$!
-            for _ in $(seq 600); do
-                gdbus call --session --dest org.freedesktop.DBus --object-path / \
-                    --method org.freedesktop.DBus.NameHasOwner org.freedesktop.secrets 2>/dev/null | grep -q true && break
-                sleep 0.05
-            done
+            await_provider $provider
             echo "lookup: $(secret-tool lookup service imap.example.org user alice)"
             /usr/bin/python3 - <<'PY'
             import secretstorage
