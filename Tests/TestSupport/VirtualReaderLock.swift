@@ -13,6 +13,11 @@ package struct VirtualReaderLock: SuiteTrait, TestTrait, TestScoping {
     /// How long one test may run once it holds the lock; nil: no limit.
     let timeLimit: Duration?
 
+    /// Whether the current task runs a test that holds the lock: only such a test may point the process-wide
+    /// variables at its reader (``WorldReader``). A suite without the lock that set them would move them under
+    /// the test that holds it, whose engine then opens that other reader, and whose children inherit it.
+    @TaskLocal package static var isHeld = false
+
     package var isRecursive: Bool { true }
 
     package func provideScope(
@@ -20,8 +25,10 @@ package struct VirtualReaderLock: SuiteTrait, TestTrait, TestScoping {
     ) async throws {
         if test.isSuite { return try await function() }
         try await VirtualReaderEnvironment.lock.withLock {
-            guard let timeLimit else { return try await function() }
-            try await Self.run(function, timeLimit: timeLimit, test: test)
+            try await Self.$isHeld.withValue(true) {
+                guard let timeLimit else { return try await function() }
+                try await Self.run(function, timeLimit: timeLimit, test: test)
+            }
         }
     }
 

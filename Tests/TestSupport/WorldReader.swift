@@ -50,9 +50,13 @@ package final class WorldReader: Sendable {
             fprintd = nil
         case .libfprint:
             socket = VirtualReaderSocket(path: directory + "/reader.sock")
-            setenv("FP_DRIVERS_WHITELIST", "virtual_device", 1)
-            unsetenv("FP_VIRTUAL_DEVICE_STORAGE")
-            setenv("FP_VIRTUAL_DEVICE", socket.path, 1)
+            // Only a test that holds the reader lock drives a reader in this process; any other world's reader is
+            // for its subprocesses, which are given it (``environment``).
+            if VirtualReaderLock.isHeld {
+                setenv("FP_DRIVERS_WHITELIST", "virtual_device", 1)
+                unsetenv("FP_VIRTUAL_DEVICE_STORAGE")
+                setenv("FP_VIRTUAL_DEVICE", socket.path, 1)
+            }
             fprintd = nil
         case .fprintd:
             let stack = try FprintdStack(directory: directory + "/fprintd")
