@@ -292,9 +292,14 @@ package final class ExecRecord: Sendable {
             if now - started >= Self.attemptWait { break }
         }
         if race.settle(SeizeRace.answeredFirst) {
+            let attempted = race.attempted.load(ordering: .acquiring)
+            let tried = attempted == 0 ? "never tried" : "tried after \((attempted - trace.since) / 1_000_000) ms"
             report(
-                "an exec of a registered program by process \(process) was not recorded: it could not be held in "
-                    + "time (an interpreter line naming the program, or a kernel that opens it under its exec lock)")
+                unrecorded(
+                    trace,
+                    "it could not be held in time (answered after \((Self.monotonicNow() - trace.since) / 1_000_000) "
+                        + "ms; the tracer \(tried)): an interpreter line naming the program, or a kernel that opens "
+                        + "it under its exec lock"))
         }
     }
 
@@ -308,9 +313,7 @@ package final class ExecRecord: Sendable {
         guard la_trace_seize(thread) == 0 else {
             let reason = String(cString: strerror(errno))
             seized.signal()
-            report(
-                "an exec of a registered program by process \(trace.process) was not recorded: it cannot be traced "
-                    + "(\(reason)); that process holds no registration")
+            report(unrecorded(trace, "it cannot be traced (\(reason)); that process holds no registration"))
             return
         }
         let inTime = race.settle(SeizeRace.seizedInTime)
@@ -338,26 +341,40 @@ package final class ExecRecord: Sendable {
                 return
             case 2:
                 la_trace_detach(id, signal)
+                report(unrecorded(trace, "its exec failed (it stopped in its old program)"))
                 return
             case 0:
                 usleep(pause)
                 pause = min(pause * 2, 100_000)
+            case 3:
+                report(unrecorded(trace, "it ended during its exec"))
+                return
             default:
-                // Gone (3), or neither the thread nor its process is traced here any more (4), or an error.
+                // Neither the thread nor its process is traced here any more (4), or an error.
+                report(unrecorded(trace, "its trace was lost (\(outcome == 4 ? "no such tracee" : "an error"))"))
                 return
             }
         }
+        report(unrecorded(trace, "it did not stop within \(Self.followLimit) of its exec"))
+    }
+
+    /// What a report says of a traced exec that left no record.
+    private func unrecorded(_ trace: Trace, _ why: String) -> String {
+        "an exec of a registered program by process \(trace.process) was not recorded: \(why)"
     }
 
     /// Records process `id`, stopped at the end of its exec, when its executable is the traced file.
     private func record(_ id: Int32, _ trace: Trace) {
         var info = stat()
         let runs = stat("/proc/\(id)/exe", &info) == 0
+        guard runs, FileKey(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)) == trace.file else {
+            report(unrecorded(trace, runs ? "at the end of its exec it runs another file" : "it is gone"))
+            return
+        }
         state.withLock { state in
             drain(&state)
             // The exec's own event came already when one is queued later than the permission event.
             let ownExecSeen = (state.execs[id] ?? 0) >= trace.since
-            guard runs, FileKey(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)) == trace.file else { return }
             state.records[id] = Record(file: trace.file, ownExecPending: !ownExecSeen, whenWatched: false)
         }
     }

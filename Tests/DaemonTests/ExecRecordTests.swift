@@ -34,12 +34,19 @@ struct ExecRecordTests {
     }
 
     /// A copy of `/usr/bin/sleep` (or of `source`) in a directory of its own: a file no other record watches.
+    ///
+    /// The programs started below sleep an hour and are killed when their test ends: a test's polls are tasks of the
+    /// cooperative pool, which other suites' blocking calls can hold for over a minute on a loaded 2-core machine,
+    /// and a program that ended on its own meanwhile took its record with it (a minute's sleep did, twice).
     static func copy(_ source: String = "/usr/bin/sleep", in directory: String, as name: String) throws -> String {
         let path = directory + "/" + name
         try FileManager.default.copyItem(atPath: source, toPath: path)
         chmod(path, 0o755)
         return path
     }
+
+    /// A shell's script that waits, staying the shell, until SIGTERM ends it and its child.
+    static let sleepUntilTerminated = "sleep 3600 & trap \"kill $!; exit\" TERM; wait"
 
     static func scratch() throws -> String {
         var template = Array("/tmp/la-exec-record-XXXXXX".utf8CString)
@@ -84,8 +91,9 @@ struct ExecRecordTests {
         // before that event; a watch between the two would take the exec for a later one.
         let shell = try Self.copy("/usr/bin/dash", in: directory, as: "early-app")
         let said = directory + "/early.log"
-        let early = try SpawnedProcess(shell, ["-c", "echo running; exec 1>&-; sleep 60"], log: said)
-        defer { _ = early.stop(SIGKILL) }
+        let early = try SpawnedProcess(
+            shell, ["-c", "echo running; exec 1>&-; \(Self.sleepUntilTerminated)"], log: said)
+        defer { _ = early.stop() }
         let running = await waitUntil(within: .seconds(60)) {
             ((try? String(contentsOfFile: said, encoding: .utf8)) ?? "").contains("running")
                 && (try? Self.runs(early.pid, shell)) == true
@@ -102,13 +110,13 @@ struct ExecRecordTests {
 
         // /proc names the app from the exec on, while the record is still being taken (the process held at its
         // first stop): the record is waited for.
-        let late = try SpawnedProcess(app, ["60"])
+        let late = try SpawnedProcess(app, ["3600"])
         defer { _ = late.stop(SIGKILL) }
         let file = try Self.file(app)
         #expect(
             await waitUntil(within: .seconds(30)) { record.verdict(late.pid, runs: file) == .executed },
             "\(Self.reports)")
-        let unwatched = try SpawnedProcess(other, ["60"])
+        let unwatched = try SpawnedProcess(other, ["3600"])
         defer { _ = unwatched.stop(SIGKILL) }
         #expect(await waitUntil(within: .seconds(30)) { (try? Self.runs(unwatched.pid, other)) == true })
         #expect(record.verdict(unwatched.pid, runs: try Self.file(other)) == .notSeen)
@@ -130,7 +138,7 @@ struct ExecRecordTests {
         let script = """
             import os, threading
             print("process", os.getpid(), flush=True)
-            thread = threading.Thread(target=lambda: os.execv("\(app)", ["app", "60"]))
+            thread = threading.Thread(target=lambda: os.execv("\(app)", ["app", "3600"]))
             thread.start()
             thread.join()
             """
@@ -165,8 +173,8 @@ struct ExecRecordTests {
         #expect(interpreted > 0)
         let file = try Self.file(app)
         #expect(record.verdict(interpreted, runs: file) != .executed, "the held-up exec is not recorded")
-        let direct = try SpawnedProcess(app, ["-c", "sleep 60"])
-        defer { _ = direct.stop(SIGKILL) }
+        let direct = try SpawnedProcess(app, ["-c", Self.sleepUntilTerminated])
+        defer { _ = direct.stop() }
         #expect(
             await waitUntil(within: .seconds(30)) { record.verdict(direct.pid, runs: file) == .executed },
             "\(Self.reports)")
