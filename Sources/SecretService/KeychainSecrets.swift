@@ -255,12 +255,15 @@ final class KeychainSecrets {
     /// - Parameters:
     ///   - origin: where the item came from (kept as its comment, `kSecAttrComment`), for an import.
     ///   - trust: which programs use the secret without the user being asked.
+    ///   - id: the item's id (nil: a new random one).
+    ///   - accessible: its protection class (`kSecAttrAccessible…`; nil: the keychain's default, while unlocked).
     func add(
         _ collection: String, label: String, attributes: [String: String], contentType: String, secret: SecureBytes,
-        origin: String? = nil, trust: Trust = .caller
+        origin: String? = nil, trust: Trust = .caller, id: String? = nil, accessible: CFString? = nil
     ) throws -> String {
-        let id = UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        let id = id ?? UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
         var item = Self.query(collection, id)
+        if let accessible { item[kSecAttrAccessible as String] = accessible }
         item[kSecAttrLabel as String] = label
         item[kSecAttrGeneric as String] = try Self.encoded(attributes)
         item[kSecAttrDescription as String] = contentType

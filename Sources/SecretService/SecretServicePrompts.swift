@@ -3,25 +3,27 @@ import CSecretBus
 import Synchronization
 
 /// The signals the provider sends from threads other than its own (GDBus's emission may be called from any
-/// thread): the login collection's lock changes, and prompts completing.
+/// thread): the persisted collections' lock changes, and prompts completing.
 struct Signals: @unchecked Sendable {
     // @unchecked: la_secret_bus_emit may be called from any thread. The bus lives as long as the provider, which
     // lives until lactl secret-service ends; a prompt still running then ends with the process.
     let bus: OpaquePointer
 
-    /// The keychain locked (`locked`) or unlocked: the login collection's `Locked` changed.
-    func lockChanged(_ locked: Bool) {
-        let login = SecretServiceProvider.path(of: SecretServiceProvider.persisted)
-        emit(
-            login, SecretServiceProvider.propertiesInterface, "PropertiesChanged",
-            [
-                .string(SecretServiceProvider.collectionInterface),
-                .dictionary(keyType: "s", valueType: "v", [.string("Locked")], [.variant(.boolean(locked))]),
-                .array(elementType: "s", []),
-            ])
-        emit(
-            SecretServiceProvider.root, SecretServiceProvider.serviceInterface, "CollectionChanged",
-            [.objectPath(login)])
+    /// The keychain locked (`locked`) or unlocked: the `Locked` of every persisted collection (by name) changed.
+    func lockChanged(_ locked: Bool, collections: [String]) {
+        for collection in collections {
+            let path = SecretServiceProvider.path(of: collection)
+            emit(
+                path, SecretServiceProvider.propertiesInterface, "PropertiesChanged",
+                [
+                    .string(SecretServiceProvider.collectionInterface),
+                    .dictionary(keyType: "s", valueType: "v", [.string("Locked")], [.variant(.boolean(locked))]),
+                    .array(elementType: "s", []),
+                ])
+            emit(
+                SecretServiceProvider.root, SecretServiceProvider.serviceInterface, "CollectionChanged",
+                [.objectPath(path)])
+        }
     }
 
     /// Prompt `path` completed: `Completed(dismissed, objects)`.
@@ -100,4 +102,15 @@ final class PromptTable: Sendable {
         entry.task?.cancel()
         signals.completed(path, dismissed: true, objects: [])
     }
+}
+
+/// Names shared between the serving thread, which lists them, and the keychain watch's thread, which signals for
+/// them.
+final class SharedNames: Sendable {
+    private let names: Mutex<[String]>
+
+    init(_ names: [String]) { self.names = Mutex(names) }
+
+    func get() -> [String] { names.withLock { $0 } }
+    func set(_ new: [String]) { names.withLock { $0 = new } }
 }

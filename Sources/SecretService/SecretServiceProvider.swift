@@ -9,8 +9,10 @@ import SecurityProtocol
 /// `secret-tool`, libsecret, Python's `secretstorage` and `keyring` speak. Calls are answered in order, one at a time:
 /// reads of known connections on GDBus's worker thread while nothing waits, everything else on the serving thread.
 ///
-/// Collections: `login` (aliased `default`, also reachable as `/org/freedesktop/secrets/aliases/default`) keeps its
-/// items in the keychain (``KeychainSecrets``); `session` keeps them in this process's memory only. Sessions:
+/// Collections: `login` (aliased `default` unless set otherwise; an alias is also reachable as
+/// `/org/freedesktop/secrets/aliases/<alias>`) and those made with `CreateCollection` keep their items in the keychain
+/// (``KeychainSecrets``, the registry in ``CollectionRegistry``) and lock with it; `session` keeps them in this
+/// process's memory only. Sessions:
 /// `plain` and `dh-ietf1024-sha256-aes128-cbc-pkcs7` (``SecureCrypto/SecretServiceSession``), each usable only by
 /// the connection that opened it.
 package final class SecretServiceProvider {
@@ -28,9 +30,12 @@ package final class SecretServiceProvider {
     static let propertiesInterface = "org.freedesktop.DBus.Properties"
     static let persisted = "login"
     static let inMemory = "session"
+    static let defaultAlias = "default"
 
     private let bus: OpaquePointer
     private let store = KeychainSecrets()
+    /// The persisted collections' names as last listed: the collections whose `Locked` a lock or unlock changes.
+    private let persistedNames = SharedNames([persisted])
     private let log: (String) -> Void
 
     private enum Transfer {
@@ -110,7 +115,7 @@ package final class SecretServiceProvider {
         log("serving org.freedesktop.secrets as \(String(cString: la_secret_bus_unique_name(bus)))")
         // Each lock and unlock, by whatever program, changes the login collection's Locked.
         let signals = Signals(bus: bus)
-        store.watch { locked in signals.lockChanged(locked) }
+        store.watch { [persistedNames] locked in signals.lockChanged(locked, collections: persistedNames.get()) }
         la_secret_bus_answer_on_worker(
             bus,
             { context, call in
@@ -178,17 +183,27 @@ package final class SecretServiceProvider {
         } else if path.hasPrefix(Self.root + "/aliases/") {
             rest = path.dropFirst((Self.root + "/aliases/").count).split(
                 separator: "/", omittingEmptySubsequences: false)
-            guard let alias = rest.first, alias == "default" else { return nil }
-            rest[0] = Substring(Self.persisted)
+            guard let alias = rest.first, let name = store.aliases()[String(alias)] else { return nil }
+            rest[0] = Substring(name)
         } else {
             return nil
         }
-        guard let name = rest.first.map(String.init), name == Self.persisted || name == Self.inMemory else {
-            return nil
-        }
+        guard let name = rest.first.map(String.init), isCollection(name) else { return nil }
         if rest.count == 1 { return .collection(name) }
         guard rest.count == 2, KeychainSecrets.isItemName(String(rest[1])) else { return nil }
         return .item(collection: name, id: String(rest[1]))
+    }
+
+    /// Whether a collection is named `name`.
+    private func isCollection(_ name: String) -> Bool {
+        name == Self.persisted || name == Self.inMemory || collections().contains { $0.name == name }
+    }
+
+    /// The persisted collections (``KeychainSecrets/collections()``), their names also kept for the lock's signals.
+    private func collections() -> [CollectionEntry] {
+        let found = store.collections()
+        persistedNames.set(found.map(\.name))
+        return found
     }
 
     static func path(of collection: String) -> String { root + "/collection/" + collection }
@@ -360,28 +375,40 @@ package final class SecretServiceProvider {
             return [.dictionary(keyType: "o", valueType: "(oayays)", keys, values)]
         case (.service, Self.serviceInterface, "ReadAlias"), (.service, "", "ReadAlias"):
             let name = try argument(arguments, 0, "s").string!
-            return [.objectPath(name == "default" || name == Self.persisted ? Self.path(of: Self.persisted) : "/")]
+            let named = store.aliases()[name] ?? (name == Self.persisted ? Self.persisted : nil)
+            return [.objectPath(named.map { isCollection($0) ? Self.path(of: $0) : "/" } ?? "/")]
         case (.service, Self.serviceInterface, "SetAlias"), (.service, "", "SetAlias"):
             let name = try argument(arguments, 0, "s").string!
             let target = try argument(arguments, 1, "o").string!
-            guard name == "default", object(at: target) == .collection(Self.persisted) else {
-                throw BusError.notSupported("only the alias default, naming the login collection, is kept")
+            guard KeychainSecrets.isItemName(name) else {
+                throw BusError.invalidArguments("an alias is made of letters, digits and _")
+            }
+            if target == "/" {
+                try store.setAlias(name, to: nil)
+            } else {
+                guard case .collection(let collection)? = object(at: target) else {
+                    throw BusError.noSuchObject(target)
+                }
+                try store.setAlias(name, to: collection)
             }
             return nil
         case (.service, Self.serviceInterface, "CreateCollection"), (.service, "", "CreateCollection"):
-            let alias = arguments.count > 1 ? arguments[1].string ?? "" : ""
-            if alias == "default" || alias == Self.persisted {
-                return [.objectPath(Self.path(of: Self.persisted)), .objectPath("/")]
-            }
-            throw BusError.notSupported("only the login and session collections are kept")
+            return try createCollection(arguments)
         case (.collection(let name), Self.collectionInterface, "SearchItems"),
             (.collection(let name), "", "SearchItems"):
             let wanted = try argument(arguments, 0, "a{ss}").stringMap!
             return [.paths(try search(name, wanted).map { Self.path(of: name, item: $0.id) })]
         case (.collection(let name), Self.collectionInterface, "CreateItem"), (.collection(let name), "", "CreateItem"):
             return try createItem(in: name, arguments, sender: sender)
-        case (.collection, Self.collectionInterface, "Delete"), (.collection, "", "Delete"):
-            throw BusError.notSupported("the login and session collections cannot be deleted")
+        case (.collection(let name), Self.collectionInterface, "Delete"), (.collection(let name), "", "Delete"):
+            guard name != Self.persisted, name != Self.inMemory else {
+                throw BusError.notSupported("the login and session collections cannot be deleted")
+            }
+            if try store.isLocked() { throw BusError.isLocked(path) }
+            try store.deleteCollection(name)
+            emit(Self.root, Self.serviceInterface, "CollectionDeleted", [.objectPath(Self.path(of: name))])
+            emitCollectionsChanged()
+            return [.objectPath("/")]
         case (.item(let collection, let id), Self.itemInterface, "GetSecret"),
             (.item(let collection, let id), "", "GetSecret"):
             let session = try transfer(try argument(arguments, 0, "o").string!, sender: sender)
@@ -432,12 +459,65 @@ package final class SecretServiceProvider {
 
     // MARK: Locking
 
-    /// Whether `object` locks with the keychain: the login collection and its items.
+    /// Whether `object` locks with the keychain: every collection but `session`, and their items.
     private func isPersisted(_ object: Object?) -> Bool {
         switch object {
-        case .collection(Self.persisted)?, .item(Self.persisted, _)?: true
+        case .collection(let name)?, .item(let name, _)?: name != Self.inMemory
         default: false
         }
+    }
+
+    /// `CreateCollection(properties, alias)`: the collection an alias already names, else a new persisted one
+    /// labelled as asked (and aliased so). No prompt: the keychain it goes in is unlocked, or the call fails.
+    private func createCollection(_ arguments: [BusValue]) throws -> [BusValue] {
+        let properties = try argument(arguments, 0, "a{sv}").properties ?? [:]
+        let alias = try argument(arguments, 1, "s").string!
+        if !alias.isEmpty {
+            guard KeychainSecrets.isItemName(alias) else {
+                throw BusError.invalidArguments("an alias is made of letters, digits and _")
+            }
+            if let named = store.aliases()[alias], isCollection(named) {
+                return [.objectPath(Self.path(of: named)), .objectPath("/")]
+            }
+        }
+        var label = ""
+        if let given = properties[Self.collectionInterface + ".Label"] {
+            guard let text = given.string, text.utf8.count <= 4096 else {
+                throw BusError.invalidArguments("Label is a string of at most 4096 bytes")
+            }
+            label = text
+        }
+        if try store.isLocked() { throw BusError.isLocked(Self.root) }
+        guard collections().count < Self.collectionLimit else {
+            throw BusError(
+                name: "org.freedesktop.DBus.Error.LimitsExceeded", text: "\(Self.collectionLimit) collections are kept")
+        }
+        let name = try store.createCollection(label: label)
+        if !alias.isEmpty { try store.setAlias(alias, to: name) }
+        let path = Self.path(of: name)
+        emit(Self.root, Self.serviceInterface, "CollectionCreated", [.objectPath(path)])
+        emitCollectionsChanged()
+        return [.objectPath(path), .objectPath("/")]
+    }
+
+    /// The most persisted collections kept.
+    static let collectionLimit = 256
+
+    /// The service's `Collections` changed.
+    private func emitCollectionsChanged() {
+        emit(
+            Self.root, Self.propertiesInterface, "PropertiesChanged",
+            [
+                .string(Self.serviceInterface),
+                .dictionary(
+                    keyType: "s", valueType: "v", [.string("Collections")], [.variant(.paths(collectionPaths()))]),
+                .array(elementType: "s", []),
+            ])
+    }
+
+    /// Every collection's path: the persisted ones, then `session`.
+    private func collectionPaths() -> [String] {
+        (collections().map(\.name) + [Self.inMemory]).map { Self.path(of: $0) }
     }
 
     /// `Unlock`: the objects unlocked now, and a prompt for the rest (the login collection's, while the keychain is
@@ -587,7 +667,7 @@ package final class SecretServiceProvider {
             items.filter { item in wanted.allSatisfy { item.attributes[$0.key] == $0.value } }
         }
         // Locked, the items' attributes are sealed under the keychain's keys: nothing can be found.
-        if collection == Self.persisted, try store.isLocked() { return [] }
+        if collection != Self.inMemory, try store.isLocked() { return [] }
         let found = matching(try allItems(collection))
         // Through localauthd the kept listing learns of another program's new item when its event arrives: a
         // search that finds nothing asks the keychain itself.
@@ -596,7 +676,7 @@ package final class SecretServiceProvider {
     }
 
     private func searchAll(_ wanted: [String: String]) throws -> [String] {
-        try [Self.persisted, Self.inMemory].flatMap { name in
+        try (collections().map(\.name) + [Self.inMemory]).flatMap { name in
             try search(name, wanted).map { Self.path(of: name, item: $0.id) }
         }
     }
@@ -674,25 +754,24 @@ package final class SecretServiceProvider {
     private func propertyValues(of object: Object) throws -> (interface: String, values: [String: BusValue]) {
         switch object {
         case .service:
-            return (
-                Self.serviceInterface,
-                ["Collections": .paths([Self.path(of: Self.persisted), Self.path(of: Self.inMemory)])]
-            )
+            return (Self.serviceInterface, ["Collections": .paths(collectionPaths())])
         case .collection(let name):
-            let locked = name == Self.persisted ? try store.isLocked() : false
+            let locked = name == Self.inMemory ? false : try store.isLocked()
             let items = locked ? [] : try allItems(name)
+            let entry = name == Self.inMemory ? nil : collections().first { $0.name == name }
+            let created = entry.map(\.created).flatMap { $0 == 0 ? nil : $0 } ?? items.map(\.created).min() ?? 0
             return (
                 Self.collectionInterface,
                 [
                     "Items": .paths(items.map { Self.path(of: name, item: $0.id) }),
-                    "Label": .string(name == Self.persisted ? "Login" : "Session"), "Locked": .boolean(locked),
-                    "Created": .uint64(items.map(\.created).min() ?? 0),
-                    "Modified": .uint64(items.map(\.modified).max() ?? 0),
+                    "Label": .string(entry?.label ?? "Session"), "Locked": .boolean(locked),
+                    "Created": .uint64(created),
+                    "Modified": .uint64(max(entry?.modified ?? 0, items.map(\.modified).max() ?? 0)),
                 ]
             )
         case .item(let collection, let id):
             // Locked, whether the item exists cannot be told; Locked is all it shows.
-            if collection == Self.persisted, try store.isLocked() {
+            if collection != Self.inMemory, try store.isLocked() {
                 return (Self.itemInterface, ["Locked": .boolean(true)])
             }
             let item = try stored(collection, id)
@@ -735,6 +814,22 @@ package final class SecretServiceProvider {
             let name = try argument(arguments, 1, "s").string!
             guard case .variant(let value) = try argument(arguments, 2, "v") else {
                 throw BusError.invalidArguments("")
+            }
+            if case .collection(let collection) = object, collection != Self.inMemory, name == "Label" {
+                guard let label = value.string, label.utf8.count <= 4096 else {
+                    throw BusError.invalidArguments("Label is a string of at most 4096 bytes")
+                }
+                if try store.isLocked() { throw BusError.isLocked(path) }
+                try store.setLabel(ofCollection: collection, to: label)
+                emit(
+                    path, Self.propertiesInterface, "PropertiesChanged",
+                    [
+                        .string(Self.collectionInterface),
+                        .dictionary(keyType: "s", valueType: "v", [.string(name)], [.variant(value)]),
+                        .array(elementType: "s", []),
+                    ])
+                emit(Self.root, Self.serviceInterface, "CollectionChanged", [.objectPath(path)])
+                return nil
             }
             guard case .item(let collection, let id) = object else {
                 throw BusError(name: "org.freedesktop.DBus.Error.PropertyReadOnly", text: "\(name) cannot be set here")
@@ -786,7 +881,7 @@ package final class SecretServiceProvider {
         case .prompt?: body = SecretServiceIntrospection.prompt
         case nil:
             if path == Self.root + "/collection" {
-                children = [Self.persisted, Self.inMemory]
+                children = collections().map(\.name) + [Self.inMemory]
             } else if path == "/" || path == "/org" || path == "/org/freedesktop" {
                 children = [path == "/" ? "org" : path == "/org" ? "freedesktop" : "secrets"]
             } else if path == Self.root + "/session" {
