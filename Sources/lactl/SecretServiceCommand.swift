@@ -22,15 +22,16 @@ struct SecretServiceServe: ParsableCommand {
         abstract: "Serve the keychain as org.freedesktop.secrets on your session bus (the default).",
         discussion: """
             Owns org.freedesktop.secrets on your session bus (DBUS_SESSION_BUS_ADDRESS) and serves the Secret \
-            Service API over the keychain: the login collection (alias default) keeps its items in the keychain, \
-            the session collection in this process's memory only. Secrets travel in plain or \
+            Service API over the keychain: the login collection (alias default) and those made with \
+            CreateCollection keep their items in the keychain, the session collection in this process's memory \
+            only. Secrets travel in plain or \
             dh-ietf1024-sha256-aes128-cbc-pkcs7 sessions. An item is a generic password whose service is \
             org.freedesktop.Secret/login, its account the item's id, its label the item's label and its generic \
             attribute the item's attributes as JSON: lactl keychain dump lists it. Each call is made on behalf of \
             the calling program, identified as localauthd identifies every caller (embedded mode keeps no program \
             from another): a new item trusts the program that made it, and any \
             other program's use of its secret (lactl keychain's too) asks you through the prompt agent, or is \
-            refused (AccessDenied) where no agent can ask. The login collection locks with the keychain; Unlock \
+            refused (AccessDenied) where no agent can ask. Every collection but session locks with the keychain; Unlock \
             asks for your passcode through the prompt agent. When another program owns the name, it is named and \
             lactl stops, unless --replace takes the name over (where the owner allows it).
             """)
