@@ -112,8 +112,7 @@ static void end(la_secret_bus *bus, const char *why) {
     g_mutex_lock(&bus->lock);
     if (!bus->ended) bus->ended = g_strdup(why);
     g_mutex_unlock(&bus->lock);
-    // Wakes the taker: an empty message is never queued otherwise.
-    g_async_queue_push(bus->calls, g_dbus_message_new());
+    la_secret_bus_wake(bus);
 }
 
 // On GDBus's worker thread: method calls for us are queued (and consumed); NameLost for our name ends the service.
@@ -169,6 +168,8 @@ GDBusMessage *la_secret_bus_next(la_secret_bus *bus, int timeout_ms) {
 }
 
 void la_secret_bus_done(la_secret_bus *bus) { g_atomic_int_dec_and_test(&bus->waiting); }
+
+void la_secret_bus_wake(la_secret_bus *bus) { g_async_queue_push(bus->calls, g_dbus_message_new()); }
 
 void la_secret_bus_answer_on_worker(la_secret_bus *bus, la_secret_bus_answerer answerer, void *context) {
     g_mutex_lock(&bus->answering);

@@ -38,7 +38,7 @@ package final class SecretServiceProvider {
     private let persistedNames = SharedNames([persisted])
     private let log: (String) -> Void
 
-    private enum Transfer {
+    private enum Transfer: Sendable {
         case plain
         case encrypted(SecretServiceSession)
     }
@@ -125,7 +125,9 @@ package final class SecretServiceProvider {
             }, Unmanaged.passUnretained(self).toOpaque())
         defer { la_secret_bus_answer_on_worker(bus, nil, nil) }
         while true {
-            guard let call = la_secret_bus_next(bus, 1_000) else {
+            let next = la_secret_bus_next(bus, 1_000)
+            releaseFinishedReads()
+            guard let call = next else {
                 if let ended = la_secret_bus_ended(bus) { return String(cString: ended) }
                 continue
             }
@@ -133,7 +135,37 @@ package final class SecretServiceProvider {
                 la_secret_bus_done(bus)
                 g_object_unref(UnsafeMutableRawPointer(call))
             }
+            let sender = g_dbus_message_get_sender(call).map { String(cString: $0) } ?? ""
+            if asking.isBusy(sender) {
+                // Behind its connection's read that waits for the user: answered in order once that one is.
+                g_object_ref(UnsafeMutableRawPointer(call))
+                waitingBehindReads[sender, default: []].append(call)
+                continue
+            }
             handle(call)
+        }
+    }
+
+    /// The connections whose secret read waits for the user on a thread of its own.
+    private let asking = AskingConnections()
+    /// The calls that came from those connections meanwhile (a reference held on each), in order.
+    private var waitingBehindReads: [String: [OpaquePointer]] = [:]
+
+    /// Answers, in order, the calls that waited behind reads that have finished, until one of them waits for the
+    /// user in turn.
+    private func releaseFinishedReads() {
+        for sender in asking.takeFinished() {
+            var calls = waitingBehindReads.removeValue(forKey: sender) ?? []
+            asking.release(sender)
+            while !calls.isEmpty {
+                let call = calls.removeFirst()
+                handle(call)
+                g_object_unref(UnsafeMutableRawPointer(call))
+                if asking.isBusy(sender) {
+                    waitingBehindReads[sender] = calls
+                    break
+                }
+            }
         }
     }
 
@@ -215,19 +247,21 @@ package final class SecretServiceProvider {
         "Get", "GetAll", "SearchItems", "GetSecret", "GetSecrets", "ReadAlias", "Introspect", "Ping",
     ]
 
-    /// Whether the call being answered is answered on the worker thread: then a secret read that would ask the user
-    /// is left to the serving thread instead.
-    private var answeringOnWorker = false
+    /// Whether the call being answered may not ask the user: on the worker thread (the serving thread answers it
+    /// instead), and at a secret read's first try on the serving thread (one that would ask moves to a thread of its
+    /// own, ``askInTheBackground``).
+    private var askingNobody = false
 
     /// On GDBus's worker thread, while the serving thread waits with nothing queued (so never beside it): answers
     /// `call` when it is a read of a known connection that needs no one asked, saving the two thread hand-offs of the
     /// queue; false leaves it to the serving thread, untouched.
     fileprivate func answerOnWorker(_ call: OpaquePointer) -> Bool {
         guard let member = g_dbus_message_get_member(call).map({ String(cString: $0) }),
-            Self.workerMembers.contains(member), store.client != nil
+            Self.workerMembers.contains(member), store.client != nil,
+            !asking.isBusy(g_dbus_message_get_sender(call).map { String(cString: $0) } ?? "")
         else { return false }
-        answeringOnWorker = true
-        defer { answeringOnWorker = false }
+        askingNobody = true
+        defer { askingNobody = false }
         return store.withWatchedClient { handle(call, onWorker: true) }
     }
 
@@ -260,6 +294,10 @@ package final class SecretServiceProvider {
                         + " than when it first called, or too many clients are connected)"))
             return true
         }
+        // A secret read tries first without asking anyone: one that would ask waits on a thread of its own.
+        let firstTry = !onWorker && Self.secretReads.contains(member)
+        if firstTry { askingNobody = true }
+        defer { if firstTry { askingNobody = false } }
         do {
             let reply = try KeychainSubject.$current.withValue(subject) {
                 try answer(interface: interface, member: member, path: path, sender: sender, arguments)
@@ -276,6 +314,9 @@ package final class SecretServiceProvider {
             && (try? store.isLocked()) == true
         {
             fail(call, .isLocked(path))
+        } catch let error as KeychainSecrets.Failure where firstTry && error.isInteractionNotAllowed {
+            askingNobody = false
+            askInTheBackground(call, member: member, path: path, sender: sender, subject: subject, arguments)
         } catch let error as KeychainSecrets.Failure where error.isRefusal {
             fail(call, .accessDenied(error.description))
         } catch let error as KeychainSecrets.Failure {
@@ -457,6 +498,135 @@ package final class SecretServiceProvider {
         return arguments[index]
     }
 
+    /// The members that read secrets, and may ask the user.
+    static let secretReads: Set<String> = ["GetSecret", "GetSecrets"]
+
+    /// A secret read that asks the user: resolved here (the provider's state is this thread's), then read on a
+    /// thread of its own, which answers the call; the connection's later calls wait behind it, every other
+    /// connection is answered meanwhile.
+    private func askInTheBackground(
+        _ call: OpaquePointer, member: String, path: String, sender: String, subject: ProcessReference,
+        _ arguments: [BusValue]
+    ) {
+        let session: (path: String, transfer: Transfer)
+        var reads: [(path: String, collection: String, id: String)] = []
+        // The session collection's secrets, read here (they never ask).
+        var inMemory: [String: BusValue] = [:]
+        do {
+            if member == "GetSecret" {
+                session = try transfer(try argument(arguments, 0, "o").string!, sender: sender)
+                guard case .item(let collection, let id)? = object(at: path) else { throw BusError.noSuchObject(path) }
+                reads = [(path, collection, id)]
+            } else {
+                let items = try argument(arguments, 0, "ao").members!.compactMap(\.string)
+                session = try transfer(try argument(arguments, 1, "o").string!, sender: sender)
+                for item in items {
+                    guard case .item(let collection, let id)? = object(at: item) else { continue }
+                    if collection == Self.inMemory {
+                        inMemory[item] = try KeychainSubject.$current.withValue(subject) {
+                            try secretStruct(collection, id, session: session)
+                        }
+                    } else {
+                        reads.append((item, collection, id))
+                    }
+                }
+            }
+        } catch let error as BusError {
+            return fail(call, error)
+        } catch {
+            return fail(call, BusError(name: "org.freedesktop.DBus.Error.Failed", text: "\(error)"))
+        }
+        guard asking.begin(sender) else {
+            return fail(call, .accessDenied("\(AskingConnections.limit) reads already wait for the user"))
+        }
+        g_object_ref(UnsafeMutableRawPointer(call))
+        let read = BackgroundRead(
+            bus: bus, call: call, store: store, subject: subject, session: session, reads: reads, inMemory: inMemory,
+            single: member == "GetSecret", asking: asking, sender: sender)
+        let thread = Thread { read.run() }
+        thread.name = "secret read"
+        thread.start()
+    }
+
+    /// A secret read that waits for the user, on its thread: reads each item (asking as the keychain needs),
+    /// answers the call, and tells the serving thread it finished.
+    private final class BackgroundRead: @unchecked Sendable {
+        // @unchecked: made on the serving thread and then used by the read's thread alone. The call holds a
+        // reference taken for it; the bus lives as long as the provider; of `store` only the keychain reads are used,
+        // which any thread may make.
+        let bus: OpaquePointer
+        let call: OpaquePointer
+        let store: KeychainSecrets
+        let subject: ProcessReference
+        let session: (path: String, transfer: Transfer)
+        let reads: [(path: String, collection: String, id: String)]
+        let inMemory: [String: BusValue]
+        let single: Bool
+        let asking: AskingConnections
+        let sender: String
+
+        init(
+            bus: OpaquePointer, call: OpaquePointer, store: KeychainSecrets, subject: ProcessReference,
+            session: (path: String, transfer: Transfer), reads: [(path: String, collection: String, id: String)],
+            inMemory: [String: BusValue], single: Bool, asking: AskingConnections, sender: String
+        ) {
+            self.bus = bus
+            self.call = call
+            self.store = store
+            self.subject = subject
+            self.session = session
+            self.reads = reads
+            self.inMemory = inMemory
+            self.single = single
+            self.asking = asking
+            self.sender = sender
+        }
+
+        func run() {
+            defer {
+                g_object_unref(UnsafeMutableRawPointer(call))
+                asking.finish(sender)
+                la_secret_bus_wake(bus)
+            }
+            do {
+                var values = inMemory
+                let read: Result<Void, any Error> = store.withWatchedClient {
+                    Result {
+                        try KeychainSubject.$current.withValue(subject) {
+                            for read in reads {
+                                guard let found = try store.itemWithSecret(read.collection, read.id) else {
+                                    throw BusError.noSuchObject(read.path)
+                                }
+                                values[read.path] = try SecretServiceProvider.secretStruct(
+                                    found.item, found.secret, session: session)
+                            }
+                        }
+                    }
+                }
+                try read.get()
+                let reply: [BusValue]
+                if single, let value = values.values.first {
+                    reply = [value]
+                } else {
+                    let paths = values.keys.sorted()
+                    reply = [
+                        .dictionary(
+                            keyType: "o", valueType: "(oayays)", paths.map { .objectPath($0) },
+                            paths.map { values[$0]! })
+                    ]
+                }
+                la_secret_bus_reply(bus, call, BusValue.tuple(reply).gvariant())
+            } catch let error as BusError {
+                la_secret_bus_fail(bus, call, error.name, error.text)
+            } catch let error as KeychainSecrets.Failure where error.isRefusal {
+                let denied = BusError.accessDenied(error.description)
+                la_secret_bus_fail(bus, call, denied.name, denied.text)
+            } catch {
+                la_secret_bus_fail(bus, call, "org.freedesktop.DBus.Error.Failed", "\(error)")
+            }
+        }
+    }
+
     // MARK: Locking
 
     /// Whether `object` locks with the keychain: every collection but `session`, and their items.
@@ -606,6 +776,13 @@ package final class SecretServiceProvider {
         -> BusValue
     {
         let (item, secret) = try storedWithSecret(collection, id)
+        return try Self.secretStruct(item, secret, session: session)
+    }
+
+    /// `secret` of `item` as the struct `(oayays)` the session carries.
+    private static func secretStruct(
+        _ item: StoredSecretItem, _ secret: SecureBytes, session: (path: String, transfer: Transfer)
+    ) throws -> BusValue {
         let parameters: [UInt8]
         let value: [UInt8]
         switch session.transfer {
@@ -657,7 +834,7 @@ package final class SecretServiceProvider {
             return (entry.item, entry.secret)
         }
         guard collection != Self.inMemory,
-            let found = try store.itemWithSecret(collection, id, mayAsk: !answeringOnWorker)
+            let found = try store.itemWithSecret(collection, id, mayAsk: !askingNobody)
         else { throw BusError.noSuchObject(Self.path(of: collection, item: id)) }
         return (found.item, found.secret)
     }

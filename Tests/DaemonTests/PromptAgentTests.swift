@@ -270,6 +270,50 @@ struct PromptAgentTests {
         }
     }
 
+    /// While the agent asks about one program's read, the provider answers every other program: `secret-tool` reads
+    /// its own item while Python's read of it waits for the user (a provider that answered one call at a time made
+    /// every client wait, and give up after 25 s); then the user allows Python's read, which gets its secret.
+    @Test(.enabled(if: SecretServiceTests.available && FileManager.default.fileExists(atPath: "/usr/bin/python3")))
+    func aReadWaitingForTheUserHoldsUpNoOtherProgram() async throws {
+        try await Self.withSecretServiceAgent { world, terminal, directory in
+            async let run = SecretServiceTests.run(
+                """
+                printf mail-pass | secret-tool store --label="Mail account" service imap.example.org user alice || exit 1
+                /usr/bin/python3 - <<'PY' &
+                import secretstorage
+                connection = secretstorage.dbus_init()
+                item = next(secretstorage.get_default_collection(connection).search_items({"user": "alice"}))
+                print("python reads:", item.get_secret().decode(), flush=True)
+                PY
+                python=$!
+                for _ in $(seq 2400); do [ -e "$WORK/asked" ] && break; sleep 0.05; done
+                echo "while python waits: $(timeout 20 secret-tool lookup service imap.example.org user alice)"
+                touch "$WORK/looked-up"
+                wait $python
+                """, mode: .daemon, in: directory, daemon: world.daemon.daemon, lactl: world.lactl)
+            let asked = try await onOwnThread { terminal.waitFor("[odw]?", timeout: 120) }
+            #expect(asked, "the agent asks about python's read: \(terminal.transcript)")
+            FileManager.default.createFile(atPath: directory + "/asked", contents: nil)
+            let lookedUp = try await onOwnThread {
+                for _ in 0..<1200 where !FileManager.default.fileExists(atPath: directory + "/looked-up") {
+                    usleep(50_000)
+                }
+                return FileManager.default.fileExists(atPath: directory + "/looked-up")
+            }
+            #expect(lookedUp, "secret-tool's lookup ended within 60 s")
+            terminal.type("o")
+            let passwordAsked = try await onOwnThread {
+                terminal.waitFor("Password:", timeout: 60) && terminal.waitForEchoOff(timeout: 60)
+            }
+            #expect(passwordAsked, "\(terminal.transcript)")
+            terminal.type(Self.passcode + "\n")
+            let (status, output) = try await run
+            #expect(status == 0, "\(output)")
+            #expect(output.contains("while python waits: mail-pass"), "\(output)")
+            #expect(output.contains("python reads: mail-pass"), "\(output)")
+        }
+    }
+
     /// The login collection locks with the keychain, by whichever program (`lactl keychain lock` here; the
     /// provider's `Lock`), with `Locked` and `PropertiesChanged` telling so; while locked, a search finds nothing and
     /// a read is `IsLocked`. `Unlock` hands out a prompt that the agent answers with the passcode; then the secret

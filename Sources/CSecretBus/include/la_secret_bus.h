@@ -29,6 +29,9 @@ GDBusMessage *la_secret_bus_next(la_secret_bus *bus, int timeout_ms);
 // queued behind it, and from then on may be answered on the worker thread again.
 void la_secret_bus_done(la_secret_bus *bus);
 
+// Makes a waiting la_secret_bus_next return NULL now (from any thread): a call answered elsewhere has finished.
+void la_secret_bus_wake(la_secret_bus *bus);
+
 // Answers a method call on GDBus's worker thread, where nothing may wait for the bus (a call to it would wait for
 // this very thread): 1 when it replied (the call is dropped), 0 to have it queued for la_secret_bus_next instead. Runs
 // only while no queued call waits or is being answered, so calls keep their order and it never runs beside the
