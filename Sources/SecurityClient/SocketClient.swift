@@ -284,6 +284,19 @@ package final class SocketClient: SecurityClient {
         }
     }
 
+    /// Sends a login step, as `pam_localauth.so` does (its C code writes the same frames by hand); for tests and
+    /// tools.
+    ///
+    /// - Throws: the daemon's refusal (`KeychainStatus`, `AuthenticationError`), or the connection's failure.
+    package func send(_ request: LoginRequest) async throws -> LoginOutcome {
+        switch try await exchange(presenter: nil, { id, _ in .login(id, request) }) {
+        case .login(_, let outcome): return outcome
+        case .authenticationFailure(_, let error): throw error
+        case .keychainFailure(_, let status): throw status
+        case let other: throw SocketConnection.unexpected(other)
+        }
+    }
+
     /// Nil: localauthd owns the store, and tells of its changes by ``keychainEvents()`` only.
     package func storeStamp() -> StoreStamp? { nil }
 

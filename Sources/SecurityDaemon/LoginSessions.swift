@@ -61,11 +61,53 @@ final class LoginSessions: Sendable {
             }
             DaemonServer.logger.info("login session closed", metadata: user.merging(["sessions": "\(count)"]) { $1 })
             return LoginOutcome(unlocked: !engine.isLocked, sessions: count, note: note)
+        case .fingerOffered:
+            guard let contexts = engine.authentication else {
+                return LoginOutcome(
+                    unlocked: !engine.isLocked, sessions: count(uid: uid), note: "no authenticators",
+                    finger: .notOffered)
+            }
+            let availability = await contexts.canEvaluate(.biometrics, context: nil)
+            return LoginOutcome(
+                unlocked: !engine.isLocked, sessions: count(uid: uid), note: availability.error?.message,
+                finger: availability.error == nil ? .offered : .notOffered)
+        case .verifyFinger:
+            DaemonServer.logger.info("login finger: waiting for a finger", metadata: user)
+            let answer = try await verifyFinger(engine: engine, caller: caller)
+            DaemonServer.logger.info(
+                "login finger",
+                metadata: user.merging(["answer": "\(answer.finger)", "note": "\(answer.note ?? "")"]) {
+                    $1
+                })
+            return LoginOutcome(
+                unlocked: !engine.isLocked, sessions: count(uid: uid), note: answer.note, finger: answer.finger)
         case .passwordChanged(let old, let new):
             let note = await engine.unlock(withPassword: new, previous: old, caller: caller)
             DaemonServer.logger.info(
                 "login password changed", metadata: user.merging(["resealed": "\(note == nil)"]) { $1 })
             return LoginOutcome(unlocked: !engine.isLocked, sessions: count(uid: uid), note: note)
+        }
+    }
+
+    /// One evaluation of a finger on the reader against the caller's user's prints, with nobody to show its prompt
+    /// to (the PAM module shows its own): matched, not matched (the failures count toward the lockout), or not
+    /// offered (no reader, none enrolled, locked out, the evaluation cancelled), with why.
+    private func verifyFinger(engine: KeychainEngine, caller: CallerIdentity) async throws -> (
+        finger: FingerAnswer, note: String?
+    ) {
+        guard let contexts = engine.authentication else { return (.notOffered, "no authenticators") }
+        let id = try contexts.createContext(owner: caller.connection)
+        defer { contexts.discard(id) }
+        let silent = PromptChannel(request: 0) { _ in }
+        do {
+            try await contexts.evaluate(
+                .biometrics, context: id, options: EvaluationOptions(prompt: EvaluationPrompt(reason: "log in")),
+                prompts: silent)
+            return (.matched, nil)
+        } catch let error as AuthenticationError where error.code == .authenticationFailed {
+            return (.notMatched, error.message)
+        } catch let error as AuthenticationError {
+            return (.notOffered, error.message)
         }
     }
 

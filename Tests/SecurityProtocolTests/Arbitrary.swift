@@ -618,9 +618,11 @@ extension ClientMessage: Arbitrary {
 
 extension LoginRequest: Arbitrary {
     static func arbitrary(using rng: inout any SeededRandomNumberGenerator) -> LoginRequest {
-        switch Int.random(in: 0..<3, using: &rng) {
+        switch Int.random(in: 0..<5, using: &rng) {
         case 0: return .sessionOpened(password: Draw.optional(&rng) { Draw.secureBytes(&$0) })
         case 1: return .sessionClosed
+        case 2: return .fingerOffered
+        case 3: return .verifyFinger
         default: return .passwordChanged(old: Draw.secureBytes(&rng), new: Draw.secureBytes(&rng))
         }
     }
@@ -645,7 +647,8 @@ extension ServerMessage: Arbitrary {
             return .login(
                 id,
                 LoginOutcome(
-                    unlocked: Draw.bool(&rng), sessions: Draw.int(&rng), note: Draw.optional(&rng) { Draw.string(&$0) })
+                    unlocked: Draw.bool(&rng), sessions: Draw.int(&rng), note: Draw.optional(&rng) { Draw.string(&$0) },
+                    finger: Draw.optional(&rng) { FingerAnswer.allCases.randomElement(using: &$0)! })
             )
         case 12:
             return .agentRegistered(

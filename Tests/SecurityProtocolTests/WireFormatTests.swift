@@ -81,6 +81,21 @@ struct WireFormatTests {
             )
                 == "01" + "00000028" + "0a" + "00000023" + "01" + "00000008" + "0000000000000001" + "02" + "00000011"
                 + "03" + "0000000c" + "01" + "00000001" + "61" + "02" + "00000001" + "62")
+        // The finger steps of `pam_localauth.so finger`: fingerOffered, verifyFinger.
+        #expect(
+            hex(frameBytes(ClientMessage.login(1, .fingerOffered)))
+                == "01" + "0000001c" + "0a" + "00000017" + "01" + "00000008" + "0000000000000001" + "02" + "00000005"
+                + "04" + "00000000")
+        #expect(
+            hex(frameBytes(ClientMessage.login(1, .verifyFinger)))
+                == "01" + "0000001c" + "0a" + "00000017" + "01" + "00000008" + "0000000000000001" + "02" + "00000005"
+                + "05" + "00000000")
+        // Their answer: login(1, {unlocked false, sessions 0, finger matched (2)}).
+        #expect(
+            hex(frameBytes(ServerMessage.login(1, LoginOutcome(unlocked: false, sessions: 0, finger: .matched))))
+                == "01" + "00000037" + "0d" + "00000032" + "01" + "00000008" + "0000000000000001" + "02" + "00000020"
+                + "01" + "00000001" + "00" + "02" + "00000008" + "0000000000000000" + "04" + "00000008"
+                + "0000000000000002")
         // The answer: login(1, {unlocked true, sessions 2, note "n"}).
         #expect(
             hex(frameBytes(ServerMessage.login(1, LoginOutcome(unlocked: true, sessions: 2, note: "n"))))
