@@ -1,7 +1,10 @@
 /*
  * pam_localauth.so: the login keychain of swift-local-authentication.
  *
- *   auth      keeps the password the stack's password module (pam_unix) read, for the session step
+ *   auth      keeps the password the stack's password module (pam_unix) read, for the session step; with the
+ *             option `finger`, placed before pam_unix, first offers the finger and the password at once (one prompt,
+ *             "Password or finger: "): a finger of the user that matches is PAM_SUCCESS, a typed password is handed on
+ *             as PAM_AUTHTOK for pam_unix (try_first_pass), which checks it
  *   session   open: hands it to localauthd, which checks it through its own PAM service and unlocks the user's
  *             keychain, then wipes it; close: tells localauthd the session ended (the last one locks the keychain)
  *   password  after the password changed, hands the old and new passwords to localauthd, which re-seals the
@@ -15,9 +18,11 @@
  * Written in C on purpose: it is loaded into login, sshd and display managers, and brings nothing into them but libc
  * and libpam. The wire format is docs/PROTOCOL.md's, pinned byte for byte by WireFormatTests.
  *
- * Arguments: socket=PATH (default /run/localauthd/socket), timeout=SECONDS (default 10), debug.
+ * Arguments: socket=PATH (default /run/localauthd/socket), timeout=SECONDS (default 10), debug, finger, lid=PATH
+ * (the lid's state file, for tests; default every /proc/acpi/button/lid/<name>/state).
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -28,8 +33,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <termios.h>
 #include <sys/wait.h>
 #include <syslog.h>
 #include <unistd.h>
@@ -49,18 +56,24 @@ struct options {
     const char *socket;
     int timeout;
     int debug;
+    int finger;
+    const char *lid;
 };
 
 static void parse_options(int argc, const char **argv, struct options *options) {
     options->socket = "/run/localauthd/socket";
     options->timeout = 10;
     options->debug = 0;
+    options->finger = 0;
+    options->lid = NULL;
     for (int i = 0; i < argc; i++) {
         if (strncmp(argv[i], "socket=", 7) == 0) options->socket = argv[i] + 7;
         else if (strncmp(argv[i], "timeout=", 8) == 0) {
             int value = atoi(argv[i] + 8);
             if (value >= 1 && value <= 120) options->timeout = value;
         } else if (strcmp(argv[i], "debug") == 0) options->debug = 1;
+        else if (strcmp(argv[i], "finger") == 0) options->finger = 1;
+        else if (strncmp(argv[i], "lid=", 4) == 0) options->lid = argv[i] + 4;
     }
 }
 
@@ -116,7 +129,7 @@ static void frees_wiped(struct buffer *b) {
 }
 
 /* hello(versions [1], accessGroups [], allGroups false), then login(1, request): both frames, one after the other.
- * kind 1 sessionOpened(password?), 2 sessionClosed, 3 passwordChanged(old, new). */
+ * kind 1 sessionOpened(password?), 2 sessionClosed, 3 passwordChanged(old, new), 4 fingerOffered, 5 verifyFinger. */
 static int build_request(struct buffer *b, int kind, const char *first, const char *second) {
     static const unsigned char hello[] = {
         0x01, 0, 0, 0, 0x29, 0x01, 0, 0, 0, 0x24,                           /* frame, ClientMessage.hello */
@@ -158,6 +171,7 @@ struct outcome {
     int error;  /* errno, for status 1 and 4 */
     int unlocked;
     int64_t sessions;
+    int64_t finger; /* the finger steps' answer: 1 offered, 2 matched, 3 not matched, 4 not offered; 0 none */
     char text[200];
 };
 
@@ -248,6 +262,11 @@ static void read_answer(const unsigned char *frame, size_t length, struct outcom
             outcome->sessions = (int64_t)count;
         }
         if (field_tag == 3) copy_text(outcome->text, sizeof outcome->text, value);
+        if (field_tag == 4 && value.left == 8) {
+            uint64_t answer = 0;
+            for (int i = 0; i < 8; i++) answer = answer << 8 | value.at[i];
+            outcome->finger = (int64_t)answer;
+        }
     }
     outcome->status = 0;
 }
@@ -265,8 +284,16 @@ static int write_all(int fd, const unsigned char *bytes, size_t count) {
     return 0;
 }
 
+/* Whether the server at the other end of `fd` runs as root (its credentials when it called listen). */
+static int served_by_root(int fd) {
+    struct ucred peer;
+    socklen_t size = sizeof peer;
+    return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &size) == 0 && size == sizeof peer && peer.uid == 0;
+}
+
+/* `wait_seconds`: how long the answer may take (0: no limit, for verifyFinger, which waits for a finger). */
 static void converse(const struct options *options, const struct passwd *user, const struct buffer *request,
-                     int report) {
+                     int wait_seconds, int report) {
     static unsigned char frame[FRAME_LIMIT];
     struct outcome outcome;
     memset(&outcome, 0, sizeof outcome);
@@ -281,7 +308,7 @@ static void converse(const struct options *options, const struct passwd *user, c
     } else {
         struct sockaddr_un address = {.sun_family = AF_UNIX};
         int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        struct timeval timeout = {.tv_sec = options->timeout};
+        struct timeval timeout = {.tv_sec = wait_seconds};
         size_t length = 0;
         strncpy(address.sun_path, options->socket, sizeof address.sun_path - 1);
         if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout) ||
@@ -289,6 +316,12 @@ static void converse(const struct options *options, const struct passwd *user, c
             connect(fd, (struct sockaddr *)&address, sizeof address)) {
             outcome.status = 1;
             outcome.error = errno;
+        } else if (!served_by_root(fd)) {
+            /* Only localauthd, which runs as root, is believed: not a program of the user listening at a path the
+             * stack was told (a fake daemon's "matched" must not log anyone in). */
+            static const char why[] = "the socket's server is not root";
+            outcome.status = 2;
+            memcpy(outcome.text, why, sizeof why);
         } else if (write_all(fd, request->bytes, 46) || read_frame(fd, frame, &length)) {
             outcome.status = 1;
             outcome.error = errno ? errno : EPROTO;
@@ -308,6 +341,9 @@ static void converse(const struct options *options, const struct passwd *user, c
 
 /* ---- The parent ---- */
 
+static void run_step(const struct options *options, const struct passwd *user, int kind, const char *first,
+                     const char *second, int wait_seconds, struct outcome *outcome);
+
 /* Runs one login request for the stack's user; what happened, in `outcome`. */
 static void ask(pam_handle_t *pamh, const struct options *options, int kind, const char *first,
                 const char *second, const char **name, struct outcome *outcome) {
@@ -325,6 +361,15 @@ static void ask(pam_handle_t *pamh, const struct options *options, int kind, con
         snprintf(outcome->text, sizeof outcome->text, "the user has no passwd entry");
         return;
     }
+    run_step(options, user, kind, first, second, options->timeout, outcome);
+}
+
+/* Runs one login request as `user`, from a child switched to that user; waits `wait_seconds` for the answer (0: no
+ * limit). */
+static void run_step(const struct options *options, const struct passwd *user, int kind, const char *first,
+                     const char *second, int wait_seconds, struct outcome *outcome) {
+    memset(outcome, 0, sizeof *outcome);
+    outcome->status = 3;
     struct buffer request = {0};
     int pipes[2] = {-1, -1};
     if (build_request(&request, kind, first, second) || pipe2(pipes, O_CLOEXEC)) {
@@ -335,7 +380,7 @@ static void ask(pam_handle_t *pamh, const struct options *options, int kind, con
     pid_t child = fork();
     if (child == 0) {
         close(pipes[0]);
-        converse(options, user, &request, pipes[1]);
+        converse(options, user, &request, wait_seconds, pipes[1]);
         _exit(0);
     }
     close(pipes[1]);
@@ -344,7 +389,7 @@ static void ask(pam_handle_t *pamh, const struct options *options, int kind, con
     } else {
         struct pollfd wait_for = {.fd = pipes[0], .events = POLLIN};
         int ready;
-        do ready = poll(&wait_for, 1, (options->timeout + 2) * 1000);
+        do ready = poll(&wait_for, 1, wait_seconds ? (wait_seconds + 2) * 1000 : -1);
         while (ready < 0 && errno == EINTR);
         if (ready <= 0 || read(pipes[0], outcome, sizeof *outcome) != (ssize_t)sizeof *outcome) {
             kill(child, SIGKILL);
@@ -405,10 +450,224 @@ static void cleanup_kept(pam_handle_t *pamh, void *data, int status) {
     free(kept);
 }
 
+/* ---- The finger (option `finger`) ---- */
+
+/* Whether any line of the file at `path` holds `needle` (the file read whole, up to 4 KiB). */
+static int file_says(const char *path, const char *needle) {
+    char text[4096];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t count = read(fd, text, sizeof text - 1);
+    close(fd);
+    if (count <= 0) return 0;
+    text[count] = 0;
+    return strstr(text, needle) != NULL;
+}
+
+/* Whether the lid is closed: `lid=PATH` (tests), else any /proc/acpi/button/lid/<name>/state saying so. */
+static int lid_closed(const struct options *options) {
+    if (options->lid) return file_says(options->lid, "closed");
+    DIR *lids = opendir("/proc/acpi/button/lid");
+    if (!lids) return 0;
+    int closed = 0;
+    struct dirent *entry;
+    while (!closed && (entry = readdir(lids))) {
+        if (entry->d_name[0] == '.') continue;
+        char path[512];
+        snprintf(path, sizeof path, "/proc/acpi/button/lid/%s/state", entry->d_name);
+        closed = file_says(path, "closed");
+    }
+    closedir(lids);
+    return closed;
+}
+
+/* Whether logind knows this process's session as remote, or as one without a seat (the session named by the audit
+ * session id, as logind names them); no record: not known as remote. */
+static int logind_session_is_remote(void) {
+    char id[32] = {0}, path[128];
+    int fd = open("/proc/self/sessionid", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t count = read(fd, id, sizeof id - 1);
+    close(fd);
+    if (count <= 0 || strcmp(id, "4294967295") == 0) return 0;
+    snprintf(path, sizeof path, "/run/systemd/sessions/%s", id);
+    if (access(path, R_OK) != 0) return 0;
+    return file_says(path, "\nREMOTE=1") || !file_says(path, "\nSEAT=");
+}
+
+/* Whether the environment process `pid` was started with (its /proc/<pid>/environ, "self" for this one) names an
+ * SSH connection: a program of the user can clear it, which only keeps the finger from being offered to itself. */
+static int started_over_ssh(const char *pid) {
+    char path[64], text[65536];
+    snprintf(path, sizeof path, "/proc/%s/environ", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t count = read(fd, text, sizeof text - 1);
+    close(fd);
+    if (count <= 0) return 0;
+    text[count] = 0;
+    for (char *entry = text; entry < text + count; entry += strlen(entry) + 1)
+        if (!strncmp(entry, "SSH_CONNECTION=", 15) || !strncmp(entry, "SSH_CLIENT=", 11) || !strncmp(entry, "SSH_TTY=", 8))
+            return 1;
+    return 0;
+}
+
+/* Whether this session's leader was started by sshd (its parent's executable), which a program of the user cannot
+ * change. */
+static int session_started_by_sshd(void) {
+    char path[64], stat_line[512], exe[256];
+    pid_t leader = getsid(0);
+    if (leader <= 0) return 0;
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)leader);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t count = read(fd, stat_line, sizeof stat_line - 1);
+    close(fd);
+    if (count <= 0) return 0;
+    stat_line[count] = 0;
+    char *end = strrchr(stat_line, ')'); /* the name may hold spaces and parentheses: the state follows the last ) */
+    int parent = 0;
+    if (!end || sscanf(end + 1, " %*c %d", &parent) != 1 || parent <= 1) return 0;
+    snprintf(path, sizeof path, "/proc/%d/exe", parent);
+    ssize_t length = readlink(path, exe, sizeof exe - 1);
+    if (length <= 0) return 0;
+    exe[length] = 0;
+    const char *name = strrchr(exe, '/');
+    return strcmp(name ? name + 1 : exe, "sshd") == 0;
+}
+
+/* Why no finger is offered here, NULL when one may be: nobody can touch the reader from a remote session, nor with
+ * the lid closed. */
+static const char *finger_not_here(pam_handle_t *pamh, const struct options *options) {
+    const void *host = NULL;
+    if (pam_get_item(pamh, PAM_RHOST, &host) == PAM_SUCCESS && host && *(const char *)host)
+        return "a remote session (PAM_RHOST)";
+    if (getenv("SSH_CONNECTION") || getenv("SSH_CLIENT") || getenv("SSH_TTY") || started_over_ssh("self"))
+        return "a session over SSH";
+    if (session_started_by_sshd()) return "a session over SSH (its leader's parent is sshd)";
+    if (logind_session_is_remote()) return "a remote session, or one without a seat (logind)";
+    if (lid_closed(options)) return "the lid is closed";
+    return NULL;
+}
+
+/* The watcher: root, in a process group of its own. Asks whether the finger is offered ('O' or 'N' to `report`),
+ * then verifies until a finger of the user matches ('M', then a newline put in the terminal's input, which ends the
+ * prompt), the finger is no longer offered (the lockout), or localauthd is gone; the parent kills it (and its
+ * child) as soon as the prompt returns. */
+static void watch_finger(const struct options *options, const struct passwd *user, int tty, int report) {
+    struct outcome outcome;
+    run_step(options, user, 4, NULL, NULL, options->timeout, &outcome);
+    unsigned char offered = outcome.status == 0 && outcome.finger == 1 ? 'O' : 'N';
+    (void)write_all(report, &offered, 1);
+    if (offered != 'O') return;
+    for (;;) {
+        run_step(options, user, 5, NULL, NULL, 0, &outcome);
+        if (outcome.status == 0 && outcome.finger == 2) {
+            (void)write_all(report, (const unsigned char *)"M", 1);
+            char newline = '\n';
+            (void)ioctl(tty, TIOCSTI, &newline);
+            return;
+        }
+        if (outcome.status != 0 || outcome.finger != 3) return;
+    }
+}
+
+/* Kills the watcher's process group (it and its child talking to localauthd, whose connection's closing cancels the
+ * verify and frees the reader) and reaps the watcher. */
+static void stop_watcher(pid_t watcher) {
+    kill(-watcher, SIGKILL);
+    kill(watcher, SIGKILL);
+    while (waitpid(watcher, NULL, 0) < 0 && errno == EINTR) {}
+}
+
+/* Offers the finger and the password at once, on the terminal: PAM_SUCCESS when a finger of the user matched;
+ * PAM_IGNORE when the password was typed (it is PAM_AUTHTOK now, for pam_unix's try_first_pass) or when nothing was
+ * asked (no finger here: the next module prompts); PAM_CONV_ERR when the prompt failed. Without a controlling
+ * terminal (polkit's agent helper, a display manager's conversation) no finger is offered: PAM has no way to take
+ * back a prompt another program shows, so the password prompt comes at once, as without the option. */
+static int finger_or_password(pam_handle_t *pamh, const struct options *options) {
+    const void *item = NULL;
+    if (pam_get_item(pamh, PAM_USER, &item) != PAM_SUCCESS || !item) return PAM_IGNORE;
+    const char *name = item;
+    const char *why = finger_not_here(pamh, options);
+    if (why) {
+        if (options->debug) pam_syslog(pamh, LOG_DEBUG, "auth: no finger offered to %s: %s", name, why);
+        return PAM_IGNORE;
+    }
+    struct passwd entry, *user = NULL;
+    char text[4096];
+    if (getpwnam_r(name, &entry, text, sizeof text, &user) || !user) return PAM_IGNORE;
+    int tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (tty < 0) {
+        if (options->debug) pam_syslog(pamh, LOG_DEBUG, "auth: no finger offered to %s: no terminal", name);
+        return PAM_IGNORE;
+    }
+    int pipes[2];
+    if (pipe2(pipes, O_CLOEXEC)) {
+        close(tty);
+        return PAM_IGNORE;
+    }
+    pid_t watcher = fork();
+    if (watcher == 0) {
+        setpgid(0, 0);
+        close(pipes[0]);
+        watch_finger(options, user, tty, pipes[1]);
+        _exit(0);
+    }
+    close(pipes[1]);
+    if (watcher < 0) {
+        close(pipes[0]);
+        close(tty);
+        return PAM_IGNORE;
+    }
+    setpgid(watcher, watcher);
+    unsigned char answer = 0;
+    struct pollfd wait_for = {.fd = pipes[0], .events = POLLIN};
+    int ready;
+    do ready = poll(&wait_for, 1, (options->timeout + 2) * 1000);
+    while (ready < 0 && errno == EINTR);
+    if (ready <= 0 || read(pipes[0], &answer, 1) != 1 || answer != 'O') {
+        stop_watcher(watcher);
+        close(pipes[0]);
+        close(tty);
+        if (options->debug) pam_syslog(pamh, LOG_DEBUG, "auth: no finger offered to %s by localauthd", name);
+        return PAM_IGNORE;
+    }
+    char *response = NULL;
+    int asked = pam_prompt(pamh, PAM_PROMPT_ECHO_OFF, &response, "Password or finger: ");
+    stop_watcher(watcher);
+    int matched = 0;
+    ssize_t got;
+    while ((got = read(pipes[0], &answer, 1)) == 1 || (got < 0 && errno == EINTR))
+        if (got == 1 && answer == 'M') matched = 1;
+    close(pipes[0]);
+    if (matched) {
+        /* The newline that ended the prompt stays in the input when the prompt ended otherwise first. */
+        tcflush(tty, TCIFLUSH);
+        close(tty);
+        if (response) {
+            wipe(response, strlen(response));
+            free(response);
+        }
+        pam_syslog(pamh, LOG_INFO, "auth: %s authenticated by a finger", name);
+        return PAM_SUCCESS;
+    }
+    close(tty);
+    if (asked != PAM_SUCCESS || !response) return PAM_CONV_ERR;
+    int set = pam_set_item(pamh, PAM_AUTHTOK, response);
+    wipe(response, strlen(response));
+    free(response);
+    return set == PAM_SUCCESS ? PAM_IGNORE : set;
+}
+
 EXPORT int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const char **argv) {
     (void)flags;
     struct options options;
     parse_options(argc, argv, &options);
+    if (options.finger) {
+        int result = finger_or_password(pamh, &options);
+        if (result != PAM_IGNORE) return result;
+    }
     const void *token = NULL, *user = NULL;
     if (pam_get_item(pamh, PAM_AUTHTOK, &token) != PAM_SUCCESS || !token ||
         pam_get_item(pamh, PAM_USER, &user) != PAM_SUCCESS || !user) {

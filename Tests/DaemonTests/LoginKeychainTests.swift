@@ -164,14 +164,36 @@ final class LoginWorld {
         let uid: UInt32
         let gid: UInt32
 
+        /// Tries again (for up to a minute, with another name) when useradd fails: another suite, or another test run
+        /// on the machine, may hold the password files' lock at that moment (useradd then exits at once), or have
+        /// drawn the same name.
         init(prefix: String, password: String) throws {
-            name = "\(prefix)-\(UInt16.random(in: 1000...9999))"
-            guard LoginWorld.run("/usr/sbin/useradd", ["-M", "-s", "/usr/sbin/nologin", name]) == 0,
-                LoginWorld.run("/usr/sbin/chpasswd", [], input: "\(name):\(password)\n") == 0,
-                let entry = getpwnam(name)
-            else { throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "useradd failed"]) }
-            uid = entry.pointee.pw_uid
-            gid = entry.pointee.pw_gid
+            let deadline = Date().addingTimeInterval(60)
+            var statuses: [Int32] = []
+            while true {
+                let name = "\(prefix)-\(UInt16.random(in: 1000...9999))"
+                let added = LoginWorld.run("/usr/sbin/useradd", ["-M", "-s", "/usr/sbin/nologin", name])
+                statuses.append(added)
+                if added == 0 {
+                    guard LoginWorld.run("/usr/sbin/chpasswd", [], input: "\(name):\(password)\n") == 0,
+                        let entry = getpwnam(name)
+                    else {
+                        LoginWorld.run("/usr/sbin/userdel", [name])
+                        throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "chpasswd failed"])
+                    }
+                    self.name = name
+                    uid = entry.pointee.pw_uid
+                    gid = entry.pointee.pw_gid
+                    return
+                }
+                guard Date() < deadline else {
+                    throw CocoaError(
+                        .fileWriteUnknown,
+                        userInfo: [NSLocalizedDescriptionKey: "useradd failed for a minute (exit statuses \(statuses))"]
+                    )
+                }
+                usleep(UInt32.random(in: 50_000...250_000))
+            }
         }
 
         /// `setpriv`'s arguments that run `lactl ARGUMENTS` as this user.

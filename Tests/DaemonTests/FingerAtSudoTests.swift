@@ -1,0 +1,263 @@
+import Foundation
+import SecurityProtocol
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Debian's `sudo`, run by a user made for the test (`LoginWorld`: password `secret`, a localauthd with the virtual
+/// reader), in a mount namespace of its own where `/etc/pam.d/sudo` and `/etc/sudoers` are the test's:
+///
+///     auth     sufficient  pam_localauth.so finger socket=… lid=…
+///     auth     required    pam_unix.so try_first_pass
+///
+/// The machine's own files are never touched. A run prints `SUDO-RAN as 0` when sudo ran its command as root.
+final class SudoWorld {
+    let login: LoginWorld
+    let directory: String
+    /// The lid's stand-in state file (`lid=`), open until a test closes it.
+    var lid: String { directory + "/lid" }
+
+    /// `fakeServer`: the module's `socket=` names `fake.sock` in the world's sudo directory instead of localauthd.
+    init(fakeServer: Bool = false) throws {
+        login = try LoginWorld()
+        // su runs the user's shell: a shell, not the test user's nologin.
+        guard Self.runCapturingOutputStatus("/usr/sbin/usermod", ["-s", "/bin/sh", login.user]) == 0 else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "usermod failed"])
+        }
+        directory = login.world.directory + "/sudo"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let module = try SessionDriver.built("pam_localauth.so")
+        try """
+        auth sufficient \(module) finger socket=\(fakeServer ? directory + "/fake.sock" : login.world.daemon.socket) \
+        lid=\(directory)/lid
+        auth required pam_unix.so try_first_pass
+        account required pam_unix.so
+        session required pam_permit.so
+
+        """.write(toFile: directory + "/pam", atomically: true, encoding: .utf8)
+        try "Defaults lecture=never, passwd_tries=1\n\(login.user) ALL=(ALL:ALL) ALL\n".write(
+            toFile: directory + "/sudoers", atomically: true, encoding: .utf8)
+        chmod(directory + "/sudoers", 0o440)
+        try "state:      open\n".write(toFile: lid, atomically: true, encoding: .utf8)
+        // $1: sudo or su; `remote` as $2: run as from an SSH session (the variable sshd sets). su runs from the user
+        // to the user: it asks the user's password, through util-linux's su and libpam_misc's conversation.
+        try """
+        #!/bin/sh
+        unset SSH_CONNECTION SSH_CLIENT SSH_TTY
+        [ "${2:-}" = remote ] && export SSH_CONNECTION="203.0.113.7 50022 127.0.0.1 22"
+        exec unshare --mount --propagation private /bin/sh -c '
+            mount --bind "$0/pam" /etc/pam.d/sudo && mount --bind "$0/pam" /etc/pam.d/su &&
+            mount --bind "$0/sudoers" /etc/sudoers || exit 97
+            if [ "$3" = su ]; then
+                exec setpriv --reuid="$1" --regid="$2" --clear-groups -- \
+                    /usr/bin/su -s /bin/sh -c "echo SU-RAN as \\$(id -u)" "$4"
+            fi
+            exec setpriv --reuid="$1" --regid="$2" --clear-groups -- \
+                /usr/bin/sudo -k /bin/sh -c "echo SUDO-RAN as \\$(id -u)"
+        ' "\(directory)" \(login.uid) \(login.gid) "$1" "\(login.user)"
+
+        """.write(toFile: directory + "/run.sh", atomically: true, encoding: .utf8)
+    }
+
+    /// Starts sudo (or `su`) on `terminal` (`remote`: as from an SSH session).
+    func sudo(on terminal: PseudoTerminal, remote: Bool = false, su: Bool = false) throws -> SpawnedProcess {
+        try terminal.spawn("/bin/sh", [directory + "/run.sh", su ? "su" : "sudo"] + (remote ? ["remote"] : []))
+    }
+
+    /// Enrolls a finger for the user, through localauthd, as the user does (`lactl biometry enroll` on a terminal,
+    /// the password typed, then the reader's five scans of `printID`).
+    func enroll(_ printID: String) async throws {
+        let terminal = try PseudoTerminal()
+        var environment = login.userEnvironment
+        environment["LA_PRESENTER"] = nil
+        let enroll = try terminal.spawn(
+            "/usr/bin/setpriv", try login.arguments(["biometry", "enroll"]), environment: environment)
+        defer { _ = enroll.stop(SIGKILL) }
+        let asked = try await onOwnThread { terminal.waitFor("Password:", timeout: 60) }
+        #expect(asked, "lactl biometry enroll asks for the password: \(terminal.transcript)")
+        terminal.type("secret\r")
+        try await login.world.reader.send(Array(repeating: "SCAN \(printID)", count: 5))
+        let ended = try await onOwnThread { enroll.wait(timeout: 60) }
+        #expect(ended?.status == 0, "lactl biometry enroll: \(terminal.transcript)")
+    }
+
+    /// Waits for `process` to end; what the terminal showed.
+    func finish(_ process: SpawnedProcess, on terminal: PseudoTerminal) async throws -> String {
+        _ = try await onOwnThread { process.wait(timeout: 120) }
+        return terminal.transcript
+    }
+
+    func close() { login.close() }
+
+    private static func runCapturingOutputStatus(_ path: String, _ arguments: [String]) -> Int32 {
+        (try? runCapturingOutput(URL(fileURLWithPath: path), arguments).status) ?? -1
+    }
+}
+
+/// Issue 49: `sudo` with `pam_localauth.so finger` before `pam_unix`: one prompt, the finger or the password,
+/// whichever comes first.
+extension FingerAtLoginTests {
+    static var sudoUsable: Bool {
+        FileManager.default.isExecutableFile(atPath: "/usr/bin/sudo") && getuid() == 0
+            && (try? String(contentsOfFile: "/proc/self/sessionid", encoding: .utf8)) == "4294967295"
+    }
+
+    /// A finger of the user at sudo's prompt runs the command, no password typed; a typed password does too, and
+    /// the finger's verify ends with the prompt (the next sudo's verify takes the reader).
+    @Test(.enabled(if: sudoUsable, "needs root, Debian's sudo, and no login session of the test's own"))
+    func sudoTakesAFingerOrThePasswordAtOnePrompt() async throws {
+        let world = try SudoWorld()
+        defer { world.close() }
+        try await world.enroll("alice-1")
+
+        let terminal = try PseudoTerminal()
+        let byFinger = try world.sudo(on: terminal)
+        defer { _ = byFinger.stop(SIGKILL) }
+        let prompted = try await onOwnThread { terminal.waitFor("Password or finger: ", timeout: 60) }
+        #expect(prompted, "\(terminal.transcript)")
+        try await world.login.world.reader.send("SCAN alice-1")
+        let shown = try await world.finish(byFinger, on: terminal)
+        #expect(shown.contains("SUDO-RAN as 0"), "the finger ran sudo's command: \(shown)")
+
+        let typing = try PseudoTerminal()
+        let byPassword = try world.sudo(on: typing)
+        defer { _ = byPassword.stop(SIGKILL) }
+        let asked = try await onOwnThread {
+            typing.waitFor("Password or finger: ", timeout: 60) && typing.waitForEchoOff(timeout: 60)
+        }
+        #expect(asked, "\(typing.transcript)")
+        typing.type("secret\r")
+        let typed = try await world.finish(byPassword, on: typing)
+        #expect(typed.contains("SUDO-RAN as 0"), "the password ran sudo's command: \(typed)")
+        #expect(!typed.contains("secret"), "the password was not echoed")
+
+        // The abandoned verify freed the reader: a third sudo takes a finger again.
+        let again = try PseudoTerminal()
+        let third = try world.sudo(on: again)
+        defer { _ = third.stop(SIGKILL) }
+        #expect(try await onOwnThread { again.waitFor("Password or finger: ", timeout: 60) })
+        try await world.login.world.reader.send("SCAN alice-1")
+        #expect(try await world.finish(third, on: again).contains("SUDO-RAN as 0"))
+    }
+
+    /// `su` (util-linux, libpam_misc's conversation, which a child's exit does not interrupt): the finger ends the
+    /// prompt itself (the module puts a newline in the terminal's input), and the password works too.
+    @Test(.enabled(if: sudoUsable, "needs root, Debian's sudo, and no login session of the test's own"))
+    func suTakesAFingerOrThePassword() async throws {
+        let world = try SudoWorld()
+        defer { world.close() }
+        try await world.enroll("alice-1")
+        let terminal = try PseudoTerminal()
+        let byFinger = try world.sudo(on: terminal, su: true)
+        defer { _ = byFinger.stop(SIGKILL) }
+        #expect(
+            try await onOwnThread { terminal.waitFor("Password or finger: ", timeout: 60) }, "\(terminal.transcript)")
+        try await world.login.world.reader.send("SCAN alice-1")
+        let shown = try await world.finish(byFinger, on: terminal)
+        #expect(shown.contains("SU-RAN as \(world.login.uid)"), "the finger ran su's command: \(shown)")
+
+        let typing = try PseudoTerminal()
+        let byPassword = try world.sudo(on: typing, su: true)
+        defer { _ = byPassword.stop(SIGKILL) }
+        #expect(
+            try await onOwnThread {
+                typing.waitFor("Password or finger: ", timeout: 60) && typing.waitForEchoOff(timeout: 60)
+            })
+        typing.type("secret\r")
+        #expect(try await world.finish(byPassword, on: typing).contains("SU-RAN as \(world.login.uid)"))
+    }
+
+    /// Another finger is refused; after five, the finger is locked out and the password still works at the same
+    /// prompt. A wrong password is refused.
+    @Test(.enabled(if: sudoUsable, "needs root, Debian's sudo, and no login session of the test's own"))
+    func aStrangersFingerIsRefusedAndThePasswordStillWorks() async throws {
+        let world = try SudoWorld()
+        defer { world.close() }
+        try await world.enroll("alice-1")
+        let terminal = try PseudoTerminal()
+        let sudo = try world.sudo(on: terminal)
+        defer { _ = sudo.stop(SIGKILL) }
+        #expect(try await onOwnThread { terminal.waitFor("Password or finger: ", timeout: 60) })
+        for _ in 0..<5 { try await world.login.world.reader.send("SCAN mallory") }
+        #expect(!terminal.transcript.contains("SUDO-RAN"), "a stranger's finger ran nothing")
+        #expect(try await onOwnThread { terminal.waitForEchoOff(timeout: 60) })
+        terminal.type("secret\r")
+        let shown = try await world.finish(sudo, on: terminal)
+        #expect(shown.contains("SUDO-RAN as 0"), "\(shown)")
+        #expect(world.login.world.daemon.logText.contains("locked"), "the five failures locked the finger out")
+
+        let wrong = try PseudoTerminal()
+        let refused = try world.sudo(on: wrong)
+        defer { _ = refused.stop(SIGKILL) }
+        #expect(try await onOwnThread { wrong.waitFor("assword", timeout: 60) && wrong.waitForEchoOff(timeout: 60) })
+        wrong.type("wrong\r")
+        let refusedScreen = try await world.finish(refused, on: wrong)
+        #expect(!refusedScreen.contains("SUDO-RAN"), "\(refusedScreen)")
+    }
+
+    /// Where nobody can touch the reader, the finger is not offered and sudo's own password prompt comes at once:
+    /// over SSH, and with the lid closed.
+    @Test(.enabled(if: sudoUsable, "needs root, Debian's sudo, and no login session of the test's own"))
+    func noFingerIsOfferedOverSSHOrWithTheLidClosed() async throws {
+        let world = try SudoWorld()
+        defer { world.close() }
+        try await world.enroll("alice-1")
+        for remote in [true, false] {
+            if !remote { try "state:      closed\n".write(toFile: world.lid, atomically: true, encoding: .utf8) }
+            let terminal = try PseudoTerminal()
+            let sudo = try world.sudo(on: terminal, remote: remote)
+            defer { _ = sudo.stop(SIGKILL) }
+            #expect(try await onOwnThread { terminal.waitFor("[sudo] password for", timeout: 60) })
+            #expect(!terminal.transcript.contains("finger"), "\(terminal.transcript)")
+            terminal.type("secret\r")
+            #expect(try await world.finish(sudo, on: terminal).contains("SUDO-RAN as 0"))
+        }
+    }
+
+    /// The module believes only a server running as root: a program of the user listening at the path the stack
+    /// names, answering as localauthd would that the finger is offered and then that it matched, gets no finger
+    /// offered (sudo's own password prompt comes at once) and logs nobody in.
+    @Test(.enabled(if: sudoUsable, "needs root, Debian's sudo, and no login session of the test's own"))
+    func aServerThatIsNotRootIsNotBelieved() async throws {
+        let world = try SudoWorld(fakeServer: true)
+        defer { world.close() }
+        chmod(world.directory, 0o777)
+        // The answers' bytes as WireFormatTests pins them: welcome, then login(1, {finger offered (1) / matched (2)}).
+        let forger = """
+            import socket
+            server = socket.socket(socket.AF_UNIX)
+            server.bind("\(world.directory)/fake.sock")
+            server.listen()
+            answer = "01000000370d000000320100000008000000000000000102000000200100000001000200000008" \\
+                + "00000000000000000400000008000000000000000"
+            for number in range(20):
+                connection, _ = server.accept()
+                connection.recv(46)
+                connection.sendall(bytes.fromhex("01000000050100000000"))
+                connection.recv(65536)
+                connection.sendall(bytes.fromhex(answer + ("1" if number == 0 else "2")))
+                connection.close()
+            """
+        let listener = try SpawnedProcess(
+            "/usr/bin/setpriv",
+            [
+                "--reuid=\(world.login.uid)", "--regid=\(world.login.gid)", "--clear-groups", "--", "/usr/bin/python3",
+                "-c", forger,
+            ], log: world.directory + "/fake.log")
+        defer { _ = listener.stop(SIGKILL) }
+        #expect(
+            await waitUntil(within: .seconds(30)) {
+                FileManager.default.fileExists(atPath: world.directory + "/fake.sock")
+            })
+        let terminal = try PseudoTerminal()
+        let sudo = try world.sudo(on: terminal)
+        defer { _ = sudo.stop(SIGKILL) }
+        #expect(
+            try await onOwnThread { terminal.waitFor("[sudo] password for", timeout: 60) }, "\(terminal.transcript)")
+        terminal.type("secret\r")
+        #expect(try await world.finish(sudo, on: terminal).contains("SUDO-RAN as 0"))
+    }
+}
