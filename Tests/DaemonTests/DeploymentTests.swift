@@ -14,6 +14,49 @@ struct DeploymentTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 
+    /// Issue 49: the package's second `pam-auth-update` profile, run through Debian's real `pam-auth-update` on
+    /// copies of this machine's PAM files (a mount namespace of its own; the machine's are never touched): enabled
+    /// with the login keychain's, `pam_localauth.so finger` comes first in common-auth, then pam_unix with
+    /// `try_first_pass` (so a typed password reaches it), jumps counted past it, and the keychain's optional line
+    /// after the stack's end.
+    @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/sbin/pam-auth-update")))
+    func theFingerProfilePutsTheModuleBeforePamUnix() throws {
+        let directory = try FileManager.default.url(
+            for: .itemReplacementDirectory, in: .userDomainMask, appropriateFor: URL(fileURLWithPath: "/tmp"),
+            create: true
+        ).path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let script = """
+            set -e
+            d="$1"; profiles="$2"
+            mkdir -p "$d/pam.d" "$d/configs" "$d/lib"
+            cp -a /etc/pam.d/. "$d/pam.d/"
+            cp -a /usr/share/pam-configs/. "$d/configs/"
+            cp "$profiles/localauth" "$profiles/localauth-finger" "$d/configs/"
+            cp -a /var/lib/pam/. "$d/lib/" 2>/dev/null || true
+            exec unshare --mount --propagation private /bin/sh -c '
+                mount --bind "$0/pam.d" /etc/pam.d && mount --bind "$0/configs" /usr/share/pam-configs &&
+                mount --bind "$0/lib" /var/lib/pam &&
+                DEBIAN_FRONTEND=noninteractive pam-auth-update --enable localauth localauth-finger &&
+                grep "^auth" /etc/pam.d/common-auth' "$d"
+            """
+        let (status, output) = try runCapturingOutput(
+            URL(fileURLWithPath: "/bin/sh"),
+            ["-c", script, "sh", directory, Self.root.appendingPathComponent("Resources/pam-configs").path])
+        #expect(status == 0, "\(output)")
+        let lines = output.split(separator: "\n").map {
+            $0.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        }
+        let finger = lines.firstIndex(of: "auth [success=2 default=ignore] pam_localauth.so finger")
+        let unix = lines.firstIndex(of: "auth [success=1 default=ignore] pam_unix.so nullok try_first_pass")
+        let keychain = lines.firstIndex(of: "auth optional pam_localauth.so")
+        #expect(finger == 0, "the finger first: \(lines)")
+        #expect(unix == 1, "then pam_unix, taking the typed password: \(lines)")
+        #expect(keychain != nil && keychain! > 2, "the keychain's line after the stack's end: \(lines)")
+        let host = try String(contentsOfFile: "/etc/pam.d/common-auth", encoding: .utf8)
+        #expect(!host.contains("finger"), "this machine's common-auth is untouched")
+    }
+
     /// systemd's own checker accepts both units as `make install` writes them.
     @Test func theSystemdUnitsVerify() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("units-\(UUID().uuidString)")
