@@ -57,7 +57,7 @@ demo: bootstrap
 	$(SWIFT) build $(SWIFT_BUILD_FLAGS) --product ChallengeSigning
 	$(SWIFT) run $(SWIFT_BUILD_FLAGS) --skip-build ChallengeSigning demo
 
-bench: bootstrap
+bench: bootstrap pam
 	$(SWIFT) build -c release $(SWIFT_BUILD_FLAGS) --product la-bench
 	$(SWIFT) build -c release $(SWIFT_BUILD_FLAGS) --product localauthd
 	$(SWIFT) build -c release $(SWIFT_BUILD_FLAGS) --product lactl

@@ -14,6 +14,7 @@ let sections: [(name: String, run: () async throws -> Void)] = [
     ("context", ContextBenchmarks.run),
     ("agent", AgentBenchmarks.run),
     ("secret-service", SecretServiceBenchmarks.run),
+    ("pam-finger", PAMFingerBenchmarks.run),
     ("daemon", DaemonBenchmarks.run),
     ("pressure", PressureBenchmarks.run),
     ("passcode-pressure", PasscodePressureBenchmarks.run),
