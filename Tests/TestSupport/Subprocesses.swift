@@ -106,11 +106,26 @@ package func runOnTerminal(
     process.standardOutput = output
     process.standardError = output
     let shown = Mutex("")
-    output.fileHandleForReading.readabilityHandler = { handle in
-        let text = String(decoding: handle.availableData, as: UTF8.self)
-        shown.withLock { $0 += text }
+    // Read on a thread of its own until the end of the output, not through `readabilityHandler`: its dispatch source
+    // outlived the descriptor when the pipe closed, and libdispatch's event loop then crashed the test process (a bad
+    // pointer in `_dispatch_event_loop_drain`, seen once in a stress series' daemon pass).
+    let reading = DispatchSemaphore(value: 0)
+    // A descriptor of its own: the pipe's may be closed with it while the thread still reads (a program left
+    // holding the terminal keeps the output open).
+    let descriptor = dup(output.fileHandleForReading.fileDescriptor)
+    let reader = Thread {
+        defer { close(descriptor) }
+        var chunk = [UInt8](repeating: 0, count: 4_096)
+        while true {
+            let count = read(descriptor, &chunk, chunk.count)
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { break }
+            shown.withLock { $0 += String(decoding: chunk[0..<count], as: UTF8.self) }
+        }
+        reading.signal()
     }
     try process.run()
+    reader.start()
     var seen = 0
     for (expected, answer) in steps {
         // A hang guard, generous for a loaded machine: the loop ends at the prompt.
@@ -130,17 +145,8 @@ package func runOnTerminal(
         input.fileHandleForWriting.write(Data(answer.utf8))
     }
     process.waitUntilExit()
-    output.fileHandleForReading.readabilityHandler = nil
-    // The handler runs on a queue of its own and may not have read the last output yet when the process ended (an
-    // empty screen under load, issue 54): read what is left, without waiting for more.
-    let descriptor = output.fileHandleForReading.fileDescriptor
-    _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
-    var chunk = [UInt8](repeating: 0, count: 4_096)
-    while true {
-        let count = read(descriptor, &chunk, chunk.count)
-        guard count > 0 else { break }
-        shown.withLock { $0 += String(decoding: chunk[0..<count], as: UTF8.self) }
-    }
+    // The output ends with the programs (a background program still holding the terminal keeps it open: bounded).
+    _ = reading.wait(timeout: .now() + 30)
     return (process.terminationStatus, shown.withLock { $0 })
 }
 
