@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <termios.h>
@@ -293,7 +294,7 @@ static int served_by_root(int fd) {
 
 /* `wait_seconds`: how long the answer may take (0: no limit, for verifyFinger, which waits for a finger). */
 static void converse(const struct options *options, const struct passwd *user, const struct buffer *request,
-                     int wait_seconds, int report) {
+                     int wait_seconds, int report, pid_t parent) {
     static unsigned char frame[FRAME_LIMIT];
     struct outcome outcome;
     memset(&outcome, 0, sizeof outcome);
@@ -303,6 +304,9 @@ static void converse(const struct options *options, const struct passwd *user, c
         if (setgroups(1, &gid) || setgid(user->pw_gid) || setuid(user->pw_uid)) outcome.status = 4;
     }
     if (getuid() != user->pw_uid || geteuid() != user->pw_uid) outcome.status = 4;
+    /* Changing ids cleared the parent-death signal: set again, and gone already when the parent went meanwhile. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(0);
     if (outcome.status == 4) {
         outcome.error = errno;
     } else {
@@ -343,6 +347,8 @@ static void converse(const struct options *options, const struct passwd *user, c
 
 static void run_step(const struct options *options, const struct passwd *user, int kind, const char *first,
                      const char *second, int wait_seconds, struct outcome *outcome);
+static void run_request(const struct options *options, const struct passwd *user, const struct buffer *request,
+                        int wait_seconds, struct outcome *outcome);
 
 /* Runs one login request for the stack's user; what happened, in `outcome`. */
 static void ask(pam_handle_t *pamh, const struct options *options, int kind, const char *first,
@@ -368,24 +374,51 @@ static void ask(pam_handle_t *pamh, const struct options *options, int kind, con
  * limit). */
 static void run_step(const struct options *options, const struct passwd *user, int kind, const char *first,
                      const char *second, int wait_seconds, struct outcome *outcome) {
-    memset(outcome, 0, sizeof *outcome);
-    outcome->status = 3;
     struct buffer request = {0};
-    int pipes[2] = {-1, -1};
-    if (build_request(&request, kind, first, second) || pipe2(pipes, O_CLOEXEC)) {
-        snprintf(outcome->text, sizeof outcome->text, "out of memory or descriptors");
+    if (build_request(&request, kind, first, second)) {
+        memset(outcome, 0, sizeof *outcome);
+        outcome->status = 3;
+        snprintf(outcome->text, sizeof outcome->text, "out of memory");
         frees_wiped(&request);
         return;
     }
+    run_request(options, user, &request, wait_seconds, outcome);
+    frees_wiped(&request);
+}
+
+/* Copies the constant `text` into the outcome's (no allocation: also in a forked watcher). */
+static void set_text(struct outcome *outcome, const char *text) {
+    size_t length = strlen(text);
+    if (length >= sizeof outcome->text) length = sizeof outcome->text - 1;
+    memcpy(outcome->text, text, length);
+    outcome->text[length] = 0;
+}
+
+/* Runs the built `request` from a child switched to `user`; allocates nothing (the watcher runs it after its fork).
+ * The child dies with its parent, and keeps no descriptor of the program running the stack but its report pipe. */
+static void run_request(const struct options *options, const struct passwd *user, const struct buffer *request,
+                        int wait_seconds, struct outcome *outcome) {
+    memset(outcome, 0, sizeof *outcome);
+    outcome->status = 3;
+    int pipes[2] = {-1, -1};
+    if (pipe2(pipes, O_CLOEXEC)) {
+        set_text(outcome, "out of descriptors");
+        return;
+    }
+    pid_t parent = getpid();
     pid_t child = fork();
     if (child == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(0);
         close(pipes[0]);
-        converse(options, user, &request, wait_seconds, pipes[1]);
+        if (pipes[1] != 3 && dup2(pipes[1], 3) != 3) _exit(0);
+        close_range(4, ~0U, 0);
+        converse(options, user, request, wait_seconds, 3, parent);
         _exit(0);
     }
     close(pipes[1]);
     if (child < 0) {
-        snprintf(outcome->text, sizeof outcome->text, "fork failed: %s", strerror(errno));
+        set_text(outcome, "fork failed");
     } else {
         struct pollfd wait_for = {.fd = pipes[0], .events = POLLIN};
         int ready;
@@ -401,7 +434,6 @@ static void run_step(const struct options *options, const struct passwd *user, i
         while (waitpid(child, NULL, 0) < 0 && errno == EINTR) {}
     }
     close(pipes[0]);
-    frees_wiped(&request);
 }
 
 /* Logs what happened at `step`; never a password. */
@@ -533,7 +565,9 @@ static int session_started_by_sshd(void) {
     if (length <= 0) return 0;
     exe[length] = 0;
     const char *name = strrchr(exe, '/');
-    return strcmp(name ? name + 1 : exe, "sshd") == 0;
+    name = name ? name + 1 : exe;
+    /* OpenSSH 9.8 on runs a session as sshd-session. */
+    return strcmp(name, "sshd") == 0 || strcmp(name, "sshd-session") == 0;
 }
 
 /* Why no finger is offered here, NULL when one may be: nobody can touch the reader from a remote session, nor with
@@ -550,32 +584,34 @@ static const char *finger_not_here(pam_handle_t *pamh, const struct options *opt
     return NULL;
 }
 
-/* The watcher: root, in a process group of its own. Asks whether the finger is offered ('O' or 'N' to `report`),
- * then verifies until a finger of the user matches ('M', then a newline put in the terminal's input, which ends the
- * prompt), the finger is no longer offered (the lockout), or localauthd is gone; the parent kills it (and its
- * child) as soon as the prompt returns. */
-static void watch_finger(const struct options *options, const struct passwd *user, int tty, int report) {
+/* The watcher: root, in the process group of the program running the stack (so the terminal's signals reach it
+ * too), dying with it. Asks whether the finger is offered ('O' or 'N' to `report`), then verifies until a finger of
+ * the user matches ('M', then a newline put in the terminal's input, which ends the prompt), the finger is no longer
+ * offered (the lockout), or localauthd is gone; the parent kills it as soon as the prompt returns, and its child
+ * dies with it. The requests were built before its fork: it allocates nothing. The newline goes in only while the
+ * program that prompts is the terminal's foreground (not stopped, not gone), and only when the parent can still
+ * read the 'M' that says so. */
+static void watch_finger(const struct options *options, const struct passwd *user, const struct buffer *offered_request,
+                         const struct buffer *verify_request, int tty, pid_t prompting, int report) {
     struct outcome outcome;
-    run_step(options, user, 4, NULL, NULL, options->timeout, &outcome);
+    run_request(options, user, offered_request, options->timeout, &outcome);
     unsigned char offered = outcome.status == 0 && outcome.finger == 1 ? 'O' : 'N';
-    (void)write_all(report, &offered, 1);
-    if (offered != 'O') return;
+    if (write_all(report, &offered, 1) || offered != 'O') return;
     for (;;) {
-        run_step(options, user, 5, NULL, NULL, 0, &outcome);
+        run_request(options, user, verify_request, 0, &outcome);
         if (outcome.status == 0 && outcome.finger == 2) {
-            (void)write_all(report, (const unsigned char *)"M", 1);
+            if (write_all(report, (const unsigned char *)"M", 1)) return;
             char newline = '\n';
-            (void)ioctl(tty, TIOCSTI, &newline);
+            if (tcgetpgrp(tty) == prompting) (void)ioctl(tty, TIOCSTI, &newline);
             return;
         }
         if (outcome.status != 0 || outcome.finger != 3) return;
     }
 }
 
-/* Kills the watcher's process group (it and its child talking to localauthd, whose connection's closing cancels the
- * verify and frees the reader) and reaps the watcher. */
+/* Kills the watcher (its child talking to localauthd dies with it, and localauthd cancels the verify and frees the
+ * reader when the connection closes) and reaps it. */
 static void stop_watcher(pid_t watcher) {
-    kill(-watcher, SIGKILL);
     kill(watcher, SIGKILL);
     while (waitpid(watcher, NULL, 0) < 0 && errno == EINTR) {}
 }
@@ -603,24 +639,31 @@ static int finger_or_password(pam_handle_t *pamh, const struct options *options)
         return PAM_IGNORE;
     }
     int pipes[2];
-    if (pipe2(pipes, O_CLOEXEC)) {
+    struct buffer offered_request = {0}, verify_request = {0};
+    if (build_request(&offered_request, 4, NULL, NULL) || build_request(&verify_request, 5, NULL, NULL) ||
+        pipe2(pipes, O_CLOEXEC)) {
+        frees_wiped(&offered_request);
+        frees_wiped(&verify_request);
         close(tty);
         return PAM_IGNORE;
     }
+    pid_t host = getpid(), prompting = getpgrp();
     pid_t watcher = fork();
     if (watcher == 0) {
-        setpgid(0, 0);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != host) _exit(0);
         close(pipes[0]);
-        watch_finger(options, user, tty, pipes[1]);
+        watch_finger(options, user, &offered_request, &verify_request, tty, prompting, pipes[1]);
         _exit(0);
     }
     close(pipes[1]);
+    frees_wiped(&offered_request);
+    frees_wiped(&verify_request);
     if (watcher < 0) {
         close(pipes[0]);
         close(tty);
         return PAM_IGNORE;
     }
-    setpgid(watcher, watcher);
     unsigned char answer = 0;
     struct pollfd wait_for = {.fd = pipes[0], .events = POLLIN};
     int ready;

@@ -106,6 +106,10 @@ final class LoginSessions: Sendable {
             return (.matched, nil)
         } catch let error as AuthenticationError where error.code == .authenticationFailed {
             return (.notMatched, error.message)
+        } catch let error as AuthenticationError where error.code == .systemCancel {
+            // No finger within the reader's attempt time: the prompt still offers it, so the module asks again
+            // (nothing was counted).
+            return (.notMatched, error.message)
         } catch let error as AuthenticationError {
             return (.notOffered, error.message)
         }

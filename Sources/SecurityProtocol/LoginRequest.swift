@@ -27,7 +27,8 @@ package enum FingerAnswer: Int, Sendable, Equatable, CaseIterable {
     case offered = 1
     /// ``LoginRequest/verifyFinger``: an enrolled finger of the user matched.
     case matched = 2
-    /// ``LoginRequest/verifyFinger``: the evaluation ended without a match (its failures counted).
+    /// ``LoginRequest/verifyFinger``: the evaluation ended without a match (its failures counted), or no finger
+    /// came within the reader's attempt time (nothing counted): the module asks again.
     case notMatched = 3
     /// Either: no finger can be offered (the outcome's note says why: no reader, none enrolled, locked out).
     case notOffered = 4
