@@ -171,6 +171,12 @@ void la_secret_bus_done(la_secret_bus *bus) { g_atomic_int_dec_and_test(&bus->wa
 
 void la_secret_bus_wake(la_secret_bus *bus) { g_async_queue_push(bus->calls, g_dbus_message_new()); }
 
+void la_secret_bus_hold(la_secret_bus *bus) {
+    g_atomic_int_inc(&bus->waiting);
+    g_mutex_lock(&bus->answering);
+    g_mutex_unlock(&bus->answering);
+}
+
 void la_secret_bus_answer_on_worker(la_secret_bus *bus, la_secret_bus_answerer answerer, void *context) {
     g_mutex_lock(&bus->answering);
     bus->answerer = answerer;

@@ -6,7 +6,10 @@ import Synchronization
 /// leaves them alone, until the serving thread has answered them (``release(_:)``).
 final class AskingConnections: Sendable {
     private struct State {
-        /// Connections with a read under way or finished but not yet released.
+        /// Connections with a read under way.
+        var asking: Set<String> = []
+        /// Connections whose later calls must wait: a read under way, or finished with its kept calls not yet all
+        /// answered.
         var busy: Set<String> = []
         /// Connections whose read finished, to be released by the serving thread.
         var finished: [String] = []
@@ -21,18 +24,27 @@ final class AskingConnections: Sendable {
         state.withLock { $0.busy.contains(connection) }
     }
 
+    /// Whether `connection` has a read under way.
+    func isAsking(_ connection: String) -> Bool {
+        state.withLock { $0.asking.contains(connection) }
+    }
+
     /// Marks `connection` busy for a read that will ask; false when too many already wait.
     func begin(_ connection: String) -> Bool {
         state.withLock { state in
-            guard state.busy.count < Self.limit else { return false }
+            guard state.asking.count < Self.limit else { return false }
+            state.asking.insert(connection)
             state.busy.insert(connection)
             return true
         }
     }
 
-    /// On the read's thread: its answer was sent.
+    /// On the read's thread: its answer was sent. The connection stays busy until ``release(_:)``.
     func finish(_ connection: String) {
-        state.withLock { $0.finished.append(connection) }
+        state.withLock { state in
+            state.asking.remove(connection)
+            state.finished.append(connection)
+        }
     }
 
     /// The connections whose read finished since the last call, in the order they finished; each stays busy until
@@ -44,7 +56,7 @@ final class AskingConnections: Sendable {
         }
     }
 
-    /// `connection`'s calls may be answered as they come again.
+    /// `connection`'s calls may be answered as they come again (its kept calls were).
     func release(_ connection: String) {
         _ = state.withLock { $0.busy.remove(connection) }
     }

@@ -123,7 +123,12 @@ package final class SecretServiceProvider {
                 let provider = Unmanaged<SecretServiceProvider>.fromOpaque(context).takeUnretainedValue()
                 return provider.answerOnWorker(call) ? 1 : 0
             }, Unmanaged.passUnretained(self).toOpaque())
-        defer { la_secret_bus_answer_on_worker(bus, nil, nil) }
+        defer {
+            la_secret_bus_answer_on_worker(bus, nil, nil)
+            // Calls kept behind a read still waiting for the user are never answered now: their references go.
+            for call in waitingBehindReads.values.joined() { g_object_unref(UnsafeMutableRawPointer(call)) }
+            waitingBehindReads.removeAll()
+        }
         while true {
             let next = la_secret_bus_next(bus, 1_000)
             releaseFinishedReads()
@@ -154,18 +159,24 @@ package final class SecretServiceProvider {
     /// Answers, in order, the calls that waited behind reads that have finished, until one of them waits for the
     /// user in turn.
     private func releaseFinishedReads() {
-        for sender in asking.takeFinished() {
+        let finished = asking.takeFinished()
+        guard !finished.isEmpty else { return }
+        // Never beside the worker thread: it answers again once these are.
+        la_secret_bus_hold(bus)
+        defer { la_secret_bus_done(bus) }
+        for sender in finished {
             var calls = waitingBehindReads.removeValue(forKey: sender) ?? []
-            asking.release(sender)
+            // Still busy while its kept calls are answered: the worker leaves its newer calls to the queue, behind.
             while !calls.isEmpty {
                 let call = calls.removeFirst()
                 handle(call)
                 g_object_unref(UnsafeMutableRawPointer(call))
-                if asking.isBusy(sender) {
+                if asking.isAsking(sender) {
                     waitingBehindReads[sender] = calls
                     break
                 }
             }
+            if !asking.isAsking(sender) { asking.release(sender) }
         }
     }
 
@@ -421,14 +432,22 @@ package final class SecretServiceProvider {
         case (.service, Self.serviceInterface, "SetAlias"), (.service, "", "SetAlias"):
             let name = try argument(arguments, 0, "s").string!
             let target = try argument(arguments, 1, "o").string!
-            guard KeychainSecrets.isItemName(name) else {
-                throw BusError.invalidArguments("an alias is made of letters, digits and _")
-            }
+            try Self.requireAliasName(name)
+            if try store.isLocked() { throw BusError.isLocked(Self.root) }
             if target == "/" {
                 try store.setAlias(name, to: nil)
             } else {
                 guard case .collection(let collection)? = object(at: target) else {
                     throw BusError.noSuchObject(target)
+                }
+                // An alias is kept in the keychain: it names a collection that is kept there too (`default` pointed
+                // at the session collection would lose every later program's secrets at the provider's exit).
+                guard collection != Self.inMemory else {
+                    throw BusError.notSupported("an alias names a persisted collection, not the session collection")
+                }
+                guard store.aliases().count < Self.aliasLimit || store.aliases()[name] != nil else {
+                    throw BusError(
+                        name: "org.freedesktop.DBus.Error.LimitsExceeded", text: "\(Self.aliasLimit) aliases are kept")
                 }
                 try store.setAlias(name, to: collection)
             }
@@ -541,7 +560,8 @@ package final class SecretServiceProvider {
         }
         g_object_ref(UnsafeMutableRawPointer(call))
         let read = BackgroundRead(
-            bus: bus, call: call, store: store, subject: subject, session: session, reads: reads, inMemory: inMemory,
+            owner: self, bus: bus, call: call, store: store, subject: subject, session: session, reads: reads,
+            inMemory: inMemory,
             single: member == "GetSecret", asking: asking, sender: sender)
         let thread = Thread { read.run() }
         thread.name = "secret read"
@@ -554,6 +574,8 @@ package final class SecretServiceProvider {
         // @unchecked: made on the serving thread and then used by the read's thread alone. The call holds a
         // reference taken for it; the bus lives as long as the provider; of `store` only the keychain reads are used,
         // which any thread may make.
+        /// Kept alive while the read waits: its bus must outlive the answer.
+        let owner: SecretServiceProvider
         let bus: OpaquePointer
         let call: OpaquePointer
         let store: KeychainSecrets
@@ -566,10 +588,12 @@ package final class SecretServiceProvider {
         let sender: String
 
         init(
-            bus: OpaquePointer, call: OpaquePointer, store: KeychainSecrets, subject: ProcessReference,
+            owner: SecretServiceProvider, bus: OpaquePointer, call: OpaquePointer, store: KeychainSecrets,
+            subject: ProcessReference,
             session: (path: String, transfer: Transfer), reads: [(path: String, collection: String, id: String)],
             inMemory: [String: BusValue], single: Bool, asking: AskingConnections, sender: String
         ) {
+            self.owner = owner
             self.bus = bus
             self.call = call
             self.store = store
@@ -642,10 +666,9 @@ package final class SecretServiceProvider {
     private func createCollection(_ arguments: [BusValue]) throws -> [BusValue] {
         let properties = try argument(arguments, 0, "a{sv}").properties ?? [:]
         let alias = try argument(arguments, 1, "s").string!
+        if alias == Self.persisted { return [.objectPath(Self.path(of: Self.persisted)), .objectPath("/")] }
         if !alias.isEmpty {
-            guard KeychainSecrets.isItemName(alias) else {
-                throw BusError.invalidArguments("an alias is made of letters, digits and _")
-            }
+            try Self.requireAliasName(alias)
             if let named = store.aliases()[alias], isCollection(named) {
                 return [.objectPath(Self.path(of: named)), .objectPath("/")]
             }
@@ -672,6 +695,16 @@ package final class SecretServiceProvider {
 
     /// The most persisted collections kept.
     static let collectionLimit = 256
+    /// The most aliases kept (`default` included).
+    static let aliasLimit = 64
+
+    /// An alias name: letters, digits and `_`, and not a collection's own name (`login`, `session`), which
+    /// `ReadAlias` answers itself.
+    private static func requireAliasName(_ name: String) throws {
+        guard KeychainSecrets.isItemName(name), name != persisted, name != inMemory else {
+            throw BusError.invalidArguments("an alias is made of letters, digits and _, and is not login or session")
+        }
+    }
 
     /// The service's `Collections` changed.
     private func emitCollectionsChanged() {

@@ -323,6 +323,12 @@ struct SecretServiceTests {
                 except Exception as error:
                     print(path, "kept:", type(error).__name__)
             PY
+            for alias in "keep /org/freedesktop/secrets/collection/session" \\
+                "login /org/freedesktop/secrets/collection/work_stuff"; do
+                gdbus call --session --dest org.freedesktop.secrets --object-path /org/freedesktop/secrets \\
+                    --method org.freedesktop.Secret.Service.SetAlias $alias 2>&1 \\
+                    | grep -o 'org.freedesktop.DBus.Error.[A-Za-z]*' | sed "s/^/alias ${alias%% *}: /"
+            done
             sleep 1
             kill $monitor
             grep -o "CollectionCreated (objectpath '[^']*'" "$WORK/signals" | sed 's/^/signal: /'
@@ -338,6 +344,8 @@ struct SecretServiceTests {
             "after delete: ['login', 'session', 'work_stuff'] gone items: 0", "relabelled: Work",
             "login kept: DBusErrorResponse", "session kept: DBusErrorResponse",
             "signal: CollectionCreated (objectpath '\(work)'", "signal: CollectionDeleted (objectpath '\(work)_2'",
+            "alias keep: org.freedesktop.DBus.Error.NotSupported",
+            "alias login: org.freedesktop.DBus.Error.InvalidArgs",
         ] {
             #expect(lines.contains(expected), "\(expected): \(first.output)")
         }

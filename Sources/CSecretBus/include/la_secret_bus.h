@@ -32,6 +32,10 @@ void la_secret_bus_done(la_secret_bus *bus);
 // Makes a waiting la_secret_bus_next return NULL now (from any thread): a call answered elsewhere has finished.
 void la_secret_bus_wake(la_secret_bus *bus);
 
+// Keeps the worker thread from answering (as a queued call does) until la_secret_bus_done, once an answer it has
+// under way has finished: the taker then answers calls it kept itself, never beside the worker.
+void la_secret_bus_hold(la_secret_bus *bus);
+
 // Answers a method call on GDBus's worker thread, where nothing may wait for the bus (a call to it would wait for
 // this very thread): 1 when it replied (the call is dropped), 0 to have it queued for la_secret_bus_next instead. Runs
 // only while no queued call waits or is being answered, so calls keep their order and it never runs beside the
