@@ -340,14 +340,15 @@ package final class ExecRecord: Sendable {
                 la_trace_detach(id, 0)
                 return
             case 2:
+                // An exec that failed: any program may make one fail on purpose, so it is not reported (the log
+                // would be flooded).
                 la_trace_detach(id, signal)
-                report(unrecorded(trace, "its exec failed (it stopped in its old program)"))
                 return
             case 0:
                 usleep(pause)
                 pause = min(pause * 2, 100_000)
             case 3:
-                report(unrecorded(trace, "it ended during its exec"))
+                // Ended during its exec (killed): not reported either.
                 return
             default:
                 // Neither the thread nor its process is traced here any more (4), or an error.
