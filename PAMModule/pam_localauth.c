@@ -484,16 +484,21 @@ static void cleanup_kept(pam_handle_t *pamh, void *data, int status) {
 
 /* ---- The finger (option `finger`) ---- */
 
+/* Reads the start of the file at `path` into `text` (`size` bytes, NUL-terminated); how many bytes, 0 when none. */
+static ssize_t read_start(const char *path, char *text, size_t size) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t count = read(fd, text, size - 1);
+    close(fd);
+    if (count < 0) count = 0;
+    text[count] = 0;
+    return count;
+}
+
 /* Whether any line of the file at `path` holds `needle` (the file read whole, up to 4 KiB). */
 static int file_says(const char *path, const char *needle) {
     char text[4096];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
-    ssize_t count = read(fd, text, sizeof text - 1);
-    close(fd);
-    if (count <= 0) return 0;
-    text[count] = 0;
-    return strstr(text, needle) != NULL;
+    return read_start(path, text, sizeof text) > 0 && strstr(text, needle) != NULL;
 }
 
 /* Whether the lid is closed: `lid=PATH` (tests), else any /proc/acpi/button/lid/<name>/state saying so. */
@@ -516,28 +521,19 @@ static int lid_closed(const struct options *options) {
 /* Whether logind knows this process's session as remote, or as one without a seat (the session named by the audit
  * session id, as logind names them); no record: not known as remote. */
 static int logind_session_is_remote(void) {
-    char id[32] = {0}, path[128];
-    int fd = open("/proc/self/sessionid", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
-    ssize_t count = read(fd, id, sizeof id - 1);
-    close(fd);
-    if (count <= 0 || strcmp(id, "4294967295") == 0) return 0;
+    char id[32], path[128];
+    if (read_start("/proc/self/sessionid", id, sizeof id) == 0 || strcmp(id, "4294967295") == 0) return 0;
     snprintf(path, sizeof path, "/run/systemd/sessions/%s", id);
     if (access(path, R_OK) != 0) return 0;
     return file_says(path, "\nREMOTE=1") || !file_says(path, "\nSEAT=");
 }
 
-/* Whether the environment process `pid` was started with (its /proc/<pid>/environ, "self" for this one) names an
- * SSH connection: a program of the user can clear it, which only keeps the finger from being offered to itself. */
-static int started_over_ssh(const char *pid) {
-    char path[64], text[65536];
-    snprintf(path, sizeof path, "/proc/%s/environ", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
-    ssize_t count = read(fd, text, sizeof text - 1);
-    close(fd);
-    if (count <= 0) return 0;
-    text[count] = 0;
+/* Whether the environment this program was started with (/proc/self/environ: what sudo clears from its own does
+ * not matter) names an SSH connection: a program of the user can clear it, which only keeps the finger from being
+ * offered to itself. */
+static int started_over_ssh(void) {
+    char text[65536];
+    ssize_t count = read_start("/proc/self/environ", text, sizeof text);
     for (char *entry = text; entry < text + count; entry += strlen(entry) + 1)
         if (!strncmp(entry, "SSH_CONNECTION=", 15) || !strncmp(entry, "SSH_CLIENT=", 11) || !strncmp(entry, "SSH_TTY=", 8))
             return 1;
@@ -551,12 +547,7 @@ static int session_started_by_sshd(void) {
     pid_t leader = getsid(0);
     if (leader <= 0) return 0;
     snprintf(path, sizeof path, "/proc/%d/stat", (int)leader);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
-    ssize_t count = read(fd, stat_line, sizeof stat_line - 1);
-    close(fd);
-    if (count <= 0) return 0;
-    stat_line[count] = 0;
+    if (read_start(path, stat_line, sizeof stat_line) == 0) return 0;
     char *end = strrchr(stat_line, ')'); /* the name may hold spaces and parentheses: the state follows the last ) */
     int parent = 0;
     if (!end || sscanf(end + 1, " %*c %d", &parent) != 1 || parent <= 1) return 0;
@@ -576,7 +567,7 @@ static const char *finger_not_here(pam_handle_t *pamh, const struct options *opt
     const void *host = NULL;
     if (pam_get_item(pamh, PAM_RHOST, &host) == PAM_SUCCESS && host && *(const char *)host)
         return "a remote session (PAM_RHOST)";
-    if (getenv("SSH_CONNECTION") || getenv("SSH_CLIENT") || getenv("SSH_TTY") || started_over_ssh("self"))
+    if (getenv("SSH_CONNECTION") || getenv("SSH_CLIENT") || getenv("SSH_TTY") || started_over_ssh())
         return "a session over SSH";
     if (session_started_by_sshd()) return "a session over SSH (its leader's parent is sshd)";
     if (logind_session_is_remote()) return "a remote session, or one without a seat (logind)";

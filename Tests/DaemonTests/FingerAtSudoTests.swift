@@ -62,9 +62,13 @@ final class SudoWorld {
         """.write(toFile: directory + "/run.sh", atomically: true, encoding: .utf8)
     }
 
-    /// Starts sudo (or `su`) on `terminal` (`remote`: as from an SSH session).
-    func sudo(on terminal: PseudoTerminal, remote: Bool = false, su: Bool = false) throws -> SpawnedProcess {
-        try terminal.spawn("/bin/sh", [directory + "/run.sh", su ? "su" : "sudo"] + (remote ? ["remote"] : []))
+    /// Starts sudo (or `su`) on a terminal of its own (`remote`: as from an SSH session); the process is killed when
+    /// it is released still running.
+    func sudo(remote: Bool = false, su: Bool = false) throws -> (PseudoTerminal, SpawnedProcess) {
+        let terminal = try PseudoTerminal()
+        let process = try terminal.spawn(
+            "/bin/sh", [directory + "/run.sh", su ? "su" : "sudo"] + (remote ? ["remote"] : []))
+        return (terminal, process)
     }
 
     /// Enrolls a finger for the user, through localauthd, as the user does (`lactl biometry enroll` on a terminal,
@@ -113,18 +117,14 @@ extension FingerAtLoginTests {
         defer { world.close() }
         try await world.enroll("alice-1")
 
-        let terminal = try PseudoTerminal()
-        let byFinger = try world.sudo(on: terminal)
-        defer { _ = byFinger.stop(SIGKILL) }
+        let (terminal, byFinger) = try world.sudo()
         let prompted = try await onOwnThread { terminal.waitFor("Password or finger: ", timeout: 60) }
         #expect(prompted, "\(terminal.transcript)")
         try await world.login.world.reader.send("SCAN alice-1")
         let shown = try await world.finish(byFinger, on: terminal)
         #expect(shown.contains("SUDO-RAN as 0"), "the finger ran sudo's command: \(shown)")
 
-        let typing = try PseudoTerminal()
-        let byPassword = try world.sudo(on: typing)
-        defer { _ = byPassword.stop(SIGKILL) }
+        let (typing, byPassword) = try world.sudo()
         let asked = try await onOwnThread {
             typing.waitFor("Password or finger: ", timeout: 60) && typing.waitForEchoOff(timeout: 60)
         }
@@ -135,9 +135,7 @@ extension FingerAtLoginTests {
         #expect(!typed.contains("secret"), "the password was not echoed")
 
         // The abandoned verify freed the reader: a third sudo takes a finger again.
-        let again = try PseudoTerminal()
-        let third = try world.sudo(on: again)
-        defer { _ = third.stop(SIGKILL) }
+        let (again, third) = try world.sudo()
         #expect(try await onOwnThread { again.waitFor("Password or finger: ", timeout: 60) })
         try await world.login.world.reader.send("SCAN alice-1")
         #expect(try await world.finish(third, on: again).contains("SUDO-RAN as 0"))
@@ -150,18 +148,14 @@ extension FingerAtLoginTests {
         let world = try SudoWorld()
         defer { world.close() }
         try await world.enroll("alice-1")
-        let terminal = try PseudoTerminal()
-        let byFinger = try world.sudo(on: terminal, su: true)
-        defer { _ = byFinger.stop(SIGKILL) }
+        let (terminal, byFinger) = try world.sudo(su: true)
         #expect(
             try await onOwnThread { terminal.waitFor("Password or finger: ", timeout: 60) }, "\(terminal.transcript)")
         try await world.login.world.reader.send("SCAN alice-1")
         let shown = try await world.finish(byFinger, on: terminal)
         #expect(shown.contains("SU-RAN as \(world.login.uid)"), "the finger ran su's command: \(shown)")
 
-        let typing = try PseudoTerminal()
-        let byPassword = try world.sudo(on: typing, su: true)
-        defer { _ = byPassword.stop(SIGKILL) }
+        let (typing, byPassword) = try world.sudo(su: true)
         #expect(
             try await onOwnThread {
                 typing.waitFor("Password or finger: ", timeout: 60) && typing.waitForEchoOff(timeout: 60)
@@ -177,9 +171,7 @@ extension FingerAtLoginTests {
         let world = try SudoWorld()
         defer { world.close() }
         try await world.enroll("alice-1")
-        let terminal = try PseudoTerminal()
-        let sudo = try world.sudo(on: terminal)
-        defer { _ = sudo.stop(SIGKILL) }
+        let (terminal, sudo) = try world.sudo()
         #expect(try await onOwnThread { terminal.waitFor("Password or finger: ", timeout: 60) })
         for _ in 0..<5 { try await world.login.world.reader.send("SCAN mallory") }
         #expect(!terminal.transcript.contains("SUDO-RAN"), "a stranger's finger ran nothing")
@@ -189,9 +181,7 @@ extension FingerAtLoginTests {
         #expect(shown.contains("SUDO-RAN as 0"), "\(shown)")
         #expect(world.login.world.daemon.logText.contains("locked"), "the five failures locked the finger out")
 
-        let wrong = try PseudoTerminal()
-        let refused = try world.sudo(on: wrong)
-        defer { _ = refused.stop(SIGKILL) }
+        let (wrong, refused) = try world.sudo()
         #expect(try await onOwnThread { wrong.waitFor("assword", timeout: 60) && wrong.waitForEchoOff(timeout: 60) })
         wrong.type("wrong\r")
         let refusedScreen = try await world.finish(refused, on: wrong)
@@ -207,9 +197,7 @@ extension FingerAtLoginTests {
         try await world.enroll("alice-1")
         for remote in [true, false] {
             if !remote { try "state:      closed\n".write(toFile: world.lid, atomically: true, encoding: .utf8) }
-            let terminal = try PseudoTerminal()
-            let sudo = try world.sudo(on: terminal, remote: remote)
-            defer { _ = sudo.stop(SIGKILL) }
+            let (terminal, sudo) = try world.sudo(remote: remote)
             #expect(try await onOwnThread { terminal.waitFor("[sudo] password for", timeout: 60) })
             #expect(!terminal.transcript.contains("finger"), "\(terminal.transcript)")
             terminal.type("secret\r")
@@ -252,9 +240,7 @@ extension FingerAtLoginTests {
             await waitUntil(within: .seconds(30)) {
                 FileManager.default.fileExists(atPath: world.directory + "/fake.sock")
             })
-        let terminal = try PseudoTerminal()
-        let sudo = try world.sudo(on: terminal)
-        defer { _ = sudo.stop(SIGKILL) }
+        let (terminal, sudo) = try world.sudo()
         #expect(
             try await onOwnThread { terminal.waitFor("[sudo] password for", timeout: 60) }, "\(terminal.transcript)")
         terminal.type("secret\r")

@@ -232,6 +232,17 @@ struct PromptAgentTests {
         try await body(world, terminal, directory)
     }
 
+    /// Answers the agent's question with Allow once, then its passcode question with the test user's passcode;
+    /// whether the passcode was asked for (with echo off).
+    static func allowOnce(on terminal: PseudoTerminal) async throws -> Bool {
+        terminal.type("o")
+        let asked = try await onOwnThread {
+            terminal.waitFor("Password:", timeout: 60) && terminal.waitForEchoOff(timeout: 60)
+        }
+        terminal.type(passcode + "\n")
+        return asked
+    }
+
     /// Issue 48, per-program access: `secret-tool` stores a password through `lactl secret-service` (the item
     /// trusts secret-tool); Python's `secretstorage` reading it is another program, and the agent asks the user in
     /// pinentry, naming that program as localauthd identified it (not the provider); Allow once and the passcode
@@ -257,12 +268,7 @@ struct PromptAgentTests {
                 terminal.transcript.contains("wants to use the item Mail account"), "\(terminal.transcript)")
             #expect(terminal.transcript.contains("python3"), "the program named is the reader: \(terminal.transcript)")
             #expect(!terminal.transcript.contains("secret-tool wants"), "secret-tool was never asked")
-            terminal.type("o")
-            let passwordAsked = try await onOwnThread {
-                terminal.waitFor("Password:", timeout: 60) && terminal.waitForEchoOff(timeout: 60)
-            }
-            #expect(passwordAsked, "\(terminal.transcript)")
-            terminal.type(Self.passcode + "\n")
+            #expect(try await Self.allowOnce(on: terminal), "\(terminal.transcript)")
             let (status, output) = try await run
             #expect(status == 0, "\(output)")
             #expect(output.contains("secret-tool reads: mail-pass"), "\(output)")
@@ -301,12 +307,7 @@ struct PromptAgentTests {
                 return FileManager.default.fileExists(atPath: directory + "/looked-up")
             }
             #expect(lookedUp, "secret-tool's lookup ended within 60 s")
-            terminal.type("o")
-            let passwordAsked = try await onOwnThread {
-                terminal.waitFor("Password:", timeout: 60) && terminal.waitForEchoOff(timeout: 60)
-            }
-            #expect(passwordAsked, "\(terminal.transcript)")
-            terminal.type(Self.passcode + "\n")
+            #expect(try await Self.allowOnce(on: terminal), "\(terminal.transcript)")
             let (status, output) = try await run
             #expect(status == 0, "\(output)")
             #expect(output.contains("while python waits: mail-pass"), "\(output)")
