@@ -47,6 +47,7 @@
 
 #define EXPORT __attribute__((visibility("default")))
 #define DATA_NAME "pam_localauth_authtok"
+#define FINGER_DATA_NAME "pam_localauth_finger"
 #define FRAME_LIMIT 65536
 
 /* A test driver may define this to check that a buffer that held a password is all zeros before it is freed; in
@@ -485,6 +486,12 @@ static void cleanup_kept(pam_handle_t *pamh, void *data, int status) {
 /* ---- The finger (option `finger`) ---- */
 
 /* Reads the start of the file at `path` into `text` (`size` bytes, NUL-terminated); how many bytes, 0 when none. */
+static void cleanup_text(pam_handle_t *pamh, void *data, int status) {
+    (void)pamh;
+    (void)status;
+    free(data);
+}
+
 static ssize_t read_start(const char *path, char *text, size_t size) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return 0;
@@ -684,6 +691,9 @@ static int finger_or_password(pam_handle_t *pamh, const struct options *options)
             free(response);
         }
         pam_syslog(pamh, LOG_INFO, "auth: %s authenticated by a finger", name);
+        /* For the session step: the login was by finger (it says so when the keychain stays locked). */
+        char *fingered = strdup(name);
+        if (fingered && pam_set_data(pamh, FINGER_DATA_NAME, fingered, cleanup_text) != PAM_SUCCESS) free(fingered);
         return PAM_SUCCESS;
     }
     close(tty);
@@ -739,7 +749,8 @@ EXPORT int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, const ch
     /* Only to the user who gave it: a program may authenticate one user and open the session of another (sudo
      * authenticates the caller, then opens the target user's session), and that user's keychain must not be tried
      * with the first one's password. */
-    if (password && (pam_get_item(pamh, PAM_USER, &user) != PAM_SUCCESS || !user || strcmp(user, kept->user) != 0)) {
+    if (pam_get_item(pamh, PAM_USER, &user) != PAM_SUCCESS) user = NULL;
+    if (password && (!user || strcmp(user, kept->user) != 0)) {
         pam_syslog(pamh, LOG_NOTICE, "session: opened for %s after %s authenticated: no password handed over",
                    user ? (const char *)user : "?", kept->user);
         password = NULL;
@@ -749,7 +760,15 @@ EXPORT int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, const ch
     ask(pamh, &options, 1, password, NULL, &name, &outcome);
     /* Used or not, the kept copy is wiped and freed now (pam_set_data runs the old cleanup). */
     if (kept) pam_set_data(pamh, DATA_NAME, NULL, NULL);
-    report(pamh, &options, name, &outcome, password ? "session open" : "session open (no password)");
+    /* A login by finger opens a locked keychain only within 48 hours of a passcode unlock (localauthd unlocked it
+     * when the finger matched, and counts this session then): otherwise the user learns here that it is locked. */
+    const void *fingered = NULL;
+    if (!password && pam_get_data(pamh, FINGER_DATA_NAME, &fingered) == PAM_SUCCESS && fingered && user &&
+        strcmp(user, fingered) == 0 && outcome.status == 0 && !outcome.unlocked)
+        pam_info(pamh, "The login keychain is locked: a finger opens it only within 48 hours of a login by password. "
+                       "`lactl keychain unlock` opens it.");
+    report(pamh, &options, name, &outcome,
+           password ? "session open" : (fingered ? "session open (by finger)" : "session open (no password)"));
     return PAM_SUCCESS;
 }
 

@@ -7,8 +7,9 @@ import Synchronization
 
 /// The users' login sessions, as the PAM module reports them: the keychain unlocks when a session opens with the
 /// login password and its `ak` classes lock when the last of the user's sessions that counted closes. Only sessions
-/// whose password unlocked the keychain count (a login by key or by finger leaves it as it is, cannot hold it open,
-/// and its close locks nothing).
+/// whose password unlocked the keychain count, and those a finger matched for at the module's prompt while the
+/// keychain is unlocked (a finger opens a locked keychain within 48 hours of a passcode unlock); a login by key
+/// leaves it as it is, cannot hold it open, and its close locks nothing.
 ///
 /// A session is the program that runs the PAM stack (`login`, `sshd`'s session process, a display manager): the
 /// parent of the process the module forks to connect as the user, named by its pid and its start time (so a reused
@@ -23,6 +24,11 @@ final class LoginSessions: Sendable {
     }
 
     private let sessions = Mutex<[UInt32: Set<Session>]>([:])
+    /// The sessions a finger matched for at the module's prompt, by user, until when their open may count them.
+    private let fingerLogins = Mutex<[UInt32: [Session: ContinuousClock.Instant]]>([:])
+    /// How long after the finger matched a session's open counts it (`login` opens at once; a display manager
+    /// may first ask which desktop to start).
+    static let fingerLoginLifetime = Duration.seconds(300)
 
     /// Serves one login step of user `uid`'s connection from `peer`, on `engine`.
     func handle(
@@ -39,7 +45,14 @@ final class LoginSessions: Sendable {
             // send this message, and one without the password must not keep the keychain open past the last
             // logout.
             var note: String? = "no password: the keychain is left as it is"
-            if let password { note = await engine.unlock(withPassword: password, caller: caller) }
+            if let password {
+                note = await engine.unlock(withPassword: password, caller: caller)
+            } else if tookFingerLogin(session, uid: uid) {
+                note =
+                    engine.isLocked
+                    ? "a finger opens it only within 48 hours of a login by password since localauthd started; `lactl keychain unlock` opens it with the password"
+                    : nil
+            }
             let count = note == nil ? opened(session, uid: uid) : count(uid: uid)
             let outcome = LoginOutcome(unlocked: !engine.isLocked, sessions: count, note: note)
             DaemonServer.logger.info(
@@ -72,8 +85,11 @@ final class LoginSessions: Sendable {
                 unlocked: !engine.isLocked, sessions: count(uid: uid), note: availability.error?.message,
                 finger: availability.error == nil ? .offered : .notOffered)
         case .verifyFinger:
+            // The module's process connecting is the child of its watcher, whose parent runs the PAM stack.
+            let session = Self.parent(of: peer.credentials.pid).flatMap(Self.session(ofParentOf:))
             DaemonServer.logger.info("login finger: waiting for a finger", metadata: user)
             let answer = try await verifyFinger(engine: engine, caller: caller)
+            if answer.finger == .matched, let session { fingerMatched(session, uid: uid) }
             DaemonServer.logger.info(
                 "login finger",
                 metadata: user.merging(["answer": "\(answer.finger)", "note": "\(answer.note ?? "")"]) {
@@ -90,8 +106,9 @@ final class LoginSessions: Sendable {
     }
 
     /// One evaluation of a finger on the reader against the caller's user's prints, with nobody to show its prompt
-    /// to (the PAM module shows its own): matched, not matched (the failures count toward the lockout), or not
-    /// offered (no reader, none enrolled, locked out, the evaluation cancelled), with why.
+    /// to (the PAM module shows its own): matched (and the keychain unlocked, when a lock kept its keys for a
+    /// fingerprint unlock), not matched (the failures count toward the lockout), or not offered (no reader, none
+    /// enrolled, locked out, the evaluation cancelled), with why.
     private func verifyFinger(engine: KeychainEngine, caller: CallerIdentity) async throws -> (
         finger: FingerAnswer, note: String?
     ) {
@@ -100,10 +117,10 @@ final class LoginSessions: Sendable {
         defer { contexts.discard(id) }
         let silent = PromptChannel(request: 0) { _ in }
         do {
-            try await contexts.evaluate(
-                .biometrics, context: id, options: EvaluationOptions(prompt: EvaluationPrompt(reason: "log in")),
+            let unlocked = try await engine.evaluateFinger(
+                contexts, context: id, options: EvaluationOptions(prompt: EvaluationPrompt(reason: "log in")),
                 prompts: silent)
-            return (.matched, nil)
+            return (.matched, unlocked ? "the finger unlocked the keychain" : nil)
         } catch let error as AuthenticationError where error.code == .authenticationFailed {
             return (.notMatched, error.message)
         } catch let error as AuthenticationError where error.code == .systemCancel {
@@ -121,6 +138,25 @@ final class LoginSessions: Sendable {
             sessions[uid, default: []].insert(session)
             sessions[uid] = sessions[uid]!.filter(Self.isRunning)
             return sessions[uid]!.count
+        }
+    }
+
+    /// A finger of `uid` matched at the prompt of `session`'s program: its open may count it for a while.
+    private func fingerMatched(_ session: Session, uid: UInt32) {
+        let now = ContinuousClock.now
+        fingerLogins.withLock { logins in
+            logins[uid] = (logins[uid] ?? [:]).filter { $0.value > now }
+            logins[uid]![session] = now + Self.fingerLoginLifetime
+        }
+    }
+
+    /// Whether a finger of `uid` matched at `session`'s prompt lately; forgets it (one open per match).
+    private func tookFingerLogin(_ session: Session, uid: UInt32) -> Bool {
+        let now = ContinuousClock.now
+        return fingerLogins.withLock { logins in
+            guard let until = logins[uid]?.removeValue(forKey: session) else { return false }
+            if logins[uid]?.isEmpty == true { logins[uid] = nil }
+            return until > now
         }
     }
 
@@ -146,11 +182,14 @@ final class LoginSessions: Sendable {
     /// The session of the program whose child `pid` is (the PAM module's connecting process); nil when its parent
     /// is init (the program is gone) or `/proc` cannot say.
     static func session(ofParentOf pid: Int32) -> Session? {
-        guard let fields = ProcessReference.statFields(pid), fields.count > 1, let parent = Int32(fields[1]),
-            parent > 1,
-            let start = startTime(parent)
-        else { return nil }
+        guard let parent = parent(of: pid), parent > 1, let start = startTime(parent) else { return nil }
         return Session(pid: parent, startTime: start)
+    }
+
+    /// The pid of `pid`'s parent (`/proc/<pid>/stat` field 4), if `/proc` says.
+    static func parent(of pid: Int32) -> Int32? {
+        guard let fields = ProcessReference.statFields(pid), fields.count > 1 else { return nil }
+        return Int32(fields[1])
     }
 
     /// Whether the session's program still runs (the same process: same pid, same start time).

@@ -67,21 +67,37 @@ extension KeychainEngine {
         }
         let id = try contexts.createContext()
         defer { contexts.discard(id) }
+        guard try await evaluateFinger(contexts, context: id, options: options, prompts: prompts) else {
+            throw AuthenticationError(.biometryNotAvailable, "the fingerprint unlock expired: use the passcode")
+        }
+    }
+
+    /// Evaluates an enrolled finger in context `id` and, after a match, opens the keychain with the keys the last
+    /// lock kept for a fingerprint unlock, if there are any (``FingerprintUnlockWindow``: within 48 hours of a
+    /// passcode unlock, before 5 failed scans). The login prompt's finger (`pam_localauth.so finger`) comes here, so
+    /// a finger at a login or screen-unlock prompt opens the keychain as `lactl keychain unlock` would.
+    ///
+    /// - Returns: whether the match opened the keychain.
+    /// - Throws: the evaluation's failure (after 5 failed scans, biometry locks out and the kept keys are dropped).
+    package func evaluateFinger(
+        _ contexts: AuthenticationContexts, context id: AuthenticationContextID, options: EvaluationOptions,
+        prompts: PromptChannel?
+    ) async throws -> Bool {
+        if (try? contexts.attemptPolicy.checkBiometryAllowed()) == nil { fingerprintWindow.close() }
         do {
             _ = try await contexts.evaluate(.biometrics, context: id, options: options, prompts: prompts)
         } catch {
             if (try? contexts.attemptPolicy.checkBiometryAllowed()) == nil { fingerprintWindow.close() }
             throw error
         }
-        guard let keys = fingerprintWindow.release(at: clock.sinceBoot()) else {
-            throw AuthenticationError(.biometryNotAvailable, "the fingerprint unlock expired: use the passcode")
-        }
+        guard let keys = fingerprintWindow.release(at: clock.sinceBoot()) else { return false }
         do {
             try enclave.restoreUnlockedClassKeys(keys)
         } catch {
             throw AuthenticationError(.invalidContext, "the kept keys do not open the keychain")
         }
         hub.emit([EngineEvent(kind: .unlocked)])
+        return true
     }
 }
 

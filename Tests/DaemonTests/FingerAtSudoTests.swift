@@ -38,19 +38,32 @@ final class SudoWorld {
         session required pam_permit.so
 
         """.write(toFile: directory + "/pam", atomically: true, encoding: .utf8)
+        // login's stack, as the `localauth` and `localauth-finger` profiles make common-auth and common-session.
+        let socket = login.world.daemon.socket
+        try """
+        auth sufficient \(module) finger socket=\(socket) lid=\(directory)/lid
+        auth required pam_unix.so try_first_pass
+        auth optional \(module) socket=\(socket)
+        account required pam_unix.so
+        session required pam_permit.so
+        session optional \(module) socket=\(socket)
+
+        """.write(toFile: directory + "/login-pam", atomically: true, encoding: .utf8)
         try "Defaults lecture=never, passwd_tries=1\n\(login.user) ALL=(ALL:ALL) ALL\n".write(
             toFile: directory + "/sudoers", atomically: true, encoding: .utf8)
         chmod(directory + "/sudoers", 0o440)
         try "state:      open\n".write(toFile: lid, atomically: true, encoding: .utf8)
-        // $1: sudo or su; `remote` as $2: run as from an SSH session (the variable sshd sets). su runs from the user
-        // to the user: it asks the user's password, through util-linux's su and libpam_misc's conversation.
+        // $1: sudo, su or login; `remote` as $2: run as from an SSH session (the variable sshd sets). su runs from the
+        // user to the user: it asks the user's password, through util-linux's su and libpam_misc's conversation.
+        // login (shadow's) runs as root, as getty starts it, and starts the user's shell.
         try """
         #!/bin/sh
         unset SSH_CONNECTION SSH_CLIENT SSH_TTY
         [ "${2:-}" = remote ] && export SSH_CONNECTION="203.0.113.7 50022 127.0.0.1 22"
         exec unshare --mount --propagation private /bin/sh -c '
             mount --bind "$0/pam" /etc/pam.d/sudo && mount --bind "$0/pam" /etc/pam.d/su &&
-            mount --bind "$0/sudoers" /etc/sudoers || exit 97
+            mount --bind "$0/sudoers" /etc/sudoers && mount --bind "$0/login-pam" /etc/pam.d/login || exit 97
+            [ "$3" = login ] && exec /bin/login "$4"
             if [ "$3" = su ]; then
                 exec setpriv --reuid="$1" --regid="$2" --clear-groups -- \
                     /usr/bin/su -s /bin/sh -c "echo SU-RAN as \\$(id -u)" "$4"
@@ -65,9 +78,15 @@ final class SudoWorld {
     /// Starts sudo (or `su`) on a terminal of its own (`remote`: as from an SSH session); the process is killed when
     /// it is released still running.
     func sudo(remote: Bool = false, su: Bool = false) throws -> (PseudoTerminal, SpawnedProcess) {
+        try run(su ? "su" : "sudo", remote: remote)
+    }
+
+    /// Starts `login` for the user on a terminal of its own, as getty would.
+    func loginProgram() throws -> (PseudoTerminal, SpawnedProcess) { try run("login") }
+
+    private func run(_ program: String, remote: Bool = false) throws -> (PseudoTerminal, SpawnedProcess) {
         let terminal = try PseudoTerminal()
-        let process = try terminal.spawn(
-            "/bin/sh", [directory + "/run.sh", su ? "su" : "sudo"] + (remote ? ["remote"] : []))
+        let process = try terminal.spawn("/bin/sh", [directory + "/run.sh", program] + (remote ? ["remote"] : []))
         return (terminal, process)
     }
 
@@ -245,5 +264,53 @@ extension FingerAtLoginTests {
             try await onOwnThread { terminal.waitFor("[sudo] password for", timeout: 60) }, "\(terminal.transcript)")
         terminal.type("secret\r")
         #expect(try await world.finish(sudo, on: terminal).contains("SUDO-RAN as 0"))
+    }
+
+    /// A finger at `login` opens the login keychain only within 48 hours of a passcode unlock in the daemon's
+    /// lifetime: after a restart, before any, the session starts with the keychain locked and says so; after a
+    /// password login and its logout (which locked it), the finger's login finds it unlocked, counts as a session,
+    /// and its logout locks it again.
+    @Test(.enabled(if: sudoUsable, "needs root, Debian's login, and no login session of the test's own"))
+    func aFingerAtLoginOpensTheKeychainOnlyWithinTheWindow() async throws {
+        let world = try SudoWorld()
+        defer { world.close() }
+        let login = world.login
+        try await world.enroll("alice-1")
+        try login.addItemAndLock()
+        // The enrollment's password opened the window: a new daemon has none.
+        try login.restartDaemon()
+
+        let (before, first) = try world.loginProgram()
+        #expect(try await onOwnThread { before.waitFor("Password or finger: ", timeout: 60) }, "\(before.transcript)")
+        try await login.world.reader.send("SCAN alice-1")
+        #expect(
+            try await onOwnThread { before.waitFor("The login keychain is locked", timeout: 60) },
+            "no password login yet: \(before.transcript)")
+        #expect(try !login.readsItem())
+        #expect(try await onOwnThread { before.waitFor("$ ", timeout: 60) }, "the shell: \(before.transcript)")
+        before.type("exit\r")
+        _ = try await world.finish(first, on: before)
+
+        let (driver, authenticated, opened) = try login.login("secret")
+        #expect(authenticated == 0 && opened == 0, "\(driver.output)")
+        #expect(try login.readsItem())
+        #expect(driver.run("close") == 0)
+        #expect(driver.end() == 0)
+        #expect(try !login.readsItem(), "the password session's logout locked the keychain")
+
+        let (terminal, byFinger) = try world.loginProgram()
+        #expect(try await onOwnThread { terminal.waitFor("Password or finger: ", timeout: 60) })
+        try await login.world.reader.send("SCAN alice-1")
+        #expect(try await onOwnThread { terminal.waitFor("$ ", timeout: 60) }, "the shell: \(terminal.transcript)")
+        terminal.type("echo LOGGED-IN-$((6 * 7))\r")
+        #expect(
+            try await onOwnThread { terminal.waitFor("LOGGED-IN-42", timeout: 60) }, "\(terminal.transcript)")
+        #expect(try login.readsItem(), "the finger's login opened the keychain: \(terminal.transcript)")
+        #expect(!terminal.transcript.contains("keychain is locked"), "\(terminal.transcript)")
+        terminal.type("exit\r")
+        _ = try await world.finish(byFinger, on: terminal)
+        #expect(
+            await waitUntil(within: .seconds(60)) { (try? login.readsItem()) == false },
+            "the finger's session counted: its logout locked the keychain")
     }
 }

@@ -73,7 +73,7 @@ final class LoginWorld {
     static let marker = "login-marker-31f0"
     static let service = "la-login"
 
-    let world: DaemonWorld
+    private(set) var world: DaemonWorld
     /// The user, made for the test.
     let account: TestUser
     let user: String
@@ -136,6 +136,13 @@ final class LoginWorld {
         let authenticated = driver.run("authenticate")
         let opened = authenticated == 0 ? driver.run("open") : nil
         return (driver, authenticated, opened)
+    }
+
+    /// Stops the daemon and starts a new one on the same socket and store: what the last one held in memory (the
+    /// sessions, a fingerprint unlock's keys) is gone.
+    func restartDaemon() throws {
+        _ = world.daemon.stop()
+        try world.restart()
     }
 
     /// The environment of the user's programs: the daemon's socket, a scratch home.
