@@ -617,8 +617,9 @@ static void stop_watcher(pid_t watcher) {
 /* Offers the finger and the password at once, on the terminal: PAM_SUCCESS when a finger of the user matched;
  * PAM_IGNORE when the password was typed (it is PAM_AUTHTOK now, for pam_unix's try_first_pass) or when nothing was
  * asked (no finger here: the next module prompts); PAM_CONV_ERR when the prompt failed. Without a controlling
- * terminal (polkit's agent helper, a display manager's conversation) no finger is offered: PAM has no way to take
- * back a prompt another program shows, so the password prompt comes at once, as without the option. */
+ * terminal (the helper of a graphical polkit agent, a display manager's conversation) no finger is offered: PAM
+ * has no way to take back a prompt another program shows, so the password prompt comes at once, as without the
+ * option. pkttyagent's helper has the agent's terminal, and the agent reads it: there the finger is offered. */
 static int finger_or_password(pam_handle_t *pamh, const struct options *options) {
     const void *item = NULL;
     if (pam_get_item(pamh, PAM_USER, &item) != PAM_SUCCESS || !item) return PAM_IGNORE;

@@ -7,70 +7,115 @@ import Testing
     import Glibc
 #endif
 
-/// Debian's `sudo`, run by a user made for the test (`LoginWorld`: password `secret`, a localauthd with the virtual
-/// reader), in a mount namespace of its own where `/etc/pam.d/sudo` and `/etc/sudoers` are the test's:
+/// Debian's `sudo`, `su`, `login` and `pkexec`, run for a user made for the test (`LoginWorld`: password `secret`, a
+/// localauthd with the virtual reader), in a mount namespace of its own whose `/etc/pam.d` is a copy of the
+/// machine's with the test's stacks for `sudo`, `su` and `polkit-1`:
 ///
 ///     auth     sufficient  pam_localauth.so finger socket=… lid=…
 ///     auth     required    pam_unix.so try_first_pass
 ///
-/// The machine's own files are never touched. A run prints `SUDO-RAN as 0` when sudo ran its command as root.
+/// and for `login` the same with the module's session line, and whose `/etc/sudoers` is the test's. The machine's
+/// own files are never touched. A run prints `SUDO-RAN as 0` when sudo ran its command as root (`SU-RAN`,
+/// `PKEXEC-RAN` likewise).
 final class SudoWorld {
     let login: LoginWorld
     let directory: String
     /// The lid's stand-in state file (`lid=`), open until a test closes it.
     var lid: String { directory + "/lid" }
+    /// polkitd on a system bus of the world's own, for `pkexec`.
+    let polkit: PolkitBus?
 
-    /// `fakeServer`: the module's `socket=` names `fake.sock` in the world's sudo directory instead of localauthd.
-    init(fakeServer: Bool = false) throws {
+    /// `fakeServer`: the module's `socket=` names `fake.sock` in the world's sudo directory instead of localauthd;
+    /// `polkit`: start polkitd for `pkexec` (the user joins the `sudo` group, Debian's polkit administrators).
+    init(fakeServer: Bool = false, polkit withPolkit: Bool = false) throws {
         login = try LoginWorld()
         // su runs the user's shell: a shell, not the test user's nologin.
-        guard Self.runCapturingOutputStatus("/usr/sbin/usermod", ["-s", "/bin/sh", login.user]) == 0 else {
+        var usermod = ["-s", "/bin/sh"]
+        if withPolkit { usermod += ["-aG", "sudo"] }
+        guard Self.runCapturingOutputStatus("/usr/sbin/usermod", usermod + [login.user]) == 0 else {
+            login.close()
             throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "usermod failed"])
         }
         directory = login.world.directory + "/sudo"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            if withPolkit {
+                try FileManager.default.createDirectory(
+                    atPath: directory + "/polkit", withIntermediateDirectories: true)
+                polkit = try PolkitBus(directory: directory + "/polkit")
+            } else {
+                polkit = nil
+            }
+        } catch {
+            login.close()
+            throw error
+        }
         let module = try SessionDriver.built("pam_localauth.so")
-        try """
-        auth sufficient \(module) finger socket=\(fakeServer ? directory + "/fake.sock" : login.world.daemon.socket) \
-        lid=\(directory)/lid
-        auth required pam_unix.so try_first_pass
-        account required pam_unix.so
-        session required pam_permit.so
-
-        """.write(toFile: directory + "/pam", atomically: true, encoding: .utf8)
-        // login's stack, as the `localauth` and `localauth-finger` profiles make common-auth and common-session.
         let socket = login.world.daemon.socket
-        try """
-        auth sufficient \(module) finger socket=\(socket) lid=\(directory)/lid
-        auth required pam_unix.so try_first_pass
-        auth optional \(module) socket=\(socket)
-        account required pam_unix.so
-        session required pam_permit.so
-        session optional \(module) socket=\(socket)
+        let finger = """
+            auth sufficient \(module) finger socket=\(fakeServer ? directory + "/fake.sock" : socket)             lid=\(directory)/lid
+            auth required pam_unix.so try_first_pass
+            account required pam_unix.so
+            session required pam_permit.so
 
-        """.write(toFile: directory + "/login-pam", atomically: true, encoding: .utf8)
+            """
+        // login's stack, as the `localauth` and `localauth-finger` profiles make common-auth and common-session.
+        let loginStack = """
+            auth sufficient \(module) finger socket=\(socket) lid=\(directory)/lid
+            auth required pam_unix.so try_first_pass
+            auth optional \(module) socket=\(socket)
+            account required pam_unix.so
+            session required pam_permit.so
+            session optional \(module) socket=\(socket)
+
+            """
+        try FileManager.default.copyItem(atPath: "/etc/pam.d", toPath: directory + "/pam.d")
+        for (service, stack) in [("sudo", finger), ("su", finger), ("polkit-1", finger), ("login", loginStack)] {
+            let file = directory + "/pam.d/" + service
+            try? FileManager.default.removeItem(atPath: file)
+            try stack.write(toFile: file, atomically: true, encoding: .utf8)
+        }
         try "Defaults lecture=never, passwd_tries=1\n\(login.user) ALL=(ALL:ALL) ALL\n".write(
             toFile: directory + "/sudoers", atomically: true, encoding: .utf8)
         chmod(directory + "/sudoers", 0o440)
         try "state:      open\n".write(toFile: lid, atomically: true, encoding: .utf8)
-        // $1: sudo, su or login; `remote` as $2: run as from an SSH session (the variable sshd sets). su runs from the
-        // user to the user: it asks the user's password, through util-linux's su and libpam_misc's conversation.
-        // login (shadow's) runs as root, as getty starts it, and starts the user's shell.
+        // pkexec through pkttyagent, as a user without a desktop runs it: the agent registers for this shell, then
+        // pkexec (its child) asks polkitd, which has the agent authenticate the user (its set-user-ID helper runs
+        // the polkit-1 stack). pkexec's own fallback agent cannot answer polkitd in Debian 12's polkit 122 ("No
+        // session for cookie", polkit-org/polkit#423).
+        try """
+        #!/bin/sh
+        pkttyagent --process $$ --notify-fd 3 3>"$1" &
+        agent=$!
+        read _ < "$1"
+        pkexec /bin/sh -c 'echo PKEXEC-RAN as $(id -u)'
+        status=$?
+        kill $agent
+        exit $status
+
+        """.write(toFile: directory + "/pkexec.sh", atomically: true, encoding: .utf8)
+        // $1: sudo, su, login or pkexec; `remote` as $2: run as from an SSH session (the variable sshd sets). su runs
+        // from the user to the user: it asks the user's password, through util-linux's su and libpam_misc's
+        // conversation. login (shadow's) runs as root, as getty starts it, and starts the user's shell. pkexec's
+        // set-user-ID programs find the system bus in /run/dbus only.
         try """
         #!/bin/sh
         unset SSH_CONNECTION SSH_CLIENT SSH_TTY
         [ "${2:-}" = remote ] && export SSH_CONNECTION="203.0.113.7 50022 127.0.0.1 22"
         exec unshare --mount --propagation private /bin/sh -c '
-            mount --bind "$0/pam" /etc/pam.d/sudo && mount --bind "$0/pam" /etc/pam.d/su &&
-            mount --bind "$0/sudoers" /etc/sudoers && mount --bind "$0/login-pam" /etc/pam.d/login || exit 97
-            [ "$3" = login ] && exec /bin/login "$4"
-            if [ "$3" = su ]; then
-                exec setpriv --reuid="$1" --regid="$2" --clear-groups -- \
-                    /usr/bin/su -s /bin/sh -c "echo SU-RAN as \\$(id -u)" "$4"
-            fi
+            mount --bind "$0/pam.d" /etc/pam.d && mount --bind "$0/sudoers" /etc/sudoers || exit 97
+            case "$3" in
+            login) exec /bin/login "$4" ;;
+            su) exec setpriv --reuid="$1" --regid="$2" --clear-groups -- \
+                    /usr/bin/su -s /bin/sh -c "echo SU-RAN as \\$(id -u)" "$4" ;;
+            pkexec)
+                mkdir -p /run/dbus && mount --bind "$5" /run/dbus || exit 97
+                rm -f "$0/agent-ready" && mkfifo -m 600 "$0/agent-ready" && chown "$1" "$0/agent-ready" || exit 97
+                exec setpriv --reuid="$1" --regid="$2" --clear-groups -- /bin/sh "$0/pkexec.sh" "$0/agent-ready" ;;
+            esac
             exec setpriv --reuid="$1" --regid="$2" --clear-groups -- \
                 /usr/bin/sudo -k /bin/sh -c "echo SUDO-RAN as \\$(id -u)"
-        ' "\(directory)" \(login.uid) \(login.gid) "$1" "\(login.user)"
+        ' "\(directory)" \(login.uid) \(login.gid) "$1" "\(login.user)" "\(polkit?.socketDirectory ?? "")"
 
         """.write(toFile: directory + "/run.sh", atomically: true, encoding: .utf8)
     }
@@ -83,6 +128,9 @@ final class SudoWorld {
 
     /// Starts `login` for the user on a terminal of its own, as getty would.
     func loginProgram() throws -> (PseudoTerminal, SpawnedProcess) { try run("login") }
+
+    /// Starts `pkexec` with `pkttyagent`, as the user, on a terminal of its own (the world must have `polkit`).
+    func pkexec() throws -> (PseudoTerminal, SpawnedProcess) { try run("pkexec") }
 
     private func run(_ program: String, remote: Bool = false) throws -> (PseudoTerminal, SpawnedProcess) {
         let terminal = try PseudoTerminal()
@@ -113,7 +161,10 @@ final class SudoWorld {
         return terminal.transcript
     }
 
-    func close() { login.close() }
+    func close() {
+        polkit?.stop()
+        login.close()
+    }
 
     private static func runCapturingOutputStatus(_ path: String, _ arguments: [String]) -> Int32 {
         (try? runCapturingOutput(URL(fileURLWithPath: path), arguments).status) ?? -1
@@ -181,6 +232,40 @@ extension FingerAtLoginTests {
             })
         typing.type("secret\r")
         #expect(try await world.finish(byPassword, on: typing).contains("SU-RAN as \(world.login.uid)"))
+    }
+
+    static var pkexecUsable: Bool {
+        sudoUsable && PolkitBus.isAvailable
+            && ["/usr/bin/pkexec", "/usr/bin/pkttyagent"].allSatisfy {
+                FileManager.default.isExecutableFile(atPath: $0)
+            }
+    }
+
+    /// `pkexec` with `pkttyagent` (polkitd's agent helper runs the polkit-1 stack, and pkttyagent reads the
+    /// terminal): the finger ends the agent's prompt (the module puts a newline in the terminal's input while the
+    /// agent's process group is its foreground), and the password works too.
+    @Test(.enabled(if: pkexecUsable, "needs root, Debian's pkexec, pkttyagent and polkitd"))
+    func pkexecTakesAFingerOrThePasswordThroughPkttyagent() async throws {
+        let world = try SudoWorld(polkit: true)
+        defer { world.close() }
+        try await world.enroll("alice-1")
+        let (terminal, byFinger) = try world.pkexec()
+        #expect(
+            try await onOwnThread { terminal.waitFor("Password or finger: ", timeout: 60) },
+            "\(terminal.transcript)\n\(world.polkit?.logs() ?? "")")
+        try await world.login.world.reader.send("SCAN alice-1")
+        let shown = try await world.finish(byFinger, on: terminal)
+        #expect(shown.contains("PKEXEC-RAN as 0"), "the finger ran pkexec's command: \(shown)")
+
+        let (typing, byPassword) = try world.pkexec()
+        #expect(
+            try await onOwnThread {
+                typing.waitFor("Password or finger: ", timeout: 60) && typing.waitForEchoOff(timeout: 60)
+            })
+        typing.type("secret\r")
+        let typed = try await world.finish(byPassword, on: typing)
+        #expect(typed.contains("PKEXEC-RAN as 0"), "the password ran pkexec's command: \(typed)")
+        #expect(!typed.contains("secret"), "the password was not echoed")
     }
 
     /// Another finger is refused; after five, the finger is locked out and the password still works at the same
