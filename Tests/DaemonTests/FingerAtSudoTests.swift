@@ -70,7 +70,10 @@ final class SudoWorld {
 
             """
         try FileManager.default.copyItem(atPath: "/etc/pam.d", toPath: directory + "/pam.d")
-        for (service, stack) in [("sudo", finger), ("su", finger), ("polkit-1", finger), ("login", loginStack)] {
+        let services = [
+            ("sudo", finger), ("su", finger), ("polkit-1", finger), ("login", loginStack), ("sshd", loginStack),
+        ]
+        for (service, stack) in services {
             let file = directory + "/pam.d/" + service
             try? FileManager.default.removeItem(atPath: file)
             try stack.write(toFile: file, atomically: true, encoding: .utf8)
@@ -94,10 +97,11 @@ final class SudoWorld {
         exit $status
 
         """.write(toFile: directory + "/pkexec.sh", atomically: true, encoding: .utf8)
-        // $1: sudo, su, login or pkexec; `remote` as $2: run as from an SSH session (the variable sshd sets). su runs
+        // $1: sudo, su, login, pkexec or sshd; `remote` as $2: run as from an SSH session (the variable sshd sets). su runs
         // from the user to the user: it asks the user's password, through util-linux's su and libpam_misc's
         // conversation. login (shadow's) runs as root, as getty starts it, and starts the user's shell. pkexec's
-        // set-user-ID programs find the system bus in /run/dbus only.
+        // set-user-ID programs find the system bus in /run/dbus only. sshd runs in the foreground on the
+        // configuration SSHServer writes.
         try """
         #!/bin/sh
         unset SSH_CONNECTION SSH_CLIENT SSH_TTY
@@ -106,6 +110,7 @@ final class SudoWorld {
             mount --bind "$0/pam.d" /etc/pam.d && mount --bind "$0/sudoers" /etc/sudoers || exit 97
             case "$3" in
             login) exec /bin/login "$4" ;;
+            sshd) exec /usr/sbin/sshd -D -e -f "$0/sshd_config" ;;
             su) exec setpriv --reuid="$1" --regid="$2" --clear-groups -- \
                     /usr/bin/su -s /bin/sh -c "echo SU-RAN as \\$(id -u)" "$4" ;;
             pkexec)
@@ -128,6 +133,21 @@ final class SudoWorld {
 
     /// Starts `login` for the user on a terminal of its own, as getty would.
     func loginProgram() throws -> (PseudoTerminal, SpawnedProcess) { try run("login") }
+
+    /// Starts Debian's sshd in the world's namespace (its `/etc/pam.d/sshd` is login's stack above), taking
+    /// keyboard-interactive logins only: PAM's prompts go to the client.
+    func sshd() throws -> SSHServer {
+        try SSHServer(
+            directory: directory,
+            settings: """
+                PubkeyAuthentication no
+                PasswordAuthentication no
+                KbdInteractiveAuthentication yes
+                UsePAM yes
+                PermitRootLogin no
+                StrictModes no
+                """, launcher: ["/bin/sh", directory + "/run.sh", "sshd"])
+    }
 
     /// Starts `pkexec` with `pkttyagent`, as the user, on a terminal of its own (the world must have `polkit`).
     func pkexec() throws -> (PseudoTerminal, SpawnedProcess) { try run("pkexec") }
@@ -307,6 +327,52 @@ extension FingerAtLoginTests {
             terminal.type("secret\r")
             #expect(try await world.finish(sudo, on: terminal).contains("SUDO-RAN as 0"))
         }
+    }
+
+    /// A login through Debian's sshd (keyboard-interactive: PAM's prompts go to the client) never offers the finger:
+    /// the client is asked pam_unix's password question at once, and the password logs in. Nor does sudo in that
+    /// SSH session, on the terminal sshd gives it: sudo's own password prompt comes at once. localauthd waited for
+    /// no finger.
+    @Test(.enabled(if: sudoUsable && SSHServer.isAvailable, "needs root, Debian's sshd and ssh"))
+    func anSSHLoginNeverOffersTheFinger() async throws {
+        let world = try SudoWorld()
+        defer { world.close() }
+        try await world.enroll("alice-1")
+        let sshd = try world.sshd()
+        defer { sshd.stop() }
+        // ssh asks this program every question (SSH_ASKPASS_REQUIRE=force): it writes each down and answers the password.
+        let askpass = world.directory + "/askpass"
+        let prompts = world.directory + "/prompts"
+        try "#!/bin/sh\nprintf '%s\\n' \"$1\" >> \(prompts)\necho secret\n".write(
+            toFile: askpass, atomically: true, encoding: .utf8)
+        chmod(askpass, 0o755)
+        var environment = inheritedEnvironment()
+        environment["SSH_ASKPASS"] = askpass
+        environment["SSH_ASKPASS_REQUIRE"] = "force"
+        let login = [
+            "-F", "/dev/null", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+            "-o", "PreferredAuthentications=keyboard-interactive", "-o", "NumberOfPasswordPrompts=1",
+            "-o", "ConnectTimeout=30", "-p", String(sshd.port), "\(world.login.user)@127.0.0.1",
+        ]
+        let ssh = try runCapturingOutput(
+            URL(fileURLWithPath: "/usr/bin/ssh"), login + ["echo SSH-RAN as $(id -u)"], environment: environment)
+        let asked = (try? String(contentsOfFile: prompts, encoding: .utf8)) ?? ""
+        #expect(
+            ssh.status == 0 && ssh.output.contains("SSH-RAN as \(world.login.uid)"),
+            "ssh: \(ssh.output)\nsshd: \(sshd.logText)")
+        #expect(asked.contains("assword") && !asked.contains("finger"), "the questions ssh was asked: \(asked)")
+
+        let terminal = try PseudoTerminal()
+        let sudo = try terminal.spawn(
+            "/usr/bin/ssh", ["-tt"] + login + ["sudo -k /bin/sh -c 'echo SUDO-RAN as $(id -u)'"],
+            environment: environment)
+        #expect(
+            try await onOwnThread { terminal.waitFor("[sudo] password for", timeout: 60) },
+            "\(terminal.transcript)\nsshd: \(sshd.logText)")
+        #expect(!terminal.transcript.contains("finger"), "\(terminal.transcript)")
+        terminal.type("secret\r")
+        #expect(try await world.finish(sudo, on: terminal).contains("SUDO-RAN as 0"), "\(terminal.transcript)")
+        #expect(!world.login.world.daemon.logText.contains("login finger: waiting"), "localauthd waited for a finger")
     }
 
     /// The module believes only a server running as root: a program of the user listening at the path the stack

@@ -170,7 +170,7 @@ struct SSHAgentTests {
 
     /// A real sshd on 127.0.0.1 (its own host key, configuration and authorized_keys in the world's directory)
     /// accepts the agent's key after a matching finger, and refuses it after the fingers change.
-    @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/sbin/sshd")))
+    @Test(.enabled(if: SSHServer.isAvailable))
     func sshdAcceptsTheKeyAfterTheFingerAndNotAfterAnEnrollmentChange() async throws {
         let world = try RightsWorld()
         try await enrollForThisUser(world, "alice-1", finger: .rightIndex)
@@ -179,43 +179,19 @@ struct SSHAgentTests {
         let line = try run(lactl, ["ssh-key", "create", "login"], environment: env).1
         let directory = world.directory
         try line.write(toFile: directory + "/authorized_keys", atomically: true, encoding: .utf8)
-        let keygen = URL(fileURLWithPath: "/usr/bin/ssh-keygen")
-        #expect(
-            try run(keygen, ["-q", "-t", "ed25519", "-N", "", "-f", directory + "/host_key"], environment: env).0 == 0)
-        let port = try Self.freeLoopbackPort()
-        try """
-        Port \(port)
-        ListenAddress 127.0.0.1
-        HostKey \(directory)/host_key
-        PidFile \(directory)/sshd.pid
-        AuthorizedKeysFile \(directory)/authorized_keys
-        PubkeyAuthentication yes
-        PasswordAuthentication no
-        KbdInteractiveAuthentication no
-        PermitRootLogin prohibit-password
-        StrictModes no
-        UsePAM no
-
-        """.write(toFile: directory + "/sshd_config", atomically: true, encoding: .utf8)
-        try FileManager.default.createDirectory(atPath: "/run/sshd", withIntermediateDirectories: true)
-        // Not through Foundation's Process: sshd closes every inherited descriptor at start, which Foundation takes for
-        // its exit and then waits for it for good, holding up every other Process of the test.
-        let sshdLog = directory + "/sshd.log"
-        let sshd = try Self.spawn("/usr/sbin/sshd", ["-D", "-e", "-f", directory + "/sshd_config"], log: sshdLog)
-        defer {
-            kill(sshd, SIGTERM)
-            var status: Int32 = 0
-            waitpid(sshd, &status, 0)
-        }
-        // One probe at a time until sshd answers: a probe is a connection sshd counts against MaxStartups.
-        var listening = false
-        for _ in 0..<400 {
-            listening = Self.connectable(port)
-            if listening { break }
-            usleep(50_000)
-        }
-        #expect(listening, "sshd is not listening: \((try? String(contentsOfFile: sshdLog, encoding: .utf8)) ?? "")")
-        guard listening else { return }
+        let sshd = try SSHServer(
+            directory: directory,
+            settings: """
+                AuthorizedKeysFile \(directory)/authorized_keys
+                PubkeyAuthentication yes
+                PasswordAuthentication no
+                KbdInteractiveAuthentication no
+                PermitRootLogin prohibit-password
+                StrictModes no
+                UsePAM no
+                """)
+        defer { sshd.stop() }
+        let port = sshd.port
 
         let socket = directory + "/agent.sock"
         let agent = try startAgent(world, socket: socket)
@@ -232,7 +208,7 @@ struct SSHAgentTests {
         let (loggedIn, _) = try run(client, login, environment: ssh)
         #expect(
             loggedIn == 0,
-            "logged in after the finger; sshd said: \((try? String(contentsOfFile: sshdLog, encoding: .utf8)) ?? "")")
+            "logged in after the finger; sshd said: \(sshd.logText)")
         _ = try await scan.value
 
         let restarted = try await changeFingers(world, stopping: agent, socket: socket)
@@ -244,51 +220,6 @@ struct SSHAgentTests {
     }
 
     /// Starts `path arguments` with standard input from /dev/null and its output in `log`; its pid.
-    static func spawn(_ path: String, _ arguments: [String], log: String) throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        var pid: pid_t = 0
-        let argv = ([path] + arguments).map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        guard posix_spawn(&pid, path, &actions, nil, argv, environ) == 0 else { throw CocoaError(.executableLoad) }
-        return pid
-    }
-
-    /// A loopback port nobody listens on, outside the kernel's ephemeral range (32768–60999), so no other test's
-    /// `bind(0)` can be handed it between this check and sshd's own bind.
-    static func freeLoopbackPort() throws -> Int {
-        for _ in 0..<50 {
-            let port = Int.random(in: 20_000..<30_000)
-            if withLoopbackSocket(port, { bind($0, $1, $2) == 0 }) { return port }
-        }
-        throw CocoaError(.fileWriteUnknown)
-    }
-
-    static func connectable(_ port: Int) -> Bool {
-        withLoopbackSocket(port) { connect($0, $1, $2) == 0 }
-    }
-
-    /// Runs `body` with a new TCP socket and the address 127.0.0.1:`port`; the socket is closed afterwards.
-    static func withLoopbackSocket(
-        _ port: Int, _ body: (Int32, UnsafePointer<sockaddr>, socklen_t) -> Bool
-    ) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                body(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-    }
-
     /// Sends raw frames over the agent socket on one connection; the reply bodies.
     static func exchange(_ path: String, _ frames: [[UInt8]]) throws -> [[UInt8]] {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
