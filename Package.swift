@@ -211,6 +211,9 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]),
 
+        // FIDO2's wire alone (CTAP 2.1's CBOR and CTAPHID framing), so the fuzz target builds nothing else.
+        .target(name: "FIDOProtocol"),
+
         // The freedesktop Secret Service (org.freedesktop.secrets) over the keychain, for `lactl secret-service`.
         .target(
             name: "SecretService",
@@ -234,7 +237,8 @@ let package = Package(
         // without -DFUZZING it replays the seed corpora.
         .executableTarget(
             name: "message-fuzz",
-            dependencies: ["SecurityTransport", "SSHAgentProtocol", "SecurityProtocol", "AppRegistry"], path: "Fuzz",
+            dependencies: ["SecurityTransport", "SSHAgentProtocol", "SecurityProtocol", "AppRegistry", "FIDOProtocol"],
+            path: "Fuzz",
             exclude: ["AgentMessage/Corpus", "ProtocolFrame/Corpus", "AppRegistration/Corpus"]),
 
         // Benchmarks: ratios against baselines measured in the same run (`make bench`).
@@ -279,6 +283,8 @@ let package = Package(
         // Keychain tests: semantics, tampering, scale, and two processes / SIGKILL through keychain-stress.
         .executableTarget(
             name: "keychain-stress", dependencies: ["SecurityClient", "EmbeddedEngine", "SecurityProtocol"]),
+        // CTAP 2.1's CBOR and CTAPHID framing against the specifications' examples.
+        .testTarget(name: "FIDOTests", dependencies: ["FIDOProtocol"]),
         .testTarget(
             name: "KeychainStoreTests",
             dependencies: ["KeychainStore", "Enclave", "SecurityProtocol", "SecureCrypto", "TestSupport"]),
