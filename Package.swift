@@ -37,7 +37,7 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        // ChallengeSigning's HTTP server and client, and the SSH agent's socket.
+        // ChallengeSigning's HTTP server and client, the SSH agent's socket, the FIDO authenticator's UDP transport.
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         // Examples only: ChallengeSigning's verifier on an independent crypto path.
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
@@ -213,6 +213,14 @@ let package = Package(
 
         // FIDO2's wire alone (CTAP 2.1's CBOR and CTAPHID framing), so the fuzz target builds nothing else.
         .target(name: "FIDOProtocol"),
+        // A CTAP 2.1 authenticator whose credentials are persisted rights, over CTAPHID (`lactl fido`).
+        .target(
+            name: "FIDOAuthenticator",
+            dependencies: [
+                "FIDOProtocol", "LocalAuthentication", "KeychainServices", "SecurityClient", "SecureCrypto",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]),
 
         // The freedesktop Secret Service (org.freedesktop.secrets) over the keychain, for `lactl secret-service`.
         .target(
@@ -228,7 +236,7 @@ let package = Package(
                 "SecurityTransport", "WorkThreads", "SecretService",
                 "LocalAuthentication", "KeychainServices", "SwiftKeychain", "SSHAgent", "SecurityClient",
                 "EmbeddedEngine", "SecurityProtocol", "Authenticators", "SecureCrypto", "StoreFiles", "AppRegistry",
-                "KeyAttestation", "SocketPeer",
+                "KeyAttestation", "SocketPeer", "FIDOAuthenticator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
@@ -239,7 +247,10 @@ let package = Package(
             name: "message-fuzz",
             dependencies: ["SecurityTransport", "SSHAgentProtocol", "SecurityProtocol", "AppRegistry", "FIDOProtocol"],
             path: "Fuzz",
-            exclude: ["AgentMessage/Corpus", "ProtocolFrame/Corpus", "AppRegistration/Corpus"]),
+            exclude: [
+                "AgentMessage/Corpus", "ProtocolFrame/Corpus", "AppRegistration/Corpus", "FIDO/CBORCorpus",
+                "FIDO/CTAPHIDCorpus",
+            ]),
 
         // Benchmarks: ratios against baselines measured in the same run (`make bench`).
         .executableTarget(

@@ -94,7 +94,7 @@ package enum CTAPHID {
         }
     }
 
-    static func channelBytes(_ channel: UInt32) -> [UInt8] {
+    package static func channelBytes(_ channel: UInt32) -> [UInt8] {
         [UInt8(channel >> 24), UInt8((channel >> 16) & 0xFF), UInt8((channel >> 8) & 0xFF), UInt8(channel & 0xFF)]
     }
 

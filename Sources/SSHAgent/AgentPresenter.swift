@@ -3,22 +3,26 @@ import LocalAuthentication
 
 /// Where the agent's prompts go when it has no terminal of its own (started by systemd or in the background):
 /// each fingerprint prompt is written to standard error with what is being signed, and a passcode is never asked
-/// (there is nowhere the agent could read it safely), so only the finger can approve.
+/// (there is nowhere the agent could read it safely), so only the finger can approve. `lactl fido serve` uses it
+/// too, with its own name.
 public struct AgentNoticePresenter: AuthenticationPresenter {
-    /// A presenter that writes to standard error.
-    public init() {}
+    /// What each line starts with: the program's name.
+    let program: String
+
+    /// A presenter that writes to standard error, each line starting with `program`.
+    public init(program: String = "lactl ssh-agent") { self.program = program }
 
     /// Writes what is about to be signed and asks for a finger.
     public func fingerprintPromptDidBegin(
         _ prompt: AuthenticationPrompt, respond: @escaping @Sendable (AuthenticationPromptAction) -> Void
     ) {
-        write("lactl ssh-agent: touch the fingerprint reader to \(prompt.reason)")
+        write("\(program): touch the fingerprint reader to \(prompt.reason)")
     }
 
     /// Writes the reader's advice (a retry) and a finger it did not recognise.
     public func fingerprintPromptDidChange(_ status: FingerprintPromptStatus) {
-        if case .retry(let advice) = status { write("lactl ssh-agent: \(advice)") }
-        if case .notRecognized = status { write("lactl ssh-agent: fingerprint not recognised") }
+        if case .retry(let advice) = status { write("\(program): \(advice)") }
+        if case .notRecognized = status { write("\(program): fingerprint not recognised") }
     }
 
     /// Nothing to take down: the notice was a line of text.
@@ -28,7 +32,7 @@ public struct AgentNoticePresenter: AuthenticationPresenter {
     public func passcode(for prompt: AuthenticationPrompt, question: PasscodeQuestion) -> AuthenticationSecret? { nil }
 
     /// Writes the engine's message.
-    public func show(_ message: String, isError: Bool) { write("lactl ssh-agent: \(message)") }
+    public func show(_ message: String, isError: Bool) { write("\(program): \(message)") }
 
     private func write(_ line: String) {
         FileHandle.standardError.write(Data((line + "\n").utf8))

@@ -11,8 +11,8 @@ struct LACtl: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [
             Demo.self, Status.self, WhoAmI.self, Biometry.self, Passcode.self, KeychainCommand.self, Rights.self,
-            SSHKeys.self, SSHAgentCommand.self, PromptAgentCommand.self, SecretServiceCommand.self, Keys.self,
-            Apps.self,
+            SSHKeys.self, SSHAgentCommand.self, PromptAgentCommand.self, SecretServiceCommand.self, FIDOCommand.self,
+            Keys.self, Apps.self,
         ])
 
     /// Logs go to standard error at `warning` and above; `LACTL_LOG_LEVEL=info` (or `debug`, `trace`) shows more.

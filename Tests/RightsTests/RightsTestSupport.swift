@@ -1,4 +1,5 @@
 import Authenticators
+import EmbeddedEngine
 import Foundation
 import KeychainServices
 import LocalAuthentication
@@ -113,4 +114,43 @@ final class TransitionLog: @unchecked Sendable {
 func osStatus(_ error: any Error) -> Int? {
     let error = error as NSError
     return error.domain == "NSOSStatusErrorDomain" ? error.code : nil
+}
+
+/// What the tests that run `lactl` as a server (the SSH agent, the FIDO authenticator) share.
+extension RightsWorld {
+    /// The environment a `lactl` of the tests runs in: the world's store, PAM service and reader, no terminal
+    /// prompts.
+    func toolEnvironment() -> [String: String] {
+        var environment = subprocessEnvironment()
+        environment["USER"] = "alice"
+        return environment
+    }
+
+    /// Enrolls `printID` for the user this process runs as (the user of the `lactl` it starts), on the world's store
+    /// and reader, after that user's passcode (`secret`, added to pam_matrix's password file). In daemon mode the
+    /// world's user is already this process's user.
+    func enrollForThisUser(_ printID: String, finger: Finger) async throws {
+        let thisUser = AuthenticationConfiguration.currentUsername()
+        guard user != thisUser else {
+            try await enroll(printID, finger: finger)
+            return
+        }
+        let passdb = directory + "/passdb"
+        let known = try String(contentsOfFile: passdb, encoding: .utf8)
+        if !known.contains("\n\(thisUser):") && !known.hasPrefix("\(thisUser):") {
+            try (known + "\(thisUser):secret:\(RightsWorld.service)\n").write(
+                toFile: passdb, atomically: true, encoding: .utf8)
+        }
+        var authentication = AuthenticationConfiguration(
+            stateDirectory: storeDirectory, username: thisUser,
+            passcode: .init(service: RightsWorld.service, configurationDirectory: directory),
+            readerDrivers: ["virtual_device"], attemptTimeout: .seconds(20))
+        authentication.biometryBackend = reader.backend
+        let client = try EmbeddedClient(
+            configuration: EmbeddedConfiguration(
+                dataDirectory: URL(fileURLWithPath: storeDirectory), accessGroups: ["test.ssh"]),
+            authentication: authentication)
+        _ = try await enrollThroughRequests(client, socket: socket, printID: printID, finger: finger)
+        _ = try await client.send(.closeReader)
+    }
 }

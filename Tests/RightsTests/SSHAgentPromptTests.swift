@@ -16,9 +16,9 @@ extension SSHAgentTests {
     /// program), and not after the agent was locked; windows over Apple's 300 s need `--allow-long-reuse`.
     @Test func anApprovalIsKeptPerProgramForTheKeysReuseWindow() async throws {
         let world = try RightsWorld()
-        try await enrollForThisUser(world, "alice-1", finger: .rightIndex)
+        try await world.enrollForThisUser("alice-1", finger: .rightIndex)
         let lactl = try lactlExecutable()
-        let env = environment(world)
+        let env = world.toolEnvironment()
         #expect(try run(lactl, ["ssh-key", "create", "long", "--reuse", "301"], environment: env).0 != 0)
         #expect(
             try run(lactl, ["ssh-key", "create", "long", "--reuse", "3600", "--allow-long-reuse"], environment: env).0
@@ -78,9 +78,9 @@ extension SSHAgentTests {
     /// and a stranger's finger refuses it; the honest ssh-keygen still signs within its window.
     @Test func aReuseWindowIsNotInheritedByAnInjectedOrNamespacedProgram() async throws {
         let world = try RightsWorld()
-        try await enrollForThisUser(world, "alice-1", finger: .rightIndex)
+        try await world.enrollForThisUser("alice-1", finger: .rightIndex)
         let lactl = try lactlExecutable()
-        let env = environment(world)
+        let env = world.toolEnvironment()
         let (created, line) = try run(lactl, ["ssh-key", "create", "quick", "--reuse", "60"], environment: env)
         #expect(created == 0)
         let socket = world.directory + "/agent.sock"
@@ -155,9 +155,9 @@ extension SSHAgentTests {
     /// naming what is signed and who asks; Enter picks the passcode, which is typed on that terminal.
     @Test func thePromptAppearsOnTheRequestingProgramsTerminal() async throws {
         let world = try RightsWorld()
-        try await enrollForThisUser(world, "alice-1", finger: .rightIndex)
+        try await world.enrollForThisUser("alice-1", finger: .rightIndex)
         let lactl = try lactlExecutable()
-        let env = environment(world)
+        let env = world.toolEnvironment()
         let (created, line) = try run(
             lactl, ["ssh-key", "create", "desk", "--requirement", "devicePasscode"], environment: env)
         #expect(created == 0)
@@ -192,8 +192,8 @@ extension SSHAgentTests {
     @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")))
     func anotherUserGetsNothingEvenThroughAnOpenSocket() async throws {
         let world = try RightsWorld()
-        try await enrollForThisUser(world, "alice-1", finger: .rightIndex)
-        let env = environment(world)
+        try await world.enrollForThisUser("alice-1", finger: .rightIndex)
+        let env = world.toolEnvironment()
         #expect(try run(try lactlExecutable(), ["ssh-key", "create", "mine"], environment: env).0 == 0)
         let socket = world.directory + "/agent.sock"
         let agent = try startAgent(world, socket: socket)

@@ -12,46 +12,11 @@ import Testing
 /// `lactl ssh-agent`, its keys persisted `.biometryCurrentSet` rights, on the virtual reader.
 @Suite("lactl ssh-agent with real OpenSSH", .serialized, .virtualReaderLock(timeLimit: .seconds(120)))
 struct SSHAgentTests {
-    /// The environment `lactl` runs in: the world's store, PAM service and reader, no terminal prompts.
-    func environment(_ world: RightsWorld) -> [String: String] {
-        var environment = world.subprocessEnvironment()
-        environment["USER"] = "alice"
-        return environment
-    }
-
-    /// Enrolls `printID` for the user this process runs as (the agent's user), on the world's store and reader,
-    /// after that user's passcode (`secret`, added to pam_matrix's password file). In daemon mode the world's user
-    /// is already this process's user.
-    func enrollForThisUser(_ world: RightsWorld, _ printID: String, finger: Finger) async throws {
-        let user = AuthenticationConfiguration.currentUsername()
-        guard world.user != user else {
-            try await world.enroll(printID, finger: finger)
-            return
-        }
-        let passdb = world.directory + "/passdb"
-        let known = try String(contentsOfFile: passdb, encoding: .utf8)
-        if !known.contains("\n\(user):") && !known.hasPrefix("\(user):") {
-            try (known + "\(user):secret:\(RightsWorld.service)\n").write(
-                toFile: passdb, atomically: true, encoding: .utf8)
-        }
-        var authentication = AuthenticationConfiguration(
-            stateDirectory: world.storeDirectory, username: user,
-            passcode: .init(service: RightsWorld.service, configurationDirectory: world.directory),
-            readerDrivers: ["virtual_device"], attemptTimeout: .seconds(20))
-        authentication.biometryBackend = world.reader.backend
-        let client = try EmbeddedClient(
-            configuration: EmbeddedConfiguration(
-                dataDirectory: URL(fileURLWithPath: world.storeDirectory), accessGroups: ["test.ssh"]),
-            authentication: authentication)
-        _ = try await enrollThroughRequests(client, socket: world.socket, printID: printID, finger: finger)
-        _ = try await client.send(.closeReader)
-    }
-
     /// Stops `agent` (it holds the reader), enrolls another finger, and starts a new agent on `socket`.
     func changeFingers(_ world: RightsWorld, stopping agent: Process, socket: String) async throws -> Process {
         agent.terminate()
         agent.waitUntilExit()
-        try await enrollForThisUser(world, "alice-2", finger: .leftIndex)
+        try await world.enrollForThisUser("alice-2", finger: .leftIndex)
         return try startAgent(world, socket: socket)
     }
 
@@ -91,7 +56,7 @@ struct SSHAgentTests {
         let process = Process()
         process.executableURL = try lactlExecutable()
         process.arguments = ["ssh-agent", "--socket", socket]
-        process.environment = environment(world)
+        process.environment = world.toolEnvironment()
         let output = Pipe()
         process.standardOutput = output
         _ = FileManager.default.createFile(atPath: world.directory + "/agent.log", contents: nil)
@@ -104,9 +69,9 @@ struct SSHAgentTests {
 
     @Test func opensshListsSignsAndVerifiesOnlyWithTheEnrolledFinger() async throws {
         let world = try RightsWorld()
-        try await enrollForThisUser(world, "alice-1", finger: .rightIndex)
+        try await world.enrollForThisUser("alice-1", finger: .rightIndex)
         let lactl = try lactlExecutable()
-        let env = environment(world)
+        let env = world.toolEnvironment()
         let (created, line) = try run(lactl, ["ssh-key", "create", "work"], environment: env)
         #expect(created == 0)
         #expect(line.hasPrefix("ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTY"))
@@ -173,9 +138,9 @@ struct SSHAgentTests {
     @Test(.enabled(if: SSHServer.isAvailable))
     func sshdAcceptsTheKeyAfterTheFingerAndNotAfterAnEnrollmentChange() async throws {
         let world = try RightsWorld()
-        try await enrollForThisUser(world, "alice-1", finger: .rightIndex)
+        try await world.enrollForThisUser("alice-1", finger: .rightIndex)
         let lactl = try lactlExecutable()
-        let env = environment(world)
+        let env = world.toolEnvironment()
         let line = try run(lactl, ["ssh-key", "create", "login"], environment: env).1
         let directory = world.directory
         try line.write(toFile: directory + "/authorized_keys", atomically: true, encoding: .utf8)

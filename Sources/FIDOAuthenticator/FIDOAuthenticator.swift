@@ -1,0 +1,283 @@
+import FIDOProtocol
+import Foundation
+import LocalAuthentication
+import SecureCrypto
+
+/// A CTAP 2.1 authenticator whose credentials are persisted rights (``FIDOCredentials``): `authenticatorGetInfo`,
+/// `MakeCredential`, `GetAssertion` and `GetNextAssertion`. User presence and user verification are one act here: the
+/// right's authorization, by the finger through localauthd (or embedded), or the passcode where the credential
+/// allows it; the prompt names the relying party. Attestation is `none`.
+///
+/// Not yet served (answered `CTAP1_ERR_INVALID_COMMAND`): ClientPIN, Reset, CredentialManagement, Selection, and
+/// CTAP1/U2F; nor the extensions (`credProtect`, `hmac-secret`), which are ignored.
+public actor FIDOAuthenticator {
+    /// This authenticator model's AAGUID (a random version 4 UUID chosen for it, the same on every machine).
+    public static let aaguid: [UInt8] = [
+        0x6C, 0x61, 0x63, 0x74, 0x6C, 0x2D, 0x46, 0x49, 0x8D, 0x4F, 0x2D, 0x6C, 0x6F, 0x63, 0x61, 0x6C,
+    ]
+    /// How many credentials an allow list or exclude list may name.
+    static let maximumCredentialsInList = 16
+    /// The longest credential ID this authenticator accepts in a list.
+    static let maximumCredentialIDLength = 128
+
+    /// How the user approves: `reason` says what for ("github.com wants to sign in as alice"); the right to
+    /// authorize is the new credential's or the signing one's.
+    public typealias Approval = @Sendable (_ right: LARight, _ reason: String) async throws -> Void
+
+    private let credentials: FIDOCredentials
+    private let approve: Approval
+    /// What `GetNextAssertion` continues: the credentials left and the request's data.
+    private var pendingAssertions: (credentials: [FIDOCredential], clientDataHash: [UInt8], verified: Bool)?
+
+    /// - Parameters:
+    ///   - credentials: where the credentials live.
+    ///   - approve: authorizes a right with the user (by default, `authorize(localizedReason:)`).
+    public init(credentials: FIDOCredentials = FIDOCredentials(), approve: Approval? = nil) {
+        self.credentials = credentials
+        self.approve = approve ?? { right, reason in try await right.authorize(localizedReason: reason) }
+    }
+
+    /// Answers one `CTAPHID_CBOR` request: a status byte, then the response's CBOR when the status is OK.
+    public func respond(to request: [UInt8]) async -> [UInt8] {
+        guard let first = request.first else { return [CTAP2.Status.invalidLength.rawValue] }
+        guard let command = CTAP2.Command(rawValue: first) else { return [CTAP2.Status.invalidCommand.rawValue] }
+        if command != .getNextAssertion { pendingAssertions = nil }
+        do {
+            let parameters: CBOR? = request.count > 1 ? try CBOR(decoding: Array(request.dropFirst())) : nil
+            let response: CBOR
+            switch command {
+            case .getInfo: response = Self.info
+            case .makeCredential: response = try await makeCredential(try Self.map(parameters))
+            case .getAssertion: response = try await getAssertion(try Self.map(parameters))
+            case .getNextAssertion: response = try await getNextAssertion()
+            case .clientPIN, .reset, .credentialManagement, .selection:
+                return [CTAP2.Status.invalidCommand.rawValue]
+            }
+            return [CTAP2.Status.ok.rawValue] + response.encoded()
+        } catch let status as CTAP2.Status {
+            return [status.rawValue]
+        } catch is CBORError {
+            return [CTAP2.Status.invalidCBOR.rawValue]
+        } catch is CancellationError {
+            return [CTAP2.Status.keepaliveCancel.rawValue]
+        } catch let error as LAError {
+            return [Self.status(for: error).rawValue]
+        } catch {
+            return [CTAP2.Status.other.rawValue]
+        }
+    }
+
+    /// `authenticatorGetInfo`'s answer.
+    static let info: CBOR = .map([
+        .int(1): .array([.text("FIDO_2_0"), .text("FIDO_2_1")]),
+        .int(3): .bytes(aaguid),
+        // makeCredUvNotRqd: a server-side (non-discoverable) credential may be made without user verification, as
+        // a second factor; its right then takes the finger or the passcode, and outlives enrollment changes.
+        .int(4): .map([
+            .text("rk"): .bool(true), .text("up"): .bool(true), .text("uv"): .bool(true), .text("plat"): .bool(false),
+            .text("makeCredUvNotRqd"): .bool(true),
+        ]),
+        .int(5): .unsigned(UInt64(CTAPHID.maximumMessage)),
+        // The PIN/UV protocols ClientPIN will speak. Clients (python-fido2) ask for one before they use built-in
+        // user verification; with no `clientPin` and no `pinUvAuthToken` option they then send `uv` alone.
+        .int(6): .array([.unsigned(2), .unsigned(1)]),
+        .int(7): .unsigned(UInt64(maximumCredentialsInList)),
+        .int(8): .unsigned(UInt64(maximumCredentialIDLength)),
+        .int(9): .array([.text("usb")]),
+        .int(10): .array([.map([.text("alg"): .int(CTAP2.es256), .text("type"): .text("public-key")])]),
+    ])
+
+    // MARK: MakeCredential
+
+    private func makeCredential(_ parameters: CBOR) async throws -> CBOR {
+        typealias Key = CTAP2.MakeCredentialKey
+        guard let clientDataHash = parameters[Key.clientDataHash.rawValue]?.bytesValue,
+            let rp = parameters[Key.rp.rawValue], let user = parameters[Key.user.rawValue],
+            let algorithms = parameters[Key.pubKeyCredParams.rawValue]?.arrayValue
+        else { throw CTAP2.Status.missingParameter }
+        guard clientDataHash.count == 32, let rpID = rp["id"]?.textValue, !rpID.isEmpty,
+            let userID = user["id"]?.bytesValue, userID.count <= 64
+        else { throw CTAP2.Status.invalidParameter }
+        guard
+            algorithms.contains(where: { $0["alg"]?.intValue == CTAP2.es256 && $0["type"]?.textValue == "public-key" })
+        else { throw CTAP2.Status.unsupportedAlgorithm }
+        try Self.refusePinUvAuth(parameters[Key.pinUvAuthParam.rawValue])
+        let options = try Self.options(parameters[Key.options.rawValue])
+        if options["up"] == false { throw CTAP2.Status.invalidOption }
+        let discoverable = options["rk"] ?? false
+        let verified = options["uv"] ?? false
+
+        let excluded = try Self.credentialIDs(parameters[Key.excludeList.rawValue])
+        let known = try await credentials.credentials(relyingParty: rpID)
+        if let match = known.first(where: { excluded.contains($0.id) }) {
+            // The user's presence first, so a site cannot learn silently which credentials this device holds.
+            _ = try? await credentials.authorize(match) { right in
+                try await self.approve(right, "\(rpID): a passkey for this account is already on this device")
+            }
+            throw CTAP2.Status.credentialExcluded
+        }
+
+        let userName = user["name"]?.textValue
+        let template = FIDOCredential(
+            id: (0..<16).map { _ in UInt8.random(in: .min ... .max) }, relyingParty: rpID,
+            relyingPartyName: rp["name"]?.textValue, userID: userID, userName: userName,
+            userDisplayName: user["displayName"]?.textValue, discoverable: discoverable,
+            madeWithUserVerification: verified, signatureCount: 0, created: Date())
+        let reason = "\(rpID) wants to make a passkey" + (userName.map { " for \($0)" } ?? "")
+        let approve = self.approve
+        let (credential, publicKey) = try await credentials.create(template) { right in
+            try await approve(right, reason)
+        }
+        guard let coseKey = CBOR.coseKey(uncompressedP256: publicKey) else { throw CTAP2.Status.other }
+        var flags: AuthenticatorDataFlags = [.userPresent, .attestedCredentialData]
+        if verified { flags.insert(.userVerified) }
+        let attested =
+            Self.aaguid + [UInt8(credential.id.count >> 8), UInt8(credential.id.count & 0xFF)] + credential.id
+            + coseKey.encoded()
+        let authenticatorData = Self.authenticatorData(rpID, flags: flags, count: 0) + attested
+        return .map([.int(1): .text("none"), .int(2): .bytes(authenticatorData), .int(3): .map([])])
+    }
+
+    // MARK: GetAssertion
+
+    private func getAssertion(_ parameters: CBOR) async throws -> CBOR {
+        typealias Key = CTAP2.GetAssertionKey
+        guard let rpID = parameters[Key.rpId.rawValue]?.textValue,
+            let clientDataHash = parameters[Key.clientDataHash.rawValue]?.bytesValue
+        else { throw CTAP2.Status.missingParameter }
+        guard clientDataHash.count == 32 else { throw CTAP2.Status.invalidParameter }
+        try Self.refusePinUvAuth(parameters[Key.pinUvAuthParam.rawValue])
+        let options = try Self.options(parameters[Key.options.rawValue])
+        if options["rk"] != nil { throw CTAP2.Status.unsupportedOption }
+        let silent = options["up"] == false
+        let verified = options["uv"] ?? false
+        if silent && verified { throw CTAP2.Status.invalidOption }
+        let allowed = try Self.credentialIDs(parameters[Key.allowList.rawValue])
+        var found: [FIDOCredential] = []
+        for credential in try await credentials.credentials(relyingParty: rpID)
+        where parameters[Key.allowList.rawValue] == nil ? credential.discoverable : allowed.contains(credential.id) {
+            if await credentials.isUsable(credential) { found.append(credential) }
+        }
+        guard let first = found.first else { throw CTAP2.Status.noCredentials }
+        if silent {
+            // A client's pre-flight (up = false), asking which allowed credential is here. The key signs only after
+            // the user approves, so the answer names the credential with flags clear, the count unmoved and an
+            // empty signature, which no relying party could accept.
+            return .map([
+                .int(1): .map([.text("id"): .bytes(first.id), .text("type"): .text("public-key")]),
+                .int(2): .bytes(Self.authenticatorData(rpID, flags: [], count: first.signatureCount)),
+                .int(3): .bytes([]),
+            ])
+        }
+        if found.count > 1 {
+            pendingAssertions = (Array(found.dropFirst()), clientDataHash, verified)
+        }
+        var assertion = try await assert(first, rpID: rpID, clientDataHash: clientDataHash, verified: verified)
+        if found.count > 1, parameters[Key.allowList.rawValue] == nil {
+            assertion.append(CBOR.Pair(.int(5), .unsigned(UInt64(found.count))))
+        }
+        return .map(assertion)
+    }
+
+    private func getNextAssertion() async throws -> CBOR {
+        guard var pending = pendingAssertions, !pending.credentials.isEmpty else { throw CTAP2.Status.notAllowed }
+        let next = pending.credentials.removeFirst()
+        pendingAssertions = pending.credentials.isEmpty ? nil : pending
+        return .map(
+            try await assert(
+                next, rpID: next.relyingParty, clientDataHash: pending.clientDataHash, verified: pending.verified))
+    }
+
+    /// Signs one assertion with `credential` after the user approves.
+    private func assert(
+        _ credential: FIDOCredential, rpID: String, clientDataHash: [UInt8], verified: Bool
+    ) async throws -> [CBOR.Pair] {
+        let account = credential.userName ?? credential.userDisplayName
+        let reason = "\(rpID) wants to sign in" + (account.map { " as \($0)" } ?? "")
+        let approve = self.approve
+        let right = try await credentials.authorize(credential) { right in try await approve(right, reason) }
+        var flags: AuthenticatorDataFlags = .userPresent
+        if verified { flags.insert(.userVerified) }
+        do {
+            let count = try await credentials.countSignature(credential)
+            let authenticatorData = Self.authenticatorData(rpID, flags: flags, count: count)
+            let signature = try await credentials.sign(authenticatorData + clientDataHash, with: right)
+            await right.deauthorize()
+            var pairs = [
+                CBOR.Pair(.int(1), .map([.text("id"): .bytes(credential.id), .text("type"): .text("public-key")])),
+                CBOR.Pair(.int(2), .bytes(authenticatorData)), CBOR.Pair(.int(3), .bytes(signature)),
+            ]
+            if credential.discoverable {
+                var user: [CBOR.Pair] = [CBOR.Pair(.text("id"), .bytes(credential.userID))]
+                // The user's names only after user verification (CTAP 2.1 §6.2.2, step 12).
+                if verified {
+                    if let name = credential.userName { user.append(CBOR.Pair(.text("name"), .text(name))) }
+                    if let display = credential.userDisplayName {
+                        user.append(CBOR.Pair(.text("displayName"), .text(display)))
+                    }
+                }
+                pairs.append(CBOR.Pair(.int(4), .map(user)))
+            }
+            return pairs
+        } catch {
+            await right.deauthorize()
+            throw error
+        }
+    }
+
+    // MARK: Helpers
+
+    /// The authenticator data without attested credential data: SHA-256 of the RP ID, the flags, the count.
+    static func authenticatorData(_ rpID: String, flags: AuthenticatorDataFlags, count: UInt32) -> [UInt8] {
+        Array(SHA256.hash(Data(rpID.utf8))) + [flags.rawValue]
+            + [UInt8(count >> 24), UInt8((count >> 16) & 0xFF), UInt8((count >> 8) & 0xFF), UInt8(count & 0xFF)]
+    }
+
+    static func map(_ parameters: CBOR?) throws -> CBOR {
+        guard let parameters, case .map = parameters else { throw CTAP2.Status.invalidCBOR }
+        return parameters
+    }
+
+    /// The boolean options by name; anything but a map of booleans is invalid.
+    static func options(_ options: CBOR?) throws -> [String: Bool] {
+        guard let options else { return [:] }
+        guard let pairs = options.mapValue else { throw CTAP2.Status.invalidCBOR }
+        var result: [String: Bool] = [:]
+        for pair in pairs {
+            guard let name = pair.key.textValue, let value = pair.value.boolValue else {
+                throw CTAP2.Status.invalidCBOR
+            }
+            result[name] = value
+        }
+        return result
+    }
+
+    /// The IDs of an allow or exclude list (`PublicKeyCredentialDescriptor`s); entries of another type are skipped.
+    static func credentialIDs(_ list: CBOR?) throws -> [[UInt8]] {
+        guard let list else { return [] }
+        guard let items = list.arrayValue else { throw CTAP2.Status.invalidCBOR }
+        guard items.count <= maximumCredentialsInList else { throw CTAP2.Status.limitExceeded }
+        return try items.compactMap { item in
+            guard let id = item["id"]?.bytesValue, let type = item["type"]?.textValue else {
+                throw CTAP2.Status.invalidCBOR
+            }
+            return type == "public-key" && id.count <= maximumCredentialIDLength ? id : nil
+        }
+    }
+
+    /// No PIN/UV auth token is served yet: a client that sends one is told no PIN is set.
+    static func refusePinUvAuth(_ parameter: CBOR?) throws {
+        if parameter != nil { throw CTAP2.Status.pinNotSet }
+    }
+
+    /// The CTAP status of an authorization that failed.
+    static func status(for error: LAError) -> CTAP2.Status {
+        switch error.code {
+        case .userCancel, .systemCancel, .appCancel: .keepaliveCancel
+        case .biometryLockout: .uvBlocked
+        case .invalidContext: .invalidCredential
+        case .authenticationFailed: .operationDenied
+        default: .operationDenied
+        }
+    }
+}

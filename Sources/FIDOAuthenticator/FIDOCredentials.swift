@@ -1,0 +1,185 @@
+import Foundation
+import KeychainServices
+import LocalAuthentication
+import SecurityClient
+
+/// One FIDO2 credential (a passkey, or a server-side credential): what the authenticator keeps about it besides its
+/// key. The key is an `LAPersistedRight`'s (``FIDOCredentials``); this record is a keychain item of its own, readable
+/// without the user (it names the relying party and the user, holds no secret), so a sign-in can find the
+/// credentials of a site before it asks for the finger, and its counter can move after each signature.
+public struct FIDOCredential: Codable, Sendable, Equatable {
+    /// The credential's ID: 16 random bytes.
+    public var id: [UInt8]
+    /// The relying party's ID (a domain: `github.com`).
+    public var relyingParty: String
+    /// The relying party's name, when it gave one.
+    public var relyingPartyName: String?
+    /// The user handle the relying party chose (at most 64 bytes).
+    public var userID: [UInt8]
+    /// The relying party's name for the account (`alice@example.com`).
+    public var userName: String?
+    /// The relying party's name for the person (`Alice Liddell`).
+    public var userDisplayName: String?
+    /// A discoverable (resident) credential: a sign-in without an allow list finds it.
+    public var discoverable: Bool
+    /// Made with user verification: its right requires the fingers enrolled then (`.biometryCurrentSet`), so
+    /// enrolling or removing a finger ends it for good.
+    public var madeWithUserVerification: Bool
+    /// Signatures made so far; the next assertion carries this plus one.
+    public var signatureCount: UInt32
+    /// When it was made.
+    public var created: Date
+
+    /// The credential ID in hexadecimal, as `lactl fido list` shows it and `lactl fido delete` takes it.
+    public var hexID: String { id.map { String(format: "%02x", $0) }.joined() }
+}
+
+/// The authenticator's credentials in the user's keychain. Each is an `LAPersistedRight` saved under `fido.<id>`, so
+/// its P-256 key is held by the enclave (the TPM when localauthd has one) and signs only while the right is
+/// authorized, by the finger (or, for a credential made without user verification, the finger or the passcode);
+/// beside it a generic password item (service `lactl.fido.credential`, account the hexadecimal ID) holds its
+/// ``FIDOCredential`` record as JSON.
+public struct FIDOCredentials: Sendable {
+    static let rightPrefix = "fido."
+    static let recordService = "lactl.fido.credential"
+
+    /// The keychain this store uses: nil for the process's default.
+    let client: (any SecurityClient)?
+
+    /// The store in the process's default keychain.
+    public init() { client = nil }
+
+    /// The store in `client`'s keychain.
+    package init(client: any SecurityClient) { self.client = client }
+
+    /// Makes a credential: a new right under the requirement user verification calls for, authorized first by
+    /// `approve` (the user's presence), then saved with its record.
+    ///
+    /// - Returns: the record and the key's public point (X9.63 uncompressed).
+    /// - Throws: what `approve` or the keychain throws; nothing is kept then.
+    func create(
+        _ template: FIDOCredential, approve: @Sendable (LARight) async throws -> Void
+    ) async throws -> (FIDOCredential, publicKey: [UInt8]) {
+        try await withClient {
+            let requirement: LAAuthenticationRequirement =
+                template.madeWithUserVerification ? .biometryCurrentSet : .biometry(fallback: .devicePasscode)
+            let right = LARight(requirement: requirement)
+            try await approve(right)
+            let identifier = Self.rightPrefix + template.hexID
+            let persisted = try await LARightStore.shared.saveRight(right, identifier: identifier)
+            do {
+                try Self.save(template, adding: true)
+                return (template, Array(try await persisted.key.publicKey.bytes))
+            } catch {
+                try? await LARightStore.shared.removeRight(forIdentifier: identifier)
+                throw error
+            }
+        }
+    }
+
+    /// Every credential's record (of `relyingParty` when given), newest first.
+    public func credentials(relyingParty: String? = nil) async throws -> [FIDOCredential] {
+        try await withClient {
+            var query = Self.recordQuery(nil)
+            query[kSecMatchLimit as String] = kSecMatchLimitAll
+            query[kSecReturnData as String] = true
+            var result: CFTypeRef?
+            let status = SecItemCopyMatching(query as NSDictionary, &result)
+            if status == errSecItemNotFound { return [] }
+            guard status == errSecSuccess, let items = result as? [Data] else {
+                throw Self.error(status, "the FIDO credentials cannot be read")
+            }
+            return items.compactMap { try? JSONDecoder().decode(FIDOCredential.self, from: $0) }
+                .filter { relyingParty == nil || $0.relyingParty == relyingParty }
+                .sorted { $0.created > $1.created }
+        }
+    }
+
+    /// The right of `credential`, authorized by `approve`.
+    func authorize(
+        _ credential: FIDOCredential, approve: @Sendable (LAPersistedRight) async throws -> Void
+    ) async throws -> LAPersistedRight {
+        try await withClient {
+            let right = try await LARightStore.shared.right(forIdentifier: Self.rightPrefix + credential.hexID)
+            try await approve(right)
+            return right
+        }
+    }
+
+    /// Whether `credential` still works: one made with user verification ends for good once the enrolled fingers
+    /// change (its right's requirement is `.biometryCurrentSet`), and is then never offered.
+    func isUsable(_ credential: FIDOCredential) async -> Bool {
+        guard credential.madeWithUserVerification else { return true }
+        let usable = try? await withClient { () async throws -> Bool in
+            let right = try await LARightStore.shared.right(forIdentifier: Self.rightPrefix + credential.hexID)
+            try await right.checkStillValid()
+            return true
+        }
+        return usable ?? false
+    }
+
+    /// Signs `data` (ECDSA P-256 with SHA-256, DER) with an authorized right's key.
+    func sign(_ data: [UInt8], with right: LAPersistedRight) async throws -> [UInt8] {
+        try await withClient {
+            Array(try await right.key.sign(Data(data), algorithm: .ecdsaSignatureMessageX962SHA256))
+        }
+    }
+
+    /// Counts one more signature of `credential`; the count to put in its assertion.
+    func countSignature(_ credential: FIDOCredential) async throws -> UInt32 {
+        try await withClient {
+            var counted = credential
+            counted.signatureCount &+= 1
+            try Self.save(counted, adding: false)
+            return counted.signatureCount
+        }
+    }
+
+    /// Removes the credential whose hexadecimal ID is `hexID`: its right (and key) and its record.
+    ///
+    /// - Throws: `errSecItemNotFound` when there is none.
+    public func delete(hexID: String) async throws {
+        try await withClient {
+            let status = SecItemDelete(Self.recordQuery(hexID) as NSDictionary)
+            guard status == errSecSuccess else { throw Self.error(status, "no FIDO credential \(hexID)") }
+            try? await LARightStore.shared.removeRight(forIdentifier: Self.rightPrefix + hexID)
+        }
+    }
+
+    // MARK: Records
+
+    static func recordQuery(_ hexID: String?) -> [String: Any] {
+        var query: [String: Any] = [
+            kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: recordService,
+        ]
+        if let hexID { query[kSecAttrAccount as String] = hexID }
+        return query
+    }
+
+    private static func save(_ credential: FIDOCredential, adding: Bool) throws {
+        let data = try JSONEncoder().encode(credential)
+        let status: OSStatus
+        if adding {
+            var item = recordQuery(credential.hexID)
+            item[kSecValueData as String] = data
+            item[kSecAttrAccessible as String] = kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly
+            status = SecItemAdd(item as NSDictionary, nil)
+        } else {
+            status = SecItemUpdate(
+                recordQuery(credential.hexID) as NSDictionary, [kSecValueData as String: data] as NSDictionary)
+        }
+        guard status == errSecSuccess else {
+            throw error(status, "the FIDO credential \(credential.hexID) cannot be saved")
+        }
+    }
+
+    /// Runs `body` against this store's keychain.
+    private func withClient<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+        guard let client else { return try await body() }
+        return try await KeychainClientSelection.$current.withValue(client) { try await body() }
+    }
+
+    static func error(_ status: OSStatus, _ message: String) -> NSError {
+        NSError(domain: NSOSStatusErrorDomain, code: Int(status), userInfo: [NSLocalizedDescriptionKey: message])
+    }
+}

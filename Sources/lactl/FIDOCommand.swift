@@ -1,0 +1,76 @@
+import ArgumentParser
+import FIDOAuthenticator
+import Foundation
+import LocalAuthentication
+import SSHAgent
+
+/// `lactl fido …`: a FIDO2 authenticator (passkeys) whose credentials are persisted rights.
+struct FIDOCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "fido",
+        abstract: "A FIDO2 authenticator (passkeys) whose keys are held by the enclave behind your fingerprint.",
+        subcommands: [ServeFIDO.self, ListFIDO.self, DeleteFIDO.self])
+}
+
+struct ServeFIDO: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Serve CTAP 2.1 over CTAPHID until stopped.",
+        discussion: """
+            --udp HOST:PORT carries one 64-byte CTAPHID report per datagram and answers the sender (for test tools \
+            such as python-fido2; no kernel device is needed). Each registration and sign-in asks for the finger, \
+            naming the site, and writes one line on standard error.
+            """)
+
+    @Option(help: "Serve CTAPHID reports over UDP on HOST:PORT (port 0: any free port, printed on standard output).")
+    var udp: String
+
+    func run() async throws {
+        guard let colon = udp.lastIndex(of: ":"), let port = Int(udp[udp.index(after: colon)...]),
+            (0...65535).contains(port)
+        else { throw ValidationError("--udp takes HOST:PORT") }
+        let host = String(udp[..<colon])
+        let authenticator = FIDOAuthenticator { right, reason in
+            // The finger only, the prompt on standard error: a browser has no terminal to read a passcode from.
+            right.presenter = AgentNoticePresenter(program: "lactl fido")
+            do {
+                try await right.authorize(localizedReason: reason)
+            } catch {
+                FileHandle.standardError.write(Data("lactl fido: not approved: \(error.localizedDescription)\n".utf8))
+                throw error
+            }
+        }
+        let transport = try await FIDOUDPTransport(host: host, port: port, authenticator: authenticator)
+        FileHandle.standardOutput.write(Data("FIDO_UDP=\(host):\(transport.port)\n".utf8))
+        try await transport.run()
+    }
+}
+
+struct ListFIDO: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "list", abstract: "List the FIDO credentials: ID, site, user, kind, signatures.")
+
+    func run() async throws {
+        let credentials = try await sshReporting { try await FIDOCredentials().credentials() }
+        if credentials.isEmpty { print("No FIDO credentials.") }
+        for credential in credentials {
+            let kind =
+                (credential.discoverable ? "passkey" : "server-side")
+                + (credential.madeWithUserVerification ? ", fingers enrolled at creation" : "")
+            let user = credential.userName ?? credential.userDisplayName ?? "-"
+            print("\(credential.hexID)\t\(credential.relyingParty)\t\(user)\t\(kind)\t\(credential.signatureCount)")
+        }
+    }
+}
+
+struct DeleteFIDO: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "delete", abstract: "Delete a FIDO credential for good (its key goes with it).")
+
+    @Argument(help: "The credential's ID, in hexadecimal as `lactl fido list` shows it.") var id: String
+
+    func run() async throws {
+        try await sshReporting { try await FIDOCredentials().delete(hexID: id.lowercased()) }
+        print("Deleted FIDO credential \(id.lowercased()).")
+    }
+}

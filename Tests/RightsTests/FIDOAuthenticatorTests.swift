@@ -1,0 +1,161 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// Issue 50: Yubico's python-fido2 (its `Fido2Client` and its `Fido2Server`, which verifies attestation, signatures
+/// and the RP ID hash) against `lactl fido serve --udp`, each credential a persisted right on the virtual reader.
+@Suite("lactl fido with python-fido2", .serialized, .virtualReaderLock(timeLimit: .seconds(240)))
+struct FIDOAuthenticatorTests {
+    static let client = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Fixtures/FIDOClient/fido_udp.py").path
+
+    /// The virtual environment's python, with python-fido2 (`scripts/fido-venv` makes it once).
+    static func python() throws -> String {
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("scripts/fido-venv")
+        let made = try runCapturingOutput(script, [])
+        guard made.status == 0, let path = made.output.split(separator: "\n").last.map(String.init) else {
+            throw CocoaError(
+                .executableLoad, userInfo: [NSLocalizedDescriptionKey: "scripts/fido-venv failed: \(made.output)"])
+        }
+        return path
+    }
+
+    /// `lactl fido serve --udp 127.0.0.1:0` on the world's store and reader; its address once it printed it.
+    func serve(_ world: RightsWorld) async throws -> (SpawnedProcess, address: String, log: String) {
+        let log = world.directory + "/fido-\(UUID().uuidString).log"
+        let server = try SpawnedProcess(
+            try lactlExecutable().path, ["fido", "serve", "--udp", "127.0.0.1:0"], environment: world.toolEnvironment(),
+            log: log)
+        var address: String?
+        let started = await waitUntil(within: .seconds(60)) {
+            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            address = text.split(separator: "\n").first { $0.hasPrefix("FIDO_UDP=") }.map { String($0.dropFirst(9)) }
+            return address != nil || !server.isRunning
+        }
+        guard started, let address else {
+            _ = server.stop(SIGKILL)
+            throw CocoaError(
+                .executableLoad,
+                userInfo: [
+                    NSLocalizedDescriptionKey:
+                        "lactl fido serve did not start: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")"
+                ])
+        }
+        return (server, address, log)
+    }
+
+    /// Runs the python-fido2 client `arguments` (with `scans` on the reader meanwhile, each once the reader's
+    /// driver takes it); its JSON answer.
+    func client(
+        _ python: String, _ address: String, _ arguments: [String], world: RightsWorld, scans: [String] = [],
+        log: String = ""
+    ) async throws -> [String: Any] {
+        let run = Task {
+            try await onOwnThread {
+                try runCapturingOutput(URL(fileURLWithPath: python), [Self.client, address] + arguments)
+            }
+        }
+        for scan in scans {
+            do {
+                try await world.socket.send(scan)
+            } catch {
+                let output = (try? await run.value)?.output ?? ""
+                let served = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+                Issue.record(
+                    "the reader never took '\(scan)' (\(error)); python-fido2 \(arguments): \(output)\nlactl: \(served)"
+                )
+                return ["error": output]
+            }
+        }
+        let (status, output) = try await run.value
+        let line = output.split(separator: "\n").last.map(String.init) ?? ""
+        let answer = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any] ?? [:]
+        #expect(status == 0 || answer["error"] != nil, "python-fido2 \(arguments): \(output)")
+        return answer.isEmpty ? ["error": output] : answer
+    }
+
+    @Test func getInfoSaysWhatTheAuthenticatorIs() async throws {
+        let python = try Self.python()
+        let world = try RightsWorld()
+        let (server, address, log) = try await serve(world)
+        defer { _ = server.stop() }
+        let info = try await client(python, address, ["info"], world: world)
+        let versions = info["versions"] as? [String] ?? []
+        let options = info["options"] as? [String: Bool] ?? [:]
+        #expect(versions.contains("FIDO_2_0") && versions.contains("FIDO_2_1"), "\(info)")
+        #expect(info["aaguid"] as? String == "6c6163746c2d46498d4f2d6c6f63616c", "\(info)")
+        #expect(options["rk"] == true && options["uv"] == true && options["plat"] == false, "\(info)")
+        // CTAPHID_INIT's capabilities: CBOR and WINK, no MSG (no CTAP1/U2F yet).
+        let logText = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        #expect(info["capabilities"] as? Int == 0x0D, "\(info)\n\(logText)")
+        await world.close()
+    }
+
+    /// A server-side credential: registered after the finger, then two sign-ins with the allow list, each after
+    /// the finger, the counter moving 1, 2; the library's server checks every signature.
+    @Test func aCredentialRegistersAndSignsInAfterTheFinger() async throws {
+        let python = try Self.python()
+        let world = try RightsWorld()
+        try await world.enrollForThisUser("alice-1", finger: .rightIndex)
+        let (server, address, log) = try await serve(world)
+        defer { _ = server.stop() }
+        let state = world.directory + "/rp"
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        let registered = try await client(
+            python, address, ["register", state, "alice"], world: world, scans: ["SCAN alice-1"], log: log)
+        #expect(registered["fmt"] as? String == "none", "\(registered)")
+        let id = try #require(registered["registered"] as? String, "\(registered)")
+        for expected in 1...2 {
+            let signedIn = try await client(
+                python, address, ["authenticate", state], world: world, scans: ["SCAN alice-1"])
+            #expect(signedIn["authenticated"] as? String == id, "\(signedIn)")
+            #expect(signedIn["counter"] as? Int == expected, "\(signedIn)")
+        }
+        let listed = try runCapturingOutput(
+            try lactlExecutable(), ["fido", "list"], environment: world.toolEnvironment())
+        #expect(listed.output.contains(id) && listed.output.contains("example.test"), "\(listed.output)")
+        let logText = try String(contentsOfFile: log, encoding: .utf8)
+        #expect(logText.contains("reader to example.test wants to sign in as alice"), "\(logText)")
+        await world.close()
+    }
+
+    /// A passkey made with user verification signs in without an allow list and names its user; once another
+    /// finger is enrolled it is never offered again (no credentials), while a credential made without user
+    /// verification still signs in.
+    @Test func aPasskeyMadeWithUserVerificationEndsWhenTheFingersChange() async throws {
+        let python = try Self.python()
+        let world = try RightsWorld()
+        try await world.enrollForThisUser("alice-1", finger: .rightIndex)
+        var (server, address, _) = try await serve(world)
+        let passkeys = world.directory + "/passkeys"
+        let plain = world.directory + "/plain"
+        for directory in [passkeys, plain] {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        }
+        let made = try await client(
+            python, address, ["register", passkeys, "alice", "--resident", "--uv"], world: world,
+            scans: ["SCAN alice-1"])
+        #expect(made["registered"] != nil, "\(made)")
+        #expect(
+            try await client(python, address, ["register", plain, "bob"], world: world, scans: ["SCAN alice-1"])[
+                "registered"] != nil)
+        let signedIn = try await client(
+            python, address, ["authenticate", passkeys, "--discoverable", "--uv"], world: world,
+            scans: ["SCAN alice-1"])
+        #expect(signedIn["authenticated"] as? String == made["registered"] as? String, "\(signedIn)")
+        #expect(signedIn["user"] as? String == "alice", "\(signedIn)")
+
+        _ = server.stop()
+        try await world.enrollForThisUser("alice-2", finger: .leftIndex)
+        (server, address, _) = try await serve(world)
+        defer { _ = server.stop() }
+        let refused = try await client(
+            python, address, ["authenticate", passkeys, "--discoverable", "--uv"], world: world)
+        #expect((refused["error"] as? String)?.contains("NO_CREDENTIALS") == true, "\(refused)")
+        let stillWorks = try await client(
+            python, address, ["authenticate", plain], world: world, scans: ["SCAN alice-1"])
+        #expect(stillWorks["authenticated"] != nil, "\(stillWorks)")
+        await world.close()
+    }
+}
