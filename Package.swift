@@ -294,8 +294,8 @@ let package = Package(
         // Keychain tests: semantics, tampering, scale, and two processes / SIGKILL through keychain-stress.
         .executableTarget(
             name: "keychain-stress", dependencies: ["SecurityClient", "EmbeddedEngine", "SecurityProtocol"]),
-        // CTAP 2.1's CBOR and CTAPHID framing against the specifications' examples.
-        .testTarget(name: "FIDOTests", dependencies: ["FIDOProtocol"]),
+        // CTAP 2.1's CBOR and CTAPHID framing against the specifications' examples, and the CTAPHID server.
+        .testTarget(name: "FIDOTests", dependencies: ["FIDOProtocol", "FIDOAuthenticator"]),
         .testTarget(
             name: "KeychainStoreTests",
             dependencies: ["KeychainStore", "Enclave", "SecurityProtocol", "SecureCrypto", "TestSupport"]),

@@ -1,0 +1,88 @@
+import FIDOAuthenticator
+import FIDOProtocol
+import Synchronization
+import Testing
+
+/// The device side of CTAPHID, fed reports as a transport would, with no keychain touched (GetInfo only).
+@Suite("FIDO: the CTAPHID server")
+struct CTAPHIDServerTests {
+    /// What the server sent, in order, with the peer each report went to.
+    final class Sent: Sendable {
+        let reports = Mutex<[(report: [UInt8], peer: String)]>([])
+        func take() -> [(report: [UInt8], peer: String)] {
+            reports.withLock { reports in
+                defer { reports = [] }
+                return reports
+            }
+        }
+    }
+
+    func server() -> (CTAPHIDServer<String>, Sent) {
+        let sent = Sent()
+        let server = CTAPHIDServer<String>(authenticator: FIDOAuthenticator()) { report, peer in
+            sent.reports.withLock { $0.append((report, peer)) }
+        }
+        return (server, sent)
+    }
+
+    /// Opens a channel for `peer` with INIT on the broadcast channel; the channel.
+    func open(_ server: CTAPHIDServer<String>, _ sent: Sent, peer: String) async throws -> UInt32 {
+        let nonce: [UInt8] = [1, 2, 3, 4, 5, 6, 7, 8]
+        let request = CTAPHID.Message(channel: CTAPHID.broadcastChannel, command: .initialize, payload: nonce)
+        for packet in request.packets() { await server.receive(packet, from: peer) }
+        let answer = try #require(sent.take().first)
+        #expect(answer.peer == peer)
+        var assembler = CTAPHIDAssembler()
+        guard case .message(let message) = assembler.receive(answer.report, at: 0) else {
+            Issue.record("no INIT answer")
+            return 0
+        }
+        #expect(message.channel == CTAPHID.broadcastChannel && message.command == CTAPHID.Command.initialize.rawValue)
+        #expect(Array(message.payload.prefix(8)) == nonce && message.payload.count == 17)
+        #expect(message.payload[12] == 2, "CTAPHID protocol version 2")
+        #expect(message.payload[16] == 0x0D, "capabilities: WINK, CBOR, no MSG")
+        return CTAPHID.channel(of: Array(message.payload[8..<12]))!
+    }
+
+    /// INIT hands out a channel; PING echoes on it; GetInfo answers over CBOR; each answer goes to its peer.
+    @Test func initPingAndGetInfo() async throws {
+        let (server, sent) = server()
+        let channel = try await open(server, sent, peer: "a")
+        let ping = CTAPHID.Message(channel: channel, command: .ping, payload: Array(0..<100))
+        for packet in ping.packets() { await server.receive(packet, from: "a") }
+        var assembler = CTAPHIDAssembler()
+        let echoed = sent.take().map { assembler.receive($0.report, at: 0) }.last
+        #expect(echoed == .message(ping))
+
+        let getInfo = CTAPHID.Message(channel: channel, command: .cbor, payload: [CTAP2.Command.getInfo.rawValue])
+        for packet in getInfo.packets() { await server.receive(packet, from: "a") }
+        var reports: [[UInt8]] = []
+        for _ in 0..<200 where reports.isEmpty {
+            try await Task.sleep(for: .milliseconds(10))
+            reports = sent.take().filter { $0.peer == "a" }.map(\.report)
+        }
+        var answers = CTAPHIDAssembler()
+        guard case .message(let answer) = reports.map({ answers.receive($0, at: 0) }).last else {
+            Issue.record("no GetInfo answer")
+            return
+        }
+        #expect(answer.payload.first == CTAP2.Status.ok.rawValue)
+        let info = try CBOR(decoding: Array(answer.payload.dropFirst()))
+        #expect(info[1]?.arrayValue?.contains(.text("FIDO_2_1")) == true)
+    }
+
+    /// A channel answers only the peer that opened it: another peer's reports on it are dropped, and a channel
+    /// nobody opened is refused.
+    @Test func aChannelIsItsOpenersOnly() async throws {
+        let (server, sent) = server()
+        let channel = try await open(server, sent, peer: "a")
+        let ping = CTAPHID.Message(channel: channel, command: .ping, payload: [42])
+        for packet in ping.packets() { await server.receive(packet, from: "b") }
+        #expect(sent.take().isEmpty, "another peer's ping on a's channel is not answered")
+        let stray = CTAPHID.Message(channel: 0x1234_5678, command: .ping, payload: [42])
+        for packet in stray.packets() { await server.receive(packet, from: "b") }
+        var assembler = CTAPHIDAssembler()
+        let refused = sent.take().map { assembler.receive($0.report, at: 0) }.last
+        #expect(refused == .message(.error(.invalidChannel, channel: 0x1234_5678)))
+    }
+}
