@@ -485,13 +485,14 @@ static void cleanup_kept(pam_handle_t *pamh, void *data, int status) {
 
 /* ---- The finger (option `finger`) ---- */
 
-/* Reads the start of the file at `path` into `text` (`size` bytes, NUL-terminated); how many bytes, 0 when none. */
+/* Frees a string kept in the PAM handle (the name of the user a finger authenticated). */
 static void cleanup_text(pam_handle_t *pamh, void *data, int status) {
     (void)pamh;
     (void)status;
     free(data);
 }
 
+/* Reads the start of the file at `path` into `text` (`size` bytes, NUL-terminated); how many bytes, 0 when none. */
 static ssize_t read_start(const char *path, char *text, size_t size) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return 0;
@@ -709,6 +710,8 @@ EXPORT int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const ch
     (void)flags;
     struct options options;
     parse_options(argc, argv, &options);
+    /* A finger of an earlier authentication in this handle says nothing about this one. */
+    pam_set_data(pamh, FINGER_DATA_NAME, NULL, NULL);
     if (options.finger) {
         int result = finger_or_password(pamh, &options);
         if (result != PAM_IGNORE) return result;
@@ -761,13 +764,16 @@ EXPORT int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, const ch
     ask(pamh, &options, 1, password, NULL, &name, &outcome);
     /* Used or not, the kept copy is wiped and freed now (pam_set_data runs the old cleanup). */
     if (kept) pam_set_data(pamh, DATA_NAME, NULL, NULL);
-    /* A login by finger opens a locked keychain only within 48 hours of a passcode unlock (localauthd unlocked it
-     * when the finger matched, and counts this session then): otherwise the user learns here that it is locked. */
+    /* A login by finger opens a locked keychain only within 48 hours of a passcode unlock since localauthd started
+     * (localauthd opens it now, for this program's finger, and counts the session): otherwise the user learns here
+     * that it is locked. */
     const void *fingered = NULL;
-    if (!password && pam_get_data(pamh, FINGER_DATA_NAME, &fingered) == PAM_SUCCESS && fingered && user &&
-        strcmp(user, fingered) == 0 && outcome.status == 0 && !outcome.unlocked)
-        pam_info(pamh, "The login keychain is locked: a finger opens it only within 48 hours of a login by password. "
-                       "`lactl keychain unlock` opens it.");
+    if (pam_get_data(pamh, FINGER_DATA_NAME, &fingered) != PAM_SUCCESS || !fingered || !user ||
+        strcmp(user, fingered) != 0)
+        fingered = NULL;
+    if (!password && fingered && outcome.status == 0 && !outcome.unlocked)
+        pam_info(pamh, "The login keychain is locked: a finger opens it only within 48 hours of an unlock by password "
+                       "since localauthd started. `lactl keychain unlock` opens it.");
     report(pamh, &options, name, &outcome,
            password ? "session open" : (fingered ? "session open (by finger)" : "session open (no password)"));
     return PAM_SUCCESS;

@@ -10,6 +10,7 @@ public actor CTAPHIDServer<Peer: Hashable & Sendable> {
     /// Sends one report to a peer.
     public typealias Send = @Sendable (_ report: [UInt8], _ peer: Peer) -> Void
 
+    // Computed: a generic type has no static stored properties.
     /// The firmware version `INIT` reports.
     static var version: (major: UInt8, minor: UInt8, build: UInt8) { (1, 0, 0) }
     /// How many channels are kept; the oldest goes when a new one would pass this.
@@ -20,8 +21,9 @@ public actor CTAPHIDServer<Peer: Hashable & Sendable> {
     private var assembler = CTAPHIDAssembler()
     private var channels: [UInt32: Peer] = [:]
     private var channelOrder: [UInt32] = []
-    /// The `CBOR` request in progress: its channel, its task, and whether it was cancelled.
-    private var running: (channel: UInt32, task: Task<Void, Never>)?
+    /// The `CBOR` request in progress: its number, its channel and its task.
+    private var running: (number: UInt64, channel: UInt32, task: Task<Void, Never>)?
+    private var requests: UInt64 = 0
     private let start = ContinuousClock.now
 
     /// A server for `authenticator`, whose reports go out through `send`.
@@ -60,8 +62,15 @@ public actor CTAPHIDServer<Peer: Hashable & Sendable> {
         let channel = message.channel
         if message.command == CTAPHID.Command.initialize.rawValue {
             guard message.payload.count == 8 else { return reply(.error(.invalidLength, channel: channel), to: peer) }
+            guard channel == CTAPHID.broadcastChannel || channels[channel] != nil else {
+                return reply(.error(.invalidChannel, channel: channel), to: peer)
+            }
             let assigned = channel == CTAPHID.broadcastChannel ? newChannel(for: peer) : channel
-            if let running, running.channel == assigned { running.task.cancel() }
+            // Resynchronization abandons the channel's request: its answer is never sent.
+            if let running, running.channel == assigned {
+                running.task.cancel()
+                self.running = nil
+            }
             let version = Self.version
             let payload =
                 message.payload + CTAPHID.channelBytes(assigned)
@@ -91,9 +100,13 @@ public actor CTAPHIDServer<Peer: Hashable & Sendable> {
         }
     }
 
-    /// Runs one CBOR request on its own task, sending KEEPALIVE every 100 ms until its answer goes out.
+    /// Runs one CBOR request on its own task, sending KEEPALIVE every 100 ms until its answer goes out. A cancelled
+    /// request (CANCEL) still answers what the authenticator answered: `CTAP2_ERR_KEEPALIVE_CANCEL` when the approval
+    /// was cancelled, or its result when the user had already approved.
     private func startRequest(_ request: [UInt8], channel: UInt32, peer: Peer) {
         let authenticator = self.authenticator
+        requests += 1
+        let number = requests
         let task = Task {
             let keepalive = Task {
                 while !Task.isCancelled {
@@ -102,11 +115,11 @@ public actor CTAPHIDServer<Peer: Hashable & Sendable> {
                     self.keepalive(channel: channel, peer: peer)
                 }
             }
-            let answer = await authenticator.respond(to: request)
+            let answer = await authenticator.respond(to: request, session: UInt64(channel))
             keepalive.cancel()
-            self.finish(channel: channel, peer: peer, answer: answer, cancelled: Task.isCancelled)
+            self.finish(number, channel: channel, peer: peer, answer: answer)
         }
-        running = (channel, task)
+        running = (number, channel, task)
     }
 
     private func keepalive(channel: UInt32, peer: Peer) {
@@ -115,10 +128,12 @@ public actor CTAPHIDServer<Peer: Hashable & Sendable> {
         reply(CTAPHID.Message(channel: channel, command: .keepalive, payload: [status]), to: peer)
     }
 
-    private func finish(channel: UInt32, peer: Peer, answer: [UInt8], cancelled: Bool) {
-        running = nil
-        let payload = cancelled ? [CTAP2.Status.keepaliveCancel.rawValue] : answer
-        reply(CTAPHID.Message(channel: channel, command: .cbor, payload: payload), to: peer)
+    private func finish(_ number: UInt64, channel: UInt32, peer: Peer, answer: [UInt8]) {
+        guard let running, running.number == number else { return }
+        self.running = nil
+        // An answer CTAPHID cannot carry (names are cut to fit, so none should come) is an error, not a crash.
+        guard answer.count <= CTAPHID.maximumMessage else { return reply(.error(.other, channel: channel), to: peer) }
+        reply(CTAPHID.Message(channel: channel, command: .cbor, payload: answer), to: peer)
     }
 
     /// A new random channel for `peer`; the oldest is forgotten past ``maximumChannels``.

@@ -3,10 +3,11 @@ import Foundation
 import LocalAuthentication
 import SecureCrypto
 
-/// A CTAP 2.1 authenticator whose credentials are persisted rights (``FIDOCredentials``): `authenticatorGetInfo`,
+/// A CTAP authenticator whose credentials are persisted rights (``FIDOCredentials``): `authenticatorGetInfo`,
 /// `MakeCredential`, `GetAssertion` and `GetNextAssertion`. User presence and user verification are one act here: the
-/// right's authorization, by the finger through localauthd (or embedded), or the passcode where the credential
-/// allows it; the prompt names the relying party. Attestation is `none`.
+/// right's authorization through `approve` (`lactl fido serve`: the finger only, through localauthd or embedded;
+/// a credential made without user verification would also take the passcode from a presenter that asks for one);
+/// the prompt names the relying party. Attestation is `none`.
 ///
 /// Not yet served (answered `CTAP1_ERR_INVALID_COMMAND`): ClientPIN, Reset, CredentialManagement, Selection, and
 /// CTAP1/U2F; nor the extensions (`credProtect`, `hmac-secret`), which are ignored.
@@ -26,8 +27,13 @@ public actor FIDOAuthenticator {
 
     private let credentials: FIDOCredentials
     private let approve: Approval
-    /// What `GetNextAssertion` continues: the credentials left and the request's data.
-    private var pendingAssertions: (credentials: [FIDOCredential], clientDataHash: [UInt8], verified: Bool)?
+    /// What `GetNextAssertion` continues (CTAP 2.1 §6.3): the credentials left, the request's data, the session
+    /// (a CTAPHID channel) that asked, and when it ends (30 s after the last assertion).
+    private var pendingAssertions:
+        (
+            credentials: [FIDOCredential], clientDataHash: [UInt8], verified: Bool, session: UInt64,
+            deadline: ContinuousClock.Instant
+        )?
 
     /// - Parameters:
     ///   - credentials: where the credentials live.
@@ -37,8 +43,9 @@ public actor FIDOAuthenticator {
         self.approve = approve ?? { right, reason in try await right.authorize(localizedReason: reason) }
     }
 
-    /// Answers one `CTAPHID_CBOR` request: a status byte, then the response's CBOR when the status is OK.
-    public func respond(to request: [UInt8]) async -> [UInt8] {
+    /// Answers one `CTAPHID_CBOR` request of `session` (the transport's name for the client: its CTAPHID channel):
+    /// a status byte, then the response's CBOR when the status is OK.
+    public func respond(to request: [UInt8], session: UInt64 = 0) async -> [UInt8] {
         guard let first = request.first else { return [CTAP2.Status.invalidLength.rawValue] }
         guard let command = CTAP2.Command(rawValue: first) else { return [CTAP2.Status.invalidCommand.rawValue] }
         if command != .getNextAssertion { pendingAssertions = nil }
@@ -48,8 +55,8 @@ public actor FIDOAuthenticator {
             switch command {
             case .getInfo: response = Self.info
             case .makeCredential: response = try await makeCredential(try Self.map(parameters))
-            case .getAssertion: response = try await getAssertion(try Self.map(parameters))
-            case .getNextAssertion: response = try await getNextAssertion()
+            case .getAssertion: response = try await getAssertion(try Self.map(parameters), session: session)
+            case .getNextAssertion: response = try await getNextAssertion(session: session)
             case .clientPIN, .reset, .credentialManagement, .selection:
                 return [CTAP2.Status.invalidCommand.rawValue]
             }
@@ -69,10 +76,11 @@ public actor FIDOAuthenticator {
 
     /// `authenticatorGetInfo`'s answer.
     static let info: CBOR = .map([
-        .int(1): .array([.text("FIDO_2_0"), .text("FIDO_2_1")]),
+        // FIDO_2_1 asks for authenticatorSelection and ClientPIN's tokens, which are not served yet.
+        .int(1): .array([.text("FIDO_2_0")]),
         .int(3): .bytes(aaguid),
         // makeCredUvNotRqd: a server-side (non-discoverable) credential may be made without user verification, as
-        // a second factor; its right then takes the finger or the passcode, and outlives enrollment changes.
+        // a second factor; its right then outlives enrollment changes.
         .int(4): .map([
             .text("rk"): .bool(true), .text("up"): .bool(true), .text("uv"): .bool(true), .text("plat"): .bool(false),
             .text("makeCredUvNotRqd"): .bool(true),
@@ -111,17 +119,23 @@ public actor FIDOAuthenticator {
         let known = try await credentials.credentials(relyingParty: rpID)
         if let match = known.first(where: { excluded.contains($0.id) }) {
             // The user's presence first, so a site cannot learn silently which credentials this device holds.
-            _ = try? await credentials.authorize(match) { right in
-                try await self.approve(right, "\(rpID): a passkey for this account is already on this device")
-            }
+            let approve = self.approve
+            guard
+                let right = try? await credentials.authorize(
+                    match,
+                    approve: { right in
+                        try await approve(right, "\(rpID): a passkey for this account is already on this device")
+                    })
+            else { throw CTAP2.Status.operationDenied }
+            await right.deauthorize()
             throw CTAP2.Status.credentialExcluded
         }
 
-        let userName = user["name"]?.textValue
+        let userName = user["name"]?.textValue.map(Self.truncated)
         let template = FIDOCredential(
             id: (0..<16).map { _ in UInt8.random(in: .min ... .max) }, relyingParty: rpID,
-            relyingPartyName: rp["name"]?.textValue, userID: userID, userName: userName,
-            userDisplayName: user["displayName"]?.textValue, discoverable: discoverable,
+            relyingPartyName: rp["name"]?.textValue.map(Self.truncated), userID: userID, userName: userName,
+            userDisplayName: user["displayName"]?.textValue.map(Self.truncated), discoverable: discoverable,
             madeWithUserVerification: verified, signatureCount: 0, created: Date())
         let reason = "\(rpID) wants to make a passkey" + (userName.map { " for \($0)" } ?? "")
         let approve = self.approve
@@ -140,7 +154,7 @@ public actor FIDOAuthenticator {
 
     // MARK: GetAssertion
 
-    private func getAssertion(_ parameters: CBOR) async throws -> CBOR {
+    private func getAssertion(_ parameters: CBOR, session: UInt64) async throws -> CBOR {
         typealias Key = CTAP2.GetAssertionKey
         guard let rpID = parameters[Key.rpId.rawValue]?.textValue,
             let clientDataHash = parameters[Key.clientDataHash.rawValue]?.bytesValue
@@ -152,6 +166,8 @@ public actor FIDOAuthenticator {
         let silent = options["up"] == false
         let verified = options["uv"] ?? false
         if silent && verified { throw CTAP2.Status.invalidOption }
+        // A silent request without an allow list would list the site's passkeys to anyone who asks.
+        if silent && parameters[Key.allowList.rawValue] == nil { throw CTAP2.Status.unsupportedOption }
         let allowed = try Self.credentialIDs(parameters[Key.allowList.rawValue])
         var found: [FIDOCredential] = []
         for credential in try await credentials.credentials(relyingParty: rpID)
@@ -169,23 +185,33 @@ public actor FIDOAuthenticator {
                 .int(3): .bytes([]),
             ])
         }
-        if found.count > 1 {
-            pendingAssertions = (Array(found.dropFirst()), clientDataHash, verified)
-        }
         var assertion = try await assert(first, rpID: rpID, clientDataHash: clientDataHash, verified: verified)
+        // The site's other passkeys follow with GetNextAssertion, from this session, within 30 s.
         if found.count > 1, parameters[Key.allowList.rawValue] == nil {
             assertion.append(CBOR.Pair(.int(5), .unsigned(UInt64(found.count))))
+            pendingAssertions = (
+                Array(found.dropFirst()), clientDataHash, verified, session, ContinuousClock.now + .seconds(30)
+            )
         }
         return .map(assertion)
     }
 
-    private func getNextAssertion() async throws -> CBOR {
-        guard var pending = pendingAssertions, !pending.credentials.isEmpty else { throw CTAP2.Status.notAllowed }
+    private func getNextAssertion(session: UInt64) async throws -> CBOR {
+        guard var pending = pendingAssertions, pending.session == session, ContinuousClock.now < pending.deadline,
+            !pending.credentials.isEmpty
+        else {
+            pendingAssertions = nil
+            throw CTAP2.Status.notAllowed
+        }
         let next = pending.credentials.removeFirst()
-        pendingAssertions = pending.credentials.isEmpty ? nil : pending
-        return .map(
-            try await assert(
-                next, rpID: next.relyingParty, clientDataHash: pending.clientDataHash, verified: pending.verified))
+        pendingAssertions = nil
+        let assertion = try await assert(
+            next, rpID: next.relyingParty, clientDataHash: pending.clientDataHash, verified: pending.verified)
+        if !pending.credentials.isEmpty {
+            pending.deadline = ContinuousClock.now + .seconds(30)
+            pendingAssertions = pending
+        }
+        return .map(assertion)
     }
 
     /// Signs one assertion with `credential` after the user approves.
@@ -226,6 +252,17 @@ public actor FIDOAuthenticator {
     }
 
     // MARK: Helpers
+
+    /// `text` cut to 64 bytes at a character boundary, as CTAP 2.1 lets an authenticator keep names (§6.1.2, so an
+    /// answer that returns them always fits CTAPHID).
+    static func truncated(_ text: String) -> String {
+        var kept = ""
+        for character in text {
+            guard kept.utf8.count + character.utf8.count <= 64 else { break }
+            kept.append(character)
+        }
+        return kept
+    }
 
     /// The authenticator data without attested credential data: SHA-256 of the RP ID, the flags, the count.
     static func authenticatorData(_ rpID: String, flags: AuthenticatorDataFlags, count: UInt32) -> [UInt8] {
@@ -276,7 +313,6 @@ public actor FIDOAuthenticator {
         case .userCancel, .systemCancel, .appCancel: .keepaliveCancel
         case .biometryLockout: .uvBlocked
         case .invalidContext: .invalidCredential
-        case .authenticationFailed: .operationDenied
         default: .operationDenied
         }
     }

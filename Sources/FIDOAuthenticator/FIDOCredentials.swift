@@ -125,10 +125,17 @@ public struct FIDOCredentials: Sendable {
         }
     }
 
-    /// Counts one more signature of `credential`; the count to put in its assertion.
+    /// Counts one more signature of `credential`, on its stored record (never an older copy, so the count only
+    /// grows); the count to put in its assertion.
     func countSignature(_ credential: FIDOCredential) async throws -> UInt32 {
         try await withClient {
-            var counted = credential
+            var query = Self.recordQuery(credential.hexID)
+            query[kSecReturnData as String] = true
+            var result: CFTypeRef?
+            let status = SecItemCopyMatching(query as NSDictionary, &result)
+            guard status == errSecSuccess, let data = result as? Data,
+                var counted = try? JSONDecoder().decode(FIDOCredential.self, from: data)
+            else { throw Self.error(status, "the FIDO credential \(credential.hexID) cannot be read") }
             counted.signatureCount &+= 1
             try Self.save(counted, adding: false)
             return counted.signatureCount

@@ -49,6 +49,7 @@ public final class FIDOUDPTransport: Sendable {
 
     /// Runs until the channel closes.
     public func run() async throws {
+        defer { sweeper.cancel() }
         try await channel.closeFuture.get()
     }
 }
@@ -75,7 +76,9 @@ private final class ReportHandler: ChannelInboundHandler, Sendable {
 
     init(server: CTAPHIDServer<SocketAddress>) {
         self.server = server
-        let (stream, continuation) = AsyncStream<(report: [UInt8], peer: SocketAddress)>.makeStream()
+        // Bounded: a flood of datagrams drops the oldest rather than growing without end.
+        let (stream, continuation) = AsyncStream<(report: [UInt8], peer: SocketAddress)>.makeStream(
+            bufferingPolicy: .bufferingNewest(256))
         queue = continuation
         consumer = Task {
             for await (report, peer) in stream { await server.receive(report, from: peer) }

@@ -7,9 +7,10 @@ import Synchronization
 
 /// The users' login sessions, as the PAM module reports them: the keychain unlocks when a session opens with the
 /// login password and its `ak` classes lock when the last of the user's sessions that counted closes. Only sessions
-/// whose password unlocked the keychain count, and those a finger matched for at the module's prompt while the
-/// keychain is unlocked (a finger opens a locked keychain within 48 hours of a passcode unlock); a login by key
-/// leaves it as it is, cannot hold it open, and its close locks nothing.
+/// whose password unlocked the keychain count, and those whose program's `pam_localauth.so finger` prompt took a
+/// finger of the user moments before, when the keychain is unlocked at their open (the match opens it then with the
+/// keys a lock kept, within 48 hours of a passcode unlock); a login by key leaves it as it is, cannot hold it open,
+/// and its close locks nothing.
 ///
 /// A session is the program that runs the PAM stack (`login`, `sshd`'s session process, a display manager): the
 /// parent of the process the module forks to connect as the user, named by its pid and its start time (so a reused
@@ -48,10 +49,16 @@ final class LoginSessions: Sendable {
             if let password {
                 note = await engine.unlock(withPassword: password, caller: caller)
             } else if tookFingerLogin(session, uid: uid) {
+                // The finger this program's module took moments ago opens the keychain now, at the session's open
+                // (so a finger at sudo or pkexec, which open no counted session, leaves it as it is).
+                let unlockedByFinger = engine.isLocked ? ((try? engine.unlockWithKeptKeys()) ?? false) : false
                 note =
                     engine.isLocked
-                    ? "a finger opens it only within 48 hours of a login by password since localauthd started; `lactl keychain unlock` opens it with the password"
+                    ? "a finger opens it only within 48 hours of a passcode unlock since localauthd started (and before 5 failed scans); `lactl keychain unlock` opens it with the password"
                     : nil
+                if unlockedByFinger {
+                    DaemonServer.logger.info("login finger: the kept keys opened the keychain", metadata: user)
+                }
             }
             let count = note == nil ? opened(session, uid: uid) : count(uid: uid)
             let outcome = LoginOutcome(unlocked: !engine.isLocked, sessions: count, note: note)
@@ -85,11 +92,20 @@ final class LoginSessions: Sendable {
                 unlocked: !engine.isLocked, sessions: count(uid: uid), note: availability.error?.message,
                 finger: availability.error == nil ? .offered : .notOffered)
         case .verifyFinger:
-            // The module's process connecting is the child of its watcher, whose parent runs the PAM stack.
-            let session = Self.parent(of: peer.credentials.pid).flatMap(Self.session(ofParentOf:))
+            // The module's process connecting is the child of its watcher, whose parent runs the PAM stack; both
+            // run as root. A program of the user could send this too, and catch a touch meant for another prompt:
+            // it gets no silent verification.
+            guard let watcher = Self.parent(of: peer.credentials.pid), Self.runsAsRoot(watcher),
+                let session = Self.session(ofParentOf: watcher), Self.runsAsRoot(session.pid)
+            else {
+                return LoginOutcome(
+                    unlocked: !engine.isLocked, sessions: count(uid: uid),
+                    note: "only pam_localauth, in a program that runs as root, asks for a finger here",
+                    finger: .notOffered)
+            }
             DaemonServer.logger.info("login finger: waiting for a finger", metadata: user)
             let answer = try await verifyFinger(engine: engine, caller: caller)
-            if answer.finger == .matched, let session { fingerMatched(session, uid: uid) }
+            if answer.finger == .matched { fingerMatched(session, uid: uid) }
             DaemonServer.logger.info(
                 "login finger",
                 metadata: user.merging(["answer": "\(answer.finger)", "note": "\(answer.note ?? "")"]) {
@@ -106,9 +122,8 @@ final class LoginSessions: Sendable {
     }
 
     /// One evaluation of a finger on the reader against the caller's user's prints, with nobody to show its prompt
-    /// to (the PAM module shows its own): matched (and the keychain unlocked, when a lock kept its keys for a
-    /// fingerprint unlock), not matched (the failures count toward the lockout), or not offered (no reader, none
-    /// enrolled, locked out, the evaluation cancelled), with why.
+    /// to (the PAM module shows its own): matched, not matched (the failures count toward the lockout), or not
+    /// offered (no reader, none enrolled, locked out, the evaluation cancelled), with why.
     private func verifyFinger(engine: KeychainEngine, caller: CallerIdentity) async throws -> (
         finger: FingerAnswer, note: String?
     ) {
@@ -117,10 +132,10 @@ final class LoginSessions: Sendable {
         defer { contexts.discard(id) }
         let silent = PromptChannel(request: 0) { _ in }
         do {
-            let unlocked = try await engine.evaluateFinger(
-                contexts, context: id, options: EvaluationOptions(prompt: EvaluationPrompt(reason: "log in")),
+            try await contexts.evaluate(
+                .biometrics, context: id, options: EvaluationOptions(prompt: EvaluationPrompt(reason: "log in")),
                 prompts: silent)
-            return (.matched, unlocked ? "the finger unlocked the keychain" : nil)
+            return (.matched, nil)
         } catch let error as AuthenticationError where error.code == .authenticationFailed {
             return (.notMatched, error.message)
         } catch let error as AuthenticationError where error.code == .systemCancel {
@@ -184,6 +199,16 @@ final class LoginSessions: Sendable {
     static func session(ofParentOf pid: Int32) -> Session? {
         guard let parent = parent(of: pid), parent > 1, let start = startTime(parent) else { return nil }
         return Session(pid: parent, startTime: start)
+    }
+
+    /// Whether `pid` runs with an effective uid of root (`/proc/<pid>/status`, `Uid:`'s second field): login,
+    /// sshd, a display manager, and the set-user-ID sudo, su and polkit-agent-helper-1 do.
+    static func runsAsRoot(_ pid: Int32) -> Bool {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Uid:") })
+        else { return false }
+        let ids = line.split(whereSeparator: { $0 == "\t" || $0 == " " })
+        return ids.count > 2 && ids[2] == "0"
     }
 
     /// The pid of `pid`'s parent (`/proc/<pid>/stat` field 4), if `/proc` says.

@@ -74,12 +74,11 @@ extension KeychainEngine {
 
     /// Evaluates an enrolled finger in context `id` and, after a match, opens the keychain with the keys the last
     /// lock kept for a fingerprint unlock, if there are any (``FingerprintUnlockWindow``: within 48 hours of a
-    /// passcode unlock, before 5 failed scans). The login prompt's finger (`pam_localauth.so finger`) comes here, so
-    /// a finger at a login or screen-unlock prompt opens the keychain as `lactl keychain unlock` would.
+    /// passcode unlock, before 5 failed scans).
     ///
     /// - Returns: whether the match opened the keychain.
     /// - Throws: the evaluation's failure (after 5 failed scans, biometry locks out and the kept keys are dropped).
-    package func evaluateFinger(
+    func evaluateFinger(
         _ contexts: AuthenticationContexts, context id: AuthenticationContextID, options: EvaluationOptions,
         prompts: PromptChannel?
     ) async throws -> Bool {
@@ -89,6 +88,19 @@ extension KeychainEngine {
         } catch {
             if (try? contexts.attemptPolicy.checkBiometryAllowed()) == nil { fingerprintWindow.close() }
             throw error
+        }
+        return try unlockWithKeptKeys()
+    }
+
+    /// Opens the keychain with the keys the last lock kept for a fingerprint unlock, if there are any. Only after
+    /// a finger matched: an evaluation in this engine (``evaluateFinger(_:context:options:prompts:)``), or the login
+    /// whose `pam_localauth.so finger` prompt took a finger moments before (localauthd's login sessions keep that
+    /// match, for the program that runs the stack as root, until its session opens).
+    ///
+    /// - Returns: whether it opened the keychain (false: nothing kept, the window closed, or locked out).
+    package func unlockWithKeptKeys() throws -> Bool {
+        if let contexts = authentication, (try? contexts.attemptPolicy.checkBiometryAllowed()) == nil {
+            fingerprintWindow.close()
         }
         guard let keys = fingerprintWindow.release(at: clock.sinceBoot()) else { return false }
         do {

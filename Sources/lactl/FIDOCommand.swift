@@ -18,8 +18,9 @@ struct ServeFIDO: AsyncParsableCommand {
         abstract: "Serve CTAP 2.1 over CTAPHID until stopped.",
         discussion: """
             --udp HOST:PORT carries one 64-byte CTAPHID report per datagram and answers the sender (for test tools \
-            such as python-fido2; no kernel device is needed). Each registration and sign-in asks for the finger, \
-            naming the site, and writes one line on standard error.
+            such as python-fido2; no kernel device is needed). It listens on loopback only, and any program of any \
+            user of the machine can send it requests: it is a transport for tests. Each registration and sign-in \
+            asks for the finger, naming the site, and writes one line on standard error.
             """)
 
     @Option(help: "Serve CTAPHID reports over UDP on HOST:PORT (port 0: any free port, printed on standard output).")
@@ -30,6 +31,11 @@ struct ServeFIDO: AsyncParsableCommand {
             (0...65535).contains(port)
         else { throw ValidationError("--udp takes HOST:PORT") }
         let host = String(udp[..<colon])
+        // UDP says nothing of who sent a datagram: loopback only, and even there any program of any user of this
+        // machine can ask (a transport for tests; the uhid device is for people).
+        guard ["127.0.0.1", "::1", "localhost"].contains(host) else {
+            throw ValidationError("--udp listens on loopback only (127.0.0.1 or ::1): UDP carries no sender's identity")
+        }
         let authenticator = FIDOAuthenticator { right, reason in
             // The finger only, the prompt on standard error: a browser has no terminal to read a passcode from.
             right.presenter = AgentNoticePresenter(program: "lactl fido")

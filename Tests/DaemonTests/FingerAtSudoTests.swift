@@ -375,6 +375,45 @@ extension FingerAtLoginTests {
         #expect(!world.login.world.daemon.logText.contains("login finger: waiting"), "localauthd waited for a finger")
     }
 
+    /// A program of the user (under the user's shell) that asks localauthd for a finger as the module does gets no
+    /// silent verification: localauthd answers at once that no finger is offered and waits for none, so it cannot
+    /// catch a touch meant for another prompt.
+    @Test(.enabled(if: sudoUsable, "needs root and a user made for the test"))
+    func aProgramOfTheUserGetsNoSilentFingerCheck() async throws {
+        let world = try SudoWorld()
+        defer { world.close() }
+        try await world.enroll("alice-1")
+        func hex(_ message: ClientMessage) -> String {
+            message.encoded().withUnsafeBytes { Array($0) }.map { String(format: "%02x", $0) }.joined()
+        }
+        let hello = hex(.hello(versions: [1], accessGroups: [], allGroups: false))
+        let verify = hex(.login(1, .verifyFinger))
+        // The answer's last byte is its finger field (4: not offered); nothing within 60 s is "timeout".
+        let asker = """
+            import socket
+            s = socket.socket(socket.AF_UNIX)
+            s.settimeout(60)
+            s.connect("\(world.login.world.daemon.socket)")
+            s.sendall(bytes.fromhex("\(hello)"))
+            s.recv(65536)
+            s.sendall(bytes.fromhex("\(verify)"))
+            try:
+                print("finger", s.recv(65536)[-1])
+            except socket.timeout:
+                print("timeout")
+            """
+        // Under a shell of the user's, as programs of the user run (two commands: the shell does not exec python).
+        let arguments = [
+            "--reuid=\(world.login.uid)", "--regid=\(world.login.gid)", "--clear-groups", "--", "/bin/sh", "-c",
+            "/usr/bin/python3 -c \"$0\"; exit $?", asker,
+        ]
+        let asked = try await onOwnThread {
+            try runCapturingOutput(URL(fileURLWithPath: "/usr/bin/setpriv"), arguments)
+        }
+        #expect(asked.output.contains("finger 4"), "\(asked.output)")
+        #expect(!world.login.world.daemon.logText.contains("login finger: waiting"), "localauthd waited for a finger")
+    }
+
     /// The module believes only a server running as root: a program of the user listening at the path the stack
     /// names, answering as localauthd would that the finger is offered and then that it matched, gets no finger
     /// offered (sudo's own password prompt comes at once) and logs nobody in.
@@ -420,7 +459,7 @@ extension FingerAtLoginTests {
     /// A finger at `login` opens the login keychain only within 48 hours of a passcode unlock in the daemon's
     /// lifetime: after a restart, before any, the session starts with the keychain locked and says so; after a
     /// password login and its logout (which locked it), the finger's login finds it unlocked, counts as a session,
-    /// and its logout locks it again.
+    /// and its logout locks it again. A finger at sudo then leaves it locked.
     @Test(.enabled(if: sudoUsable, "needs root, Debian's login, and no login session of the test's own"))
     func aFingerAtLoginOpensTheKeychainOnlyWithinTheWindow() async throws {
         let world = try SudoWorld()
@@ -463,5 +502,12 @@ extension FingerAtLoginTests {
         #expect(
             await waitUntil(within: .seconds(60)) { (try? login.readsItem()) == false },
             "the finger's session counted: its logout locked the keychain")
+
+        // A finger at sudo, within the same window, opens no counted session and leaves the keychain locked.
+        let (atSudo, sudo) = try world.sudo()
+        #expect(try await onOwnThread { atSudo.waitFor("Password or finger: ", timeout: 60) })
+        try await login.world.reader.send("SCAN alice-1")
+        #expect(try await world.finish(sudo, on: atSudo).contains("SUDO-RAN as 0"))
+        #expect(try !login.readsItem(), "a finger at sudo opened the keychain")
     }
 }

@@ -71,8 +71,7 @@ struct FIDOAuthenticatorTests {
         let (status, output) = try await run.value
         let line = output.split(separator: "\n").last.map(String.init) ?? ""
         let answer = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any] ?? [:]
-        #expect(status == 0 || answer["error"] != nil, "python-fido2 \(arguments): \(output)")
-        return answer.isEmpty ? ["error": output] : answer
+        return answer.isEmpty || (status != 0 && answer["error"] == nil) ? ["error": output] : answer
     }
 
     @Test func getInfoSaysWhatTheAuthenticatorIs() async throws {
@@ -83,7 +82,7 @@ struct FIDOAuthenticatorTests {
         let info = try await client(python, address, ["info"], world: world)
         let versions = info["versions"] as? [String] ?? []
         let options = info["options"] as? [String: Bool] ?? [:]
-        #expect(versions.contains("FIDO_2_0") && versions.contains("FIDO_2_1"), "\(info)")
+        #expect(versions == ["FIDO_2_0"], "\(info)")
         #expect(info["aaguid"] as? String == "6c6163746c2d46498d4f2d6c6f63616c", "\(info)")
         #expect(options["rk"] == true && options["uv"] == true && options["plat"] == false, "\(info)")
         // CTAPHID_INIT's capabilities: CBOR and WINK, no MSG (no CTAP1/U2F yet).
