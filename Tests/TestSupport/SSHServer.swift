@@ -10,8 +10,7 @@ import Foundation
 package final class SSHServer {
     package let port: Int
     package let log: String
-    private let pid: pid_t
-    private var stopped = false
+    private let sshd: SpawnedProcess
 
     package static var isAvailable: Bool {
         getuid() == 0
@@ -46,7 +45,7 @@ package final class SSHServer {
         // Not through Foundation's Process: sshd closes every inherited descriptor at start, which Foundation takes for
         // its exit and then waits for it for good, holding up every other Process of the test.
         let command = launcher ?? ["/usr/sbin/sshd", "-D", "-e", "-f", directory + "/sshd_config"]
-        pid = try Self.spawn(command, log: log)
+        sshd = try SpawnedProcess(command[0], Array(command.dropFirst()), log: log, input: "/dev/null")
         // One probe at a time until sshd answers: a probe is a connection sshd counts against MaxStartups.
         for _ in 0..<400 {
             if Self.connectable(port) { return }
@@ -57,34 +56,12 @@ package final class SSHServer {
             .executableLoad, userInfo: [NSLocalizedDescriptionKey: "sshd is not listening: \(logText)"])
     }
 
-    deinit { stop() }
-
     /// What sshd logged so far.
     package var logText: String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
 
-    /// Stops sshd and reaps it.
+    /// Stops sshd and reaps it (a server released still running is killed).
     package func stop() {
-        guard !stopped else { return }
-        stopped = true
-        kill(pid, SIGTERM)
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-    }
-
-    private static func spawn(_ command: [String], log: String) throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        var pid: pid_t = 0
-        let argv = command.map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        guard posix_spawn(&pid, command[0], &actions, nil, argv, environ) == 0 else {
-            throw CocoaError(.executableLoad)
-        }
-        return pid
+        if sshd.isRunning { sshd.stop() }
     }
 
     /// A loopback port nobody listens on, outside the kernel's ephemeral range (32768–60999), so no other test's
