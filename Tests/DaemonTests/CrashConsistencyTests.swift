@@ -45,7 +45,7 @@ struct CrashConsistencyTests {
         usleep(300_000)
         #expect(FileManager.default.createFile(atPath: stopFile, contents: nil))
         for (index, writer) in writers.enumerated() {
-            let exit = writer.wait(timeout: 60)
+            let exit = await writer.wait(timeout: 60)
             let log = (try? String(contentsOfFile: directory + "/writer-\(index).log", encoding: .utf8)) ?? ""
             #expect(exit?.status == 0 && exit?.bySignal == false, "writer \(index): \(log.suffix(500))")
         }
@@ -93,7 +93,7 @@ struct CrashConsistencyTests {
         #expect(listed.count == answered.count + committedUnanswered)
         daemon.stop()
 
-        let check = try runCapturingOutput(
+        let check = try await runCapturingOutput(
             URL(fileURLWithPath: "/usr/bin/sqlite3"),
             [daemon.stateDirectory + "/0/keychain.db", "PRAGMA integrity_check;"])
         #expect(check.output.trimmingCharacters(in: .whitespacesAndNewlines) == "ok", "\(check.output)")

@@ -354,7 +354,7 @@ extension FingerAtLoginTests {
             "-o", "PreferredAuthentications=keyboard-interactive", "-o", "NumberOfPasswordPrompts=1",
             "-o", "ConnectTimeout=30", "-p", String(sshd.port), "\(world.login.user)@127.0.0.1",
         ]
-        let ssh = try runCapturingOutput(
+        let ssh = try await runCapturingOutput(
             URL(fileURLWithPath: "/usr/bin/ssh"), login + ["echo SSH-RAN as $(id -u)"], environment: environment)
         let asked = (try? String(contentsOfFile: prompts, encoding: .utf8)) ?? ""
         #expect(

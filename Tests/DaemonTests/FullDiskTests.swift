@@ -72,7 +72,7 @@ struct FullDiskTests {
         try FileManager.default.removeItem(atPath: filler)
         _ = try await client.send(.add(Self.item(1_000)))
         daemon.stop()
-        let check = try runCapturingOutput(
+        let check = try await runCapturingOutput(
             URL(fileURLWithPath: "/usr/bin/sqlite3"),
             [try Self.database(under: state), "PRAGMA integrity_check;"])
         #expect(check.output.trimmingCharacters(in: .whitespacesAndNewlines) == "ok", "\(check.output)")

@@ -513,10 +513,10 @@ struct SecretServiceTests {
         let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("../Fixtures/SecretClient/secret-client.c").standardized.path
         let client = directory + "/secret-client"
-        let flags = try runCapturingOutput(
+        let flags = try await runCapturingOutput(
             URL(fileURLWithPath: "/usr/bin/pkg-config"), ["--cflags", "--libs", "libsecret-1"])
         try #require(flags.status == 0, "pkg-config libsecret-1: \(flags.output)")
-        let built = try runCapturingOutput(
+        let built = try await runCapturingOutput(
             URL(fileURLWithPath: "/usr/bin/cc"),
             [source, "-o", client] + flags.output.split(whereSeparator: \.isWhitespace).map(String.init))
         try #require(built.status == 0, "cc secret-client.c: \(built.output)")

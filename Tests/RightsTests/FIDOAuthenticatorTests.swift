@@ -111,7 +111,7 @@ struct FIDOAuthenticatorTests {
             #expect(signedIn["authenticated"] as? String == id, "\(signedIn)")
             #expect(signedIn["counter"] as? Int == expected, "\(signedIn)")
         }
-        let listed = try runCapturingOutput(
+        let listed = try await runCapturingOutput(
             try lactlExecutable(), ["fido", "list"], environment: world.toolEnvironment())
         #expect(listed.output.contains(id) && listed.output.contains("example.test"), "\(listed.output)")
         let logText = try String(contentsOfFile: log, encoding: .utf8)

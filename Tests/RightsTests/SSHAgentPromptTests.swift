@@ -127,7 +127,7 @@ extension SSHAgentTests {
             var swapped = ssh
             swapped["EXE_SWAP_SSH"] = "1"
             let swapStranger = Task { try await world.socket.send("SCAN mallory") }
-            let answer = try runCapturingOutput(
+            let answer = try await runCapturingOutput(
                 URL(fileURLWithPath: swapper),
                 [keygen, socket, request.map { String(format: "%02x", $0) }.joined()], environment: swapped)
             if answer.status == 0 {

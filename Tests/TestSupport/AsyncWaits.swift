@@ -37,3 +37,41 @@ package func onOwnThread<Result: Sendable>(_ body: @escaping @Sendable () throws
         thread.start()
     }
 }
+
+/// ``onOwnThread(_:)`` for a body that cannot throw.
+package func onOwnThread<Result: Sendable>(_ body: @escaping @Sendable () -> Result) async -> Result {
+    await withCheckedContinuation { continuation in
+        let thread = Thread { continuation.resume(returning: body()) }
+        thread.start()
+    }
+}
+
+// The blocking waits below have async twins that wait on a thread of their own. An async test picks the twin (Swift
+// prefers the async overload in an async context), so a test that waits seconds for a prompt or a child no longer
+// holds one of the cooperative pool's threads (two on CI) that every other running suite needs.
+
+extension PseudoTerminal {
+    /// ``waitFor(_:timeout:)-(_,_)`` off the cooperative pool.
+    package func waitFor(_ text: String, timeout: Double) async -> Bool {
+        await onOwnThread { self.waitFor(text, timeout: timeout) }
+    }
+
+    /// ``waitForEchoOff(timeout:)-(_)`` off the cooperative pool.
+    package func waitForEchoOff(timeout: Double) async -> Bool {
+        await onOwnThread { self.waitForEchoOff(timeout: timeout) }
+    }
+}
+
+extension SpawnedProcess {
+    /// ``wait(timeout:)-(_)`` off the cooperative pool.
+    package func wait(timeout: Double) async -> (status: Int32, bySignal: Bool)? {
+        await onOwnThread { self.wait(timeout: timeout) }
+    }
+}
+
+/// ``runCapturingOutput(_:_:environment:input:)-(_,_,_,_)`` off the cooperative pool.
+package func runCapturingOutput(
+    _ executable: URL, _ arguments: [String], environment: [String: String]? = nil, input: String? = nil
+) async throws -> (status: Int32, output: String) {
+    try await onOwnThread { try runCapturingOutput(executable, arguments, environment: environment, input: input) }
+}
