@@ -167,17 +167,17 @@ final class SudoWorld {
         let enroll = try terminal.spawn(
             "/usr/bin/setpriv", try login.arguments(["biometry", "enroll"]), environment: environment)
         defer { _ = enroll.stop(SIGKILL) }
-        let asked = try await onOwnThread { terminal.waitFor("Password:", timeout: 60) }
+        let asked = await onOwnThread { terminal.waitFor("Password:", timeout: 60) }
         #expect(asked, "lactl biometry enroll asks for the password: \(terminal.transcript)")
         terminal.type("secret\r")
         try await login.world.reader.send(Array(repeating: "SCAN \(printID)", count: 5))
-        let ended = try await onOwnThread { enroll.wait(timeout: 60) }
+        let ended = await onOwnThread { enroll.wait(timeout: 60) }
         #expect(ended?.status == 0, "lactl biometry enroll: \(terminal.transcript)")
     }
 
     /// Waits for `process` to end; what the terminal showed.
     func finish(_ process: SpawnedProcess, on terminal: PseudoTerminal) async throws -> String {
-        _ = try await onOwnThread { process.wait(timeout: 120) }
+        _ = await onOwnThread { process.wait(timeout: 120) }
         return terminal.transcript
     }
 
@@ -208,14 +208,14 @@ extension FingerAtLoginTests {
         try await world.enroll("alice-1")
 
         let (terminal, byFinger) = try world.sudo()
-        let prompted = try await onOwnThread { terminal.waitFor("Password or finger: ", timeout: 60) }
+        let prompted = await onOwnThread { terminal.waitFor("Password or finger: ", timeout: 60) }
         #expect(prompted, "\(terminal.transcript)")
         try await world.login.world.reader.send("SCAN alice-1")
         let shown = try await world.finish(byFinger, on: terminal)
         #expect(shown.contains("SUDO-RAN as 0"), "the finger ran sudo's command: \(shown)")
 
         let (typing, byPassword) = try world.sudo()
-        let asked = try await onOwnThread {
+        let asked = await onOwnThread {
             typing.waitFor("Password or finger: ", timeout: 60) && typing.waitForEchoOff(timeout: 60)
         }
         #expect(asked, "\(typing.transcript)")
@@ -226,7 +226,7 @@ extension FingerAtLoginTests {
 
         // The abandoned verify freed the reader: a third sudo takes a finger again.
         let (again, third) = try world.sudo()
-        #expect(try await onOwnThread { again.waitFor("Password or finger: ", timeout: 60) })
+        #expect(await onOwnThread { again.waitFor("Password or finger: ", timeout: 60) })
         try await world.login.world.reader.send("SCAN alice-1")
         #expect(try await world.finish(third, on: again).contains("SUDO-RAN as 0"))
     }
@@ -240,14 +240,14 @@ extension FingerAtLoginTests {
         try await world.enroll("alice-1")
         let (terminal, byFinger) = try world.sudo(su: true)
         #expect(
-            try await onOwnThread { terminal.waitFor("Password or finger: ", timeout: 60) }, "\(terminal.transcript)")
+            await onOwnThread { terminal.waitFor("Password or finger: ", timeout: 60) }, "\(terminal.transcript)")
         try await world.login.world.reader.send("SCAN alice-1")
         let shown = try await world.finish(byFinger, on: terminal)
         #expect(shown.contains("SU-RAN as \(world.login.uid)"), "the finger ran su's command: \(shown)")
 
         let (typing, byPassword) = try world.sudo(su: true)
         #expect(
-            try await onOwnThread {
+            await onOwnThread {
                 typing.waitFor("Password or finger: ", timeout: 60) && typing.waitForEchoOff(timeout: 60)
             })
         typing.type("secret\r")
@@ -271,7 +271,7 @@ extension FingerAtLoginTests {
         try await world.enroll("alice-1")
         let (terminal, byFinger) = try world.pkexec()
         #expect(
-            try await onOwnThread { terminal.waitFor("Password or finger: ", timeout: 60) },
+            await onOwnThread { terminal.waitFor("Password or finger: ", timeout: 60) },
             "\(terminal.transcript)\n\(world.polkit?.logs() ?? "")")
         try await world.login.world.reader.send("SCAN alice-1")
         let shown = try await world.finish(byFinger, on: terminal)
@@ -279,7 +279,7 @@ extension FingerAtLoginTests {
 
         let (typing, byPassword) = try world.pkexec()
         #expect(
-            try await onOwnThread {
+            await onOwnThread {
                 typing.waitFor("Password or finger: ", timeout: 60) && typing.waitForEchoOff(timeout: 60)
             })
         typing.type("secret\r")
@@ -296,17 +296,17 @@ extension FingerAtLoginTests {
         defer { world.close() }
         try await world.enroll("alice-1")
         let (terminal, sudo) = try world.sudo()
-        #expect(try await onOwnThread { terminal.waitFor("Password or finger: ", timeout: 60) })
+        #expect(await onOwnThread { terminal.waitFor("Password or finger: ", timeout: 60) })
         for _ in 0..<5 { try await world.login.world.reader.send("SCAN mallory") }
         #expect(!terminal.transcript.contains("SUDO-RAN"), "a stranger's finger ran nothing")
-        #expect(try await onOwnThread { terminal.waitForEchoOff(timeout: 60) })
+        #expect(await onOwnThread { terminal.waitForEchoOff(timeout: 60) })
         terminal.type("secret\r")
         let shown = try await world.finish(sudo, on: terminal)
         #expect(shown.contains("SUDO-RAN as 0"), "\(shown)")
         #expect(world.login.world.daemon.logText.contains("locked"), "the five failures locked the finger out")
 
         let (wrong, refused) = try world.sudo()
-        #expect(try await onOwnThread { wrong.waitFor("assword", timeout: 60) && wrong.waitForEchoOff(timeout: 60) })
+        #expect(await onOwnThread { wrong.waitFor("assword", timeout: 60) && wrong.waitForEchoOff(timeout: 60) })
         wrong.type("wrong\r")
         let refusedScreen = try await world.finish(refused, on: wrong)
         #expect(!refusedScreen.contains("SUDO-RAN"), "\(refusedScreen)")
@@ -322,7 +322,7 @@ extension FingerAtLoginTests {
         for remote in [true, false] {
             if !remote { try "state:      closed\n".write(toFile: world.lid, atomically: true, encoding: .utf8) }
             let (terminal, sudo) = try world.sudo(remote: remote)
-            #expect(try await onOwnThread { terminal.waitFor("[sudo] password for", timeout: 60) })
+            #expect(await onOwnThread { terminal.waitFor("[sudo] password for", timeout: 60) })
             #expect(!terminal.transcript.contains("finger"), "\(terminal.transcript)")
             terminal.type("secret\r")
             #expect(try await world.finish(sudo, on: terminal).contains("SUDO-RAN as 0"))
@@ -367,7 +367,7 @@ extension FingerAtLoginTests {
             "/usr/bin/ssh", ["-tt"] + login + ["sudo -k /bin/sh -c 'echo SUDO-RAN as $(id -u)'"],
             environment: environment)
         #expect(
-            try await onOwnThread { terminal.waitFor("[sudo] password for", timeout: 60) },
+            await onOwnThread { terminal.waitFor("[sudo] password for", timeout: 60) },
             "\(terminal.transcript)\nsshd: \(sshd.logText)")
         #expect(!terminal.transcript.contains("finger"), "\(terminal.transcript)")
         terminal.type("secret\r")
@@ -451,7 +451,7 @@ extension FingerAtLoginTests {
             })
         let (terminal, sudo) = try world.sudo()
         #expect(
-            try await onOwnThread { terminal.waitFor("[sudo] password for", timeout: 60) }, "\(terminal.transcript)")
+            await onOwnThread { terminal.waitFor("[sudo] password for", timeout: 60) }, "\(terminal.transcript)")
         terminal.type("secret\r")
         #expect(try await world.finish(sudo, on: terminal).contains("SUDO-RAN as 0"))
     }
@@ -471,13 +471,13 @@ extension FingerAtLoginTests {
         try login.restartDaemon()
 
         let (before, first) = try world.loginProgram()
-        #expect(try await onOwnThread { before.waitFor("Password or finger: ", timeout: 60) }, "\(before.transcript)")
+        #expect(await onOwnThread { before.waitFor("Password or finger: ", timeout: 60) }, "\(before.transcript)")
         try await login.world.reader.send("SCAN alice-1")
         #expect(
-            try await onOwnThread { before.waitFor("The login keychain is locked", timeout: 60) },
+            await onOwnThread { before.waitFor("The login keychain is locked", timeout: 60) },
             "no password login yet: \(before.transcript)")
         #expect(try !login.readsItem())
-        #expect(try await onOwnThread { before.waitFor("$ ", timeout: 60) }, "the shell: \(before.transcript)")
+        #expect(await onOwnThread { before.waitFor("$ ", timeout: 60) }, "the shell: \(before.transcript)")
         before.type("exit\r")
         _ = try await world.finish(first, on: before)
 
@@ -489,12 +489,12 @@ extension FingerAtLoginTests {
         #expect(try !login.readsItem(), "the password session's logout locked the keychain")
 
         let (terminal, byFinger) = try world.loginProgram()
-        #expect(try await onOwnThread { terminal.waitFor("Password or finger: ", timeout: 60) })
+        #expect(await onOwnThread { terminal.waitFor("Password or finger: ", timeout: 60) })
         try await login.world.reader.send("SCAN alice-1")
-        #expect(try await onOwnThread { terminal.waitFor("$ ", timeout: 60) }, "the shell: \(terminal.transcript)")
+        #expect(await onOwnThread { terminal.waitFor("$ ", timeout: 60) }, "the shell: \(terminal.transcript)")
         terminal.type("echo LOGGED-IN-$((6 * 7))\r")
         #expect(
-            try await onOwnThread { terminal.waitFor("LOGGED-IN-42", timeout: 60) }, "\(terminal.transcript)")
+            await onOwnThread { terminal.waitFor("LOGGED-IN-42", timeout: 60) }, "\(terminal.transcript)")
         #expect(try login.readsItem(), "the finger's login opened the keychain: \(terminal.transcript)")
         #expect(!terminal.transcript.contains("keychain is locked"), "\(terminal.transcript)")
         terminal.type("exit\r")
@@ -505,7 +505,7 @@ extension FingerAtLoginTests {
 
         // A finger at sudo, within the same window, opens no counted session and leaves the keychain locked.
         let (atSudo, sudo) = try world.sudo()
-        #expect(try await onOwnThread { atSudo.waitFor("Password or finger: ", timeout: 60) })
+        #expect(await onOwnThread { atSudo.waitFor("Password or finger: ", timeout: 60) })
         try await login.world.reader.send("SCAN alice-1")
         #expect(try await world.finish(sudo, on: atSudo).contains("SUDO-RAN as 0"))
         #expect(try !login.readsItem(), "a finger at sudo opened the keychain")

@@ -70,7 +70,7 @@ struct SecretServiceTests {
             "/usr/bin/dbus-run-session", ["--", "/bin/bash", path],
             environment: inherited.merging(environment) { $1 }, log: log)
         // Waited for on a thread of its own: the cooperative pool stays free for the other suites.
-        guard let ended = try await onOwnThread({ session.wait(timeout: 300) }) else {
+        guard let ended = await onOwnThread({ session.wait(timeout: 300) }) else {
             _ = session.stop(SIGKILL)
             throw CocoaError(
                 .executableLoad,
@@ -422,7 +422,7 @@ struct SecretServiceTests {
             "/usr/bin/dbus-run-session",
             ["--config-file=\(directory)/bus.conf", "--", "/bin/bash", directory + "/script.sh"],
             environment: environment, log: log)
-        let ended = try await onOwnThread { session.wait(timeout: 300) }
+        let ended = await onOwnThread { session.wait(timeout: 300) }
         if ended == nil { _ = session.stop(SIGKILL) }
         let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
         #expect(ended?.status == 0 && ended?.bySignal == false, "\(output)")

@@ -121,7 +121,7 @@ struct LAContextEvaluationTests {
         context.invalidate()
         #expect(await code == .appCancel)
         #expect(
-            try await onOwnThread {
+            await onOwnThread {
                 let deadline = Date().addingTimeInterval(60)
                 while !terminal.echoes, Date() < deadline { usleep(10_000) }
                 return terminal.echoes

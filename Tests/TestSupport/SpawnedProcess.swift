@@ -6,7 +6,8 @@ import Foundation
 
 /// A child process started with `posix_spawn` and reaped with `waitpid`: no Foundation `Process`, whose exit
 /// monitoring depends on Dispatch's global queues and can miss an exit while tests keep those queues busy. The child
-/// starts with an empty signal mask and default signal actions, whatever the spawning thread had.
+/// starts with an empty signal mask and default signal actions, whatever the spawning thread had, and with no
+/// descriptor of this process but the three standard ones.
 package final class SpawnedProcess: @unchecked Sendable {
     // Safe to share: `exit` is only touched under `lock`.
     package let pid: pid_t
@@ -25,6 +26,10 @@ package final class SpawnedProcess: @unchecked Sendable {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
+        // Only standard input, output and error pass to the child. A descriptor of this process without close-on-exec
+        // (the pipe of a `runCapturingOutput` that another test runs at the same moment) would otherwise stay open
+        // in the child, and that reader would wait for its end of file as long as the child lives.
+        _ = addCloseFrom?(&actions, 3)
         if let terminal {
             // Opened after setsid (POSIX_SPAWN_SETSID acts before the file actions) and without O_NOCTTY: the
             // session's controlling terminal.
@@ -110,4 +115,10 @@ package final class SpawnedProcess: @unchecked Sendable {
         let signal = status & 0x7F
         return signal == 0 ? ((status >> 8) & 0xFF, false) : (signal, true)
     }
+}
+
+/// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later), which its Swift module does not export.
+private typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+private let addCloseFrom: AddCloseFrom? = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np").map {
+    unsafeBitCast($0, to: AddCloseFrom.self)
 }
