@@ -4,13 +4,15 @@ import LocalAuthentication
 import SecureCrypto
 
 /// A CTAP authenticator whose credentials are persisted rights (``FIDOCredentials``): `authenticatorGetInfo`,
-/// `MakeCredential`, `GetAssertion` and `GetNextAssertion`. User presence and user verification are one act here: the
-/// right's authorization through `approve` (`lactl fido serve`: the finger only, through localauthd or embedded;
-/// a credential made without user verification would also take the passcode from a presenter that asks for one);
-/// the prompt names the relying party. Attestation is `none`.
+/// `MakeCredential`, `GetAssertion`, `GetNextAssertion`, `ClientPIN` (a PIN, protocols one and two), `Reset` and
+/// `Selection`. User presence and built-in user verification are one act here: the right's authorization through
+/// `approve` (`lactl fido serve`: the finger only, through localauthd or embedded; a credential made without user
+/// verification would also take the passcode from a presenter that asks for one); the prompt names the relying
+/// party. A PIN verifies the user too (its token sets the UV flag), and the credential's key still signs only after
+/// the user's presence. Attestation is `none`.
 ///
-/// Not yet served (answered `CTAP1_ERR_INVALID_COMMAND`): ClientPIN, Reset, CredentialManagement, Selection, and
-/// CTAP1/U2F; nor the extensions (`credProtect`, `hmac-secret`), which are ignored.
+/// Not yet served (answered `CTAP1_ERR_INVALID_COMMAND`): CredentialManagement and CTAP1/U2F; nor the extensions
+/// (`credProtect`, `hmac-secret`), which are ignored.
 public actor FIDOAuthenticator {
     /// This authenticator model's AAGUID (a random version 4 UUID chosen for it, the same on every machine).
     public static let aaguid: [UInt8] = [
@@ -25,8 +27,12 @@ public actor FIDOAuthenticator {
     /// authorize is the new credential's or the signing one's.
     public typealias Approval = @Sendable (_ right: LARight, _ reason: String) async throws -> Void
 
-    private let credentials: FIDOCredentials
-    private let approve: Approval
+    let credentials: FIDOCredentials
+    let approve: Approval
+    /// The PIN's state in this power cycle, made at first use.
+    var pin: PINSession?
+    /// When this power cycle began: a reset is taken only within 10 s of it (CTAP 2.1 §6.6).
+    private let started = ContinuousClock.now
     /// What `GetNextAssertion` continues (CTAP 2.1 §6.3): the credentials left, the request's data, the session
     /// (a CTAPHID channel) that asked, and when it ends (30 s after the last assertion).
     private var pendingAssertions:
@@ -53,12 +59,16 @@ public actor FIDOAuthenticator {
             let parameters: CBOR? = request.count > 1 ? try CBOR(decoding: Array(request.dropFirst())) : nil
             let response: CBOR
             switch command {
-            case .getInfo: response = Self.info
+            case .getInfo: response = await info()
             case .makeCredential: response = try await makeCredential(try Self.map(parameters))
             case .getAssertion: response = try await getAssertion(try Self.map(parameters), session: session)
             case .getNextAssertion: response = try await getNextAssertion(session: session)
-            case .clientPIN, .reset, .credentialManagement, .selection:
-                return [CTAP2.Status.invalidCommand.rawValue]
+            case .clientPIN: response = try await clientPIN(try Self.map(parameters))
+            case .reset: response = try await reset()
+            case .selection:
+                try await askPresence("Select this authenticator")
+                response = .map([])
+            case .credentialManagement: return [CTAP2.Status.invalidCommand.rawValue]
             }
             return [CTAP2.Status.ok.rawValue] + response.encoded()
         } catch let status as CTAP2.Status {
@@ -74,26 +84,51 @@ public actor FIDOAuthenticator {
         }
     }
 
-    /// `authenticatorGetInfo`'s answer.
-    static let info: CBOR = .map([
-        // FIDO_2_1 asks for authenticatorSelection and ClientPIN's tokens, which are not served yet.
-        .int(1): .array([.text("FIDO_2_0")]),
-        .int(3): .bytes(aaguid),
-        // makeCredUvNotRqd: a server-side (non-discoverable) credential may be made without user verification, as
-        // a second factor; its right then outlives enrollment changes.
-        .int(4): .map([
-            .text("rk"): .bool(true), .text("up"): .bool(true), .text("uv"): .bool(true), .text("plat"): .bool(false),
-            .text("makeCredUvNotRqd"): .bool(true),
-        ]),
-        .int(5): .unsigned(UInt64(CTAPHID.maximumMessage)),
-        // The PIN/UV protocols ClientPIN will speak. Clients (python-fido2) ask for one before they use built-in
-        // user verification; with no `clientPin` and no `pinUvAuthToken` option they then send `uv` alone.
-        .int(6): .array([.unsigned(2), .unsigned(1)]),
-        .int(7): .unsigned(UInt64(maximumCredentialsInList)),
-        .int(8): .unsigned(UInt64(maximumCredentialIDLength)),
-        .int(9): .array([.text("usb")]),
-        .int(10): .array([.map([.text("alg"): .int(CTAP2.es256), .text("type"): .text("public-key")])]),
-    ])
+    /// `authenticatorGetInfo`'s answer; `clientPin` says whether a PIN is set.
+    func info() async -> CBOR {
+        let pinSet = (try? await credentials.pinRecord())?.hash != nil
+        return Self.info(pinSet: pinSet)
+    }
+
+    static func info(pinSet: Bool) -> CBOR {
+        .map([
+            // FIDO_2_1 asks for CredentialManagement and for tokens of built-in user verification, not served.
+            .int(1): .array([.text("FIDO_2_0")]),
+            .int(3): .bytes(aaguid),
+            // makeCredUvNotRqd: a server-side (non-discoverable) credential may be made without user verification, as
+            // a second factor; its right then outlives enrollment changes.
+            .int(4): .map([
+                .text("rk"): .bool(true), .text("up"): .bool(true), .text("uv"): .bool(true),
+                .text("plat"): .bool(false),
+                .text("clientPin"): .bool(pinSet), .text("makeCredUvNotRqd"): .bool(true),
+            ]),
+            .int(5): .unsigned(UInt64(CTAPHID.maximumMessage)),
+            // The PIN/UV protocols ClientPIN will speak. Clients (python-fido2) ask for one before they use built-in
+            // user verification; with no `clientPin` and no `pinUvAuthToken` option they then send `uv` alone.
+            .int(6): .array([.unsigned(2), .unsigned(1)]),
+            .int(7): .unsigned(UInt64(maximumCredentialsInList)),
+            .int(8): .unsigned(UInt64(maximumCredentialIDLength)),
+            .int(9): .array([.text("usb")]),
+            .int(10): .array([.map([.text("alg"): .int(CTAP2.es256), .text("type"): .text("public-key")])]),
+            .int(13): .unsigned(UInt64(PINSession.minimumLength)),
+        ])
+    }
+
+    // MARK: Reset
+
+    /// `authenticatorReset`: within 10 s of the power cycle's start and after the user's presence, every credential
+    /// (right, key and record) and the PIN are deleted.
+    private func reset() async throws -> CBOR {
+        guard ContinuousClock.now - started < .seconds(10) else { throw CTAP2.Status.notAllowed }
+        try await askPresence("Reset the FIDO authenticator: delete every passkey and the PIN")
+        for credential in try await credentials.credentials() {
+            try await credentials.delete(hexID: credential.hexID)
+        }
+        try await credentials.removePIN()
+        pin = nil
+        pendingAssertions = nil
+        return .map([])
+    }
 
     // MARK: MakeCredential
 
@@ -109,11 +144,20 @@ public actor FIDOAuthenticator {
         guard
             algorithms.contains(where: { $0["alg"]?.intValue == CTAP2.es256 && $0["type"]?.textValue == "public-key" })
         else { throw CTAP2.Status.unsupportedAlgorithm }
-        try Self.refusePinUvAuth(parameters[Key.pinUvAuthParam.rawValue])
         let options = try Self.options(parameters[Key.options.rawValue])
         if options["up"] == false { throw CTAP2.Status.invalidOption }
         let discoverable = options["rk"] ?? false
-        let verified = options["uv"] ?? false
+        let pinVerified = try await verifyPINToken(
+            parameters, paramKey: Key.pinUvAuthParam.rawValue, protocolKey: Key.pinUvAuthProtocol.rawValue,
+            clientDataHash: clientDataHash, permission: .makeCredential, rpID: rpID)
+        // With a PIN token the `uv` option is ignored (§6.1.2 step 5): the PIN verified the user.
+        let fingerVerified = !pinVerified && (options["uv"] ?? false)
+        let verified = pinVerified || fingerVerified
+        // Once a PIN is set, only a server-side credential may be made without verifying the user
+        // (makeCredUvNotRqd).
+        if !verified, discoverable, try await credentials.pinRecord().hash != nil {
+            throw CTAP2.Status.pinUvAuthTokenRequired
+        }
 
         let excluded = try Self.credentialIDs(parameters[Key.excludeList.rawValue])
         let known = try await credentials.credentials(relyingParty: rpID)
@@ -136,7 +180,7 @@ public actor FIDOAuthenticator {
             id: (0..<16).map { _ in UInt8.random(in: .min ... .max) }, relyingParty: rpID,
             relyingPartyName: rp["name"]?.textValue.map(Self.truncated), userID: userID, userName: userName,
             userDisplayName: user["displayName"]?.textValue.map(Self.truncated), discoverable: discoverable,
-            madeWithUserVerification: verified, signatureCount: 0, created: Date())
+            madeWithUserVerification: fingerVerified, signatureCount: 0, created: Date())
         let reason = "\(rpID) wants to make a passkey" + (userName.map { " for \($0)" } ?? "")
         let approve = self.approve
         let (credential, publicKey) = try await credentials.create(template) { right in
@@ -160,12 +204,14 @@ public actor FIDOAuthenticator {
             let clientDataHash = parameters[Key.clientDataHash.rawValue]?.bytesValue
         else { throw CTAP2.Status.missingParameter }
         guard clientDataHash.count == 32 else { throw CTAP2.Status.invalidParameter }
-        try Self.refusePinUvAuth(parameters[Key.pinUvAuthParam.rawValue])
         let options = try Self.options(parameters[Key.options.rawValue])
         if options["rk"] != nil { throw CTAP2.Status.unsupportedOption }
         let silent = options["up"] == false
-        let verified = options["uv"] ?? false
-        if silent && verified { throw CTAP2.Status.invalidOption }
+        let pinVerified = try await verifyPINToken(
+            parameters, paramKey: Key.pinUvAuthParam.rawValue, protocolKey: Key.pinUvAuthProtocol.rawValue,
+            clientDataHash: clientDataHash, permission: .getAssertion, rpID: rpID)
+        let verified = pinVerified || (options["uv"] ?? false)
+        if silent && verified && !pinVerified { throw CTAP2.Status.invalidOption }
         // A silent request without an allow list would list the site's passkeys to anyone who asks.
         if silent && parameters[Key.allowList.rawValue] == nil { throw CTAP2.Status.unsupportedOption }
         let allowed = try Self.credentialIDs(parameters[Key.allowList.rawValue])
@@ -300,11 +346,6 @@ public actor FIDOAuthenticator {
             }
             return type == "public-key" && id.count <= maximumCredentialIDLength ? id : nil
         }
-    }
-
-    /// No PIN/UV auth token is served yet: a client that sends one is told no PIN is set.
-    static func refusePinUvAuth(_ parameter: CBOR?) throws {
-        if parameter != nil { throw CTAP2.Status.pinNotSet }
     }
 
     /// The CTAP status of an authorization that failed.

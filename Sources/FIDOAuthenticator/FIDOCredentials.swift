@@ -153,6 +153,94 @@ public struct FIDOCredentials: Sendable {
         }
     }
 
+    // MARK: The PIN
+
+    /// The authenticator's PIN (CTAP 2.1's ClientPIN), as a generic password item (service `lactl.fido.pin`): the
+    /// first 16 bytes of the PIN's SHA-256 when one is set, and the wrong guesses it still allows.
+    struct PINRecord: Codable, Equatable, Sendable {
+        /// The guesses a PIN allows before it blocks for good (until a reset).
+        static let maximumRetries = 8
+        var hash: [UInt8]?
+        var retries: Int = maximumRetries
+    }
+
+    static let pinService = "lactl.fido.pin"
+
+    /// The PIN's record; no PIN set when none was saved.
+    func pinRecord() async throws -> PINRecord {
+        try await withClient { try Self.readPIN()?.record ?? PINRecord() }
+    }
+
+    /// Changes the PIN's record with `change`, atomically against every other process on this keychain: the write
+    /// names the generation it read (the item's comment) and starts over when another write came between, so two
+    /// authenticators that count guesses at once lose none.
+    ///
+    /// - Returns: the record as written.
+    @discardableResult
+    func updatePIN(_ change: @Sendable (inout PINRecord) throws -> Void) async throws -> PINRecord {
+        try await withClient {
+            for _ in 0..<1_000 {
+                let read = try Self.readPIN()
+                var record = read?.record ?? PINRecord()
+                try change(&record)
+                let data = try JSONEncoder().encode(record)
+                let next = String((read?.generation ?? 0) &+ 1)
+                let status: OSStatus
+                if let read {
+                    var query = Self.pinQuery()
+                    query[kSecAttrComment as String] = String(read.generation)
+                    status = SecItemUpdate(
+                        query as NSDictionary,
+                        [kSecValueData as String: data, kSecAttrComment as String: next] as NSDictionary)
+                } else {
+                    var item = Self.pinQuery()
+                    item[kSecValueData as String] = data
+                    item[kSecAttrComment as String] = next
+                    item[kSecAttrAccessible as String] = kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly
+                    status = SecItemAdd(item as NSDictionary, nil)
+                }
+                switch status {
+                case errSecSuccess: return record
+                case errSecItemNotFound, errSecDuplicateItem: continue  // another write came first: read again
+                default: throw Self.error(status, "the FIDO PIN cannot be saved")
+                }
+            }
+            throw Self.error(errSecInteractionNotAllowed, "the FIDO PIN kept changing under this write")
+        }
+    }
+
+    /// Forgets the PIN (a reset).
+    func removePIN() async throws {
+        try await withClient {
+            let status = SecItemDelete(Self.pinQuery() as NSDictionary)
+            guard status == errSecSuccess || status == errSecItemNotFound else {
+                throw Self.error(status, "the FIDO PIN cannot be removed")
+            }
+        }
+    }
+
+    private static func pinQuery() -> [String: Any] {
+        [
+            kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: pinService,
+            kSecAttrAccount as String: "pin",
+        ]
+    }
+
+    private static func readPIN() throws -> (record: PINRecord, generation: UInt64)? {
+        var query = pinQuery()
+        query[kSecReturnData as String] = true
+        query[kSecReturnAttributes as String] = true
+        var result: CFTypeRef?
+        let status = SecItemCopyMatching(query as NSDictionary, &result)
+        if status == errSecItemNotFound { return nil }
+        guard status == errSecSuccess, let item = result as? [String: Any],
+            let data = item[kSecValueData as String] as? Data,
+            let record = try? JSONDecoder().decode(PINRecord.self, from: data),
+            let generation = (item[kSecAttrComment as String] as? String).flatMap(UInt64.init)
+        else { throw error(status == errSecSuccess ? errSecDecode : status, "the FIDO PIN cannot be read") }
+        return (record, generation)
+    }
+
     // MARK: Records
 
     static func recordQuery(_ hexID: String?) -> [String: Any] {

@@ -66,6 +66,34 @@ package enum CTAP2 {
         case rpId = 1, clientDataHash, allowList, extensions, options, pinUvAuthParam, pinUvAuthProtocol
     }
 
+    /// `authenticatorClientPIN`'s parameters (§6.5.5) and its answer's keys.
+    package enum ClientPINKey: Int64 {
+        case pinUvAuthProtocol = 1, subCommand, keyAgreement, pinUvAuthParam, newPinEnc, pinHashEnc
+        case permissions = 9, rpId
+    }
+
+    /// `authenticatorClientPIN`'s subcommands (§6.5.5).
+    package enum ClientPINCommand: UInt64 {
+        case getPINRetries = 1, getKeyAgreement, setPIN, changePIN, getPinToken
+        case getPinUvAuthTokenUsingUvWithPermissions, getUVRetries
+        case getPinUvAuthTokenUsingPinWithPermissions = 9
+    }
+
+    /// What a pinUvAuthToken may be used for (§6.5.5.7).
+    package struct Permissions: OptionSet, Sendable {
+        package let rawValue: UInt64
+        package init(rawValue: UInt64) { self.rawValue = rawValue }
+        package static let makeCredential = Permissions(rawValue: 0x01)
+        package static let getAssertion = Permissions(rawValue: 0x02)
+        package static let credentialManagement = Permissions(rawValue: 0x04)
+        package static let bioEnrollment = Permissions(rawValue: 0x08)
+        package static let largeBlobWrite = Permissions(rawValue: 0x10)
+        package static let authenticatorConfiguration = Permissions(rawValue: 0x20)
+    }
+
+    /// COSE's ECDH-ES with HKDF-256, the algorithm a PIN/UV auth protocol's key agreement key names.
+    package static let ecdhESHKDF256: Int64 = -25
+
     /// COSE's ES256: ECDSA on P-256 with SHA-256, the only algorithm this authenticator makes keys for.
     package static let es256: Int64 = -7
 }
@@ -83,11 +111,20 @@ package struct AuthenticatorDataFlags: OptionSet, Sendable {
 extension CBOR {
     /// A P-256 public key as COSE_Key (RFC 9053: kty EC2, alg ES256, crv P-256, x, y), from its X9.63 uncompressed
     /// bytes (`04 || x || y`); nil for anything else.
-    package static func coseKey(uncompressedP256 point: [UInt8]) -> CBOR? {
+    package static func coseKey(uncompressedP256 point: [UInt8], algorithm: Int64 = CTAP2.es256) -> CBOR? {
         guard point.count == 65, point[0] == 0x04 else { return nil }
         return .map([
-            .int(1): .int(2), .int(3): .int(CTAP2.es256), .int(-1): .int(1), .int(-2): .bytes(Array(point[1..<33])),
+            .int(1): .int(2), .int(3): .int(algorithm), .int(-1): .int(1), .int(-2): .bytes(Array(point[1..<33])),
             .int(-3): .bytes(Array(point[33..<65])),
         ])
+    }
+
+    /// The X9.63 uncompressed bytes (`04 || x || y`) of a COSE_Key that names an EC2 key on P-256 with 32-byte
+    /// coordinates; nil for anything else. Whether the point is on the curve is the importer's check.
+    package var uncompressedP256: [UInt8]? {
+        guard self[1]?.intValue == 2, self[-1]?.intValue == 1, let x = self[-2]?.bytesValue,
+            let y = self[-3]?.bytesValue, x.count == 32, y.count == 32
+        else { return nil }
+        return [0x04] + x + y
     }
 }

@@ -25,6 +25,7 @@ enum OpenSSLAlgorithms {
     nonisolated(unsafe) static let aes128CBC: OpaquePointer = fetchCipher("AES-128-CBC")
     nonisolated(unsafe) static let aes192GCM: OpaquePointer = fetchCipher("AES-192-GCM")
     nonisolated(unsafe) static let aes256GCM: OpaquePointer = fetchCipher("AES-256-GCM")
+    nonisolated(unsafe) static let aes256CBC: OpaquePointer = fetchCipher("AES-256-CBC")
 
     private static func fetchDigest(_ name: String) -> OpaquePointer {
         guard let md = EVP_MD_fetch(nil, name, nil) else { fatalError("OpenSSL has no \(name)") }

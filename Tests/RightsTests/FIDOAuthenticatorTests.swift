@@ -4,7 +4,7 @@ import Testing
 
 /// Issue 50: Yubico's python-fido2 (its `Fido2Client` and its `Fido2Server`, which verifies attestation, signatures
 /// and the RP ID hash) against `lactl fido serve --udp`, each credential a persisted right on the virtual reader.
-@Suite("lactl fido with python-fido2", .serialized, .virtualReaderLock(timeLimit: .seconds(240)))
+@Suite("lactl fido with python-fido2", .serialized, .virtualReaderLock(timeLimit: .seconds(600)))
 struct FIDOAuthenticatorTests {
     static let client = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Fixtures/FIDOClient/fido_udp.py").path
@@ -52,9 +52,7 @@ struct FIDOAuthenticatorTests {
         log: String = ""
     ) async throws -> [String: Any] {
         let run = Task {
-            try await onOwnThread {
-                try runCapturingOutput(URL(fileURLWithPath: python), [Self.client, address] + arguments)
-            }
+            try await runCapturingOutput(URL(fileURLWithPath: python), [Self.client, address] + arguments)
         }
         for scan in scans {
             do {
@@ -155,6 +153,106 @@ struct FIDOAuthenticatorTests {
         let stillWorks = try await client(
             python, address, ["authenticate", plain], world: world, scans: ["SCAN alice-1"])
         #expect(stillWorks["authenticated"] != nil, "\(stillWorks)")
+        await world.close()
+    }
+
+    /// A PIN (CTAP 2.1 ClientPIN, through python-fido2's `ClientPin`, both protocols): set, then used by the
+    /// library's client instead of the finger to verify the user (the UV flag set, the finger still asked for the
+    /// key's presence), changed, refused after three wrong guesses in a power cycle, counted across restarts, and
+    /// blocked for good after eight; a reset within 10 s of the start, after the finger, removes it and the
+    /// passkeys, and one later is refused.
+    @Test func aPINIsSetUsedAndBlockedAfterTheRetriesCTAPAllows() async throws {
+        let python = try Self.python()
+        let world = try RightsWorld()
+        try await world.enrollForThisUser("alice-1", finger: .rightIndex)
+        var (server, address, log) = try await serve(world)
+        func restart() async throws {
+            _ = server.stop()
+            (server, address, log) = try await serve(world)
+        }
+        func error(_ answer: [String: Any]) -> String { answer["error"] as? String ?? "no error: \(answer)" }
+        func pin(_ arguments: String...) async throws -> [String: Any] {
+            try await client(python, address, arguments, world: world)
+        }
+
+        #expect((try await pin("info")["options"] as? [String: Bool])?["clientPin"] == false)
+        #expect(try await pin("pin-set", "1234", "--protocol", "1")["ok"] as? Bool == true)
+        let info = try await pin("info")
+        #expect((info["options"] as? [String: Bool])?["clientPin"] == true, "\(info)")
+        #expect(info["min_pin_length"] as? Int == 4 && info["pin_protocols"] as? [Int] == [2, 1], "\(info)")
+        #expect(try await pin("pin-retries")["retries"] as? Int == 8)
+        #expect(error(try await pin("pin-set", "5678")).contains("NOT_ALLOWED"))
+
+        // The library's client verifies the user by the PIN (protocol two); the finger gives the key's presence.
+        let state = world.directory + "/rp"
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        let registered = try await client(
+            python, address, ["register", state, "alice", "--uv", "--pin", "1234"], world: world,
+            scans: ["SCAN alice-1"], log: log)
+        let userVerified = 0x04
+        #expect((registered["flags"] as? Int ?? 0) & userVerified != 0, "\(registered)")
+        let signedIn = try await client(
+            python, address, ["authenticate", state, "--uv", "--pin", "1234"], world: world, scans: ["SCAN alice-1"])
+        #expect(signedIn["authenticated"] as? String == registered["registered"] as? String, "\(signedIn)")
+        #expect((signedIn["flags"] as? Int ?? 0) & userVerified != 0, "\(signedIn)")
+        // Once a PIN is set, a passkey is not made without verifying the user: the authenticator answers
+        // PUAT_REQUIRED to a request without verification, and the library asks again with it (the finger here).
+        let other = world.directory + "/other-rp"
+        try FileManager.default.createDirectory(atPath: other, withIntermediateDirectories: true)
+        let passkey = try await client(
+            python, address, ["register", other, "bob", "--resident"], world: world, scans: ["SCAN alice-1"], log: log)
+        #expect((passkey["flags"] as? Int ?? 0) & userVerified != 0, "\(passkey)")
+
+        // Three wrong guesses end this power cycle's guessing, even the right PIN; the count survives a restart.
+        #expect(error(try await pin("pin-token", "0000")).contains("PIN_INVALID"))
+        #expect(error(try await pin("pin-token", "0000", "--protocol", "1")).contains("PIN_INVALID"))
+        #expect(error(try await pin("pin-token", "0000")).contains("PIN_AUTH_BLOCKED"))
+        #expect(error(try await pin("pin-token", "1234")).contains("PIN_AUTH_BLOCKED"))
+        try await restart()
+        #expect(try await pin("pin-retries")["retries"] as? Int == 5)
+        #expect(try await pin("pin-change", "1234", "4321")["ok"] as? Bool == true)
+        #expect(try await pin("pin-retries")["retries"] as? Int == 8)
+        #expect(error(try await pin("pin-token", "1234")).contains("PIN_INVALID"))
+        #expect(try await pin("pin-token", "4321", "--protocol", "1")["token_length"] as? Int == 32)
+
+        // Eight wrong guesses in all block the PIN for good: restarts do not bring guesses back.
+        for guess in 1...8 {
+            let answer = error(try await pin("pin-token", "000\(guess)"))
+            let expected = guess == 8 ? "PIN_BLOCKED" : guess % 3 == 0 ? "PIN_AUTH_BLOCKED" : "PIN_INVALID"
+            #expect(answer.contains(expected), "guess \(guess): \(answer)")
+            if guess % 3 == 0 { try await restart() }
+        }
+        #expect(error(try await pin("pin-token", "4321")).contains("PIN_BLOCKED"))
+        try await restart()
+        #expect(try await pin("pin-retries")["retries"] as? Int == 0)
+        #expect(error(try await pin("pin-token", "4321")).contains("PIN_BLOCKED"))
+
+        // A reset, asked at once after a start, takes the finger and removes the PIN and the passkeys.
+        _ = server.stop()
+        let resetLog = world.directory + "/fido-reset.log"
+        let reset = Task {
+            try await runCapturingOutput(URL(fileURLWithPath: python), [Self.client, "@" + resetLog, "reset"])
+        }
+        let started = ContinuousClock.now
+        server = try SpawnedProcess(
+            try lactlExecutable().path, ["fido", "serve", "--udp", "127.0.0.1:0"],
+            environment: world.toolEnvironment(), log: resetLog)
+        defer { _ = server.stop() }
+        try await world.socket.send("SCAN alice-1")
+        let resetAnswer = try await reset.value
+        #expect(resetAnswer.output.contains("\"ok\": true"), "\(resetAnswer.output)")
+        let resetAddress = try #require(
+            (try String(contentsOfFile: resetLog, encoding: .utf8)).split(separator: "\n")
+                .first { $0.hasPrefix("FIDO_UDP=") }?.dropFirst(9))
+        let cleared = try await client(python, String(resetAddress), ["info"], world: world)
+        #expect((cleared["options"] as? [String: Bool])?["clientPin"] == false, "\(cleared)")
+        let listed = try await runCapturingOutput(
+            try lactlExecutable(), ["fido", "list"], environment: world.toolEnvironment())
+        #expect(!listed.output.contains("example.test"), "\(listed.output)")
+        // Later than 10 s after the start, a reset is refused without asking anyone.
+        try await Task.sleep(until: started + .seconds(11))
+        let late = try await client(python, String(resetAddress), ["reset"], world: world)
+        #expect(error(late).contains("NOT_ALLOWED"), "\(late)")
         await world.close()
     }
 }

@@ -2,18 +2,27 @@
 library's own client and server (Fido2Client, Fido2Server, which verifies attestation, signatures and the RP ID).
 
     fido_udp.py ADDRESS info
-    fido_udp.py ADDRESS register STATE_DIR USER [--resident] [--uv]
-    fido_udp.py ADDRESS authenticate STATE_DIR [--discoverable] [--uv]
+    fido_udp.py ADDRESS register STATE_DIR USER [--resident] [--uv] [--pin PIN]
+    fido_udp.py ADDRESS authenticate STATE_DIR [--discoverable] [--uv] [--pin PIN]
+    fido_udp.py ADDRESS pin-set PIN [--protocol 1|2]
+    fido_udp.py ADDRESS pin-change OLD NEW [--protocol 1|2]
+    fido_udp.py ADDRESS pin-token PIN [--protocol 1|2]
+    fido_udp.py ADDRESS pin-retries
+    fido_udp.py @LOG reset
 
 Prints one JSON object; the exit status is 0 when the library accepted every step. STATE_DIR keeps the registered
-credentials between runs (credentials.json), as a relying party's database would."""
+credentials between runs (credentials.json), as a relying party's database would. With --pin, the client verifies
+the user by the PIN instead of the authenticator's built-in verification. `@LOG` waits for the authenticator to
+print its address in LOG and then speaks at once (a reset is taken only within 10 s of the start)."""
 import json
 import os
 import socket
 import sys
+import time
 
 from fido2.client import DefaultClientDataCollector, Fido2Client, UserInteraction
 from fido2.ctap2 import Ctap2
+from fido2.ctap2.pin import ClientPin, PinProtocolV1, PinProtocolV2
 from fido2.hid import CtapHidDevice
 from fido2.hid.base import CtapHidConnection, HidDescriptor
 from fido2.server import Fido2Server
@@ -53,6 +62,36 @@ def open_device(address):
     return CtapHidDevice(descriptor, UdpConnection(host, int(port)))
 
 
+class PinInteraction(UserInteraction):
+    """A user who types the PIN and declines the authenticator's own verification."""
+
+    def __init__(self, pin):
+        self.pin = pin
+
+    def request_uv(self, permissions, rp_id):
+        return False
+
+    def request_pin(self, permissions, rp_id):
+        return self.pin
+
+
+def wait_for_address(log):
+    while True:
+        if os.path.exists(log):
+            with open(log) as file:
+                for line in file:
+                    if line.startswith("FIDO_UDP="):
+                        return line.strip().split("=", 1)[1]
+        time.sleep(0.01)
+
+
+def client_pin(device, flags):
+    protocol = None
+    if "--protocol" in flags:
+        protocol = {"1": PinProtocolV1, "2": PinProtocolV2}[flags[flags.index("--protocol") + 1]]()
+    return ClientPin(Ctap2(device), protocol)
+
+
 def load(state_dir):
     path = os.path.join(state_dir, "credentials.json")
     if not os.path.exists(path):
@@ -68,16 +107,40 @@ def save(state_dir, credentials):
 
 def main():
     address, command = sys.argv[1], sys.argv[2]
+    if address.startswith("@"):
+        address = wait_for_address(address[1:])
     device = open_device(address)
+    flags = sys.argv[3:]
     if command == "info":
         info = Ctap2(device).get_info()
         print(json.dumps({"versions": info.versions, "aaguid": bytes(info.aaguid).hex(), "options": info.options,
-                          "algorithms": info.algorithms, "capabilities": device.capabilities}))
+                          "algorithms": info.algorithms, "capabilities": device.capabilities,
+                          "pin_protocols": info.pin_uv_protocols, "min_pin_length": info.min_pin_length}))
         return
-    state_dir = sys.argv[3]
-    flags = sys.argv[4:]
+    if command == "pin-set":
+        client_pin(device, flags).set_pin(flags[0])
+        print(json.dumps({"ok": True}))
+        return
+    if command == "pin-change":
+        client_pin(device, flags).change_pin(flags[0], flags[1])
+        print(json.dumps({"ok": True}))
+        return
+    if command == "pin-token":
+        token = client_pin(device, flags).get_pin_token(flags[0])
+        print(json.dumps({"ok": True, "token_length": len(token)}))
+        return
+    if command == "pin-retries":
+        print(json.dumps({"retries": client_pin(device, flags).get_pin_retries()[0]}))
+        return
+    if command == "reset":
+        Ctap2(device).reset()
+        print(json.dumps({"ok": True}))
+        return
+    state_dir = flags[0]
+    flags = flags[1:]
     uv = UserVerificationRequirement.REQUIRED if "--uv" in flags else UserVerificationRequirement.DISCOURAGED
-    client = Fido2Client(device, DefaultClientDataCollector(ORIGIN), UserInteraction())
+    interaction = PinInteraction(flags[flags.index("--pin") + 1]) if "--pin" in flags else UserInteraction()
+    client = Fido2Client(device, DefaultClientDataCollector(ORIGIN), interaction)
     server = Fido2Server(RP)
     credentials = load(state_dir)
     if command == "register":
