@@ -328,7 +328,7 @@ let package = Package(
             dependencies: [
                 "LocalAuthentication", "EmbeddedEngine", "SecureCrypto", "KeychainServices", "SecurityClient",
                 "SecurityProtocol", "SecurityServer",
-                "Authenticators", "lactl", "LocalAuthenticationCombine", "SwiftKeychain", "TestSupport",
+                "Authenticators", "lactl", "FIDOAuthenticator", "LocalAuthenticationCombine", "SwiftKeychain", "TestSupport",
             ]),
         // Code that ignores every result of Keychain Services and LocalAuthentication, as Apple's imported functions
         // allow: built with -warnings-as-errors, so a missing @discardableResult fails the build.

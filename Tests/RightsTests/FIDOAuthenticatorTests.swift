@@ -255,4 +255,31 @@ struct FIDOAuthenticatorTests {
         #expect(error(late).contains("NOT_ALLOWED"), "\(late)")
         await world.close()
     }
+
+    /// Two authenticators on one keychain (two `lactl fido serve`), six wrong guesses sent to them at once: every
+    /// guess is counted. The count is a compare-and-swap on the PIN's item; this shows no count lost under
+    /// concurrent guessing, though it cannot force the two writes to interleave.
+    @Test func guessesSentToTwoAuthenticatorsAtOnceAreAllCounted() async throws {
+        let python = try Self.python()
+        let world = try RightsWorld()
+        let (first, firstAddress, _) = try await serve(world)
+        defer { _ = first.stop() }
+        let (second, secondAddress, _) = try await serve(world)
+        defer { _ = second.stop() }
+        #expect(try await client(python, firstAddress, ["pin-set", "1234"], world: world)["ok"] as? Bool == true)
+        let guesses = (0..<6).map { index in
+            Task {
+                try await runCapturingOutput(
+                    URL(fileURLWithPath: python),
+                    [Self.client, index % 2 == 0 ? firstAddress : secondAddress, "pin-token", "000\(index)"])
+            }
+        }
+        for guess in guesses {
+            let answer = try await guess.value.output
+            #expect(answer.contains("PIN_INVALID") || answer.contains("PIN_AUTH_BLOCKED"), "\(answer)")
+        }
+        let retries = try await client(python, secondAddress, ["pin-retries"], world: world)
+        #expect(retries["retries"] as? Int == 2, "\(retries)")
+        await world.close()
+    }
 }
