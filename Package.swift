@@ -259,7 +259,7 @@ let package = Package(
                 "SecurityTransport",
                 "SecureCrypto", "CPAM", "CFPrint", "EmbeddedEngine", "COpenSSL", "Authenticators", "KeychainStore",
                 "SecurityProtocol", "SecurityServer",
-                "SecurityClient", "KeychainServices", "LocalAuthentication", "SSHAgent", "Enclave", "CRawSQLite",
+                "SecurityClient", "KeychainServices", "LocalAuthentication", "SSHAgent", "Enclave", "CRawSQLite", "FIDOAuthenticator", "FIDOProtocol",
             ],
             path: "Benchmarks/la-bench"),
         // The keychain benchmark's raw side: the same table through the SQLite C API, statements prepared once.

@@ -15,6 +15,7 @@ let sections: [(name: String, run: () async throws -> Void)] = [
     ("agent", AgentBenchmarks.run),
     ("secret-service", SecretServiceBenchmarks.run),
     ("pam-finger", PAMFingerBenchmarks.run),
+    ("fido", FIDOBenchmarks.run),
     ("daemon", DaemonBenchmarks.run),
     ("pressure", PressureBenchmarks.run),
     ("passcode-pressure", PasscodePressureBenchmarks.run),
