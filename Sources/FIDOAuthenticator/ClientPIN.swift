@@ -20,6 +20,8 @@ struct PINSession {
     private(set) var permissions: CTAP2.Permissions = []
     private(set) var relyingParty: String?
     private(set) var issued: ContinuousClock.Instant?
+    /// The protocol the token was issued under: it is checked with that protocol only.
+    private(set) var tokenProtocol: PINUVAuthProtocol?
 
     init() throws {
         keyAgreement = try P256.PrivateKey()
@@ -29,11 +31,15 @@ struct PINSession {
     /// A new key agreement key: after a wrong guess, so a platform that guessed has to agree again.
     mutating func regenerateKeyAgreement() throws { keyAgreement = try P256.PrivateKey() }
 
-    /// A new token with `permissions` (bound to `relyingParty` when given); every earlier token stops working.
-    mutating func issueToken(_ permissions: CTAP2.Permissions, relyingParty: String?) throws {
+    /// A new token with `permissions` (bound to `relyingParty` when given) for `method`; every earlier token stops
+    /// working.
+    mutating func issueToken(
+        _ permissions: CTAP2.Permissions, relyingParty: String?, method: PINUVAuthProtocol
+    ) throws {
         token = try SecureBytes(randomCount: 32)
         self.permissions = permissions
         self.relyingParty = relyingParty
+        tokenProtocol = method
         issued = .now
     }
 
@@ -42,23 +48,27 @@ struct PINSession {
         token = try SecureBytes(randomCount: 32)
         permissions = []
         relyingParty = nil
+        tokenProtocol = nil
         issued = nil
     }
 
     /// Checks a request's `pinUvAuthParam` against the token: `param` must be the token's code of `message` under
-    /// `method`, the token must be live, hold `permission`, and be bound to `relyingParty` (a token issued without
-    /// an RP ID is bound to the first it serves).
+    /// the protocol it was issued for, the token must be live, hold `permission`, and be bound to `relyingParty` (a
+    /// token issued without an RP ID is bound to the first it serves). With `spend`, the check uses the
+    /// verification up (CTAP 2.1 §6.1.2 step 14.4, §6.2.2 step 9.4): the token serves no further operation, so one
+    /// PIN entry verifies the user once.
     ///
     /// - Throws: `CTAP2.Status.pinAuthInvalid` otherwise.
     mutating func verify(
         _ param: [UInt8], of message: [UInt8], method: PINUVAuthProtocol, permission: CTAP2.Permissions,
-        relyingParty rpID: String
+        relyingParty rpID: String, spend: Bool
     ) throws {
-        guard let issued, ContinuousClock.now - issued < Self.tokenLifetime,
+        guard let issued, ContinuousClock.now - issued < Self.tokenLifetime, tokenProtocol == method,
             method.verify(message, signature: param, key: token), permissions.contains(permission),
             relyingParty == nil || relyingParty == rpID
         else { throw CTAP2.Status.pinAuthInvalid }
         relyingParty = rpID
+        if spend { permissions = [] }
     }
 }
 
@@ -75,7 +85,8 @@ extension FIDOAuthenticator {
         }
         if subcommand == .getPINRetries {
             let record = try await credentials.pinRecord()
-            return .map([.int(3): .unsigned(UInt64(record.retries)), .int(4): .bool(false)])
+            let blocked = (pin?.consecutiveMismatches ?? 0) >= PINSession.mismatchesPerPowerCycle
+            return .map([.int(3): .unsigned(UInt64(max(record.retries, 0))), .int(4): .bool(blocked)])
         }
         guard let protocolNumber = parameters[Key.pinUvAuthProtocol.rawValue]?.intValue else {
             throw CTAP2.Status.missingParameter
@@ -95,12 +106,13 @@ extension FIDOAuthenticator {
                 let newPIN = parameters[Key.newPinEnc.rawValue]?.bytesValue,
                 let param = parameters[Key.pinUvAuthParam.rawValue]?.bytesValue
             else { throw CTAP2.Status.missingParameter }
-            guard try await credentials.pinRecord().hash == nil else { throw CTAP2.Status.notAllowed }
+            // A PIN already set is changed with changePIN, never set over (§6.5.5.5 step 3).
+            guard try await credentials.pinRecord().hash == nil else { throw CTAP2.Status.pinAuthInvalid }
             let secret = try sharedSecret(agreement, method)
             guard method.verify(newPIN, signature: param, key: secret) else { throw CTAP2.Status.pinAuthInvalid }
             let hash = try Self.pinHash(method.decrypt(newPIN, key: secret), method: method)
             try await credentials.updatePIN { record in
-                guard record.hash == nil else { throw CTAP2.Status.notAllowed }
+                guard record.hash == nil else { throw CTAP2.Status.pinAuthInvalid }
                 record = FIDOCredentials.PINRecord(hash: hash)
             }
             return .map([])
@@ -110,6 +122,7 @@ extension FIDOAuthenticator {
                 let newPIN = parameters[Key.newPinEnc.rawValue]?.bytesValue,
                 let param = parameters[Key.pinUvAuthParam.rawValue]?.bytesValue
             else { throw CTAP2.Status.missingParameter }
+            try await refuseWhenBlocked()
             let secret = try sharedSecret(agreement, method)
             guard method.verify(newPIN + pinHash, signature: param, key: secret) else {
                 throw CTAP2.Status.pinAuthInvalid
@@ -130,9 +143,10 @@ extension FIDOAuthenticator {
                     throw CTAP2.Status.invalidParameter
                 }
             } else {
-                guard let asked = parameters[Key.permissions.rawValue]?.intValue, asked > 0 else {
+                guard let asked = parameters[Key.permissions.rawValue]?.intValue else {
                     throw CTAP2.Status.missingParameter
                 }
+                guard asked > 0 else { throw CTAP2.Status.invalidParameter }
                 permissions = CTAP2.Permissions(rawValue: UInt64(asked))
                 guard CTAP2.Permissions([.makeCredential, .getAssertion]).isSuperset(of: permissions) else {
                     throw CTAP2.Status.unauthorizedPermission
@@ -140,10 +154,11 @@ extension FIDOAuthenticator {
                 rpID = parameters[Key.rpId.rawValue]?.textValue
                 guard rpID != nil else { throw CTAP2.Status.missingParameter }
             }
+            try await refuseWhenBlocked()
             let secret = try sharedSecret(agreement, method)
             try await checkPIN(pinHash, secret: secret, method: method)
             var session = try pinSession()
-            try session.issueToken(permissions, relyingParty: rpID)
+            try session.issueToken(permissions, relyingParty: rpID, method: method)
             pin = session
             return .map([.int(2): .bytes(try method.encrypt(session.token, key: secret))])
         case .getPINRetries, .getPinUvAuthTokenUsingUvWithPermissions, .getUVRetries:
@@ -156,7 +171,7 @@ extension FIDOAuthenticator {
     /// ask for a touch) gets the user's presence asked, then "PIN not set" or "PIN invalid".
     func verifyPINToken(
         _ parameters: CBOR, paramKey: Int64, protocolKey: Int64, clientDataHash: [UInt8],
-        permission: CTAP2.Permissions, rpID: String
+        permission: CTAP2.Permissions, rpID: String, spend: Bool
     ) async throws -> Bool {
         guard let param = parameters[paramKey] else { return false }
         guard let bytes = param.bytesValue else { throw CTAP2.Status.invalidCBOR }
@@ -170,7 +185,8 @@ extension FIDOAuthenticator {
         }
         guard try await credentials.pinRecord().hash != nil else { throw CTAP2.Status.pinNotSet }
         var session = try pinSession()
-        try session.verify(bytes, of: clientDataHash, method: method, permission: permission, relyingParty: rpID)
+        try session.verify(
+            bytes, of: clientDataHash, method: method, permission: permission, relyingParty: rpID, spend: spend)
         pin = session
         return true
     }
@@ -193,26 +209,37 @@ extension FIDOAuthenticator {
         return try method.sharedSecret(from: pinSession().keyAgreement.sharedSecret(with: peer))
     }
 
+    /// No guess is taken when the PIN is blocked, before any key agreement (§6.5.5.6 step 2).
+    private func refuseWhenBlocked() async throws {
+        let record = try await credentials.pinRecord()
+        guard record.hash != nil else { throw CTAP2.Status.pinNotSet }
+        guard record.retries > 0 else { throw CTAP2.Status.pinBlocked }
+        guard (pin?.consecutiveMismatches ?? 0) < PINSession.mismatchesPerPowerCycle else {
+            throw CTAP2.Status.pinAuthBlocked
+        }
+    }
+
     /// Checks the encrypted PIN hash a platform sent. A guess is counted in the keychain before it is compared, so a
-    /// guess interrupted by a crash or a kill still costs one; a right guess restores every retry.
+    /// guess interrupted by a crash or a kill still costs one; a right guess restores every retry. A hash that does
+    /// not even decrypt is a wrong guess.
     ///
     /// - Throws: `pinBlocked` when no guesses are left, `pinAuthBlocked` after three wrong guesses in a row in this
     ///   power cycle, `pinInvalid` for a wrong guess, `pinNotSet` when there is no PIN.
     private func checkPIN(_ encryptedHash: [UInt8], secret: SecureBytes, method: PINUVAuthProtocol) async throws {
-        var session = try pinSession()
-        let before = try await credentials.pinRecord()
-        guard let stored = before.hash else { throw CTAP2.Status.pinNotSet }
-        guard before.retries > 0 else { throw CTAP2.Status.pinBlocked }
-        guard session.consecutiveMismatches < PINSession.mismatchesPerPowerCycle else {
-            throw CTAP2.Status.pinAuthBlocked
-        }
+        try await refuseWhenBlocked()
         let counted = try await credentials.updatePIN { record in
             guard record.retries > 0 else { throw CTAP2.Status.pinBlocked }
             record.retries -= 1
         }
-        let guess = try method.decrypt(encryptedHash, key: secret)
-        let matches = guess.count == 16 && guess.withUnsafeBytes { constantTimeEquals(Data($0), stored) }
-        guard matches, counted.hash == stored else {
+        let guess = try? method.decrypt(encryptedHash, key: secret)
+        let matches =
+            guess.map { guess in
+                guess.count == 16
+                    && counted.hash.map { stored in guess.withUnsafeBytes { constantTimeEquals($0, stored) } } == true
+            } ?? false
+        // The session is read again after the awaits above, and changed in place.
+        var session = try pinSession()
+        guard matches else {
             try session.regenerateKeyAgreement()
             session.consecutiveMismatches += 1
             pin = session
@@ -233,10 +260,20 @@ extension FIDOAuthenticator {
         guard padded.count == 64 else { throw CTAP2.Status.invalidParameter }
         return try padded.withUnsafeBytes { bytes in
             let length = bytes.firstIndex(of: 0) ?? 64
-            guard length <= 63, let text = String(validating: bytes.prefix(length), as: UTF8.self),
-                text.unicodeScalars.count >= PINSession.minimumLength
-            else { throw CTAP2.Status.pinPolicyViolation }
-            return Array(SHA256.hash(UnsafeRawBufferPointer(rebasing: bytes.prefix(length))).prefix(16))
+            let pin = UnsafeRawBufferPointer(rebasing: bytes.prefix(length))
+            // Code points counted on the buffer itself, so the PIN is never copied into a String.
+            var codePoints = 0
+            var decoder = UTF8()
+            var iterator = pin.makeIterator()
+            decoding: while true {
+                switch decoder.decode(&iterator) {
+                case .scalarValue: codePoints += 1
+                case .emptyInput: break decoding
+                case .error: throw CTAP2.Status.pinPolicyViolation
+                }
+            }
+            guard length <= 63, codePoints >= PINSession.minimumLength else { throw CTAP2.Status.pinPolicyViolation }
+            return Array(SHA256.hash(pin).prefix(16))
         }
     }
 

@@ -59,7 +59,7 @@ public actor FIDOAuthenticator {
             let parameters: CBOR? = request.count > 1 ? try CBOR(decoding: Array(request.dropFirst())) : nil
             let response: CBOR
             switch command {
-            case .getInfo: response = await info()
+            case .getInfo: response = try await info()
             case .makeCredential: response = try await makeCredential(try Self.map(parameters))
             case .getAssertion: response = try await getAssertion(try Self.map(parameters), session: session)
             case .getNextAssertion: response = try await getNextAssertion(session: session)
@@ -84,10 +84,10 @@ public actor FIDOAuthenticator {
         }
     }
 
-    /// `authenticatorGetInfo`'s answer; `clientPin` says whether a PIN is set.
-    func info() async -> CBOR {
-        let pinSet = (try? await credentials.pinRecord())?.hash != nil
-        return Self.info(pinSet: pinSet)
+    /// `authenticatorGetInfo`'s answer; `clientPin` says whether a PIN is set (when the keychain cannot say, the
+    /// answer is an error rather than a guess).
+    func info() async throws -> CBOR {
+        Self.info(pinSet: try await credentials.pinRecord().hash != nil)
     }
 
     static func info(pinSet: Bool) -> CBOR {
@@ -149,7 +149,7 @@ public actor FIDOAuthenticator {
         let discoverable = options["rk"] ?? false
         let pinVerified = try await verifyPINToken(
             parameters, paramKey: Key.pinUvAuthParam.rawValue, protocolKey: Key.pinUvAuthProtocol.rawValue,
-            clientDataHash: clientDataHash, permission: .makeCredential, rpID: rpID)
+            clientDataHash: clientDataHash, permission: .makeCredential, rpID: rpID, spend: true)
         // With a PIN token the `uv` option is ignored (§6.1.2 step 5): the PIN verified the user.
         let fingerVerified = !pinVerified && (options["uv"] ?? false)
         let verified = pinVerified || fingerVerified
@@ -207,9 +207,10 @@ public actor FIDOAuthenticator {
         let options = try Self.options(parameters[Key.options.rawValue])
         if options["rk"] != nil { throw CTAP2.Status.unsupportedOption }
         let silent = options["up"] == false
+        // A silent pre-flight does not use the verification up; the assertion after it does.
         let pinVerified = try await verifyPINToken(
             parameters, paramKey: Key.pinUvAuthParam.rawValue, protocolKey: Key.pinUvAuthProtocol.rawValue,
-            clientDataHash: clientDataHash, permission: .getAssertion, rpID: rpID)
+            clientDataHash: clientDataHash, permission: .getAssertion, rpID: rpID, spend: !silent)
         let verified = pinVerified || (options["uv"] ?? false)
         if silent && verified && !pinVerified { throw CTAP2.Status.invalidOption }
         // A silent request without an allow list would list the site's passkeys to anyone who asks.

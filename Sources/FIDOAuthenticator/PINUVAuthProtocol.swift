@@ -14,7 +14,9 @@ enum PINUVAuthProtocol: UInt64, CaseIterable, Sendable {
     func sharedSecret(from z: SecureBytes) throws -> SecureBytes {
         switch self {
         case .one:
-            return SecureBytes(z.withUnsafeBytes { SHA256.hash($0) })
+            return SecureBytes(count: 32) { key in
+                z.withUnsafeBytes { DigestAlgorithm.sha256.hash($0, into: key) }
+            }
         case .two:
             let salt = Data(repeating: 0, count: 32)
             let hmacKey = try HKDFSHA256.deriveKey(

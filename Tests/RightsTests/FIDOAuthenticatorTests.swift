@@ -181,7 +181,7 @@ struct FIDOAuthenticatorTests {
         #expect((info["options"] as? [String: Bool])?["clientPin"] == true, "\(info)")
         #expect(info["min_pin_length"] as? Int == 4 && info["pin_protocols"] as? [Int] == [2, 1], "\(info)")
         #expect(try await pin("pin-retries")["retries"] as? Int == 8)
-        #expect(error(try await pin("pin-set", "5678")).contains("NOT_ALLOWED"))
+        #expect(error(try await pin("pin-set", "5678")).contains("PIN_AUTH_INVALID"))
 
         // The library's client verifies the user by the PIN (protocol two); the finger gives the key's presence.
         let state = world.directory + "/rp"
@@ -195,6 +195,13 @@ struct FIDOAuthenticatorTests {
             python, address, ["authenticate", state, "--uv", "--pin", "1234"], world: world, scans: ["SCAN alice-1"])
         #expect(signedIn["authenticated"] as? String == registered["registered"] as? String, "\(signedIn)")
         #expect((signedIn["flags"] as? Int ?? 0) & userVerified != 0, "\(signedIn)")
+        // One PIN entry verifies the user once: a token that served an assertion serves no second one.
+        let twice = try await client(
+            python, address, ["token-twice", state, "1234"], world: world, scans: ["SCAN alice-1"], log: log)
+        let answers = twice["answers"] as? [[String: Any]] ?? []
+        #expect(answers.count == 2, "\(twice)")
+        #expect((answers.first?["flags"] as? Int ?? 0) & userVerified != 0, "\(twice)")
+        #expect(answers.last?["error"] as? String == "PIN_AUTH_INVALID", "\(twice)")
         // Once a PIN is set, a passkey is not made without verifying the user: the authenticator answers
         // PUAT_REQUIRED to a request without verification, and the library asks again with it (the finger here).
         let other = world.directory + "/other-rp"

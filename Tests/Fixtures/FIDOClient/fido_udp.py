@@ -8,6 +8,7 @@ library's own client and server (Fido2Client, Fido2Server, which verifies attest
     fido_udp.py ADDRESS pin-change OLD NEW [--protocol 1|2]
     fido_udp.py ADDRESS pin-token PIN [--protocol 1|2]
     fido_udp.py ADDRESS pin-retries
+    fido_udp.py ADDRESS token-twice STATE_DIR PIN
     fido_udp.py @LOG reset
 
 Prints one JSON object; the exit status is 0 when the library accepted every step. STATE_DIR keeps the registered
@@ -21,6 +22,7 @@ import sys
 import time
 
 from fido2.client import DefaultClientDataCollector, Fido2Client, UserInteraction
+from fido2.ctap import CtapError
 from fido2.ctap2 import Ctap2
 from fido2.ctap2.pin import ClientPin, PinProtocolV1, PinProtocolV2
 from fido2.hid import CtapHidDevice
@@ -131,6 +133,25 @@ def main():
         return
     if command == "pin-retries":
         print(json.dumps({"retries": client_pin(device, flags).get_pin_retries()[0]}))
+        return
+    if command == "token-twice":
+        # One PIN token, two assertions with it: the first verified, the second refused.
+        state_dir, pin = flags[0], flags[1]
+        ctap = Ctap2(device)
+        client = ClientPin(ctap)
+        token = client.get_pin_token(pin)
+        allow = [{"type": "public-key", "id": bytes(item.credential_id)} for item in load(state_dir)]
+        answers = []
+        for _ in range(2):
+            client_data_hash = os.urandom(32)
+            try:
+                assertion = ctap.get_assertion(RP.id, client_data_hash, allow,
+                                               pin_uv_param=client.protocol.authenticate(token, client_data_hash),
+                                               pin_uv_protocol=client.protocol.VERSION)
+                answers.append({"flags": assertion.auth_data.flags})
+            except CtapError as error:
+                answers.append({"error": error.code.name})
+        print(json.dumps({"answers": answers}))
         return
     if command == "reset":
         Ctap2(device).reset()
