@@ -202,7 +202,7 @@ extension FIDOAuthenticator {
     /// The secret shared with the platform whose key agreement key is the COSE key `agreement`.
     ///
     /// - Throws: `CTAP2.Status.invalidParameter` for a key that is not a point on P-256.
-    private func sharedSecret(_ agreement: CBOR, _ method: PINUVAuthProtocol) throws -> SecureBytes {
+    func sharedSecret(_ agreement: CBOR, _ method: PINUVAuthProtocol) throws -> SecureBytes {
         guard let point = agreement.uncompressedP256,
             let peer = try? P256.PublicKey(x963Representation: point)
         else { throw CTAP2.Status.invalidParameter }

@@ -11,8 +11,9 @@ import SecureCrypto
 /// party. A PIN verifies the user too (its token sets the UV flag), and the credential's key still signs only after
 /// the user's presence. Attestation is `none`.
 ///
-/// Not yet served (answered `CTAP1_ERR_INVALID_COMMAND`): CredentialManagement and CTAP1/U2F; nor the extensions
-/// (`credProtect`, `hmac-secret`), which are ignored.
+/// Extensions: `hmac-secret` (a credential's two CredRandom values are its right's secret, read only after the
+/// finger). Not yet served (answered `CTAP1_ERR_INVALID_COMMAND`): CredentialManagement and CTAP1/U2F; other
+/// extensions are ignored.
 public actor FIDOAuthenticator {
     /// This authenticator model's AAGUID (a random version 4 UUID chosen for it, the same on every machine).
     public static let aaguid: [UInt8] = [
@@ -37,8 +38,8 @@ public actor FIDOAuthenticator {
     /// (a CTAPHID channel) that asked, and when it ends (30 s after the last assertion).
     private var pendingAssertions:
         (
-            credentials: [FIDOCredential], clientDataHash: [UInt8], verified: Bool, session: UInt64,
-            deadline: ContinuousClock.Instant
+            credentials: [FIDOCredential], clientDataHash: [UInt8], verified: Bool, hmac: HMACSecretRequest?,
+            session: UInt64, deadline: ContinuousClock.Instant
         )?
 
     /// - Parameters:
@@ -94,6 +95,7 @@ public actor FIDOAuthenticator {
         .map([
             // FIDO_2_1 asks for CredentialManagement and for tokens of built-in user verification, not served.
             .int(1): .array([.text("FIDO_2_0")]),
+            .int(2): .array([.text(HMACSecretRequest.name)]),
             .int(3): .bytes(aaguid),
             // makeCredUvNotRqd: a server-side (non-discoverable) credential may be made without user verification, as
             // a second factor; its right then outlives enrollment changes.
@@ -175,15 +177,19 @@ public actor FIDOAuthenticator {
             throw CTAP2.Status.credentialExcluded
         }
 
+        // hmac-secret: two CredRandom values, kept as the right's secret.
+        let hmacSecret = parameters[Key.extensions.rawValue]?[HMACSecretRequest.name]?.boolValue == true
         let userName = user["name"]?.textValue.map(Self.truncated)
         let template = FIDOCredential(
             id: (0..<16).map { _ in UInt8.random(in: .min ... .max) }, relyingParty: rpID,
             relyingPartyName: rp["name"]?.textValue.map(Self.truncated), userID: userID, userName: userName,
             userDisplayName: user["displayName"]?.textValue.map(Self.truncated), discoverable: discoverable,
-            madeWithUserVerification: fingerVerified, signatureCount: 0, created: Date())
+            madeWithUserVerification: fingerVerified, signatureCount: 0, created: Date(),
+            hmacSecret: hmacSecret ? true : nil)
         let reason = "\(rpID) wants to make a passkey" + (userName.map { " for \($0)" } ?? "")
         let approve = self.approve
-        let (credential, publicKey) = try await credentials.create(template) { right in
+        let secret = hmacSecret ? try SecureRandom.bytes(64) : nil
+        let (credential, publicKey) = try await credentials.create(template, secret: secret) { right in
             try await approve(right, reason)
         }
         guard let coseKey = CBOR.coseKey(uncompressedP256: publicKey) else { throw CTAP2.Status.other }
@@ -192,7 +198,12 @@ public actor FIDOAuthenticator {
         let attested =
             Self.aaguid + [UInt8(credential.id.count >> 8), UInt8(credential.id.count & 0xFF)] + credential.id
             + coseKey.encoded()
-        let authenticatorData = Self.authenticatorData(rpID, flags: flags, count: 0) + attested
+        var extensions: [UInt8] = []
+        if hmacSecret {
+            flags.insert(.extensionData)
+            extensions = CBOR.map([.text(HMACSecretRequest.name): .bool(true)]).encoded()
+        }
+        let authenticatorData = Self.authenticatorData(rpID, flags: flags, count: 0) + attested + extensions
         return .map([.int(1): .text("none"), .int(2): .bytes(authenticatorData), .int(3): .map([])])
     }
 
@@ -213,6 +224,7 @@ public actor FIDOAuthenticator {
             clientDataHash: clientDataHash, permission: .getAssertion, rpID: rpID, spend: !silent)
         let verified = pinVerified || (options["uv"] ?? false)
         if silent && verified && !pinVerified { throw CTAP2.Status.invalidOption }
+        let hmac = silent ? nil : try hmacSecretRequest(parameters[Key.extensions.rawValue])
         // A silent request without an allow list would list the site's passkeys to anyone who asks.
         if silent && parameters[Key.allowList.rawValue] == nil { throw CTAP2.Status.unsupportedOption }
         let allowed = try Self.credentialIDs(parameters[Key.allowList.rawValue])
@@ -232,12 +244,13 @@ public actor FIDOAuthenticator {
                 .int(3): .bytes([]),
             ])
         }
-        var assertion = try await assert(first, rpID: rpID, clientDataHash: clientDataHash, verified: verified)
+        var assertion = try await assert(
+            first, rpID: rpID, clientDataHash: clientDataHash, verified: verified, hmac: hmac)
         // The site's other passkeys follow with GetNextAssertion, from this session, within 30 s.
         if found.count > 1, parameters[Key.allowList.rawValue] == nil {
             assertion.append(CBOR.Pair(.int(5), .unsigned(UInt64(found.count))))
             pendingAssertions = (
-                Array(found.dropFirst()), clientDataHash, verified, session, ContinuousClock.now + .seconds(30)
+                Array(found.dropFirst()), clientDataHash, verified, hmac, session, ContinuousClock.now + .seconds(30)
             )
         }
         return .map(assertion)
@@ -253,7 +266,8 @@ public actor FIDOAuthenticator {
         let next = pending.credentials.removeFirst()
         pendingAssertions = nil
         let assertion = try await assert(
-            next, rpID: next.relyingParty, clientDataHash: pending.clientDataHash, verified: pending.verified)
+            next, rpID: next.relyingParty, clientDataHash: pending.clientDataHash, verified: pending.verified,
+            hmac: pending.hmac)
         if !pending.credentials.isEmpty {
             pending.deadline = ContinuousClock.now + .seconds(30)
             pendingAssertions = pending
@@ -263,7 +277,7 @@ public actor FIDOAuthenticator {
 
     /// Signs one assertion with `credential` after the user approves.
     private func assert(
-        _ credential: FIDOCredential, rpID: String, clientDataHash: [UInt8], verified: Bool
+        _ credential: FIDOCredential, rpID: String, clientDataHash: [UInt8], verified: Bool, hmac: HMACSecretRequest?
     ) async throws -> [CBOR.Pair] {
         let account = credential.userName ?? credential.userDisplayName
         let reason = "\(rpID) wants to sign in" + (account.map { " as \($0)" } ?? "")
@@ -272,8 +286,15 @@ public actor FIDOAuthenticator {
         var flags: AuthenticatorDataFlags = .userPresent
         if verified { flags.insert(.userVerified) }
         do {
+            // hmac-secret's output, from the CredRandom values only the authorized right reads.
+            var extensions: [UInt8] = []
+            if let hmac, credential.hmacSecret == true {
+                let output = try hmac.output(secret: try await credentials.secret(of: right), verified: verified)
+                flags.insert(.extensionData)
+                extensions = CBOR.map([.text(HMACSecretRequest.name): .bytes(output)]).encoded()
+            }
             let count = try await credentials.countSignature(credential)
-            let authenticatorData = Self.authenticatorData(rpID, flags: flags, count: count)
+            let authenticatorData = Self.authenticatorData(rpID, flags: flags, count: count) + extensions
             let signature = try await credentials.sign(authenticatorData + clientDataHash, with: right)
             await right.deauthorize()
             var pairs = [

@@ -1,6 +1,7 @@
 import Foundation
 import KeychainServices
 import LocalAuthentication
+import SecureCrypto
 import SecurityClient
 
 /// One FIDO2 credential (a passkey, or a server-side credential): what the authenticator keeps about it besides its
@@ -29,6 +30,9 @@ public struct FIDOCredential: Codable, Sendable, Equatable {
     public var signatureCount: UInt32
     /// When it was made.
     public var created: Date
+    /// Made with the `hmac-secret` extension: the right's secret holds its two CredRandom values (with and without
+    /// user verification), which only the finger reads.
+    public var hmacSecret: Bool? = nil
 
     /// The credential ID in hexadecimal, as `lactl fido list` shows it and `lactl fido delete` takes it.
     public var hexID: String { id.map { String(format: "%02x", $0) }.joined() }
@@ -53,12 +57,13 @@ public struct FIDOCredentials: Sendable {
     package init(client: any SecurityClient) { self.client = client }
 
     /// Makes a credential: a new right under the requirement user verification calls for, authorized first by
-    /// `approve` (the user's presence), then saved with its record.
+    /// `approve` (the user's presence), then saved with its record; with `secret`, the right keeps it as its own
+    /// (`hmac-secret`'s CredRandom values).
     ///
     /// - Returns: the record and the key's public point (X9.63 uncompressed).
     /// - Throws: what `approve` or the keychain throws; nothing is kept then.
     func create(
-        _ template: FIDOCredential, approve: @Sendable (LARight) async throws -> Void
+        _ template: FIDOCredential, secret: Data? = nil, approve: @Sendable (LARight) async throws -> Void
     ) async throws -> (FIDOCredential, publicKey: [UInt8]) {
         try await withClient {
             let requirement: LAAuthenticationRequirement =
@@ -66,7 +71,12 @@ public struct FIDOCredentials: Sendable {
             let right = LARight(requirement: requirement)
             try await approve(right)
             let identifier = Self.rightPrefix + template.hexID
-            let persisted = try await LARightStore.shared.saveRight(right, identifier: identifier)
+            let persisted =
+                if let secret {
+                    try await LARightStore.shared.saveRight(right, identifier: identifier, secret: secret)
+                } else {
+                    try await LARightStore.shared.saveRight(right, identifier: identifier)
+                }
             do {
                 try Self.save(template, adding: true)
                 return (template, Array(try await persisted.key.publicKey.bytes))
@@ -116,6 +126,11 @@ public struct FIDOCredentials: Sendable {
             return true
         }
         return usable ?? false
+    }
+
+    /// The secret of an authorized right (`hmac-secret`'s CredRandom values).
+    func secret(of right: LAPersistedRight) async throws -> SecureBytes {
+        try await withClient { SecureBytes(try await right.secret.rawData) }
     }
 
     /// Signs `data` (ECDSA P-256 with SHA-256, DER) with an authorized right's key.

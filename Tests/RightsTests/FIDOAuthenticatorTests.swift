@@ -83,6 +83,7 @@ struct FIDOAuthenticatorTests {
         #expect(versions == ["FIDO_2_0"], "\(info)")
         #expect(info["aaguid"] as? String == "6c6163746c2d46498d4f2d6c6f63616c", "\(info)")
         #expect(options["rk"] == true && options["uv"] == true && options["plat"] == false, "\(info)")
+        #expect(info["extensions"] as? [String] == ["hmac-secret"], "\(info)")
         // CTAPHID_INIT's capabilities: CBOR and WINK, no MSG (no CTAP1/U2F yet).
         let logText = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
         #expect(info["capabilities"] as? Int == 0x0D, "\(info)\n\(logText)")
@@ -287,6 +288,37 @@ struct FIDOAuthenticatorTests {
         }
         let retries = try await client(python, secondAddress, ["pin-retries"], world: world)
         #expect(retries["retries"] as? Int == 2, "\(retries)")
+        await world.close()
+    }
+
+    /// hmac-secret through python-fido2's client: a credential made with it answers a salt with the same 32 bytes
+    /// every time, a different salt with different bytes, and with and without user verification different bytes
+    /// (two CredRandom values, kept as the right's secret and read only after the finger).
+    @Test func hmacSecretGivesAStableSecretPerSaltAfterTheFinger() async throws {
+        let python = try Self.python()
+        let world = try RightsWorld()
+        try await world.enrollForThisUser("alice-1", finger: .rightIndex)
+        let (server, address, log) = try await serve(world)
+        defer { _ = server.stop() }
+        let state = world.directory + "/rp"
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        let registered = try await client(
+            python, address, ["register", state, "alice", "--hmac"], world: world, scans: ["SCAN alice-1"], log: log)
+        #expect(registered["hmac"] as? Bool == true, "\(registered)")
+        let saltA = String(repeating: "a1", count: 32)
+        let saltB = String(repeating: "b2", count: 32)
+        func secret(_ salt: String, uv: Bool) async throws -> String? {
+            let answer = try await client(
+                python, address, ["authenticate", state, "--salt", salt] + (uv ? ["--uv"] : []), world: world,
+                scans: ["SCAN alice-1"], log: log)
+            let output = answer["hmac"] as? String
+            #expect(output?.count == 64, "\(answer)")
+            return output
+        }
+        let first = try await secret(saltA, uv: false)
+        #expect(try await secret(saltA, uv: false) == first)
+        #expect(try await secret(saltB, uv: false) != first)
+        #expect(try await secret(saltA, uv: true) != first)
         await world.close()
     }
 }

@@ -2,8 +2,8 @@
 library's own client and server (Fido2Client, Fido2Server, which verifies attestation, signatures and the RP ID).
 
     fido_udp.py ADDRESS info
-    fido_udp.py ADDRESS register STATE_DIR USER [--resident] [--uv] [--pin PIN]
-    fido_udp.py ADDRESS authenticate STATE_DIR [--discoverable] [--uv] [--pin PIN]
+    fido_udp.py ADDRESS register STATE_DIR USER [--resident] [--uv] [--pin PIN] [--hmac]
+    fido_udp.py ADDRESS authenticate STATE_DIR [--discoverable] [--uv] [--pin PIN] [--salt HEX]
     fido_udp.py ADDRESS pin-set PIN [--protocol 1|2]
     fido_udp.py ADDRESS pin-change OLD NEW [--protocol 1|2]
     fido_udp.py ADDRESS pin-token PIN [--protocol 1|2]
@@ -15,6 +15,7 @@ Prints one JSON object; the exit status is 0 when the library accepted every ste
 credentials between runs (credentials.json), as a relying party's database would. With --pin, the client verifies
 the user by the PIN instead of the authenticator's built-in verification. `@LOG` waits for the authenticator to
 print its address in LOG and then speaks at once (a reset is taken only within 10 s of the start)."""
+import dataclasses
 import json
 import os
 import socket
@@ -24,6 +25,7 @@ import time
 from fido2.client import DefaultClientDataCollector, Fido2Client, UserInteraction
 from fido2.ctap import CtapError
 from fido2.ctap2 import Ctap2
+from fido2.ctap2.extensions import HmacSecretExtension
 from fido2.ctap2.pin import ClientPin, PinProtocolV1, PinProtocolV2
 from fido2.hid import CtapHidDevice
 from fido2.hid.base import CtapHidConnection, HidDescriptor
@@ -94,6 +96,19 @@ def client_pin(device, flags):
     return ClientPin(Ctap2(device), protocol)
 
 
+def hmac_output(response):
+    """hmac-secret's first output, in hexadecimal; None when there is none."""
+    results = response.client_extension_results or {}
+    output = results.get("hmacGetSecret")
+    if output is None:
+        return None
+    first = output.get("output1") if isinstance(output, dict) else getattr(output, "output1", None)
+    if isinstance(first, str):  # base64url in the JSON form
+        import base64
+        first = base64.urlsafe_b64decode(first + "=" * (-len(first) % 4))
+    return first.hex() if first else None
+
+
 def load(state_dir):
     path = os.path.join(state_dir, "credentials.json")
     if not os.path.exists(path):
@@ -116,6 +131,7 @@ def main():
     if command == "info":
         info = Ctap2(device).get_info()
         print(json.dumps({"versions": info.versions, "aaguid": bytes(info.aaguid).hex(), "options": info.options,
+                          "extensions": info.extensions,
                           "algorithms": info.algorithms, "capabilities": device.capabilities,
                           "pin_protocols": info.pin_uv_protocols, "min_pin_length": info.min_pin_length}))
         return
@@ -161,7 +177,8 @@ def main():
     flags = flags[1:]
     uv = UserVerificationRequirement.REQUIRED if "--uv" in flags else UserVerificationRequirement.DISCOURAGED
     interaction = PinInteraction(flags[flags.index("--pin") + 1]) if "--pin" in flags else UserInteraction()
-    client = Fido2Client(device, DefaultClientDataCollector(ORIGIN), interaction)
+    client = Fido2Client(device, DefaultClientDataCollector(ORIGIN), interaction,
+                         extensions=[HmacSecretExtension(allow_hmac_secret=True)])
     server = Fido2Server(RP)
     credentials = load(state_dir)
     if command == "register":
@@ -169,22 +186,30 @@ def main():
         resident = ResidentKeyRequirement.REQUIRED if "--resident" in flags else ResidentKeyRequirement.DISCOURAGED
         options, state = server.register_begin(user, credentials, resident_key_requirement=resident,
                                                user_verification=uv)
-        response = client.make_credential(options.public_key)
+        public_key = options.public_key
+        if "--hmac" in flags:
+            public_key = dataclasses.replace(public_key, extensions={"hmacCreateSecret": True})
+        response = client.make_credential(public_key)
         auth_data = server.register_complete(state, response)
         credentials.append(auth_data.credential_data)
         save(state_dir, credentials)
         print(json.dumps({"registered": bytes(auth_data.credential_data.credential_id).hex(),
-                          "flags": auth_data.flags, "fmt": response.response.attestation_object.fmt}))
+                          "flags": auth_data.flags, "fmt": response.response.attestation_object.fmt,
+                          "hmac": bool((response.client_extension_results or {}).get("hmacCreateSecret"))}))
     elif command == "authenticate":
         options, state = server.authenticate_begin(None if "--discoverable" in flags else credentials,
                                                    user_verification=uv)
-        selection = client.get_assertion(options.public_key)
+        public_key = options.public_key
+        if "--salt" in flags:
+            salt = bytes.fromhex(flags[flags.index("--salt") + 1])
+            public_key = dataclasses.replace(public_key, extensions={"hmacGetSecret": {"salt1": salt}})
+        selection = client.get_assertion(public_key)
         response = selection.get_response(0)
         matched = server.authenticate_complete(state, credentials, response)
         auth_data = response.response.authenticator_data
         print(json.dumps({"authenticated": bytes(matched.credential_id).hex(), "counter": auth_data.counter,
                           "flags": auth_data.flags, "user": response.response.user_handle.decode()
-                          if response.response.user_handle else None}))
+                          if response.response.user_handle else None, "hmac": hmac_output(response)}))
 
 
 if __name__ == "__main__":
