@@ -12,13 +12,15 @@ import SecureCrypto
 /// the user's presence. Attestation is `none`.
 ///
 /// Extensions: `hmac-secret` (a credential's two CredRandom values are its right's secret, read only after the
-/// finger). Not yet served (answered `CTAP1_ERR_INVALID_COMMAND`): CredentialManagement and CTAP1/U2F; other
+/// finger) and `credProtect`. Not yet served (answered `CTAP1_ERR_INVALID_COMMAND`): CredentialManagement and CTAP1/U2F; other
 /// extensions are ignored.
 public actor FIDOAuthenticator {
     /// This authenticator model's AAGUID (a random version 4 UUID chosen for it, the same on every machine).
     public static let aaguid: [UInt8] = [
         0x6C, 0x61, 0x63, 0x74, 0x6C, 0x2D, 0x46, 0x49, 0x8D, 0x4F, 0x2D, 0x6C, 0x6F, 0x63, 0x61, 0x6C,
     ]
+    /// The `credProtect` extension's name.
+    static let credProtect = "credProtect"
     /// How many credentials an allow list or exclude list may name.
     static let maximumCredentialsInList = 16
     /// The longest credential ID this authenticator accepts in a list.
@@ -95,7 +97,7 @@ public actor FIDOAuthenticator {
         .map([
             // FIDO_2_1 asks for CredentialManagement and for tokens of built-in user verification, not served.
             .int(1): .array([.text("FIDO_2_0")]),
-            .int(2): .array([.text(HMACSecretRequest.name)]),
+            .int(2): .array([.text(credProtect), .text(HMACSecretRequest.name)]),
             .int(3): .bytes(aaguid),
             // makeCredUvNotRqd: a server-side (non-discoverable) credential may be made without user verification, as
             // a second factor; its right then outlives enrollment changes.
@@ -163,7 +165,10 @@ public actor FIDOAuthenticator {
 
         let excluded = try Self.credentialIDs(parameters[Key.excludeList.rawValue])
         let known = try await credentials.credentials(relyingParty: rpID)
-        if let match = known.first(where: { excluded.contains($0.id) }) {
+        // A credential that needs user verification is excluded only for a request that verified the user.
+        if let match = known.first(where: {
+            excluded.contains($0.id) && $0.isOffered(verified: verified, named: true)
+        }) {
             // The user's presence first, so a site cannot learn silently which credentials this device holds.
             let approve = self.approve
             guard
@@ -177,15 +182,19 @@ public actor FIDOAuthenticator {
             throw CTAP2.Status.credentialExcluded
         }
 
-        // hmac-secret: two CredRandom values, kept as the right's secret.
+        // hmac-secret: two CredRandom values, kept as the right's secret. credProtect: a level from 1 to 3 (others
+        // are ignored).
         let hmacSecret = parameters[Key.extensions.rawValue]?[HMACSecretRequest.name]?.boolValue == true
+        let protection = parameters[Key.extensions.rawValue]?[Self.credProtect]?.intValue.flatMap {
+            (1...3).contains($0) ? Int($0) : nil
+        }
         let userName = user["name"]?.textValue.map(Self.truncated)
         let template = FIDOCredential(
             id: (0..<16).map { _ in UInt8.random(in: .min ... .max) }, relyingParty: rpID,
             relyingPartyName: rp["name"]?.textValue.map(Self.truncated), userID: userID, userName: userName,
             userDisplayName: user["displayName"]?.textValue.map(Self.truncated), discoverable: discoverable,
             madeWithUserVerification: fingerVerified, signatureCount: 0, created: Date(),
-            hmacSecret: hmacSecret ? true : nil)
+            hmacSecret: hmacSecret ? true : nil, protection: protection)
         let reason = "\(rpID) wants to make a passkey" + (userName.map { " for \($0)" } ?? "")
         let approve = self.approve
         let secret = hmacSecret ? try SecureRandom.bytes(64) : nil
@@ -198,10 +207,13 @@ public actor FIDOAuthenticator {
         let attested =
             Self.aaguid + [UInt8(credential.id.count >> 8), UInt8(credential.id.count & 0xFF)] + credential.id
             + coseKey.encoded()
+        var outputs: [CBOR.Pair] = []
+        if let protection { outputs.append(CBOR.Pair(.text(Self.credProtect), .unsigned(UInt64(protection)))) }
+        if hmacSecret { outputs.append(CBOR.Pair(.text(HMACSecretRequest.name), .bool(true))) }
         var extensions: [UInt8] = []
-        if hmacSecret {
+        if !outputs.isEmpty {
             flags.insert(.extensionData)
-            extensions = CBOR.map([.text(HMACSecretRequest.name): .bool(true)]).encoded()
+            extensions = CBOR.map(outputs).encoded()
         }
         let authenticatorData = Self.authenticatorData(rpID, flags: flags, count: 0) + attested + extensions
         return .map([.int(1): .text("none"), .int(2): .bytes(authenticatorData), .int(3): .map([])])
@@ -229,8 +241,15 @@ public actor FIDOAuthenticator {
         if silent && parameters[Key.allowList.rawValue] == nil { throw CTAP2.Status.unsupportedOption }
         let allowed = try Self.credentialIDs(parameters[Key.allowList.rawValue])
         var found: [FIDOCredential] = []
+        let named = parameters[Key.allowList.rawValue] != nil
+        // credProtect hides a credential from a sign-in without user verification. A client's silent pre-flight
+        // (named, no signature) is let through: with built-in verification and no token for it, a client has no
+        // way to verify the user in a pre-flight, so it could never use a level-3 credential. The pre-flight tells
+        // only that a credential the client named is here; the sign-in itself still needs the user verified.
         for credential in try await credentials.credentials(relyingParty: rpID)
-        where parameters[Key.allowList.rawValue] == nil ? credential.discoverable : allowed.contains(credential.id) {
+        where (named ? allowed.contains(credential.id) : credential.discoverable)
+            && credential.isOffered(verified: verified || silent, named: named)
+        {
             if await credentials.isUsable(credential) { found.append(credential) }
         }
         guard let first = found.first else { throw CTAP2.Status.noCredentials }

@@ -33,6 +33,19 @@ public struct FIDOCredential: Codable, Sendable, Equatable {
     /// Made with the `hmac-secret` extension: the right's secret holds its two CredRandom values (with and without
     /// user verification), which only the finger reads.
     public var hmacSecret: Bool? = nil
+    /// The `credProtect` level it was made with (CTAP 2.1 §12.1): 2 keeps it from a sign-in without user verification
+    /// that names no credentials, 3 from any sign-in without user verification; nil or 1 for none.
+    public var protection: Int? = nil
+
+    /// Whether a sign-in may find this credential: with user verification always; without, per its `credProtect`
+    /// level (2 only when the request names it in its allow list).
+    func isOffered(verified: Bool, named: Bool) -> Bool {
+        switch protection ?? 1 {
+        case 3: verified
+        case 2: verified || named
+        default: true
+        }
+    }
 
     /// The credential ID in hexadecimal, as `lactl fido list` shows it and `lactl fido delete` takes it.
     public var hexID: String { id.map { String(format: "%02x", $0) }.joined() }

@@ -83,7 +83,7 @@ struct FIDOAuthenticatorTests {
         #expect(versions == ["FIDO_2_0"], "\(info)")
         #expect(info["aaguid"] as? String == "6c6163746c2d46498d4f2d6c6f63616c", "\(info)")
         #expect(options["rk"] == true && options["uv"] == true && options["plat"] == false, "\(info)")
-        #expect(info["extensions"] as? [String] == ["hmac-secret"], "\(info)")
+        #expect(info["extensions"] as? [String] == ["credProtect", "hmac-secret"], "\(info)")
         // CTAPHID_INIT's capabilities: CBOR and WINK, no MSG (no CTAP1/U2F yet).
         let logText = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
         #expect(info["capabilities"] as? Int == 0x0D, "\(info)\n\(logText)")
@@ -319,6 +319,38 @@ struct FIDOAuthenticatorTests {
         #expect(try await secret(saltA, uv: false) == first)
         #expect(try await secret(saltB, uv: false) != first)
         #expect(try await secret(saltA, uv: true) != first)
+        await world.close()
+    }
+
+    /// credProtect through python-fido2: a passkey at level 3 is found only with user verification, even named in
+    /// the allow list; one at level 2 is found without it only when named; with user verification both are.
+    @Test func credProtectHidesCredentialsFromSignInsWithoutVerification() async throws {
+        let python = try Self.python()
+        let world = try RightsWorld()
+        try await world.enrollForThisUser("alice-1", finger: .rightIndex)
+        let (server, address, log) = try await serve(world)
+        defer { _ = server.stop() }
+        let required = world.directory + "/required"
+        let withList = world.directory + "/with-list"
+        for directory in [required, withList] {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        }
+        for (directory, user, level) in [(required, "alice", 3), (withList, "bob", 2)] {
+            let made = try await client(
+                python, address, ["register", directory, user, "--resident", "--uv", "--protect", "\(level)"],
+                world: world, scans: ["SCAN alice-1"], log: log)
+            #expect(made["protect"] as? Int == level, "\(made)")
+        }
+        let discovered = try await client(python, address, ["authenticate", required, "--discoverable"], world: world)
+        #expect((discovered["error"] as? String)?.contains("NO_CREDENTIALS") == true, "\(discovered)")
+        let named = try await client(python, address, ["authenticate", required], world: world)
+        #expect((named["error"] as? String)?.contains("NO_CREDENTIALS") == true, "\(named)")
+        let listed = try await client(
+            python, address, ["authenticate", withList], world: world, scans: ["SCAN alice-1"], log: log)
+        #expect(listed["user"] as? String == "bob", "\(listed)")
+        let verified = try await client(
+            python, address, ["authenticate", required, "--uv"], world: world, scans: ["SCAN alice-1"], log: log)
+        #expect(verified["user"] as? String == "alice", "\(verified)")
         await world.close()
     }
 }

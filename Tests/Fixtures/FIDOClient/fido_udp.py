@@ -2,7 +2,7 @@
 library's own client and server (Fido2Client, Fido2Server, which verifies attestation, signatures and the RP ID).
 
     fido_udp.py ADDRESS info
-    fido_udp.py ADDRESS register STATE_DIR USER [--resident] [--uv] [--pin PIN] [--hmac]
+    fido_udp.py ADDRESS register STATE_DIR USER [--resident] [--uv] [--pin PIN] [--hmac] [--protect 1|2|3]
     fido_udp.py ADDRESS authenticate STATE_DIR [--discoverable] [--uv] [--pin PIN] [--salt HEX]
     fido_udp.py ADDRESS pin-set PIN [--protocol 1|2]
     fido_udp.py ADDRESS pin-change OLD NEW [--protocol 1|2]
@@ -25,7 +25,7 @@ import time
 from fido2.client import DefaultClientDataCollector, Fido2Client, UserInteraction
 from fido2.ctap import CtapError
 from fido2.ctap2 import Ctap2
-from fido2.ctap2.extensions import HmacSecretExtension
+from fido2.ctap2.extensions import CredProtectExtension, HmacSecretExtension
 from fido2.ctap2.pin import ClientPin, PinProtocolV1, PinProtocolV2
 from fido2.hid import CtapHidDevice
 from fido2.hid.base import CtapHidConnection, HidDescriptor
@@ -178,7 +178,7 @@ def main():
     uv = UserVerificationRequirement.REQUIRED if "--uv" in flags else UserVerificationRequirement.DISCOURAGED
     interaction = PinInteraction(flags[flags.index("--pin") + 1]) if "--pin" in flags else UserInteraction()
     client = Fido2Client(device, DefaultClientDataCollector(ORIGIN), interaction,
-                         extensions=[HmacSecretExtension(allow_hmac_secret=True)])
+                         extensions=[HmacSecretExtension(allow_hmac_secret=True), CredProtectExtension()])
     server = Fido2Server(RP)
     credentials = load(state_dir)
     if command == "register":
@@ -187,15 +187,23 @@ def main():
         options, state = server.register_begin(user, credentials, resident_key_requirement=resident,
                                                user_verification=uv)
         public_key = options.public_key
+        extensions = {}
         if "--hmac" in flags:
-            public_key = dataclasses.replace(public_key, extensions={"hmacCreateSecret": True})
+            extensions["hmacCreateSecret"] = True
+        if "--protect" in flags:
+            policy = list(CredProtectExtension.POLICY)[int(flags[flags.index("--protect") + 1]) - 1]
+            extensions["credentialProtectionPolicy"] = policy.value
+            extensions["enforceCredentialProtectionPolicy"] = True
+        if extensions:
+            public_key = dataclasses.replace(public_key, extensions=extensions)
         response = client.make_credential(public_key)
         auth_data = server.register_complete(state, response)
         credentials.append(auth_data.credential_data)
         save(state_dir, credentials)
         print(json.dumps({"registered": bytes(auth_data.credential_data.credential_id).hex(),
                           "flags": auth_data.flags, "fmt": response.response.attestation_object.fmt,
-                          "hmac": bool((response.client_extension_results or {}).get("hmacCreateSecret"))}))
+                          "hmac": bool((response.client_extension_results or {}).get("hmacCreateSecret")),
+                          "protect": (auth_data.extensions or {}).get("credProtect")}))
     elif command == "authenticate":
         options, state = server.authenticate_begin(None if "--discoverable" in flags else credentials,
                                                    user_verification=uv)
