@@ -259,7 +259,8 @@ let package = Package(
                 "SecurityTransport",
                 "SecureCrypto", "CPAM", "CFPrint", "EmbeddedEngine", "COpenSSL", "Authenticators", "KeychainStore",
                 "SecurityProtocol", "SecurityServer",
-                "SecurityClient", "KeychainServices", "LocalAuthentication", "SSHAgent", "Enclave", "CRawSQLite", "FIDOAuthenticator", "FIDOProtocol",
+                "SecurityClient", "KeychainServices", "LocalAuthentication", "SSHAgent", "Enclave", "CRawSQLite",
+                "FIDOAuthenticator", "FIDOProtocol",
             ],
             path: "Benchmarks/la-bench"),
         // The keychain benchmark's raw side: the same table through the SQLite C API, statements prepared once.
@@ -328,7 +329,8 @@ let package = Package(
             dependencies: [
                 "LocalAuthentication", "EmbeddedEngine", "SecureCrypto", "KeychainServices", "SecurityClient",
                 "SecurityProtocol", "SecurityServer",
-                "Authenticators", "lactl", "FIDOAuthenticator", "LocalAuthenticationCombine", "SwiftKeychain", "TestSupport",
+                "Authenticators", "lactl", "FIDOAuthenticator", "LocalAuthenticationCombine", "SwiftKeychain",
+                "TestSupport",
             ]),
         // Code that ignores every result of Keychain Services and LocalAuthentication, as Apple's imported functions
         // allow: built with -warnings-as-errors, so a missing @discardableResult fails the build.
