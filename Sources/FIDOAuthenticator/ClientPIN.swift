@@ -219,14 +219,13 @@ extension FIDOAuthenticator {
         }
     }
 
-    /// Checks the encrypted PIN hash a platform sent. A guess is counted in the keychain before it is compared, so a
-    /// guess interrupted by a crash or a kill still costs one; a right guess restores every retry. A hash that does
-    /// not even decrypt is a wrong guess.
+    /// Checks the encrypted PIN hash a platform sent, once ``refuseWhenBlocked()`` let the request through. A guess
+    /// is counted in the keychain before it is compared, so a guess interrupted by a crash or a kill still costs
+    /// one; a right guess restores every retry. A hash that does not even decrypt is a wrong guess.
     ///
     /// - Throws: `pinBlocked` when no guesses are left, `pinAuthBlocked` after three wrong guesses in a row in this
-    ///   power cycle, `pinInvalid` for a wrong guess, `pinNotSet` when there is no PIN.
+    ///   power cycle, `pinInvalid` for a wrong guess.
     private func checkPIN(_ encryptedHash: [UInt8], secret: SecureBytes, method: PINUVAuthProtocol) async throws {
-        try await refuseWhenBlocked()
         let counted = try await credentials.updatePIN { record in
             guard record.retries > 0 else { throw CTAP2.Status.pinBlocked }
             record.retries -= 1

@@ -45,6 +45,13 @@ struct FIDOAuthenticatorTests {
         return (server, address, log)
     }
 
+    /// A new directory in the world where the client keeps one relying party's registered credentials.
+    func relyingParty(_ world: RightsWorld, _ name: String) throws -> String {
+        let directory = world.directory + "/" + name
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        return directory
+    }
+
     /// Runs the python-fido2 client `arguments` (with `scans` on the reader meanwhile, each once the reader's
     /// driver takes it); its JSON answer.
     func client(
@@ -98,8 +105,7 @@ struct FIDOAuthenticatorTests {
         try await world.enrollForThisUser("alice-1", finger: .rightIndex)
         let (server, address, log) = try await serve(world)
         defer { _ = server.stop() }
-        let state = world.directory + "/rp"
-        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        let state = try relyingParty(world, "rp")
         let registered = try await client(
             python, address, ["register", state, "alice"], world: world, scans: ["SCAN alice-1"], log: log)
         #expect(registered["fmt"] as? String == "none", "\(registered)")
@@ -126,11 +132,8 @@ struct FIDOAuthenticatorTests {
         let world = try RightsWorld()
         try await world.enrollForThisUser("alice-1", finger: .rightIndex)
         var (server, address, _) = try await serve(world)
-        let passkeys = world.directory + "/passkeys"
-        let plain = world.directory + "/plain"
-        for directory in [passkeys, plain] {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        }
+        let passkeys = try relyingParty(world, "passkeys")
+        let plain = try relyingParty(world, "plain")
         let made = try await client(
             python, address, ["register", passkeys, "alice", "--resident", "--uv"], world: world,
             scans: ["SCAN alice-1"])
@@ -185,8 +188,7 @@ struct FIDOAuthenticatorTests {
         #expect(error(try await pin("pin-set", "5678")).contains("PIN_AUTH_INVALID"))
 
         // The library's client verifies the user by the PIN (protocol two); the finger gives the key's presence.
-        let state = world.directory + "/rp"
-        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        let state = try relyingParty(world, "rp")
         let registered = try await client(
             python, address, ["register", state, "alice", "--uv", "--pin", "1234"], world: world,
             scans: ["SCAN alice-1"], log: log)
@@ -205,8 +207,7 @@ struct FIDOAuthenticatorTests {
         #expect(answers.last?["error"] as? String == "PIN_AUTH_INVALID", "\(twice)")
         // Once a PIN is set, a passkey is not made without verifying the user: the authenticator answers
         // PUAT_REQUIRED to a request without verification, and the library asks again with it (the finger here).
-        let other = world.directory + "/other-rp"
-        try FileManager.default.createDirectory(atPath: other, withIntermediateDirectories: true)
+        let other = try relyingParty(world, "other-rp")
         let passkey = try await client(
             python, address, ["register", other, "bob", "--resident"], world: world, scans: ["SCAN alice-1"], log: log)
         #expect((passkey["flags"] as? Int ?? 0) & userVerified != 0, "\(passkey)")
@@ -300,8 +301,7 @@ struct FIDOAuthenticatorTests {
         try await world.enrollForThisUser("alice-1", finger: .rightIndex)
         let (server, address, log) = try await serve(world)
         defer { _ = server.stop() }
-        let state = world.directory + "/rp"
-        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        let state = try relyingParty(world, "rp")
         let registered = try await client(
             python, address, ["register", state, "alice", "--hmac"], world: world, scans: ["SCAN alice-1"], log: log)
         #expect(registered["hmac"] as? Bool == true, "\(registered)")
@@ -330,11 +330,8 @@ struct FIDOAuthenticatorTests {
         try await world.enrollForThisUser("alice-1", finger: .rightIndex)
         let (server, address, log) = try await serve(world)
         defer { _ = server.stop() }
-        let required = world.directory + "/required"
-        let withList = world.directory + "/with-list"
-        for directory in [required, withList] {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        }
+        let required = try relyingParty(world, "required")
+        let withList = try relyingParty(world, "with-list")
         for (directory, user, level) in [(required, "alice", 3), (withList, "bob", 2)] {
             let made = try await client(
                 python, address, ["register", directory, user, "--resident", "--uv", "--protect", "\(level)"],
