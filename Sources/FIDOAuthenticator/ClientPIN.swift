@@ -13,6 +13,8 @@ struct PINSession {
     static let mismatchesPerPowerCycle = 3
     /// The shortest PIN, in Unicode code points.
     static let minimumLength = 4
+    /// The permissions a token may hold here: no bio enrollment, large blobs or configuration are served.
+    static let servedPermissions: CTAP2.Permissions = [.makeCredential, .getAssertion, .credentialManagement]
 
     private(set) var keyAgreement: P256.PrivateKey
     var consecutiveMismatches = 0
@@ -70,16 +72,35 @@ struct PINSession {
         relyingParty = rpID
         if spend { permissions = [] }
     }
+
+    /// Checks a credential management request's `pinUvAuthParam` (§6.8): the token's code of `message` under the
+    /// protocol it was issued for, live, with the `cm` permission. A token bound to a relying party manages only
+    /// its credentials: `relyingPartyHash` must be that party's SHA-256, and a request for every party (nil) is
+    /// refused. The token is not spent: one PIN entry serves a whole enumeration.
+    ///
+    /// - Throws: `CTAP2.Status.pinAuthInvalid` otherwise.
+    func verifyManagement(
+        _ param: [UInt8], of message: [UInt8], method: PINUVAuthProtocol, relyingPartyHash: [UInt8]?
+    ) throws {
+        guard let issued, ContinuousClock.now - issued < Self.tokenLifetime, tokenProtocol == method,
+            method.verify(message, signature: param, key: token), permissions.contains(.credentialManagement)
+        else { throw CTAP2.Status.pinAuthInvalid }
+        if let relyingParty {
+            guard let relyingPartyHash, Array(SHA256.hash(Data(relyingParty.utf8))) == relyingPartyHash else {
+                throw CTAP2.Status.pinAuthInvalid
+            }
+        }
+    }
 }
 
 extension FIDOAuthenticator {
     /// `authenticatorClientPIN` (§6.5.5): the PIN's retries, the key agreement key, setting and changing the PIN,
-    /// and tokens for it (`getPinToken`, and `getPinUvAuthTokenUsingPinWithPermissions` for `mc` and `ga`). The
+    /// and tokens for it (`getPinToken`, and `getPinUvAuthTokenUsingPinWithPermissions` for `mc`, `ga` and `cm`). The
     /// finger is asked for by each operation itself, so no token is issued for built-in user verification
     /// (`getPinUvAuthTokenUsingUvWithPermissions` and `getUVRetries` are invalid subcommands).
     func clientPIN(_ parameters: CBOR) async throws -> CBOR {
         typealias Key = CTAP2.ClientPINKey
-        guard let number = parameters[Key.subCommand.rawValue]?.intValue else { throw CTAP2.Status.missingParameter }
+        let number = try Self.required(parameters, Key.subCommand.rawValue, \.intValue)
         guard let subcommand = CTAP2.ClientPINCommand(rawValue: UInt64(max(number, 0))) else {
             throw CTAP2.Status.invalidSubcommand
         }
@@ -88,9 +109,7 @@ extension FIDOAuthenticator {
             let blocked = (pin?.consecutiveMismatches ?? 0) >= PINSession.mismatchesPerPowerCycle
             return .map([.int(3): .unsigned(UInt64(max(record.retries, 0))), .int(4): .bool(blocked)])
         }
-        guard let protocolNumber = parameters[Key.pinUvAuthProtocol.rawValue]?.intValue else {
-            throw CTAP2.Status.missingParameter
-        }
+        let protocolNumber = try Self.required(parameters, Key.pinUvAuthProtocol.rawValue, \.intValue)
         guard let method = PINUVAuthProtocol(rawValue: UInt64(max(protocolNumber, 0))) else {
             throw CTAP2.Status.invalidParameter
         }
@@ -102,10 +121,9 @@ extension FIDOAuthenticator {
             }
             return .map([.int(1): key])
         case .setPIN:
-            guard let agreement = parameters[Key.keyAgreement.rawValue],
-                let newPIN = parameters[Key.newPinEnc.rawValue]?.bytesValue,
-                let param = parameters[Key.pinUvAuthParam.rawValue]?.bytesValue
-            else { throw CTAP2.Status.missingParameter }
+            let agreement = try Self.required(parameters, Key.keyAgreement.rawValue, Self.asMap)
+            let newPIN = try Self.required(parameters, Key.newPinEnc.rawValue, \.bytesValue)
+            let param = try Self.required(parameters, Key.pinUvAuthParam.rawValue, \.bytesValue)
             // A PIN already set is changed with changePIN, never set over (§6.5.5.5 step 3).
             guard try await credentials.pinRecord().hash == nil else { throw CTAP2.Status.pinAuthInvalid }
             let secret = try sharedSecret(agreement, method)
@@ -117,11 +135,10 @@ extension FIDOAuthenticator {
             }
             return .map([])
         case .changePIN:
-            guard let agreement = parameters[Key.keyAgreement.rawValue],
-                let pinHash = parameters[Key.pinHashEnc.rawValue]?.bytesValue,
-                let newPIN = parameters[Key.newPinEnc.rawValue]?.bytesValue,
-                let param = parameters[Key.pinUvAuthParam.rawValue]?.bytesValue
-            else { throw CTAP2.Status.missingParameter }
+            let agreement = try Self.required(parameters, Key.keyAgreement.rawValue, Self.asMap)
+            let pinHash = try Self.required(parameters, Key.pinHashEnc.rawValue, \.bytesValue)
+            let newPIN = try Self.required(parameters, Key.newPinEnc.rawValue, \.bytesValue)
+            let param = try Self.required(parameters, Key.pinUvAuthParam.rawValue, \.bytesValue)
             try await refuseWhenBlocked()
             let secret = try sharedSecret(agreement, method)
             guard method.verify(newPIN + pinHash, signature: param, key: secret) else {
@@ -133,26 +150,27 @@ extension FIDOAuthenticator {
             try pin?.revokeToken()
             return .map([])
         case .getPinToken, .getPinUvAuthTokenUsingPinWithPermissions:
-            guard let agreement = parameters[Key.keyAgreement.rawValue],
-                let pinHash = parameters[Key.pinHashEnc.rawValue]?.bytesValue
-            else { throw CTAP2.Status.missingParameter }
-            var permissions: CTAP2.Permissions = [.makeCredential, .getAssertion]
+            let agreement = try Self.required(parameters, Key.keyAgreement.rawValue, Self.asMap)
+            let pinHash = try Self.required(parameters, Key.pinHashEnc.rawValue, \.bytesValue)
+            // getPinToken's token serves what FIDO_2_1_PRE's did: making credentials, signing in and managing them.
+            var permissions: CTAP2.Permissions = PINSession.servedPermissions
             var rpID: String?
             if subcommand == .getPinToken {
                 guard parameters[Key.permissions.rawValue] == nil, parameters[Key.rpId.rawValue] == nil else {
                     throw CTAP2.Status.invalidParameter
                 }
             } else {
-                guard let asked = parameters[Key.permissions.rawValue]?.intValue else {
-                    throw CTAP2.Status.missingParameter
-                }
+                let asked = try Self.required(parameters, Key.permissions.rawValue, \.intValue)
                 guard asked > 0 else { throw CTAP2.Status.invalidParameter }
                 permissions = CTAP2.Permissions(rawValue: UInt64(asked))
-                guard CTAP2.Permissions([.makeCredential, .getAssertion]).isSuperset(of: permissions) else {
+                guard PINSession.servedPermissions.isSuperset(of: permissions) else {
                     throw CTAP2.Status.unauthorizedPermission
                 }
-                rpID = parameters[Key.rpId.rawValue]?.textValue
-                guard rpID != nil else { throw CTAP2.Status.missingParameter }
+                rpID = try Self.field(parameters, Key.rpId.rawValue, \.textValue)
+                // Making credentials and signing in are for one relying party; managing credentials may be.
+                if rpID == nil, !permissions.isDisjoint(with: [.makeCredential, .getAssertion]) {
+                    throw CTAP2.Status.missingParameter
+                }
             }
             try await refuseWhenBlocked()
             let secret = try sharedSecret(agreement, method)
@@ -173,13 +191,12 @@ extension FIDOAuthenticator {
         _ parameters: CBOR, paramKey: Int64, protocolKey: Int64, clientDataHash: [UInt8],
         permission: CTAP2.Permissions, rpID: String, spend: Bool
     ) async throws -> Bool {
-        guard let param = parameters[paramKey] else { return false }
-        guard let bytes = param.bytesValue else { throw CTAP2.Status.invalidCBOR }
+        guard let bytes = try Self.field(parameters, paramKey, \.bytesValue) else { return false }
         if bytes.isEmpty {
             try await askPresence("\(rpID) asks for this authenticator")
             throw try await credentials.pinRecord().hash == nil ? CTAP2.Status.pinNotSet : CTAP2.Status.pinInvalid
         }
-        guard let number = parameters[protocolKey]?.intValue else { throw CTAP2.Status.missingParameter }
+        let number = try Self.required(parameters, protocolKey, \.intValue)
         guard let method = PINUVAuthProtocol(rawValue: UInt64(max(number, 0))) else {
             throw CTAP2.Status.invalidParameter
         }

@@ -4,16 +4,16 @@ import LocalAuthentication
 import SecureCrypto
 
 /// A CTAP authenticator whose credentials are persisted rights (``FIDOCredentials``): `authenticatorGetInfo`,
-/// `MakeCredential`, `GetAssertion`, `GetNextAssertion`, `ClientPIN` (a PIN, protocols one and two), `Reset` and
-/// `Selection`. User presence and built-in user verification are one act here: the right's authorization through
-/// `approve` (`lactl fido serve`: the finger only, through localauthd or embedded; a credential made without user
+/// `MakeCredential`, `GetAssertion`, `GetNextAssertion`, `ClientPIN` (a PIN, protocols one and two), `Reset`,
+/// `Selection` and `CredentialManagement`. User presence and built-in user verification are one act here: the
+/// right's authorization through `approve` (`lactl fido serve`: the finger only, through localauthd or embedded; a credential made without user
 /// verification would also take the passcode from a presenter that asks for one); the prompt names the relying
 /// party. A PIN verifies the user too (its token sets the UV flag), and the credential's key still signs only after
 /// the user's presence. Attestation is `none`.
 ///
 /// Extensions: `hmac-secret` (a credential's two CredRandom values are its right's secret, read only after the
-/// finger) and `credProtect`. Not yet served (answered `CTAP1_ERR_INVALID_COMMAND`): CredentialManagement and CTAP1/U2F; other
-/// extensions are ignored.
+/// finger) and `credProtect`; other extensions are ignored. Not served: CTAP1/U2F (no `MSG` capability), tokens of
+/// built-in user verification (so FIDO_2_1 is not claimed).
 public actor FIDOAuthenticator {
     /// This authenticator model's AAGUID (a random version 4 UUID chosen for it, the same on every machine).
     public static let aaguid: [UInt8] = [
@@ -23,6 +23,8 @@ public actor FIDOAuthenticator {
     static let credProtect = "credProtect"
     /// How many credentials an allow list or exclude list may name.
     static let maximumCredentialsInList = 16
+    /// How many passkeys a store takes unless told otherwise (`lactl fido serve --max-passkeys`).
+    public static let defaultMaximumDiscoverable = 1_000
     /// The longest credential ID this authenticator accepts in a list.
     static let maximumCredentialIDLength = 128
 
@@ -32,10 +34,14 @@ public actor FIDOAuthenticator {
 
     let credentials: FIDOCredentials
     let approve: Approval
+    /// How many discoverable credentials (passkeys) the store takes; a site cannot fill the keychain past it.
+    let maximumDiscoverable: Int
     /// The PIN's state in this power cycle, made at first use.
     var pin: PINSession?
     /// When this power cycle began: a reset is taken only within 10 s of it (CTAP 2.1 §6.6).
     private let started = ContinuousClock.now
+    /// What credential management's "next" subcommands continue.
+    var managementEnumeration: ManagementEnumeration?
     /// What `GetNextAssertion` continues (CTAP 2.1 §6.3): the credentials left, the request's data, the session
     /// (a CTAPHID channel) that asked, and when it ends (30 s after the last assertion).
     private var pendingAssertions:
@@ -46,9 +52,15 @@ public actor FIDOAuthenticator {
 
     /// - Parameters:
     ///   - credentials: where the credentials live.
+    ///   - maximumDiscoverable: how many passkeys the store takes before `MakeCredential` answers
+    ///     `CTAP2_ERR_KEY_STORE_FULL`.
     ///   - approve: authorizes a right with the user (by default, `authorize(localizedReason:)`).
-    public init(credentials: FIDOCredentials = FIDOCredentials(), approve: Approval? = nil) {
+    public init(
+        credentials: FIDOCredentials = FIDOCredentials(),
+        maximumDiscoverable: Int = FIDOAuthenticator.defaultMaximumDiscoverable, approve: Approval? = nil
+    ) {
         self.credentials = credentials
+        self.maximumDiscoverable = maximumDiscoverable
         self.approve = approve ?? { right, reason in try await right.authorize(localizedReason: reason) }
     }
 
@@ -58,6 +70,7 @@ public actor FIDOAuthenticator {
         guard let first = request.first else { return [CTAP2.Status.invalidLength.rawValue] }
         guard let command = CTAP2.Command(rawValue: first) else { return [CTAP2.Status.invalidCommand.rawValue] }
         if command != .getNextAssertion { pendingAssertions = nil }
+        if command != .credentialManagement && command != .credentialManagementPreview { managementEnumeration = nil }
         do {
             let parameters: CBOR? = request.count > 1 ? try CBOR(decoding: Array(request.dropFirst())) : nil
             let response: CBOR
@@ -71,7 +84,8 @@ public actor FIDOAuthenticator {
             case .selection:
                 try await askPresence("Select this authenticator")
                 response = .map([])
-            case .credentialManagement: return [CTAP2.Status.invalidCommand.rawValue]
+            case .credentialManagement, .credentialManagementPreview:
+                response = try await credentialManagement(try Self.map(parameters), session: session)
             }
             return [CTAP2.Status.ok.rawValue] + response.encoded()
         } catch let status as CTAP2.Status {
@@ -95,8 +109,9 @@ public actor FIDOAuthenticator {
 
     static func info(pinSet: Bool) -> CBOR {
         .map([
-            // FIDO_2_1 asks for CredentialManagement and for tokens of built-in user verification, not served.
-            .int(1): .array([.text("FIDO_2_0")]),
+            // FIDO_2_1 asks for tokens of built-in user verification, not served. FIDO_2_1_PRE's credential
+            // management is: getPinToken's token serves it, as the prototype's did.
+            .int(1): .array([.text("FIDO_2_0"), .text("FIDO_2_1_PRE")]),
             .int(2): .array([.text(credProtect), .text(HMACSecretRequest.name)]),
             .int(3): .bytes(aaguid),
             // makeCredUvNotRqd: a server-side (non-discoverable) credential may be made without user verification, as
@@ -105,6 +120,7 @@ public actor FIDOAuthenticator {
                 .text("rk"): .bool(true), .text("up"): .bool(true), .text("uv"): .bool(true),
                 .text("plat"): .bool(false),
                 .text("clientPin"): .bool(pinSet), .text("makeCredUvNotRqd"): .bool(true),
+                .text("credentialMgmtPreview"): .bool(true),
             ]),
             .int(5): .unsigned(UInt64(CTAPHID.maximumMessage)),
             // The PIN/UV protocols ClientPIN will speak. Clients (python-fido2) ask for one before they use built-in
@@ -138,13 +154,15 @@ public actor FIDOAuthenticator {
 
     private func makeCredential(_ parameters: CBOR) async throws -> CBOR {
         typealias Key = CTAP2.MakeCredentialKey
-        guard let clientDataHash = parameters[Key.clientDataHash.rawValue]?.bytesValue,
-            let rp = parameters[Key.rp.rawValue], let user = parameters[Key.user.rawValue],
-            let algorithms = parameters[Key.pubKeyCredParams.rawValue]?.arrayValue
-        else { throw CTAP2.Status.missingParameter }
-        guard clientDataHash.count == 32, let rpID = rp["id"]?.textValue, !rpID.isEmpty,
-            let userID = user["id"]?.bytesValue, userID.count <= 64
-        else { throw CTAP2.Status.invalidParameter }
+        let clientDataHash = try Self.required(parameters, Key.clientDataHash.rawValue, \.bytesValue)
+        let rp = try Self.required(parameters, Key.rp.rawValue, Self.asMap)
+        let user = try Self.required(parameters, Key.user.rawValue, Self.asMap)
+        let algorithms = try Self.required(parameters, Key.pubKeyCredParams.rawValue, \.arrayValue)
+        let rpID = try Self.required(rp, "id", \.textValue)
+        let userID = try Self.required(user, "id", \.bytesValue)
+        guard clientDataHash.count == 32, !rpID.isEmpty, userID.count <= 64 else {
+            throw CTAP2.Status.invalidParameter
+        }
         guard
             algorithms.contains(where: { $0["alg"]?.intValue == CTAP2.es256 && $0["type"]?.textValue == "public-key" })
         else { throw CTAP2.Status.unsupportedAlgorithm }
@@ -165,6 +183,10 @@ public actor FIDOAuthenticator {
 
         let excluded = try Self.credentialIDs(parameters[Key.excludeList.rawValue])
         let known = try await credentials.credentials(relyingParty: rpID)
+        // Before the user is asked: a full store would waste their touch.
+        if discoverable, try await credentials.credentials().count(where: \.discoverable) >= maximumDiscoverable {
+            throw CTAP2.Status.keyStoreFull
+        }
         // A credential that needs user verification is excluded only for a request that verified the user.
         if let match = known.first(where: {
             excluded.contains($0.id) && $0.isOffered(verified: verified, named: true)
@@ -184,15 +206,16 @@ public actor FIDOAuthenticator {
 
         // hmac-secret: two CredRandom values, kept as the right's secret. credProtect: a level from 1 to 3 (others
         // are ignored).
-        let hmacSecret = parameters[Key.extensions.rawValue]?[HMACSecretRequest.name]?.boolValue == true
-        let protection = parameters[Key.extensions.rawValue]?[Self.credProtect]?.intValue.flatMap {
-            (1...3).contains($0) ? Int($0) : nil
-        }
-        let userName = user["name"]?.textValue.map(Self.truncated)
+        let requested = try Self.field(parameters, Key.extensions.rawValue, Self.asMap)
+        let hmacSecret = requested?[HMACSecretRequest.name]?.boolValue == true
+        let protection = requested?[Self.credProtect]?.intValue.flatMap { (1...3).contains($0) ? Int($0) : nil }
+        let userName = try Self.field(user, .text("name"), \.textValue).map(Self.truncated)
         let template = FIDOCredential(
             id: (0..<16).map { _ in UInt8.random(in: .min ... .max) }, relyingParty: rpID,
-            relyingPartyName: rp["name"]?.textValue.map(Self.truncated), userID: userID, userName: userName,
-            userDisplayName: user["displayName"]?.textValue.map(Self.truncated), discoverable: discoverable,
+            relyingPartyName: try Self.field(rp, .text("name"), \.textValue).map(Self.truncated), userID: userID,
+            userName: userName,
+            userDisplayName: try Self.field(user, .text("displayName"), \.textValue).map(Self.truncated),
+            discoverable: discoverable,
             madeWithUserVerification: fingerVerified, signatureCount: 0, created: Date(),
             hmacSecret: hmacSecret ? true : nil, protection: protection)
         let reason = "\(rpID) wants to make a passkey" + (userName.map { " for \($0)" } ?? "")
@@ -210,12 +233,12 @@ public actor FIDOAuthenticator {
         var outputs: [CBOR.Pair] = []
         if let protection { outputs.append(CBOR.Pair(.text(Self.credProtect), .unsigned(UInt64(protection)))) }
         if hmacSecret { outputs.append(CBOR.Pair(.text(HMACSecretRequest.name), .bool(true))) }
-        var extensions: [UInt8] = []
+        var extensionOutputs: [UInt8] = []
         if !outputs.isEmpty {
             flags.insert(.extensionData)
-            extensions = CBOR.map(outputs).encoded()
+            extensionOutputs = CBOR.map(outputs).encoded()
         }
-        let authenticatorData = Self.authenticatorData(rpID, flags: flags, count: 0) + attested + extensions
+        let authenticatorData = Self.authenticatorData(rpID, flags: flags, count: 0) + attested + extensionOutputs
         return .map([.int(1): .text("none"), .int(2): .bytes(authenticatorData), .int(3): .map([])])
     }
 
@@ -223,9 +246,8 @@ public actor FIDOAuthenticator {
 
     private func getAssertion(_ parameters: CBOR, session: UInt64) async throws -> CBOR {
         typealias Key = CTAP2.GetAssertionKey
-        guard let rpID = parameters[Key.rpId.rawValue]?.textValue,
-            let clientDataHash = parameters[Key.clientDataHash.rawValue]?.bytesValue
-        else { throw CTAP2.Status.missingParameter }
+        let rpID = try Self.required(parameters, Key.rpId.rawValue, \.textValue)
+        let clientDataHash = try Self.required(parameters, Key.clientDataHash.rawValue, \.bytesValue)
         guard clientDataHash.count == 32 else { throw CTAP2.Status.invalidParameter }
         let options = try Self.options(parameters[Key.options.rawValue])
         if options["rk"] != nil { throw CTAP2.Status.unsupportedOption }
@@ -321,15 +343,8 @@ public actor FIDOAuthenticator {
                 CBOR.Pair(.int(2), .bytes(authenticatorData)), CBOR.Pair(.int(3), .bytes(signature)),
             ]
             if credential.discoverable {
-                var user: [CBOR.Pair] = [CBOR.Pair(.text("id"), .bytes(credential.userID))]
                 // The user's names only after user verification (CTAP 2.1 §6.2.2, step 12).
-                if verified {
-                    if let name = credential.userName { user.append(CBOR.Pair(.text("name"), .text(name))) }
-                    if let display = credential.userDisplayName {
-                        user.append(CBOR.Pair(.text("displayName"), .text(display)))
-                    }
-                }
-                pairs.append(CBOR.Pair(.int(4), .map(user)))
+                pairs.append(CBOR.Pair(.int(4), Self.userEntity(credential, withNames: verified)))
             }
             return pairs
         } catch {
@@ -357,19 +372,51 @@ public actor FIDOAuthenticator {
             + [UInt8(count >> 24), UInt8((count >> 16) & 0xFF), UInt8((count >> 8) & 0xFF), UInt8(count & 0xFF)]
     }
 
+    /// A command's parameters: a map, or `cborUnexpectedType`.
     static func map(_ parameters: CBOR?) throws -> CBOR {
-        guard let parameters, case .map = parameters else { throw CTAP2.Status.invalidCBOR }
+        guard let parameters, case .map = parameters else { throw CTAP2.Status.cborUnexpectedType }
         return parameters
     }
 
-    /// The boolean options by name; anything but a map of booleans is invalid.
+    /// `item` when it is a map.
+    static func asMap(_ item: CBOR) -> CBOR? { item.mapValue == nil ? nil : item }
+
+    /// The field `key` of the map `parameters` as `value` reads it (`\.bytesValue`, `\.textValue`…); nil when absent.
+    ///
+    /// - Throws: `cborUnexpectedType` when the field has another type (CTAP 2.1 §8.1's "unexpected type").
+    static func field<Value>(_ parameters: CBOR, _ key: CBOR, _ value: (CBOR) -> Value?) throws -> Value? {
+        guard let item = parameters[key] else { return nil }
+        guard let typed = value(item) else { throw CTAP2.Status.cborUnexpectedType }
+        return typed
+    }
+
+    static func field<Value>(_ parameters: CBOR, _ key: Int64, _ value: (CBOR) -> Value?) throws -> Value? {
+        try field(parameters, .int(key), value)
+    }
+
+    /// The field `key` of `parameters`, which must be there: `missingParameter` when absent, `cborUnexpectedType`
+    /// when of another type.
+    static func required<Value>(_ parameters: CBOR, _ key: CBOR, _ value: (CBOR) -> Value?) throws -> Value {
+        guard let typed = try field(parameters, key, value) else { throw CTAP2.Status.missingParameter }
+        return typed
+    }
+
+    static func required<Value>(_ parameters: CBOR, _ key: Int64, _ value: (CBOR) -> Value?) throws -> Value {
+        try required(parameters, .int(key), value)
+    }
+
+    static func required<Value>(_ parameters: CBOR, _ key: String, _ value: (CBOR) -> Value?) throws -> Value {
+        try required(parameters, .text(key), value)
+    }
+
+    /// The boolean options by name; anything but a map of booleans is of an unexpected type.
     static func options(_ options: CBOR?) throws -> [String: Bool] {
         guard let options else { return [:] }
-        guard let pairs = options.mapValue else { throw CTAP2.Status.invalidCBOR }
+        guard let pairs = options.mapValue else { throw CTAP2.Status.cborUnexpectedType }
         var result: [String: Bool] = [:]
         for pair in pairs {
             guard let name = pair.key.textValue, let value = pair.value.boolValue else {
-                throw CTAP2.Status.invalidCBOR
+                throw CTAP2.Status.cborUnexpectedType
             }
             result[name] = value
         }
@@ -379,12 +426,11 @@ public actor FIDOAuthenticator {
     /// The IDs of an allow or exclude list (`PublicKeyCredentialDescriptor`s); entries of another type are skipped.
     static func credentialIDs(_ list: CBOR?) throws -> [[UInt8]] {
         guard let list else { return [] }
-        guard let items = list.arrayValue else { throw CTAP2.Status.invalidCBOR }
+        guard let items = list.arrayValue else { throw CTAP2.Status.cborUnexpectedType }
         guard items.count <= maximumCredentialsInList else { throw CTAP2.Status.limitExceeded }
         return try items.compactMap { item in
-            guard let id = item["id"]?.bytesValue, let type = item["type"]?.textValue else {
-                throw CTAP2.Status.invalidCBOR
-            }
+            let id = try required(item, "id", \.bytesValue)
+            let type = try required(item, "type", \.textValue)
             return type == "public-key" && id.count <= maximumCredentialIDLength ? id : nil
         }
     }

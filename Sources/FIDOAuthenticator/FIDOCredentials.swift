@@ -156,17 +156,37 @@ public struct FIDOCredentials: Sendable {
     /// Counts one more signature of `credential`, on its stored record (never an older copy, so the count only
     /// grows); the count to put in its assertion.
     func countSignature(_ credential: FIDOCredential) async throws -> UInt32 {
+        try await updateRecord(hexID: credential.hexID) { $0.signatureCount &+= 1 }.signatureCount
+    }
+
+    /// Changes the stored record of the credential whose hexadecimal ID is `hexID` with `change` (read, changed and
+    /// written back, so fields `change` leaves alone keep their stored values).
+    ///
+    /// - Returns: the record as written.
+    /// - Throws: `errSecItemNotFound` when there is no such credential.
+    @discardableResult
+    func updateRecord(
+        hexID: String, _ change: @Sendable (inout FIDOCredential) -> Void
+    ) async throws -> FIDOCredential {
         try await withClient {
-            var query = Self.recordQuery(credential.hexID)
+            var query = Self.recordQuery(hexID)
             query[kSecReturnData as String] = true
             var result: CFTypeRef?
             let status = SecItemCopyMatching(query as NSDictionary, &result)
             guard status == errSecSuccess, let data = result as? Data,
-                var counted = try? JSONDecoder().decode(FIDOCredential.self, from: data)
-            else { throw Self.error(status, "the FIDO credential \(credential.hexID) cannot be read") }
-            counted.signatureCount &+= 1
-            try Self.save(counted, adding: false)
-            return counted.signatureCount
+                var record = try? JSONDecoder().decode(FIDOCredential.self, from: data)
+            else { throw Self.error(status == errSecSuccess ? errSecDecode : status, "no FIDO credential \(hexID)") }
+            change(&record)
+            try Self.save(record, adding: false)
+            return record
+        }
+    }
+
+    /// The public point (X9.63 uncompressed) of `credential`'s key; no authorization needed.
+    func publicKey(of credential: FIDOCredential) async throws -> [UInt8] {
+        try await withClient {
+            let right = try await LARightStore.shared.right(forIdentifier: Self.rightPrefix + credential.hexID)
+            return Array(try await right.key.publicKey.bytes)
         }
     }
 

@@ -11,6 +11,8 @@ package enum CTAP2 {
         case getNextAssertion = 0x08
         case credentialManagement = 0x0A
         case selection = 0x0B
+        /// CTAP 2.1's prototype of `credentialManagement` (`FIDO_2_1_PRE`, option `credentialMgmtPreview`).
+        case credentialManagementPreview = 0x41
     }
 
     /// The first byte of every response (§8.2).
@@ -19,6 +21,7 @@ package enum CTAP2 {
         case invalidCommand = 0x01
         case invalidParameter = 0x02
         case invalidLength = 0x03
+        case cborUnexpectedType = 0x11
         case invalidCBOR = 0x12
         case missingParameter = 0x14
         case limitExceeded = 0x15
@@ -77,6 +80,28 @@ package enum CTAP2 {
         case getPINRetries = 1, getKeyAgreement, setPIN, changePIN, getPinToken
         case getPinUvAuthTokenUsingUvWithPermissions, getUVRetries
         case getPinUvAuthTokenUsingPinWithPermissions = 9
+    }
+
+    /// `authenticatorCredentialManagement`'s parameters (§6.8).
+    package enum CredentialManagementKey: Int64 {
+        case subCommand = 1, subCommandParams, pinUvAuthProtocol, pinUvAuthParam
+    }
+
+    /// `authenticatorCredentialManagement`'s subcommands (§6.8).
+    package enum CredentialManagementCommand: UInt64 {
+        case getCredsMetadata = 1, enumerateRPsBegin, enumerateRPsGetNextRP, enumerateCredentialsBegin
+        case enumerateCredentialsGetNextCredential, deleteCredential, updateUserInformation
+    }
+
+    /// The keys of `authenticatorCredentialManagement`'s subcommand parameters (§6.8).
+    package enum CredentialManagementParameter: Int64 {
+        case rpIDHash = 1, credentialID, user
+    }
+
+    /// The keys of `authenticatorCredentialManagement`'s answers (§6.8).
+    package enum CredentialManagementAnswer: Int64 {
+        case existingResidentCredentialsCount = 1, maxPossibleRemainingResidentCredentialsCount, rp, rpIDHash
+        case totalRPs, user, credentialID, publicKey, totalCredentials, credProtect
     }
 
     /// What a pinUvAuthToken may be used for (§6.5.5.7).

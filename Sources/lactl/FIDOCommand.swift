@@ -26,6 +26,9 @@ struct ServeFIDO: AsyncParsableCommand {
     @Option(help: "Serve CTAPHID reports over UDP on HOST:PORT (port 0: any free port, printed on standard output).")
     var udp: String
 
+    @Option(help: "How many passkeys (discoverable credentials) to keep before refusing new ones (key store full).")
+    var maxPasskeys = FIDOAuthenticator.defaultMaximumDiscoverable
+
     func run() async throws {
         guard let colon = udp.lastIndex(of: ":"), let port = Int(udp[udp.index(after: colon)...]),
             (0...65535).contains(port)
@@ -36,7 +39,8 @@ struct ServeFIDO: AsyncParsableCommand {
         guard ["127.0.0.1", "::1", "localhost"].contains(host) else {
             throw ValidationError("--udp listens on loopback only (127.0.0.1 or ::1): UDP carries no sender's identity")
         }
-        let authenticator = FIDOAuthenticator { right, reason in
+        guard maxPasskeys >= 0 else { throw ValidationError("--max-passkeys takes a count (0 or more)") }
+        let authenticator = FIDOAuthenticator(maximumDiscoverable: maxPasskeys) { right, reason in
             // The finger only, the prompt on standard error: a browser has no terminal to read a passcode from.
             right.presenter = AgentNoticePresenter(program: "lactl fido")
             do {

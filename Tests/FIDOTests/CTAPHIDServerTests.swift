@@ -90,7 +90,7 @@ struct CTAPHIDServerTests {
         }
         #expect(answer.payload.first == CTAP2.Status.ok.rawValue)
         let info = try CBOR(decoding: Array(answer.payload.dropFirst()))
-        #expect(info[1] == .array([.text("FIDO_2_0")]))
+        #expect(info[1] == .array([.text("FIDO_2_0"), .text("FIDO_2_1_PRE")]))
     }
 
     /// A channel answers only the peer that opened it: another peer's reports on it are dropped, and a channel

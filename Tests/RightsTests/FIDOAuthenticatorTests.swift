@@ -21,12 +21,15 @@ struct FIDOAuthenticatorTests {
         return path
     }
 
-    /// `lactl fido serve --udp 127.0.0.1:0` on the world's store and reader; its address once it printed it.
-    func serve(_ world: RightsWorld) async throws -> (SpawnedProcess, address: String, log: String) {
+    /// `lactl fido serve --udp 127.0.0.1:0` (and `arguments`) on the world's store and reader; its address once it
+    /// printed it.
+    func serve(
+        _ world: RightsWorld, arguments: [String] = []
+    ) async throws -> (SpawnedProcess, address: String, log: String) {
         let log = world.directory + "/fido-\(UUID().uuidString).log"
         let server = try SpawnedProcess(
-            try lactlExecutable().path, ["fido", "serve", "--udp", "127.0.0.1:0"], environment: world.toolEnvironment(),
-            log: log)
+            try lactlExecutable().path, ["fido", "serve", "--udp", "127.0.0.1:0"] + arguments,
+            environment: world.toolEnvironment(), log: log)
         var address: String?
         let started = await waitUntil(within: .seconds(60)) {
             let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
@@ -87,9 +90,10 @@ struct FIDOAuthenticatorTests {
         let info = try await client(python, address, ["info"], world: world)
         let versions = info["versions"] as? [String] ?? []
         let options = info["options"] as? [String: Bool] ?? [:]
-        #expect(versions == ["FIDO_2_0"], "\(info)")
+        #expect(versions == ["FIDO_2_0", "FIDO_2_1_PRE"], "\(info)")
         #expect(info["aaguid"] as? String == "6c6163746c2d46498d4f2d6c6f63616c", "\(info)")
         #expect(options["rk"] == true && options["uv"] == true && options["plat"] == false, "\(info)")
+        #expect(options["credentialMgmtPreview"] == true && options["pinUvAuthToken"] == nil, "\(info)")
         #expect(info["extensions"] as? [String] == ["credProtect", "hmac-secret"], "\(info)")
         // CTAPHID_INIT's capabilities: CBOR and WINK, no MSG (no CTAP1/U2F yet).
         let logText = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
@@ -348,6 +352,90 @@ struct FIDOAuthenticatorTests {
         let verified = try await client(
             python, address, ["authenticate", required, "--uv"], world: world, scans: ["SCAN alice-1"], log: log)
         #expect(verified["user"] as? String == "alice", "\(verified)")
+        await world.close()
+    }
+
+    /// Credential management through python-fido2's `CredentialManagement` with a PIN token: the count and the room
+    /// left (two passkeys at most here: a third is refused before the finger is asked, a server-side credential
+    /// still fits), the relying parties and their accounts, a rename, a delete. A token bound to one relying party
+    /// lists only its passkeys and cannot delete another's; a wrong PIN gets no token.
+    @Test func passkeysAreCountedListedRenamedAndDeletedWithAPINToken() async throws {
+        let python = try Self.python()
+        let world = try RightsWorld()
+        try await world.enrollForThisUser("alice-1", finger: .rightIndex)
+        let (server, address, log) = try await serve(world, arguments: ["--max-passkeys", "2"])
+        defer { _ = server.stop() }
+        func error(_ answer: [String: Any]) -> String { answer["error"] as? String ?? "no error: \(answer)" }
+        let example = try relyingParty(world, "example")
+        let other = try relyingParty(world, "other")
+        let alice = try await client(
+            python, address, ["register", example, "alice", "--resident", "--uv"], world: world,
+            scans: ["SCAN alice-1"], log: log)
+        let aliceID = try #require(alice["registered"] as? String, "\(alice)")
+        let bob = try await client(
+            python, address, ["--rp", "other.test", "register", other, "bob", "--resident", "--uv", "--protect", "2"],
+            world: world, scans: ["SCAN alice-1"], log: log)
+        let bobID = try #require(bob["registered"] as? String, "\(bob)")
+        let full = try await client(python, address, ["register", example, "carol", "--resident"], world: world)
+        #expect(error(full).contains("KEY_STORE_FULL"), "\(full)")
+        let serverSide = try await client(
+            python, address, ["register", try relyingParty(world, "example-dave"), "dave"], world: world,
+            scans: ["SCAN alice-1"], log: log)
+        #expect(serverSide["registered"] != nil, "\(serverSide)")
+
+        let set = try await client(python, address, ["pin-set", "1234"], world: world)
+        #expect(set["ok"] as? Bool == true, "\(set)")
+        func passkeys(_ arguments: String...) async throws -> [String: [String: Any]] {
+            let listed = try await client(python, address, ["creds", "1234"] + arguments, world: world)
+            let parties = listed["rps"] as? [[String: Any]] ?? []
+            #expect(!parties.isEmpty, "\(listed)")
+            var byID: [String: [String: Any]] = [:]
+            for party in parties {
+                for credential in party["credentials"] as? [[String: Any]] ?? [] {
+                    var entry = credential
+                    entry["rp"] = party["id"]
+                    entry["existing"] = listed["existing"]
+                    entry["remaining"] = listed["remaining"]
+                    byID[credential["id"] as? String ?? ""] = entry
+                }
+            }
+            return byID
+        }
+        let both = try await passkeys()
+        #expect(Set(both.keys) == [aliceID, bobID], "\(both)")
+        #expect(both[aliceID]?["user"] as? String == "alice" && both[aliceID]?["display"] as? String == "Alice")
+        #expect(both[aliceID]?["rp"] as? String == "example.test" && both[aliceID]?["key_alg"] as? Int == -7)
+        #expect(both[bobID]?["rp"] as? String == "other.test" && both[bobID]?["protect"] as? Int == 2, "\(both)")
+        #expect(both[aliceID]?["existing"] as? Int == 2 && both[aliceID]?["remaining"] as? Int == 0, "\(both)")
+
+        // A token for other.test's credentials: bob only, and alice's passkey cannot be deleted with it.
+        let bound = try await passkeys("--bound", "other.test")
+        #expect(Set(bound.keys) == [bobID], "\(bound)")
+        let refused = try await client(
+            python, address, ["cred-delete", "1234", aliceID, "--bound", "other.test"], world: world)
+        #expect(error(refused).contains("PIN_AUTH_INVALID"), "\(refused)")
+
+        let renamed = try await client(python, address, ["cred-rename", "1234", bobID, "robert"], world: world)
+        #expect(renamed["ok"] as? Bool == true, "\(renamed)")
+        let deleted = try await client(python, address, ["cred-delete", "1234", aliceID], world: world)
+        #expect(deleted["ok"] as? Bool == true, "\(deleted)")
+        let left = try await passkeys()
+        #expect(Set(left.keys) == [bobID], "\(left)")
+        #expect(left[bobID]?["user"] as? String == "robert" && left[bobID]?["display"] as? String == "Robert")
+        #expect(left[bobID]?["existing"] as? Int == 1 && left[bobID]?["remaining"] as? Int == 1, "\(left)")
+        let again = try await client(python, address, ["cred-delete", "1234", aliceID], world: world)
+        #expect(error(again).contains("NO_CREDENTIALS"), "\(again)")
+        let wrongPIN = try await client(python, address, ["creds", "9999"], world: world)
+        #expect(error(wrongPIN).contains("PIN_INVALID"), "\(wrongPIN)")
+
+        // The deleted passkey's key went with it; the server-side credential stays.
+        let listed = try await runCapturingOutput(
+            try lactlExecutable(), ["fido", "list"], environment: world.toolEnvironment())
+        #expect(!listed.output.contains(aliceID) && listed.output.contains(bobID), "\(listed.output)")
+        let rights = try await runCapturingOutput(
+            try lactlExecutable(), ["rights", "list"], environment: world.toolEnvironment())
+        #expect(
+            !rights.output.contains("fido.\(aliceID)") && rights.output.contains("fido.\(bobID)"), "\(rights.output)")
         await world.close()
     }
 }

@@ -9,13 +9,20 @@ library's own client and server (Fido2Client, Fido2Server, which verifies attest
     fido_udp.py ADDRESS pin-token PIN [--protocol 1|2]
     fido_udp.py ADDRESS pin-retries
     fido_udp.py ADDRESS token-twice STATE_DIR PIN
+    fido_udp.py ADDRESS creds PIN [--bound RP_ID]
+    fido_udp.py ADDRESS cred-delete PIN HEX_ID [--bound RP_ID]
+    fido_udp.py ADDRESS cred-rename PIN HEX_ID NAME
     fido_udp.py @LOG reset
 
 Prints one JSON object; the exit status is 0 when the library accepted every step. STATE_DIR keeps the registered
 credentials between runs (credentials.json), as a relying party's database would. With --pin, the client verifies
 the user by the PIN instead of the authenticator's built-in verification. `@LOG` waits for the authenticator to
-print its address in LOG and then speaks at once (a reset is taken only within 10 s of the start)."""
+print its address in LOG and then speaks at once (a reset is taken only within 10 s of the start). `--rp ID`, before
+the command, names another relying party than example.test. The `creds` commands manage passkeys through the
+library's CredentialManagement with a PIN token (with --bound, a token for credential management of one relying
+party only, asked for with getPinUvAuthTokenUsingPinWithPermissions)."""
 import dataclasses
+import hashlib
 import json
 import os
 import socket
@@ -25,6 +32,7 @@ import time
 from fido2.client import DefaultClientDataCollector, Fido2Client, UserInteraction
 from fido2.ctap import CtapError
 from fido2.ctap2 import Ctap2
+from fido2.ctap2.credman import CredentialManagement
 from fido2.ctap2.extensions import CredProtectExtension, HmacSecretExtension
 from fido2.ctap2.pin import ClientPin, PinProtocolV1, PinProtocolV2
 from fido2.hid import CtapHidDevice
@@ -40,6 +48,12 @@ from fido2.webauthn import (
 
 ORIGIN = "https://example.test"
 RP = PublicKeyCredentialRpEntity(id="example.test", name="Example")
+
+
+def use_relying_party(rp_id):
+    global ORIGIN, RP
+    ORIGIN = f"https://{rp_id}"
+    RP = PublicKeyCredentialRpEntity(id=rp_id, name=rp_id.split(".")[0].title())
 
 
 class UdpConnection(CtapHidConnection):
@@ -109,6 +123,45 @@ def hmac_output(response):
     return first.hex() if first else None
 
 
+def credential_management(device, pin, bound=None):
+    """The library's CredentialManagement with a token from the PIN: getPinToken's, or with `bound` one asked for
+    the `cm` permission and that relying party (the library asks for permissions only of FIDO_2_1 authenticators,
+    so that request is made by hand)."""
+    ctap = Ctap2(device)
+    client = ClientPin(ctap)
+    if bound is None:
+        token = client.get_pin_token(pin)
+    else:
+        key_agreement, shared_secret = client._get_shared_secret()
+        pin_hash = client.protocol.encrypt(shared_secret, hashlib.sha256(pin.encode()).digest()[:16])
+        answer = ctap.client_pin(client.protocol.VERSION, ClientPin.CMD.GET_TOKEN_USING_PIN,
+                                 key_agreement=key_agreement, pin_hash_enc=pin_hash,
+                                 permissions=ClientPin.PERMISSION.CREDENTIAL_MGMT, permissions_rpid=bound)
+        token = client.protocol.decrypt(shared_secret, answer[ClientPin.RESULT.PIN_UV_TOKEN])
+    return CredentialManagement(ctap, client.protocol, token)
+
+
+def list_credentials(manager, bound=None):
+    """Every relying party's passkeys (only `bound`'s with a bound token, which may not list the parties)."""
+    R = CredentialManagement.RESULT
+    listed = {}
+    if bound is None:
+        metadata = manager.get_metadata()
+        listed["existing"] = metadata[R.EXISTING_CRED_COUNT]
+        listed["remaining"] = metadata[R.MAX_REMAINING_COUNT]
+        parties = [(rp[R.RP]["id"], rp[R.RP].get("name"), rp[R.RP_ID_HASH]) for rp in manager.enumerate_rps()]
+    else:
+        parties = [(bound, None, hashlib.sha256(bound.encode()).digest())]
+    listed["rps"] = []
+    for rp_id, name, rp_hash in parties:
+        credentials = [{"id": bytes(item[R.CREDENTIAL_ID]["id"]).hex(), "user": item[R.USER].get("name"),
+                        "display": item[R.USER].get("displayName"), "protect": item.get(R.CRED_PROTECT),
+                        "key_alg": item[R.PUBLIC_KEY][3]}
+                       for item in manager.enumerate_creds(rp_hash)]
+        listed["rps"].append({"id": rp_id, "name": name, "credentials": credentials})
+    return listed
+
+
 def load(state_dir):
     path = os.path.join(state_dir, "credentials.json")
     if not os.path.exists(path):
@@ -123,11 +176,17 @@ def save(state_dir, credentials):
 
 
 def main():
-    address, command = sys.argv[1], sys.argv[2]
+    arguments = sys.argv[1:]
+    if "--rp" in arguments:
+        at = arguments.index("--rp")
+        use_relying_party(arguments[at + 1])
+        del arguments[at:at + 2]
+    address, command = arguments[0], arguments[1]
     if address.startswith("@"):
         address = wait_for_address(address[1:])
     device = open_device(address)
-    flags = sys.argv[3:]
+    flags = arguments[2:]
+    bound = flags[flags.index("--bound") + 1] if "--bound" in flags else None
     if command == "info":
         info = Ctap2(device).get_info()
         print(json.dumps({"versions": info.versions, "aaguid": bytes(info.aaguid).hex(), "options": info.options,
@@ -168,6 +227,27 @@ def main():
             except CtapError as error:
                 answers.append({"error": error.code.name})
         print(json.dumps({"answers": answers}))
+        return
+    if command == "creds":
+        print(json.dumps(list_credentials(credential_management(device, flags[0], bound), bound)))
+        return
+    if command == "cred-delete":
+        manager = credential_management(device, flags[0], bound)
+        manager.delete_cred({"type": "public-key", "id": bytes.fromhex(flags[1])})
+        print(json.dumps({"ok": True}))
+        return
+    if command == "cred-rename":
+        # updateUserInformation keeps the user handle and replaces the names. The library offers it only to FIDO_2_1
+        # authenticators, so the subcommand is sent through its own call.
+        manager = credential_management(device, flags[0])
+        R = CredentialManagement.RESULT
+        user = next(item[R.USER] for rp in manager.enumerate_rps()
+                    for item in manager.enumerate_creds(rp[R.RP_ID_HASH])
+                    if bytes(item[R.CREDENTIAL_ID]["id"]).hex() == flags[1])
+        manager._call(CredentialManagement.CMD.UPDATE_USER_INFO, {
+            CredentialManagement.PARAM.CREDENTIAL_ID: {"type": "public-key", "id": bytes.fromhex(flags[1])},
+            CredentialManagement.PARAM.USER: {"id": user["id"], "name": flags[2], "displayName": flags[2].title()}})
+        print(json.dumps({"ok": True}))
         return
     if command == "reset":
         Ctap2(device).reset()
