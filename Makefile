@@ -77,21 +77,23 @@ FUZZ_SECONDS ?= 60
 fuzz: bootstrap
 	$(SWIFT) build --scratch-path .build-fuzz --product message-fuzz -Xswiftc -sanitize=fuzzer -Xswiftc -DFUZZING
 	rm -rf .build-fuzz/corpus-agent .build-fuzz/corpus-protocol .build-fuzz/corpus-lane .build-fuzz/corpus-registry \
-		.build-fuzz/corpus-cbor .build-fuzz/corpus-ctaphid
+		.build-fuzz/corpus-cbor .build-fuzz/corpus-ctaphid .build-fuzz/corpus-u2f
 	mkdir -p .build-fuzz/corpus-agent .build-fuzz/corpus-protocol .build-fuzz/corpus-lane .build-fuzz/corpus-registry \
-		.build-fuzz/corpus-cbor .build-fuzz/corpus-ctaphid
+		.build-fuzz/corpus-cbor .build-fuzz/corpus-ctaphid .build-fuzz/corpus-u2f
 	cp Fuzz/AgentMessage/Corpus/* .build-fuzz/corpus-agent/
 	cp Fuzz/ProtocolFrame/Corpus/* .build-fuzz/corpus-protocol/
 	cp Fuzz/ProtocolFrame/Corpus/* .build-fuzz/corpus-lane/
 	cp Fuzz/AppRegistration/Corpus/* .build-fuzz/corpus-registry/
 	cp Fuzz/FIDO/CBORCorpus/* .build-fuzz/corpus-cbor/
 	cp Fuzz/FIDO/CTAPHIDCorpus/* .build-fuzz/corpus-ctaphid/
+	cp Fuzz/FIDO/U2FCorpus/* .build-fuzz/corpus-u2f/
 	FUZZ_TARGET=agent .build-fuzz/debug/message-fuzz -max_total_time=$(FUZZ_SECONDS) .build-fuzz/corpus-agent
 	FUZZ_TARGET=protocol .build-fuzz/debug/message-fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=4096 .build-fuzz/corpus-protocol
 	FUZZ_TARGET=lane .build-fuzz/debug/message-fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=8192 .build-fuzz/corpus-lane
 	FUZZ_TARGET=registry .build-fuzz/debug/message-fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=8192 .build-fuzz/corpus-registry
 	FUZZ_TARGET=cbor .build-fuzz/debug/message-fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=8192 .build-fuzz/corpus-cbor
 	FUZZ_TARGET=ctaphid .build-fuzz/debug/message-fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=16384 .build-fuzz/corpus-ctaphid
+	FUZZ_TARGET=u2f .build-fuzz/debug/message-fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=4096 .build-fuzz/corpus-u2f
 
 # The public modules' documentation (their DocC catalogs and doc comments) as static sites in .build/docs/<Module>,
 # through swift-docc-plugin; docc warns about every link it cannot resolve.

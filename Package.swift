@@ -249,7 +249,7 @@ let package = Package(
             path: "Fuzz",
             exclude: [
                 "AgentMessage/Corpus", "ProtocolFrame/Corpus", "AppRegistration/Corpus", "FIDO/CBORCorpus",
-                "FIDO/CTAPHIDCorpus",
+                "FIDO/CTAPHIDCorpus", "FIDO/U2FCorpus",
             ]),
 
         // Benchmarks: ratios against baselines measured in the same run (`make bench`).

@@ -2,8 +2,9 @@ import Foundation
 
 // The fuzz targets (`make fuzz`), one executable: `FUZZ_TARGET=agent` (the SSH agent's message parser),
 // `FUZZ_TARGET=protocol` (localauthd's frames and messages), `FUZZ_TARGET=lane` (the lane's frame reader on a
-// socket), `FUZZ_TARGET=registry` (the app registry's files), `FUZZ_TARGET=cbor` (CTAP's CBOR decoder) or
-// `FUZZ_TARGET=ctaphid` (the CTAPHID assembler) picks the one libFuzzer drives.
+// socket), `FUZZ_TARGET=registry` (the app registry's files), `FUZZ_TARGET=cbor` (CTAP's CBOR decoder),
+// `FUZZ_TARGET=ctaphid` (the CTAPHID assembler) or `FUZZ_TARGET=u2f` (U2F's command APDUs) picks the one libFuzzer
+// drives.
 
 /// The targets by name, with their seed corpus directories.
 let fuzzTargets: [(name: String, corpus: String, run: @Sendable ([UInt8]) -> Void)] = [
@@ -13,6 +14,7 @@ let fuzzTargets: [(name: String, corpus: String, run: @Sendable ([UInt8]) -> Voi
     ("registry", "AppRegistration/Corpus", appRegistrationFuzz),
     ("cbor", "FIDO/CBORCorpus", cborFuzz),
     ("ctaphid", "FIDO/CTAPHIDCorpus", ctaphidFuzz),
+    ("u2f", "FIDO/U2FCorpus", u2fFuzz),
 ]
 
 #if FUZZING

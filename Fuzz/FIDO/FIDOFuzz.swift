@@ -1,7 +1,7 @@
 import FIDOProtocol
 
-// libFuzzer targets over FIDO2's wire (`make fuzz`): CTAP's CBOR decoder and the CTAPHID assembler. Any bytes must
-// decode or be refused, never crash.
+// libFuzzer targets over FIDO2's wire (`make fuzz`): CTAP's CBOR decoder, the CTAPHID assembler and U2F's command
+// APDUs. Any bytes must decode or be refused, never crash.
 
 /// Decodes; what decodes re-encodes canonically, and the canonical bytes decode to an item that encodes to them
 /// again.
@@ -28,4 +28,13 @@ func ctaphidFuzz(_ bytes: [UInt8]) {
         let outcomes = message.packets().map { again.receive($0, at: 0) }
         precondition(outcomes.last == .message(message), "a message does not survive its own framing")
     }
+}
+
+/// Parses the bytes as a U2F command APDU; what parses comes out the same from its own extended encoding.
+func u2fFuzz(_ bytes: [UInt8]) {
+    guard let command = try? U2F.Command(bytes), command.data.count <= 0xFFFF else { return }
+    guard let again = try? U2F.Command(command.encoded) else {
+        preconditionFailure("an APDU's own encoding is refused")
+    }
+    precondition(again == command, "an APDU does not survive its own encoding")
 }

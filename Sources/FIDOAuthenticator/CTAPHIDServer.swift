@@ -3,8 +3,9 @@ import Foundation
 
 /// The device side of CTAPHID (CTAP 2.1 §11.2) over any transport that carries 64-byte reports to and from peers
 /// (a UDP sender, a uhid device): channels handed out by `INIT`, `PING`, `WINK`, `CBOR` answered by the
-/// authenticator with `KEEPALIVE` every 100 ms while it waits for the user, `CANCEL`, and the framing errors of
-/// ``CTAPHIDAssembler``. One `CBOR` request runs at a time; another channel that asks meanwhile is told
+/// authenticator with `KEEPALIVE` every 100 ms while it waits for the user, `MSG` (U2F, whose requests do not wait
+/// for the user: they are asked again until the user was there), `CANCEL`, and the framing errors of
+/// ``CTAPHIDAssembler``. One `CBOR` or `MSG` request runs at a time; another channel that asks meanwhile is told
 /// `ERR_CHANNEL_BUSY`. A channel answers only the peer that opened it.
 public actor CTAPHIDServer<Peer: Hashable & Sendable> {
     /// Sends one report to a peer.
@@ -76,7 +77,7 @@ public actor CTAPHIDServer<Peer: Hashable & Sendable> {
                 message.payload + CTAPHID.channelBytes(assigned)
                 + [
                     2, version.major, version.minor, version.build,
-                    (CTAPHID.Capabilities.cbor.union(.wink).union(.noMessage)).rawValue,
+                    (CTAPHID.Capabilities.cbor.union(.wink)).rawValue,
                 ]
             return reply(CTAPHID.Message(channel: channel, command: .initialize, payload: payload), to: peer)
         }
@@ -89,13 +90,10 @@ public actor CTAPHIDServer<Peer: Hashable & Sendable> {
         case .cancel:
             // No answer to CANCEL itself; the request it cancels answers CTAP2_ERR_KEEPALIVE_CANCEL.
             if let running, running.channel == channel { running.task.cancel() }
-        case .cbor:
-            if let running, running.channel != channel {
-                return reply(.error(.channelBusy, channel: channel), to: peer)
-            }
+        case .cbor, .msg:
             guard running == nil else { return reply(.error(.channelBusy, channel: channel), to: peer) }
             guard !message.payload.isEmpty else { return reply(.error(.invalidLength, channel: channel), to: peer) }
-            startRequest(message.payload, channel: channel, peer: peer)
+            startRequest(message, peer: peer)
         default: reply(.error(.invalidCommand, channel: channel), to: peer)
         }
     }
@@ -103,7 +101,10 @@ public actor CTAPHIDServer<Peer: Hashable & Sendable> {
     /// Runs one CBOR request on its own task, sending KEEPALIVE every 100 ms until its answer goes out. A cancelled
     /// request (CANCEL) still answers what the authenticator answered: `CTAP2_ERR_KEEPALIVE_CANCEL` when the approval
     /// was cancelled, or its result when the user had already approved.
-    private func startRequest(_ request: [UInt8], channel: UInt32, peer: Peer) {
+    private func startRequest(_ message: CTAPHID.Message, peer: Peer) {
+        let (channel, request, isU2F) = (
+            message.channel, message.payload, message.command == CTAPHID.Command.msg.rawValue
+        )
         let authenticator = self.authenticator
         requests += 1
         let number = requests
@@ -112,28 +113,31 @@ public actor CTAPHIDServer<Peer: Hashable & Sendable> {
                 while !Task.isCancelled {
                     try? await Task.sleep(for: .milliseconds(100))
                     guard !Task.isCancelled else { break }
-                    self.keepalive(channel: channel, peer: peer)
+                    self.keepalive(channel: channel, peer: peer, waitingForUser: !isU2F)
                 }
             }
-            let answer = await authenticator.respond(to: request, session: UInt64(channel))
+            let answer =
+                isU2F
+                ? await authenticator.respondU2F(to: request, session: UInt64(channel))
+                : await authenticator.respond(to: request, session: UInt64(channel))
             keepalive.cancel()
-            self.finish(number, channel: channel, peer: peer, answer: answer)
+            self.finish(number, channel: channel, peer: peer, answer: answer, command: isU2F ? .msg : .cbor)
         }
         running = (number, channel, task)
     }
 
-    private func keepalive(channel: UInt32, peer: Peer) {
+    private func keepalive(channel: UInt32, peer: Peer, waitingForUser: Bool) {
         guard let running, running.channel == channel else { return }
-        let status = CTAPHID.KeepaliveStatus.userPresenceNeeded.rawValue
+        let status = (waitingForUser ? CTAPHID.KeepaliveStatus.userPresenceNeeded : .processing).rawValue
         reply(CTAPHID.Message(channel: channel, command: .keepalive, payload: [status]), to: peer)
     }
 
-    private func finish(_ number: UInt64, channel: UInt32, peer: Peer, answer: [UInt8]) {
+    private func finish(_ number: UInt64, channel: UInt32, peer: Peer, answer: [UInt8], command: CTAPHID.Command) {
         guard let running, running.number == number else { return }
         self.running = nil
         // An answer CTAPHID cannot carry (names are cut to fit, so none should come) is an error, not a crash.
         guard answer.count <= CTAPHID.maximumMessage else { return reply(.error(.other, channel: channel), to: peer) }
-        reply(CTAPHID.Message(channel: channel, command: .cbor, payload: answer), to: peer)
+        reply(CTAPHID.Message(channel: channel, command: command, payload: answer), to: peer)
     }
 
     /// A new random channel for `peer`; the oldest is forgotten past ``maximumChannels``.

@@ -12,8 +12,8 @@ import SecureCrypto
 /// the user's presence. Attestation is `none`.
 ///
 /// Extensions: `hmac-secret` (a credential's two CredRandom values are its right's secret, read only after the
-/// finger) and `credProtect`; other extensions are ignored. Not served: CTAP1/U2F (no `MSG` capability), tokens of
-/// built-in user verification (so FIDO_2_1 is not claimed).
+/// finger) and `credProtect`; other extensions are ignored. CTAP1/U2F too (``respondU2F(to:session:)``). Not served:
+/// tokens of built-in user verification (so FIDO_2_1 is not claimed).
 public actor FIDOAuthenticator {
     /// This authenticator model's AAGUID (a random version 4 UUID chosen for it, the same on every machine).
     public static let aaguid: [UInt8] = [
@@ -40,11 +40,14 @@ public actor FIDOAuthenticator {
     var pin: PINSession?
     /// When this power cycle began: a reset is taken only within 10 s of it (CTAP 2.1 §6.6).
     private let started = ContinuousClock.now
+    /// The U2F request waiting for the user or for its client to ask again, and how many have been.
+    var u2fPresence: U2FPresence?
+    var u2fRequests: UInt64 = 0
     /// What credential management's "next" subcommands continue.
     var managementEnumeration: ManagementEnumeration?
     /// What `GetNextAssertion` continues (CTAP 2.1 §6.3): the credentials left, the request's data, the session
     /// (a CTAPHID channel) that asked, and when it ends (30 s after the last assertion).
-    private var pendingAssertions:
+    var pendingAssertions:
         (
             credentials: [FIDOCredential], clientDataHash: [UInt8], verified: Bool, hmac: HMACSecretRequest?,
             session: UInt64, deadline: ContinuousClock.Instant
@@ -69,6 +72,7 @@ public actor FIDOAuthenticator {
     public func respond(to request: [UInt8], session: UInt64 = 0) async -> [UInt8] {
         guard let first = request.first else { return [CTAP2.Status.invalidLength.rawValue] }
         guard let command = CTAP2.Command(rawValue: first) else { return [CTAP2.Status.invalidCommand.rawValue] }
+        await abandonU2FPresence()
         if command != .getNextAssertion { pendingAssertions = nil }
         if command != .credentialManagement && command != .credentialManagementPreview { managementEnumeration = nil }
         do {
@@ -111,7 +115,7 @@ public actor FIDOAuthenticator {
         .map([
             // FIDO_2_1 asks for tokens of built-in user verification, not served. FIDO_2_1_PRE's credential
             // management is: getPinToken's token serves it, as the prototype's did.
-            .int(1): .array([.text("FIDO_2_0"), .text("FIDO_2_1_PRE")]),
+            .int(1): .array([.text("U2F_V2"), .text("FIDO_2_0"), .text("FIDO_2_1_PRE")]),
             .int(2): .array([.text(credProtect), .text(HMACSecretRequest.name)]),
             .int(3): .bytes(aaguid),
             // makeCredUvNotRqd: a server-side (non-discoverable) credential may be made without user verification, as

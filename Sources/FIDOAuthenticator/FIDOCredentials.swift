@@ -36,6 +36,9 @@ public struct FIDOCredential: Codable, Sendable, Equatable {
     /// The `credProtect` level it was made with (CTAP 2.1 §12.1): 2 keeps it from a sign-in without user verification
     /// that names no credentials, 3 from any sign-in without user verification; nil or 1 for none.
     public var protection: Int? = nil
+    /// For a credential registered over U2F: the SHA-256 of the application (U2F sends no site's name, so the
+    /// record's `relyingParty` is `u2f:` and this in hexadecimal).
+    public var applicationParameter: [UInt8]? = nil
 
     /// Whether a sign-in may find this credential: with user verification always; without, per its `credProtect`
     /// level (2 only when the request names it in its allow list).
@@ -45,6 +48,13 @@ public struct FIDOCredential: Codable, Sendable, Equatable {
         case 2: verified || named
         default: true
         }
+    }
+
+    /// Whether this credential answers U2F requests for `application` (a SHA-256): a U2F registration's for its
+    /// application, a CTAP2 credential's for its relying party's ID (CTAP 2.1 §10.3).
+    func answers(application: [UInt8]) -> Bool {
+        applicationParameter.map { $0 == application }
+            ?? (Array(SHA256.hash(Data(relyingParty.utf8))) == application)
     }
 
     /// The credential ID in hexadecimal, as `lactl fido list` shows it and `lactl fido delete` takes it.

@@ -68,7 +68,7 @@ struct CTAPHIDServerTests {
         #expect(message.channel == CTAPHID.broadcastChannel && message.command == CTAPHID.Command.initialize.rawValue)
         #expect(Array(message.payload.prefix(8)) == nonce && message.payload.count == 17)
         #expect(message.payload[12] == 2, "CTAPHID protocol version 2")
-        #expect(message.payload[16] == 0x0D, "capabilities: WINK, CBOR, no MSG")
+        #expect(message.payload[16] == 0x05, "capabilities: WINK, CBOR, and MSG (NMSG clear)")
         return CTAPHID.channel(of: Array(message.payload[8..<12]))!
     }
 
@@ -90,7 +90,7 @@ struct CTAPHIDServerTests {
         }
         #expect(answer.payload.first == CTAP2.Status.ok.rawValue)
         let info = try CBOR(decoding: Array(answer.payload.dropFirst()))
-        #expect(info[1] == .array([.text("FIDO_2_0"), .text("FIDO_2_1_PRE")]))
+        #expect(info[1] == .array([.text("U2F_V2"), .text("FIDO_2_0"), .text("FIDO_2_1_PRE")]))
     }
 
     /// A channel answers only the peer that opened it: another peer's reports on it are dropped, and a channel

@@ -90,14 +90,14 @@ struct FIDOAuthenticatorTests {
         let info = try await client(python, address, ["info"], world: world)
         let versions = info["versions"] as? [String] ?? []
         let options = info["options"] as? [String: Bool] ?? [:]
-        #expect(versions == ["FIDO_2_0", "FIDO_2_1_PRE"], "\(info)")
+        #expect(versions == ["U2F_V2", "FIDO_2_0", "FIDO_2_1_PRE"], "\(info)")
         #expect(info["aaguid"] as? String == "6c6163746c2d46498d4f2d6c6f63616c", "\(info)")
         #expect(options["rk"] == true && options["uv"] == true && options["plat"] == false, "\(info)")
         #expect(options["credentialMgmtPreview"] == true && options["pinUvAuthToken"] == nil, "\(info)")
         #expect(info["extensions"] as? [String] == ["credProtect", "hmac-secret"], "\(info)")
-        // CTAPHID_INIT's capabilities: CBOR and WINK, no MSG (no CTAP1/U2F yet).
+        // CTAPHID_INIT's capabilities: CBOR and WINK, and MSG (CTAP1/U2F) since NMSG is clear.
         let logText = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-        #expect(info["capabilities"] as? Int == 0x0D, "\(info)\n\(logText)")
+        #expect(info["capabilities"] as? Int == 0x05, "\(info)\n\(logText)")
         await world.close()
     }
 
@@ -436,6 +436,56 @@ struct FIDOAuthenticatorTests {
             try lactlExecutable(), ["rights", "list"], environment: world.toolEnvironment())
         #expect(
             !rights.output.contains("fido.\(aliceID)") && rights.output.contains("fido.\(bobID)"), "\(rights.output)")
+        await world.close()
+    }
+
+    /// CTAP1/U2F through python-fido2's `Ctap1`, asking again while the authenticator answers "conditions not
+    /// satisfied" as U2F clients do: a registration after the finger, whose self-signed attestation certificate and
+    /// signature the library checks; a check-only request that names the key handle (0x6985) or another
+    /// application (0x6A80); signatures after the finger with the counter moving; a CTAP2 credential answering
+    /// under its RP ID's hash, except one whose credProtect level 3 asks for user verification, which U2F never
+    /// gives.
+    @Test func u2fRegistersAndSignsAfterTheFingerAndCTAP2CredentialsAnswerToo() async throws {
+        let python = try Self.python()
+        let world = try RightsWorld()
+        try await world.enrollForThisUser("alice-1", finger: .rightIndex)
+        let (server, address, log) = try await serve(world)
+        defer { _ = server.stop() }
+        let legacy = try relyingParty(world, "u2f")
+        let registered = try await client(
+            python, address, ["u2f-register", legacy], world: world, scans: ["SCAN alice-1"], log: log)
+        let handle = try #require(registered["key_handle"] as? String, "\(registered)")
+        #expect(registered["version"] as? String == "U2F_V2", "\(registered)")
+        #expect(registered["subject"] as? String == "CN=lactl fido U2F", "\(registered)")
+        let known = try await client(python, address, ["u2f-authenticate", legacy, "--check"], world: world)
+        #expect(known["check"] as? String == "0x6985", "\(known)")
+        let otherApplication = try await client(
+            python, address, ["u2f-authenticate", legacy, "--check", "--app", "https://other.test"], world: world)
+        #expect(otherApplication["check"] as? String == "0x6a80", "\(otherApplication)")
+        for expected in 1...2 {
+            let signed = try await client(
+                python, address, ["u2f-authenticate", legacy], world: world, scans: ["SCAN alice-1"], log: log)
+            #expect(signed["counter"] as? Int == expected && signed["user_presence"] as? Int == 1, "\(signed)")
+        }
+        let listed = try await runCapturingOutput(
+            try lactlExecutable(), ["fido", "list"], environment: world.toolEnvironment())
+        #expect(listed.output.contains(handle) && listed.output.contains("u2f:"), "\(listed.output)")
+
+        let modern = try relyingParty(world, "ctap2")
+        let made = try await client(
+            python, address, ["register", modern, "alice"], world: world, scans: ["SCAN alice-1"], log: log)
+        #expect(made["registered"] != nil, "\(made)")
+        let overU2F = try await client(
+            python, address, ["u2f-authenticate", modern, "--ctap2"], world: world, scans: ["SCAN alice-1"], log: log)
+        #expect(overU2F["counter"] as? Int == 1, "\(overU2F)")
+        let protected = try relyingParty(world, "protected")
+        let strict = try await client(
+            python, address, ["register", protected, "bob", "--resident", "--uv", "--protect", "3"], world: world,
+            scans: ["SCAN alice-1"], log: log)
+        #expect(strict["protect"] as? Int == 3, "\(strict)")
+        let hidden = try await client(
+            python, address, ["u2f-authenticate", protected, "--ctap2", "--check"], world: world)
+        #expect(hidden["check"] as? String == "0x6a80", "\(hidden)")
         await world.close()
     }
 }

@@ -12,6 +12,8 @@ library's own client and server (Fido2Client, Fido2Server, which verifies attest
     fido_udp.py ADDRESS creds PIN [--bound RP_ID]
     fido_udp.py ADDRESS cred-delete PIN HEX_ID [--bound RP_ID]
     fido_udp.py ADDRESS cred-rename PIN HEX_ID NAME
+    fido_udp.py ADDRESS u2f-register STATE_DIR [--app APP_ID]
+    fido_udp.py ADDRESS u2f-authenticate STATE_DIR [--app APP_ID] [--check] [--ctap2]
     fido_udp.py @LOG reset
 
 Prints one JSON object; the exit status is 0 when the library accepted every step. STATE_DIR keeps the registered
@@ -20,7 +22,10 @@ the user by the PIN instead of the authenticator's built-in verification. `@LOG`
 print its address in LOG and then speaks at once (a reset is taken only within 10 s of the start). `--rp ID`, before
 the command, names another relying party than example.test. The `creds` commands manage passkeys through the
 library's CredentialManagement with a PIN token (with --bound, a token for credential management of one relying
-party only, asked for with getPinUvAuthTokenUsingPinWithPermissions)."""
+party only, asked for with getPinUvAuthTokenUsingPinWithPermissions). The `u2f` commands speak CTAP1 through the
+library's `Ctap1`, asking again while the authenticator answers "conditions not satisfied" (0x6985), as U2F clients
+do until the user was there; the library verifies each signature (and --check asks only whether the key handle is
+known; --ctap2 uses the first credential registered with CTAP2 in STATE_DIR, under its RP ID's hash)."""
 import dataclasses
 import hashlib
 import json
@@ -30,7 +35,9 @@ import sys
 import time
 
 from fido2.client import DefaultClientDataCollector, Fido2Client, UserInteraction
+from fido2.cose import CoseKey
 from fido2.ctap import CtapError
+from fido2.ctap1 import APDU, ApduError, Ctap1
 from fido2.ctap2 import Ctap2
 from fido2.ctap2.credman import CredentialManagement
 from fido2.ctap2.extensions import CredProtectExtension, HmacSecretExtension
@@ -162,6 +169,58 @@ def list_credentials(manager, bound=None):
     return listed
 
 
+def poll(call, *args, **kwargs):
+    """`call` asked again every 100 ms while the authenticator waits for the user (0x6985), for 170 s at most."""
+    deadline = time.time() + 170
+    while True:
+        try:
+            return call(*args, **kwargs)
+        except ApduError as error:
+            if error.code != APDU.USE_NOT_SATISFIED or time.time() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def u2f(device, command, state_dir, flags):
+    from cryptography import x509
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    ctap1 = Ctap1(device)
+    app_id = flags[flags.index("--app") + 1] if "--app" in flags else "https://u2f.example.test"
+    app_param = hashlib.sha256(app_id.encode()).digest()
+    client_param = os.urandom(32)
+    path = os.path.join(state_dir, "u2f.json")
+    if command == "u2f-register":
+        registration = poll(ctap1.register, client_param, app_param)
+        registration.verify(app_param, client_param)
+        certificate = x509.load_der_x509_certificate(registration.certificate)
+        certificate.public_key().verify(certificate.signature, certificate.tbs_certificate_bytes,
+                                        ec.ECDSA(certificate.signature_hash_algorithm))
+        with open(path, "w") as file:
+            json.dump({"key_handle": registration.key_handle.hex(), "public_key": registration.public_key.hex()}, file)
+        return {"key_handle": registration.key_handle.hex(), "version": ctap1.get_version(),
+                "subject": certificate.subject.rfc4514_string()}
+    if "--ctap2" in flags:
+        credential = load(state_dir)[0]
+        app_param = hashlib.sha256(RP.id.encode()).digest()
+        key_handle = bytes(credential.credential_id)
+        public_key = credential.public_key
+    else:
+        with open(path) as file:
+            saved = json.load(file)
+        key_handle = bytes.fromhex(saved["key_handle"])
+        public_key = CoseKey.for_alg(-7).from_ctap1(bytes.fromhex(saved["public_key"]))
+    if "--check" in flags:
+        try:
+            ctap1.authenticate(client_param, app_param, key_handle, check_only=True)
+        except ApduError as error:
+            return {"check": hex(error.code)}
+        return {"check": "signed without the user"}
+    signature = poll(ctap1.authenticate, client_param, app_param, key_handle)
+    public_key.verify(app_param + bytes(signature)[:5] + client_param, signature.signature)
+    return {"counter": signature.counter, "user_presence": signature.user_presence}
+
+
 def load(state_dir):
     path = os.path.join(state_dir, "credentials.json")
     if not os.path.exists(path):
@@ -248,6 +307,9 @@ def main():
             CredentialManagement.PARAM.CREDENTIAL_ID: {"type": "public-key", "id": bytes.fromhex(flags[1])},
             CredentialManagement.PARAM.USER: {"id": user["id"], "name": flags[2], "displayName": flags[2].title()}})
         print(json.dumps({"ok": True}))
+        return
+    if command.startswith("u2f-"):
+        print(json.dumps(u2f(device, command, flags[0], flags[1:])))
         return
     if command == "reset":
         Ctap2(device).reset()
