@@ -64,7 +64,17 @@ public actor FIDOAuthenticator {
     ) {
         self.credentials = credentials
         self.maximumDiscoverable = maximumDiscoverable
-        self.approve = approve ?? { right, reason in try await right.authorize(localizedReason: reason) }
+        let given = approve ?? { right, reason in try await right.authorize(localizedReason: reason) }
+        // A request cancelled (CTAPHID's CANCEL, a client that resynchronizes, a U2F request dropped) ends the
+        // prompt: deauthorizing a right that is authorizing cancels its evaluation, which frees the reader.
+        self.approve = { right, reason in
+            try await withTaskCancellationHandler {
+                try Task.checkCancellation()
+                try await given(right, reason)
+            } onCancel: {
+                Task { await right.deauthorize() }
+            }
+        }
     }
 
     /// Answers one `CTAPHID_CBOR` request of `session` (the transport's name for the client: its CTAPHID channel):

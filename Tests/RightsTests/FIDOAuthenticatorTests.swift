@@ -488,4 +488,29 @@ struct FIDOAuthenticatorTests {
         #expect(hidden["check"] as? String == "0x6a80", "\(hidden)")
         await world.close()
     }
+
+    /// A client that cancels (CTAPHID_CANCEL) while the authenticator waits for the finger ends the prompt: the
+    /// request answers KEEPALIVE_CANCEL at once, nothing is made, and the reader is free for the next request.
+    @Test func cancelEndsTheFingerPromptAndFreesTheReader() async throws {
+        let python = try Self.python()
+        let world = try RightsWorld()
+        try await world.enrollForThisUser("alice-1", finger: .rightIndex)
+        let (server, address, log) = try await serve(world)
+        defer { _ = server.stop() }
+        let state = try relyingParty(world, "rp")
+        let cancelled = try await client(
+            python, address, ["register", state, "alice", "--cancel-on-prompt", log], world: world)
+        let error = cancelled["error"] as? String ?? "no error: \(cancelled)"
+        #expect(error.contains("KEEPALIVE_CANCEL") || error.contains("CANCEL"), "\(cancelled)")
+        // The prompt ended because of the cancel (written before the answer went out), not by the reader's timeout.
+        let logText = try String(contentsOfFile: log, encoding: .utf8)
+        #expect(logText.contains("not approved: the evaluation was cancelled by the app"), "\(logText)")
+        let listed = try await runCapturingOutput(
+            try lactlExecutable(), ["fido", "list"], environment: world.toolEnvironment())
+        #expect(listed.output.contains("No FIDO credentials."), "\(listed.output)")
+        let registered = try await client(
+            python, address, ["register", state, "alice"], world: world, scans: ["SCAN alice-1"], log: log)
+        #expect(registered["registered"] != nil, "\(registered)")
+        await world.close()
+    }
 }

@@ -3,6 +3,7 @@ library's own client and server (Fido2Client, Fido2Server, which verifies attest
 
     fido_udp.py ADDRESS info
     fido_udp.py ADDRESS register STATE_DIR USER [--resident] [--uv] [--pin PIN] [--hmac] [--protect 1|2|3]
+                                                [--cancel-on-prompt LOG]
     fido_udp.py ADDRESS authenticate STATE_DIR [--discoverable] [--uv] [--pin PIN] [--salt HEX]
     fido_udp.py ADDRESS pin-set PIN [--protocol 1|2]
     fido_udp.py ADDRESS pin-change OLD NEW [--protocol 1|2]
@@ -19,7 +20,8 @@ library's own client and server (Fido2Client, Fido2Server, which verifies attest
 Prints one JSON object; the exit status is 0 when the library accepted every step. STATE_DIR keeps the registered
 credentials between runs (credentials.json), as a relying party's database would. With --pin, the client verifies
 the user by the PIN instead of the authenticator's built-in verification. `@LOG` waits for the authenticator to
-print its address in LOG and then speaks at once (a reset is taken only within 10 s of the start). `--rp ID`, before
+print its address in LOG and then speaks at once (a reset is taken only within 10 s of the start). With
+--cancel-on-prompt, the client cancels the registration (CTAPHID_CANCEL) once LOG shows the authenticator's prompt. `--rp ID`, before
 the command, names another relying party than example.test. The `creds` commands manage passkeys through the
 library's CredentialManagement with a PIN token (with --bound, a token for credential management of one relying
 party only, asked for with getPinUvAuthTokenUsingPinWithPermissions). The `u2f` commands speak CTAP1 through the
@@ -221,6 +223,24 @@ def u2f(device, command, state_dir, flags):
     return {"counter": signature.counter, "user_presence": signature.user_presence}
 
 
+def cancel_on_prompt(log):
+    """An event the library watches to cancel a request, set once `log` shows the registration's prompt."""
+    import threading
+    event = threading.Event()
+
+    def watch():
+        while not event.is_set():
+            if os.path.exists(log):
+                with open(log) as file:
+                    if "wants to make a passkey" in file.read():
+                        event.set()
+                        return
+            time.sleep(0.01)
+
+    threading.Thread(target=watch, daemon=True).start()
+    return event
+
+
 def load(state_dir):
     path = os.path.join(state_dir, "credentials.json")
     if not os.path.exists(path):
@@ -338,7 +358,10 @@ def main():
             extensions["enforceCredentialProtectionPolicy"] = True
         if extensions:
             public_key = dataclasses.replace(public_key, extensions=extensions)
-        response = client.make_credential(public_key)
+        event = None
+        if "--cancel-on-prompt" in flags:
+            event = cancel_on_prompt(flags[flags.index("--cancel-on-prompt") + 1])
+        response = client.make_credential(public_key, event=event)
         auth_data = server.register_complete(state, response)
         credentials.append(auth_data.credential_data)
         save(state_dir, credentials)
