@@ -168,6 +168,11 @@ install: bootstrap pam
 	sed 's|@BINDIR@|$(BINDIR)|' Resources/systemd/user/lactl-secret-service.service > secret-service.service.tmp
 	install -D -m 0644 secret-service.service.tmp $(DESTDIR)$(SYSTEMD_USER_UNIT_DIR)/lactl-secret-service.service
 	rm -f secret-service.service.tmp
+	sed 's|@BINDIR@|$(BINDIR)|' Resources/systemd/user/lactl-fido.service > fido.service.tmp
+	install -D -m 0644 fido.service.tmp $(DESTDIR)$(SYSTEMD_USER_UNIT_DIR)/lactl-fido.service
+	rm -f fido.service.tmp
+	install -D -m 0644 Resources/udev/70-lactl-fido-uhid.rules \
+		$(DESTDIR)$(PREFIX)/share/local-authentication/udev/70-lactl-fido-uhid.rules
 	sed 's|@BINDIR@|$(BINDIR)|' Resources/dbus-1/org.freedesktop.secrets.service > secrets-activation.tmp
 	install -D -m 0644 secrets-activation.tmp $(DESTDIR)$(DBUS_SESSION_SERVICE_DIR)/org.freedesktop.secrets.service
 	rm -f secrets-activation.tmp
@@ -188,7 +193,8 @@ uninstall:
 	rm -f $(DESTDIR)$(SYSTEMD_UNIT_DIR)/localauthd.socket $(DESTDIR)$(SYSTEMD_UNIT_DIR)/localauthd.service
 	rm -f $(DESTDIR)$(PAM_MODULE_DIR)/pam_localauth.so $(DESTDIR)$(SYSTEMD_USER_UNIT_DIR)/localauthd-screen-lock.service
 	rm -f $(DESTDIR)$(SYSTEMD_USER_UNIT_DIR)/localauthd-agent.service $(DESTDIR)$(SYSTEMD_USER_UNIT_DIR)/lactl-ssh-agent.service \
-		$(DESTDIR)$(SYSTEMD_USER_UNIT_DIR)/lactl-secret-service.service
+		$(DESTDIR)$(SYSTEMD_USER_UNIT_DIR)/lactl-secret-service.service $(DESTDIR)$(SYSTEMD_USER_UNIT_DIR)/lactl-fido.service
+	rm -f $(DESTDIR)$(PREFIX)/share/local-authentication/udev/70-lactl-fido-uhid.rules
 	rm -f $(DESTDIR)$(DBUS_SESSION_SERVICE_DIR)/org.freedesktop.secrets.service
 	rm -f $(DESTDIR)$(MANDIR)/man1/lactl.1 $(DESTDIR)$(MANDIR)/man8/localauthd.8 $(DESTDIR)$(MANDIR)/man8/pam_localauth.8
 	rm -f $(DESTDIR)$(MANDIR)/man5/localauthd.conf.5 $(DESTDIR)$(BASH_COMPLETION_DIR)/lactl

@@ -296,7 +296,7 @@ let package = Package(
         .executableTarget(
             name: "keychain-stress", dependencies: ["SecurityClient", "EmbeddedEngine", "SecurityProtocol"]),
         // CTAP 2.1's CBOR and CTAPHID framing against the specifications' examples, and the CTAPHID server.
-        .testTarget(name: "FIDOTests", dependencies: ["FIDOProtocol", "FIDOAuthenticator"]),
+        .testTarget(name: "FIDOTests", dependencies: ["FIDOProtocol", "FIDOAuthenticator", "TestSupport"]),
         .testTarget(
             name: "KeychainStoreTests",
             dependencies: ["KeychainStore", "Enclave", "SecurityProtocol", "SecureCrypto", "TestSupport"]),

@@ -17,28 +17,28 @@ struct ServeFIDO: AsyncParsableCommand {
         commandName: "serve",
         abstract: "Serve CTAP 2.1 over CTAPHID until stopped.",
         discussion: """
+            --uhid makes a USB security key through /dev/uhid that browsers and libfido2 see on /dev/hidraw* (it \
+            needs write access to /dev/uhid: README, "Passkeys"); the device goes when the program ends. \
             --udp HOST:PORT carries one 64-byte CTAPHID report per datagram and answers the sender (for test tools \
             such as python-fido2; no kernel device is needed). It listens on loopback only, and any program of any \
             user of the machine can send it requests: it is a transport for tests. Each registration and sign-in \
             asks for the finger, naming the site, and writes one line on standard error.
             """)
 
+    @Flag(help: "Serve a HID security key made through /dev/uhid.")
+    var uhid = false
+
     @Option(help: "Serve CTAPHID reports over UDP on HOST:PORT (port 0: any free port, printed on standard output).")
-    var udp: String
+    var udp: String?
 
     @Option(help: "How many passkeys (discoverable credentials) to keep before refusing new ones (key store full).")
     var maxPasskeys = FIDOAuthenticator.defaultMaximumDiscoverable
 
+    func validate() throws {
+        guard uhid != (udp != nil) else { throw ValidationError("give one of --uhid and --udp HOST:PORT") }
+    }
+
     func run() async throws {
-        guard let colon = udp.lastIndex(of: ":"), let port = Int(udp[udp.index(after: colon)...]),
-            (0...65535).contains(port)
-        else { throw ValidationError("--udp takes HOST:PORT") }
-        let host = String(udp[..<colon])
-        // UDP says nothing of who sent a datagram: loopback only, and even there any program of any user of this
-        // machine can ask (a transport for tests; the uhid device is for people).
-        guard ["127.0.0.1", "::1", "localhost"].contains(host) else {
-            throw ValidationError("--udp listens on loopback only (127.0.0.1 or ::1): UDP carries no sender's identity")
-        }
         guard maxPasskeys >= 0 else { throw ValidationError("--max-passkeys takes a count (0 or more)") }
         let authenticator = FIDOAuthenticator(maximumDiscoverable: maxPasskeys) { right, reason in
             // The finger only, the prompt on standard error: a browser has no terminal to read a passcode from.
@@ -49,6 +49,20 @@ struct ServeFIDO: AsyncParsableCommand {
                 FileHandle.standardError.write(Data("lactl fido: not approved: \(error.localizedDescription)\n".utf8))
                 throw error
             }
+        }
+        guard let udp else {
+            let transport = try await sshReporting { try FIDOUHIDTransport(authenticator: authenticator) }
+            FileHandle.standardOutput.write(Data("FIDO_UHID=lactl fido\n".utf8))
+            return try await transport.run()
+        }
+        guard let colon = udp.lastIndex(of: ":"), let port = Int(udp[udp.index(after: colon)...]),
+            (0...65535).contains(port)
+        else { throw ValidationError("--udp takes HOST:PORT") }
+        let host = String(udp[..<colon])
+        // UDP says nothing of who sent a datagram: loopback only, and even there any program of any user of this
+        // machine can ask (a transport for tests; the uhid device is for people).
+        guard ["127.0.0.1", "::1", "localhost"].contains(host) else {
+            throw ValidationError("--udp listens on loopback only (127.0.0.1 or ::1): UDP carries no sender's identity")
         }
         let transport = try await FIDOUDPTransport(host: host, port: port, authenticator: authenticator)
         FileHandle.standardOutput.write(Data("FIDO_UDP=\(host):\(transport.port)\n".utf8))

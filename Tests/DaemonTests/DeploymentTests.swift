@@ -83,7 +83,7 @@ struct DeploymentTests {
     }
 
     /// The user units `make install` and the package lay out (the screen-lock watcher, the prompt agent, the SSH
-    /// agent, the Secret Service provider) pass systemd's checker as user units: their syntax and that `ExecStart` names an executable.
+    /// agent, the Secret Service provider, the FIDO security key) pass systemd's checker as user units: their syntax and that `ExecStart` names an executable.
     @Test func theUserUnitsVerify() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("user-units-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -92,7 +92,7 @@ struct DeploymentTests {
         var units: [String] = []
         for name in [
             "localauthd-screen-lock.service", "localauthd-agent.service", "lactl-ssh-agent.service",
-            "lactl-secret-service.service",
+            "lactl-secret-service.service", "lactl-fido.service",
         ] {
             let text = try String(
                 contentsOf: Self.root.appendingPathComponent("Resources/systemd/user/\(name)"), encoding: .utf8)
