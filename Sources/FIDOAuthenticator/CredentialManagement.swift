@@ -82,9 +82,10 @@ extension FIDOAuthenticator {
             try verify(rpIDHash)
             var answers: [CBOR] = []
             for passkey in passkeys where Self.hash(passkey.relyingParty) == rpIDHash {
-                guard let key = CBOR.coseKey(uncompressedP256: try await credentials.publicKey(of: passkey)) else {
-                    throw CTAP2.Status.other
-                }
+                // A passkey whose key cannot be read is left out, so the site's others can still be managed.
+                guard let point = try? await credentials.publicKey(of: passkey),
+                    let key = CBOR.coseKey(uncompressedP256: point)
+                else { continue }
                 answers.append(
                     .map([
                         .int(Answer.user.rawValue): Self.userEntity(passkey, withNames: true),
@@ -117,8 +118,13 @@ extension FIDOAuthenticator {
             guard try Self.required(user, "id", \.bytesValue) == passkey.userID else {
                 throw CTAP2.Status.invalidParameter
             }
-            let name = try Self.field(user, .text("name"), \.textValue).map(Self.truncated)
-            let displayName = try Self.field(user, .text("displayName"), \.textValue).map(Self.truncated)
+            // An empty or missing name removes it.
+            let name = try Self.field(user, .text("name"), \.textValue).flatMap {
+                $0.isEmpty ? nil : Self.truncated($0)
+            }
+            let displayName = try Self.field(user, .text("displayName"), \.textValue).flatMap {
+                $0.isEmpty ? nil : Self.truncated($0)
+            }
             try await credentials.updateRecord(hexID: passkey.hexID) { record in
                 record.userName = name
                 record.userDisplayName = displayName

@@ -71,6 +71,11 @@ public actor FIDOAuthenticator {
             try await withTaskCancellationHandler {
                 try Task.checkCancellation()
                 try await given(right, reason)
+                // A cancel that came before the prompt began, or as it ended: the client no longer waits.
+                if Task.isCancelled {
+                    await right.deauthorize()
+                    throw CancellationError()
+                }
             } onCancel: {
                 Task { await right.deauthorize() }
             }
@@ -197,10 +202,6 @@ public actor FIDOAuthenticator {
 
         let excluded = try Self.credentialIDs(parameters[Key.excludeList.rawValue])
         let known = try await credentials.credentials(relyingParty: rpID)
-        // Before the user is asked: a full store would waste their touch.
-        if discoverable, try await credentials.credentials().count(where: \.discoverable) >= maximumDiscoverable {
-            throw CTAP2.Status.keyStoreFull
-        }
         // A credential that needs user verification is excluded only for a request that verified the user.
         if let match = known.first(where: {
             excluded.contains($0.id) && $0.isOffered(verified: verified, named: true)
@@ -216,6 +217,11 @@ public actor FIDOAuthenticator {
             else { throw CTAP2.Status.operationDenied }
             await right.deauthorize()
             throw CTAP2.Status.credentialExcluded
+        }
+
+        // After the exclude list, before the user is asked: a full store would waste their touch.
+        if discoverable, try await credentials.credentials().count(where: \.discoverable) >= maximumDiscoverable {
+            throw CTAP2.Status.keyStoreFull
         }
 
         // hmac-secret: two CredRandom values, kept as the right's secret. credProtect: a level from 1 to 3 (others

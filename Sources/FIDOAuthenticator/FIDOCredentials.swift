@@ -110,7 +110,8 @@ public struct FIDOCredentials: Sendable {
         }
     }
 
-    /// Every credential's record (of `relyingParty` when given), newest first.
+    /// Every credential's record (of `relyingParty` when given, with the U2F registrations whose application is its
+    /// hash: the `appid` extension sends an AppID as the RP ID), newest first.
     public func credentials(relyingParty: String? = nil) async throws -> [FIDOCredential] {
         try await withClient {
             var query = Self.recordQuery(nil)
@@ -123,7 +124,11 @@ public struct FIDOCredentials: Sendable {
                 throw Self.error(status, "the FIDO credentials cannot be read")
             }
             return items.compactMap { try? JSONDecoder().decode(FIDOCredential.self, from: $0) }
-                .filter { relyingParty == nil || $0.relyingParty == relyingParty }
+                .filter { credential in
+                    guard let relyingParty else { return true }
+                    return credential.relyingParty == relyingParty
+                        || credential.applicationParameter == Array(SHA256.hash(Data(relyingParty.utf8)))
+                }
                 .sorted { $0.created > $1.created }
         }
     }

@@ -10,6 +10,9 @@ import SecureCrypto
 struct U2FPresence {
     /// The request this presence is for (INS, P1 and data): only the same request collects the answer.
     let request: [UInt8]
+    /// The requests that wait with it rather than drop it: for a signature, the same application and challenge
+    /// with another key handle (clients try each handle they hold in turn while they poll).
+    let group: [UInt8]
     let session: UInt64
     /// Which request this is, so a late answer of an abandoned one is recognized.
     let number: UInt64
@@ -61,6 +64,18 @@ extension FIDOAuthenticator {
         guard command.data.count == 64 else { throw U2F.StatusWord.wrongLength }
         let challenge = Array(command.data[0..<32])
         let application = Array(command.data[32..<64])
+        if Self.isDummyRegistration(challenge: challenge, application: application) {
+            // A client collecting a touch (no key handle of its list is here, or one is excluded): a key made for
+            // the answer and dropped, so nothing is kept.
+            return try await withU2FPresence(command, session: session) {
+                try await self.askPresence("A site asks you to touch this security key")
+                let key = try P256.PrivateKey()
+                let handle = Array(try SecureRandom.bytes(16))
+                return (
+                    try Self.registration(challenge, application, handle, Array(key.publicKey.x963Representation)), nil
+                )
+            }
+        }
         let credentials = self.credentials
         let approve = self.approve
         return try await withU2FPresence(command, session: session) {
@@ -73,17 +88,28 @@ extension FIDOAuthenticator {
                 try await approve(right, "A site wants to register this security key (U2F, which sends no site name)")
             }
             do {
-                let attestation = try AttestationCertificate()
-                let signed: [UInt8] = [0x00] + application + challenge + credential.id + publicKey
-                let signature = Array(try attestation.key.signature(for: signed).derRepresentation)
-                let data =
-                    [0x05] + publicKey + [UInt8(credential.id.count)] + credential.id + attestation.der + signature
-                return (data, credential.hexID)
+                return (try Self.registration(challenge, application, credential.id, publicKey), credential.hexID)
             } catch {
                 try? await credentials.delete(hexID: credential.hexID)
                 throw error
             }
         }
+    }
+
+    /// U2F's register answer for a key handle and public key, attested by a one-time key.
+    private static func registration(
+        _ challenge: [UInt8], _ application: [UInt8], _ handle: [UInt8], _ publicKey: [UInt8]
+    ) throws -> [UInt8] {
+        let attestation = try AttestationCertificate()
+        let signed: [UInt8] = [0x00] + application + challenge + handle + publicKey
+        let signature = Array(try attestation.key.signature(for: signed).derRepresentation)
+        return [0x05] + publicKey + [UInt8(handle.count)] + handle + attestation.der + signature
+    }
+
+    /// Whether a registration only collects a touch: Chrome's 0x41 application and 0x42 challenge; libfido2,
+    /// python-fido2 and authenticator-rs send the same 32 bytes as both.
+    static func isDummyRegistration(challenge: [UInt8], application: [UInt8]) -> Bool {
+        application == challenge || (application.allSatisfy { $0 == 0x41 } && challenge.allSatisfy { $0 == 0x42 })
     }
 
     /// `AUTHENTICATE`: the challenge's and the application's SHA-256, the key handle's length and the key handle.
@@ -113,7 +139,7 @@ extension FIDOAuthenticator {
             credential.applicationParameter == nil
             ? "\(credential.relyingParty) wants to sign in (U2F)"
             : "A site wants to sign in with this security key (U2F)"
-        return try await withU2FPresence(command, session: session) {
+        return try await withU2FPresence(command, session: session, group: [command.ins] + application + challenge) {
             let right = try await credentials.authorize(credential) { right in try await approve(right, reason) }
             do {
                 let count = try await credentials.countSignature(credential)
@@ -132,13 +158,21 @@ extension FIDOAuthenticator {
     }
 
     /// Runs `operation` (which asks for the finger) once for `command` from `session`, answering "conditions not
-    /// satisfied" until it is done, then its answer to the first request that asks again. Another request drops
-    /// the one waiting.
+    /// satisfied" until it is done, then its answer to the first request that asks again. A request of the same
+    /// `group` waits with it (answered "conditions not satisfied"); any other drops it.
     private func withU2FPresence(
-        _ command: U2F.Command, session: UInt64,
+        _ command: U2F.Command, session: UInt64, group: [UInt8]? = nil,
         operation: @escaping @Sendable () async throws -> (data: [UInt8], madeCredential: String?)
     ) async throws -> [UInt8] {
         let request = [command.ins, command.p1] + command.data
+        let group = group ?? request
+        if var presence = u2fPresence, presence.session == session, presence.group == group,
+            presence.request != request
+        {
+            presence.lastAsked = .now
+            u2fPresence = presence
+            throw U2F.StatusWord.conditionsNotSatisfied
+        }
         if var presence = u2fPresence, presence.request == request, presence.session == session {
             guard let answer = presence.answer else {
                 presence.lastAsked = .now
@@ -164,8 +198,12 @@ extension FIDOAuthenticator {
             await self.u2fFinished(number, answer)
         }
         u2fPresence = U2FPresence(
-            request: request, session: session, number: number, task: task, answer: nil, madeCredential: nil,
-            lastAsked: .now)
+            request: request, group: group, session: session, number: number, task: task, answer: nil,
+            madeCredential: nil, lastAsked: .now)
+        // A client that stops asking leaves no prompt and no credential behind, even when no request follows.
+        Task {
+            while await self.isU2FPresenceWaiting(number) { try? await Task.sleep(for: .seconds(1)) }
+        }
         throw U2F.StatusWord.conditionsNotSatisfied
     }
 
@@ -199,5 +237,11 @@ extension FIDOAuthenticator {
     private func dropStaleU2FPresence() async {
         guard let presence = u2fPresence, ContinuousClock.now - presence.lastAsked > Self.u2fPatience else { return }
         await abandonU2FPresence()
+    }
+
+    /// Whether U2F request `number` still waits for its client, once a stale one is dropped.
+    private func isU2FPresenceWaiting(_ number: UInt64) async -> Bool {
+        await dropStaleU2FPresence()
+        return u2fPresence?.number == number
     }
 }

@@ -376,7 +376,9 @@ struct FIDOAuthenticatorTests {
             python, address, ["--rp", "other.test", "register", other, "bob", "--resident", "--uv", "--protect", "2"],
             world: world, scans: ["SCAN alice-1"], log: log)
         let bobID = try #require(bob["registered"] as? String, "\(bob)")
-        let full = try await client(python, address, ["register", example, "carol", "--resident"], world: world)
+        let full = try await client(
+            python, address, ["register", try relyingParty(world, "example-carol"), "carol", "--resident"], world: world
+        )
         #expect(error(full).contains("KEY_STORE_FULL"), "\(full)")
         let serverSide = try await client(
             python, address, ["register", try relyingParty(world, "example-dave"), "dave"], world: world,
@@ -408,9 +410,15 @@ struct FIDOAuthenticatorTests {
         #expect(both[bobID]?["rp"] as? String == "other.test" && both[bobID]?["protect"] as? Int == 2, "\(both)")
         #expect(both[aliceID]?["existing"] as? Int == 2 && both[aliceID]?["remaining"] as? Int == 0, "\(both)")
 
-        // A token for other.test's credentials: bob only, and alice's passkey cannot be deleted with it.
+        // A token for other.test's credentials: bob's listed; the count, the sites, example.test's passkeys, and
+        // renaming or deleting alice's are refused.
         let bound = try await passkeys("--bound", "other.test")
         #expect(Set(bound.keys) == [bobID], "\(bound)")
+        let probed = try await client(
+            python, address, ["cred-probe", "1234", "other.test", "example.test", aliceID], world: world)
+        for name in ["metadata", "rps", "other_creds", "rename_other"] {
+            #expect(probed[name] as? String == "PIN_AUTH_INVALID", "\(name): \(probed)")
+        }
         let refused = try await client(
             python, address, ["cred-delete", "1234", aliceID, "--bound", "other.test"], world: world)
         #expect(error(refused).contains("PIN_AUTH_INVALID"), "\(refused)")
@@ -467,9 +475,27 @@ struct FIDOAuthenticatorTests {
                 python, address, ["u2f-authenticate", legacy], world: world, scans: ["SCAN alice-1"], log: log)
             #expect(signed["counter"] as? Int == expected && signed["user_presence"] as? Int == 1, "\(signed)")
         }
+        // The AppID through CTAP2 (the `appid` extension): the same credential, the counter moving on.
+        let viaCTAP2 = try await client(
+            python, address, ["u2f-authenticate", legacy, "--via-ctap2"], world: world, scans: ["SCAN alice-1"],
+            log: log)
+        #expect(viaCTAP2["counter"] as? Int == 3 && viaCTAP2["rp_id_hash_is_app"] as? Bool == true, "\(viaCTAP2)")
+        // A client that only collects a touch gets an answer, and nothing is kept.
+        let dummy = try await client(python, address, ["u2f-dummy"], world: world, scans: ["SCAN alice-1"], log: log)
+        #expect(dummy["ok"] as? Bool == true, "\(dummy)")
+        // Two key handles of one application polled in turn (authenticator-rs): one prompt, one signature.
+        let second = try relyingParty(world, "u2f-second")
+        let secondRegistered = try await client(
+            python, address, ["u2f-register", second], world: world, scans: ["SCAN alice-1"], log: log)
+        let secondHandle = try #require(secondRegistered["key_handle"] as? String, "\(secondRegistered)")
+        let either = try await client(
+            python, address, ["u2f-either", legacy, second], world: world, scans: ["SCAN alice-1"], log: log)
+        #expect([handle, secondHandle].contains(either["signed_by"] as? String ?? ""), "\(either)")
         let listed = try await runCapturingOutput(
             try lactlExecutable(), ["fido", "list"], environment: world.toolEnvironment())
-        #expect(listed.output.contains(handle) && listed.output.contains("u2f:"), "\(listed.output)")
+        #expect(listed.output.contains(handle) && listed.output.contains(secondHandle), "\(listed.output)")
+        let u2fLines = listed.output.split(separator: "\n").filter { $0.contains("u2f:") }
+        #expect(u2fLines.count == 2, "the touch-only registration kept nothing: \(listed.output)")
 
         let modern = try relyingParty(world, "ctap2")
         let made = try await client(

@@ -13,8 +13,11 @@ library's own client and server (Fido2Client, Fido2Server, which verifies attest
     fido_udp.py ADDRESS creds PIN [--bound RP_ID]
     fido_udp.py ADDRESS cred-delete PIN HEX_ID [--bound RP_ID]
     fido_udp.py ADDRESS cred-rename PIN HEX_ID NAME
+    fido_udp.py ADDRESS cred-probe PIN BOUND_RP OTHER_RP HEX_ID
     fido_udp.py ADDRESS u2f-register STATE_DIR [--app APP_ID]
-    fido_udp.py ADDRESS u2f-authenticate STATE_DIR [--app APP_ID] [--check] [--ctap2]
+    fido_udp.py ADDRESS u2f-authenticate STATE_DIR [--app APP_ID] [--check] [--ctap2] [--via-ctap2]
+    fido_udp.py ADDRESS u2f-dummy
+    fido_udp.py ADDRESS u2f-either STATE_DIR STATE_DIR
     fido_udp.py @LOG reset
 
 Prints one JSON object; the exit status is 0 when the library accepted every step. STATE_DIR keeps the registered
@@ -27,7 +30,11 @@ library's CredentialManagement with a PIN token (with --bound, a token for crede
 party only, asked for with getPinUvAuthTokenUsingPinWithPermissions). The `u2f` commands speak CTAP1 through the
 library's `Ctap1`, asking again while the authenticator answers "conditions not satisfied" (0x6985), as U2F clients
 do until the user was there; the library verifies each signature (and --check asks only whether the key handle is
-known; --ctap2 uses the first credential registered with CTAP2 in STATE_DIR, under its RP ID's hash)."""
+known; --ctap2 uses the first credential registered with CTAP2 in STATE_DIR, under its RP ID's hash; --via-ctap2
+signs with the U2F key handle through CTAP2's GetAssertion, the AppID as the RP ID, as the `appid` extension does).
+`u2f-dummy` is the registration clients send only to collect a touch (application and challenge alike);
+`u2f-either` polls two key handles in turn, as authenticator-rs does, until one signs. `cred-probe` tries, with a
+token bound to BOUND_RP, what such a token may not do, and prints each status."""
 import dataclasses
 import hashlib
 import json
@@ -212,6 +219,11 @@ def u2f(device, command, state_dir, flags):
             saved = json.load(file)
         key_handle = bytes.fromhex(saved["key_handle"])
         public_key = CoseKey.for_alg(-7).from_ctap1(bytes.fromhex(saved["public_key"]))
+    if "--via-ctap2" in flags:
+        assertion = Ctap2(device).get_assertion(app_id, client_param, [{"type": "public-key", "id": key_handle}])
+        public_key.verify(bytes(assertion.auth_data) + client_param, assertion.signature)
+        return {"counter": assertion.auth_data.counter,
+                "rp_id_hash_is_app": bytes(assertion.auth_data.rp_id_hash) == app_param}
     if "--check" in flags:
         try:
             ctap1.authenticate(client_param, app_param, key_handle, check_only=True)
@@ -327,6 +339,50 @@ def main():
             CredentialManagement.PARAM.CREDENTIAL_ID: {"type": "public-key", "id": bytes.fromhex(flags[1])},
             CredentialManagement.PARAM.USER: {"id": user["id"], "name": flags[2], "displayName": flags[2].title()}})
         print(json.dumps({"ok": True}))
+        return
+    if command == "u2f-dummy":
+        dummy = b"\0" * 32
+        registration = poll(Ctap1(device).register, dummy, dummy)
+        registration.verify(dummy, dummy)
+        print(json.dumps({"ok": True}))
+        return
+    if command == "u2f-either":
+        ctap1 = Ctap1(device)
+        app_param = hashlib.sha256(b"https://u2f.example.test").digest()
+        client_param = os.urandom(32)
+        handles = []
+        for state_dir in flags[:2]:
+            with open(os.path.join(state_dir, "u2f.json")) as file:
+                handles.append(bytes.fromhex(json.load(file)["key_handle"]))
+        deadline = time.time() + 170
+        while True:
+            for handle in handles:
+                try:
+                    signature = ctap1.authenticate(client_param, app_param, handle)
+                    print(json.dumps({"signed_by": handle.hex(), "counter": signature.counter}))
+                    return
+                except ApduError as error:
+                    if error.code != APDU.USE_NOT_SATISFIED or time.time() > deadline:
+                        raise
+            time.sleep(0.1)
+    if command == "cred-probe":
+        # A token bound to one relying party: none of these may pass.
+        manager = credential_management(device, flags[0], flags[1])
+        other_hash = hashlib.sha256(flags[2].encode()).digest()
+        outcomes = {}
+        for name, call in [
+            ("metadata", manager.get_metadata), ("rps", manager.enumerate_rps_begin),
+            ("other_creds", lambda: manager.enumerate_creds_begin(other_hash)),
+            ("rename_other", lambda: manager._call(CredentialManagement.CMD.UPDATE_USER_INFO, {
+                CredentialManagement.PARAM.CREDENTIAL_ID: {"type": "public-key", "id": bytes.fromhex(flags[3])},
+                CredentialManagement.PARAM.USER: {"id": b"x", "name": "mallory"}})),
+        ]:
+            try:
+                call()
+                outcomes[name] = "allowed"
+            except CtapError as error:
+                outcomes[name] = error.code.name
+        print(json.dumps(outcomes))
         return
     if command.startswith("u2f-"):
         print(json.dumps(u2f(device, command, flags[0], flags[1:])))
