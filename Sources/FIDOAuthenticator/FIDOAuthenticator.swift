@@ -388,8 +388,12 @@ public actor FIDOAuthenticator {
 
     /// The authenticator data without attested credential data: SHA-256 of the RP ID, the flags, the count.
     static func authenticatorData(_ rpID: String, flags: AuthenticatorDataFlags, count: UInt32) -> [UInt8] {
-        Array(SHA256.hash(Data(rpID.utf8))) + [flags.rawValue]
-            + [UInt8(count >> 24), UInt8((count >> 16) & 0xFF), UInt8((count >> 8) & 0xFF), UInt8(count & 0xFF)]
+        Array(SHA256.hash(Data(rpID.utf8))) + [flags.rawValue] + bigEndian(count)
+    }
+
+    /// A signature count as authenticator data and U2F write it: four bytes, most significant first.
+    static func bigEndian(_ count: UInt32) -> [UInt8] {
+        [UInt8(count >> 24), UInt8((count >> 16) & 0xFF), UInt8((count >> 8) & 0xFF), UInt8(count & 0xFF)]
     }
 
     /// A command's parameters: a map, or `cborUnexpectedType`.

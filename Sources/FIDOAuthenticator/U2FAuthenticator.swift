@@ -142,11 +142,7 @@ extension FIDOAuthenticator {
         return try await withU2FPresence(command, session: session, group: [command.ins] + application + challenge) {
             let right = try await credentials.authorize(credential) { right in try await approve(right, reason) }
             do {
-                let count = try await credentials.countSignature(credential)
-                let counter = [
-                    UInt8(count >> 24), UInt8((count >> 16) & 0xFF), UInt8((count >> 8) & 0xFF),
-                    UInt8(count & 0xFF),
-                ]
+                let counter = Self.bigEndian(try await credentials.countSignature(credential))
                 let signature = try await credentials.sign(application + [0x01] + counter + challenge, with: right)
                 await right.deauthorize()
                 return ([0x01] + counter + signature, nil)
