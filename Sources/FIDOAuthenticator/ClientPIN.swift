@@ -86,7 +86,7 @@ struct PINSession {
             method.verify(message, signature: param, key: token), permissions.contains(.credentialManagement)
         else { throw CTAP2.Status.pinAuthInvalid }
         if let relyingParty {
-            guard let relyingPartyHash, Array(SHA256.hash(Data(relyingParty.utf8))) == relyingPartyHash else {
+            guard let relyingPartyHash, FIDOCredential.hash(relyingParty) == relyingPartyHash else {
                 throw CTAP2.Status.pinAuthInvalid
             }
         }

@@ -1,6 +1,5 @@
 import FIDOProtocol
 import Foundation
-import SecureCrypto
 
 /// What `enumerateRPsGetNextRP` or `enumerateCredentialsGetNextCredential` continues (CTAP 2.1 §6.8.3, §6.8.4): the
 /// answers left, the subcommand that takes them, and the session (CTAPHID channel) that began the enumeration.
@@ -71,7 +70,7 @@ extension FIDOAuthenticator {
                 if let name = party.name { entity.append(CBOR.Pair(.text("name"), .text(name))) }
                 return .map([
                     .int(Answer.rp.rawValue): .map(entity),
-                    .int(Answer.rpIDHash.rawValue): .bytes(Self.hash(party.id)),
+                    .int(Answer.rpIDHash.rawValue): .bytes(FIDOCredential.hash(party.id)),
                 ])
             }
             return try begin(&answers, total: .int(Answer.totalRPs.rawValue), next: .enumerateRPsGetNextRP, session)
@@ -81,7 +80,7 @@ extension FIDOAuthenticator {
                 subcommandParameters, CTAP2.CredentialManagementParameter.rpIDHash.rawValue, \.bytesValue)
             try verify(rpIDHash)
             var answers: [CBOR] = []
-            for passkey in passkeys where Self.hash(passkey.relyingParty) == rpIDHash {
+            for passkey in passkeys where FIDOCredential.hash(passkey.relyingParty) == rpIDHash {
                 // A passkey whose key cannot be read is left out, so the site's others can still be managed.
                 guard let point = try? await credentials.publicKey(of: passkey),
                     let key = CBOR.coseKey(uncompressedP256: point)
@@ -106,7 +105,7 @@ extension FIDOAuthenticator {
             let id = try Self.required(descriptor, "id", \.bytesValue)
             let passkey = passkeys.first { $0.id == id }
             // The token is checked before the answer says whether the credential is here.
-            try verify(passkey.map { Self.hash($0.relyingParty) })
+            try verify(passkey.map { FIDOCredential.hash($0.relyingParty) })
             guard let passkey else { throw CTAP2.Status.noCredentials }
             if subcommand == .deleteCredential {
                 try await credentials.delete(hexID: passkey.hexID)
@@ -159,7 +158,4 @@ extension FIDOAuthenticator {
         }
         return .map(user)
     }
-
-    /// SHA-256 of a relying party's ID, as authenticator data and credential management name it.
-    static func hash(_ rpID: String) -> [UInt8] { Array(SHA256.hash(Data(rpID.utf8))) }
 }

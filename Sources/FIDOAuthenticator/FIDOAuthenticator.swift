@@ -388,7 +388,7 @@ public actor FIDOAuthenticator {
 
     /// The authenticator data without attested credential data: SHA-256 of the RP ID, the flags, the count.
     static func authenticatorData(_ rpID: String, flags: AuthenticatorDataFlags, count: UInt32) -> [UInt8] {
-        Array(SHA256.hash(Data(rpID.utf8))) + [flags.rawValue] + bigEndian(count)
+        FIDOCredential.hash(rpID) + [flags.rawValue] + bigEndian(count)
     }
 
     /// A signature count as authenticator data and U2F write it: four bytes, most significant first.

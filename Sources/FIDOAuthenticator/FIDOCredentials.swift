@@ -53,9 +53,12 @@ public struct FIDOCredential: Codable, Sendable, Equatable {
     /// Whether this credential answers U2F requests for `application` (a SHA-256): a U2F registration's for its
     /// application, a CTAP2 credential's for its relying party's ID (CTAP 2.1 §10.3).
     func answers(application: [UInt8]) -> Bool {
-        applicationParameter.map { $0 == application }
-            ?? (Array(SHA256.hash(Data(relyingParty.utf8))) == application)
+        applicationParameter.map { $0 == application } ?? (Self.hash(relyingParty) == application)
     }
+
+    /// SHA-256 of a relying party's ID (or a U2F AppID): what authenticator data, U2F and credential management
+    /// name it by.
+    static func hash(_ rpID: String) -> [UInt8] { Array(SHA256.hash(Data(rpID.utf8))) }
 
     /// The credential ID in hexadecimal, as `lactl fido list` shows it and `lactl fido delete` takes it.
     public var hexID: String { id.map { String(format: "%02x", $0) }.joined() }
@@ -127,7 +130,7 @@ public struct FIDOCredentials: Sendable {
                 .filter { credential in
                     guard let relyingParty else { return true }
                     return credential.relyingParty == relyingParty
-                        || credential.applicationParameter == Array(SHA256.hash(Data(relyingParty.utf8)))
+                        || credential.applicationParameter == FIDOCredential.hash(relyingParty)
                 }
                 .sorted { $0.created > $1.created }
         }
