@@ -90,18 +90,20 @@ package final class TerminalPresenter: EvaluationPresenter {
         let fd = open(device, O_RDWR | O_NOCTTY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
-        Self.write(fd, prompt.text)
         var saved = termios()
         let isTerminal = tcgetattr(fd, &saved) == 0
         if isTerminal {
             var raw = saved
             // No echo for passcodes; no signals, so Ctrl-C arrives as a byte we turn into a cancel and the
-            // terminal is always restored; canonical mode off to see Ctrl-C and Ctrl-D ourselves.
+            // terminal is always restored; canonical mode off to see Ctrl-C and Ctrl-D ourselves. Set before the
+            // prompt is shown, as readpassphrase(3) does: the flush drops what was typed before the question, never
+            // an answer typed as soon as the question showed.
             raw.c_lflag &= ~tcflag_t(ICANON | ISIG | (prompt.echo ? 0 : ECHO))
             raw.c_cc.16 = 1  // VMIN
             raw.c_cc.5 = 0  // VTIME
             tcsetattr(fd, TCSAFLUSH, &raw)
         }
+        Self.write(fd, prompt.text)
         defer {
             if isTerminal { tcsetattr(fd, TCSAFLUSH, &saved) }
             if !prompt.echo { Self.write(fd, "\n") }

@@ -156,11 +156,12 @@ func readSecret(prompt: String) throws -> SecureBytes {
     defer { if interactive { close(fd) } }
     var saved = termios()
     if interactive {
-        _ = prompt.withCString { write(fd, $0, strlen($0)) }
+        // Echo off before the prompt shows (the flush then drops only what was typed before the question).
         tcgetattr(fd, &saved)
         var quiet = saved
         quiet.c_lflag &= ~tcflag_t(ECHO)
         tcsetattr(fd, TCSAFLUSH, &quiet)
+        _ = prompt.withCString { write(fd, $0, strlen($0)) }
     }
     defer {
         if interactive {
