@@ -10,7 +10,7 @@ import Testing
 /// groups: what it claims beyond them waits until the user authenticated (finger or passcode) through the daemon
 /// on lactl's own connection. A program refused app A's group cannot borrow lactl to read or plant A's items.
 /// Real daemon configured as installed, the isolation probes as app A, lactl on a pipe or on a terminal.
-@Suite("localauthd: lactl is not a confused deputy", .serialized, .virtualReaderLock(timeLimit: .seconds(240)))
+@Suite("localauthd: lactl is not a confused deputy", .serialized, .timeLimit(.minutes(4)))
 struct AdministrativeToolTests {
     static let notFound = String(AppIsolationTests.notFound)
 

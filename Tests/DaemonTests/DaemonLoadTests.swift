@@ -11,7 +11,7 @@ import Testing
 #endif
 
 /// Issue "localauthd": many connections at once against one daemon, and a daemon killed under load.
-@Suite("localauthd under load", .serialized, .virtualReaderLock(timeLimit: .seconds(240)))
+@Suite("localauthd under load", .serialized, .timeLimit(.minutes(4)))
 struct DaemonLoadTests {
     /// 32 connections × 1,000 mixed requests (add, find, update, delete, sign with a key whose access control is
     /// satisfied): no error, and at the end every item that should be there is, with its last value.

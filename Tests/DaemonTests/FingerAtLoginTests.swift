@@ -6,7 +6,7 @@ import Testing
 
 /// Issue 49: what localauthd answers `pam_localauth.so finger` (the module's `fingerOffered` and `verifyFinger`
 /// login steps, sent here as the module sends them, from a connection of the user being authenticated).
-@Suite("pam_localauth's finger: localauthd's answers", .serialized, .virtualReaderLock(timeLimit: .seconds(240)))
+@Suite("pam_localauth's finger: localauthd's answers", .serialized, .daemonReaderTurn(timeLimit: .seconds(240)))
 struct FingerAtLoginTests {
     /// Offered only once a print is enrolled; an enrolled finger matches, another does not; five failures lock
     /// the finger out, and then it is not offered (the password prompt comes at once).

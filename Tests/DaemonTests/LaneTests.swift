@@ -14,7 +14,7 @@ import Testing
 
 /// localauthd's lane (`<socket>.lane`): brief keychain requests that cannot prompt are answered on a thread of the
 /// connection's own; everything else stays on the main socket, and the lane refuses it.
-@Suite("localauthd's lane", .serialized, .virtualReaderLock(timeLimit: .seconds(120)))
+@Suite("localauthd's lane", .serialized, .timeLimit(.minutes(2)))
 struct LaneTests {
     /// The daemon's threads serving lane connections (named `lane.connection`).
     static func laneThreads(_ daemon: DaemonProcess) -> Int {

@@ -12,7 +12,7 @@ import Testing
 
 /// The login keychain (issue "The login keychain"): localauthd's idle lock, and the PAM module `pam_localauth.so`
 /// in real PAM stacks (below).
-@Suite("Login keychain: idle lock and the PAM module", .serialized, .virtualReaderLock(timeLimit: .seconds(180)))
+@Suite("Login keychain: idle lock and the PAM module", .serialized, .timeLimit(.minutes(3)))
 struct LoginKeychainTests {
     func isLocked(_ client: any SecurityClient) async throws -> Bool {
         guard case .locked(let locked) = try await client.send(.lockState) else { return false }

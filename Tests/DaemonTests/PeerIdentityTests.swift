@@ -10,7 +10,7 @@ import Testing
 
 /// Issue "Caller identity": the daemon holds the connecting process (a pidfd) and the executable it ran, and serves
 /// a connection only while that process still runs that executable.
-@Suite("localauthd: who is calling", .serialized, .virtualReaderLock(timeLimit: .seconds(120)))
+@Suite("localauthd: who is calling", .serialized, .timeLimit(.minutes(2)))
 struct PeerIdentityTests {
     /// Two programs built for the purpose: `probe-connect` connects and says hello, then either sends a request
     /// itself or executes `probe-send` (another executable) with the open connection, which sends it. The first is

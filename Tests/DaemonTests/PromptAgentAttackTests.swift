@@ -12,7 +12,7 @@ import Testing
 /// registered after killing the user's, and prompts made to lie with an escape sequence, a NUL or a newline.
 @Suite(
     "lactl agent: what another program of the user cannot do with it", .serialized,
-    .virtualReaderLock(timeLimit: .seconds(300)))
+    .timeLimit(.minutes(5)))
 struct PromptAgentAttackTests {
     typealias World = PromptAgentTests.World
     static let passcode = PromptAgentTests.passcode

@@ -17,7 +17,7 @@ import Testing
 /// a clear error and nothing granted.
 @Suite(
     "lactl agent: prompts drawn where the asking program cannot see them", .serialized,
-    .virtualReaderLock(timeLimit: .seconds(300)))
+    .daemonReaderTurn(timeLimit: .seconds(300)))
 struct PromptAgentTests {
     /// The passcode of the PAM service these tests use: distinctive, so that finding it in a process's memory
     /// means that process held it.

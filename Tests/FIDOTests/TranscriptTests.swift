@@ -5,7 +5,7 @@ import Testing
 /// `scripts/fido-transcript`, which prints the README's passkey transcript, still runs end to end: a finger
 /// enrolled with `lactl biometry enroll` (the passcode through PAM), `lactl fido serve`, python-fido2 registering a
 /// passkey and signing in with it (its server checks both), `lactl fido list`.
-@Suite("FIDO: the README's transcript", .virtualReaderLock(timeLimit: .seconds(600)))
+@Suite("FIDO: the README's transcript", .daemonReaderTurn(timeLimit: .seconds(600)))
 struct TranscriptTests {
     @Test func theTranscriptScriptRegistersAndSignsIn() async throws {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

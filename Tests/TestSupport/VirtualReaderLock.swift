@@ -1,9 +1,17 @@
 import Authenticators
+import Foundation
 import Testing
 
 /// Holds ``VirtualReaderEnvironment/lock`` around each test of a suite, so no other suite of the test process
 /// (whatever its target) runs a libfprint reader at the same time: libfprint's virtual driver is configured
 /// through process-wide environment variables.
+///
+/// Suites that scan fingers only on their daemons' readers (each `localauthd` a process with its own reader socket
+/// and variables) need no share of this process's reader: they take ``daemonReaderTurn(timeLimit:)`` instead, a
+/// turn of their own, one such suite at a time beside the in-process reader suites, so that a scan's exchange with
+/// a daemon's driver competes with one other reader suite for the two cores, not with every one. Daemon suites that
+/// scan no finger take neither. (The reader lock used to serialise every daemon suite with every in-process reader
+/// suite, and that one chain was as long as the embedded pass.)
 ///
 /// The trait also carries the suite's time limit, counted from the moment the test holds the lock. swift-testing's
 /// `.timeLimit` counts the wait for the lock too (it wraps every scoping trait): on a slow machine a one-minute test
@@ -12,6 +20,11 @@ import Testing
 package struct VirtualReaderLock: SuiteTrait, TestTrait, TestScoping {
     /// How long one test may run once it holds the lock; nil: no limit.
     let timeLimit: Duration?
+    /// Whether the lock is this process's reader (``VirtualReaderEnvironment/lock``) or the daemon suites' turn.
+    let isThisProcesssReader: Bool
+
+    /// The daemon suites' turn (``daemonReaderTurn(timeLimit:)``).
+    private static let daemonTurn = AsyncLock()
 
     /// Whether the current task runs a test that holds the lock: only such a test may point the process-wide
     /// variables at its reader (``WorldReader``). A suite without the lock that set them would move them under
@@ -24,12 +37,38 @@ package struct VirtualReaderLock: SuiteTrait, TestTrait, TestScoping {
         for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
     ) async throws {
         if test.isSuite { return try await function() }
-        try await VirtualReaderEnvironment.lock.withLock {
-            try await Self.$isHeld.withValue(true) {
+        let asked = ContinuousClock.now
+        try await (isThisProcesssReader ? VirtualReaderEnvironment.lock : Self.daemonTurn).withLock {
+            let got = ContinuousClock.now
+            defer {
+                Self.recordHold(
+                    of: test, testCase: testCase, turn: isThisProcesssReader ? "reader" : "daemons",
+                    waited: got - asked, held: .now - got)
+            }
+            try await Self.$isHeld.withValue(isThisProcesssReader) {
                 guard let timeLimit else { return try await function() }
                 try await Self.run(function, timeLimit: timeLimit, test: test)
             }
         }
+    }
+
+    /// Appends how long `test` waited for its turn and held it to the file `LA_TEST_READER_LOG` names, when set:
+    /// `scripts/run-tests` sums the holds of each turn, since the tests that take one run one after another and
+    /// the sum bounds how short a pass can be.
+    private static func recordHold(
+        of test: Test, testCase: Test.Case?, turn: String, waited: Duration, held: Duration
+    ) {
+        guard let path = ProcessInfo.processInfo.environment["LA_TEST_READER_LOG"] else { return }
+        let seconds = { (duration: Duration) in
+            String(format: "%.1f", Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18)
+        }
+        let name = test.id.nameComponents.joined(separator: ".")
+        let caseNote = testCase?.isParameterized == true ? " (one case)" : ""
+        let line = "\(seconds(held)) held, \(seconds(waited)) waited, \(turn): \(name)\(caseNote)\n"
+        let descriptor = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { return }
+        defer { close(descriptor) }
+        _ = line.withCString { write(descriptor, $0, strlen($0)) }
     }
 
     /// Runs `function`; when it is still running after `timeLimit`, records the overrun as the test's issue,
@@ -52,7 +91,7 @@ package struct VirtualReaderLock: SuiteTrait, TestTrait, TestScoping {
                 let finishedInTime = try await group.next() ?? true
                 if !finishedInTime {
                     Issue.record(
-                        "Time limit was exceeded: \(timeLimit) after the test got the virtual reader",
+                        "Time limit was exceeded: \(timeLimit) after the test got its turn at the reader",
                         sourceLocation: test.sourceLocation)
                 }
             }
@@ -62,11 +101,19 @@ package struct VirtualReaderLock: SuiteTrait, TestTrait, TestScoping {
 
 extension Trait where Self == VirtualReaderLock {
     /// One reader user at a time across the whole test process, without a time limit of its own.
-    package static var virtualReaderLock: VirtualReaderLock { VirtualReaderLock(timeLimit: nil) }
+    package static var virtualReaderLock: VirtualReaderLock {
+        VirtualReaderLock(timeLimit: nil, isThisProcesssReader: true)
+    }
 
     /// One reader user at a time across the whole test process; each test may run `timeLimit` once it holds the
     /// reader (use this instead of `.timeLimit`, which also counts the wait for the reader).
     package static func virtualReaderLock(timeLimit: Duration) -> VirtualReaderLock {
-        VirtualReaderLock(timeLimit: timeLimit)
+        VirtualReaderLock(timeLimit: timeLimit, isThisProcesssReader: true)
+    }
+
+    /// One suite at a time among those whose readers are their daemons' (never this process's): beside the
+    /// in-process reader suites, not after them. Each test may run `timeLimit` once it has its turn.
+    package static func daemonReaderTurn(timeLimit: Duration) -> VirtualReaderLock {
+        VirtualReaderLock(timeLimit: timeLimit, isThisProcesssReader: false)
     }
 }
