@@ -82,7 +82,7 @@ func authenticationCode(_ body: () async throws -> Void) async -> Authentication
 }
 
 /// Issue "localauthd": the engine in its own process, every request over its Unix socket.
-@Suite("localauthd over its socket", .serialized, .virtualReaderLock(timeLimit: .seconds(120)))
+@Suite("localauthd over its socket", .serialized, .daemonReaderTurn(timeLimit: .seconds(120)))
 struct DaemonTests {
     @Test func keychainRequestsGoThroughTheDaemonAndSurviveAGracefulRestart() async throws {
         var world = try DaemonWorld()
@@ -151,7 +151,7 @@ struct DaemonTests {
         let abandoned = Task {
             try? await leaving.send(.evaluatePolicy(.biometrics, id, options), presenter: leaving.defaultPresenter)
         }
-        #expect(began.wait(timeout: .now() + 10) == .success)
+        #expect(await signalled(began, within: 60), "the prompt began")
         leaving.disconnect()
         _ = await abandoned.value
         // The next evaluation, on another connection, gets the reader and a finger at once.

@@ -8,10 +8,11 @@ import Testing
 
 /// Runs `lactl <command>` on a pty with `world`'s store, PAM service and reader, typing `keys` once the passcode
 /// prompt shows (at once when `keys` is nil and `LA_PRESENTER=none`); returns the exit status and everything the
-/// terminal showed.
+/// terminal showed. It runs on a thread of its own: a test's scans, sent by a task meanwhile, need the cooperative
+/// pool's threads.
 func runLactlOnTerminal(
     _ command: String, world: LocalAuthenticationWorld, typing keys: String?, readerDrivers: String = "no_such_driver"
-) throws -> (Int32, String) {
+) async throws -> (Int32, String) {
     var environment = world.engine.subprocessEnvironment()
     if world.engine.mode == .embedded {
         if readerDrivers == "virtual_device" {
@@ -22,9 +23,10 @@ func runLactlOnTerminal(
         }
     }
     environment["LA_PRESENTER"] = keys == nil ? "none" : nil
-    return try runOnTerminal(
-        try lactlExecutable().path + " " + command, environment: environment,
-        answering: keys.map { [("Password:", $0)] } ?? [])
+    let program = try lactlExecutable().path + " " + command
+    let answers = keys.map { [("Password:", $0)] } ?? []
+    let finalEnvironment = environment
+    return try await onOwnThread { try runOnTerminal(program, environment: finalEnvironment, answering: answers) }
 }
 
 /// `lactl keychain unlock` on a real pseudo-terminal (util-linux `script`): the terminal presenter reads the
@@ -36,24 +38,24 @@ struct LactlUnlockTests {
         return locked
     }
 
-    func unlock(world: LocalAuthenticationWorld, typing keys: String) throws -> (Int32, String) {
-        try runLactlOnTerminal("keychain unlock", world: world, typing: keys)
+    func unlock(world: LocalAuthenticationWorld, typing keys: String) async throws -> (Int32, String) {
+        try await runLactlOnTerminal("keychain unlock", world: world, typing: keys)
     }
 
-    @Test func theRightPasscodeUnlocksAndCtrlCOrAWrongOneDoesNot() throws {
+    @Test func theRightPasscodeUnlocksAndCtrlCOrAWrongOneDoesNot() async throws {
         let world = try LocalAuthenticationWorld(reader: false, user: AuthenticationConfiguration.currentUsername())
         defer { world.directory.remove() }
         _ = try world.client.sendBlocking(.lock)
-        let (cancelled, cancelledScreen) = try unlock(world: world, typing: "\u{03}")
+        let (cancelled, cancelledScreen) = try await unlock(world: world, typing: "\u{03}")
         #expect(cancelled != 0)
         #expect(try isLocked(world))
         #expect(cancelledScreen.contains("Unlock the keychain"))
 
-        let (wrong, _) = try unlock(world: world, typing: "guess\r")
+        let (wrong, _) = try await unlock(world: world, typing: "guess\r")
         #expect(wrong != 0)
         #expect(try isLocked(world))
 
-        let (accepted, screen) = try unlock(world: world, typing: "secret\r")
+        let (accepted, screen) = try await unlock(world: world, typing: "secret\r")
         #expect(accepted == 0)
         #expect(!screen.contains("secret"))
         #expect(try isLocked(world) == false)
@@ -61,30 +63,30 @@ struct LactlUnlockTests {
 
     /// `lactl passcode verify` checks through the PAM service and directory the environment names (`LA_PAM_SERVICE`,
     /// `LA_PAM_CONFDIR`, as `lactl status` reports them); before, it always used /etc/pam.d/local-authentication.
-    @Test func passcodeVerifyUsesTheEnvironmentsPAMService() throws {
+    @Test func passcodeVerifyUsesTheEnvironmentsPAMService() async throws {
         let world = try LocalAuthenticationWorld(reader: false, user: AuthenticationConfiguration.currentUsername())
         defer { world.directory.remove() }
-        let (wrong, wrongScreen) = try runLactlOnTerminal("passcode verify", world: world, typing: "guess\r")
+        let (wrong, wrongScreen) = try await runLactlOnTerminal("passcode verify", world: world, typing: "guess\r")
         #expect(wrong != 0, "\(wrongScreen)")
         #expect(!wrongScreen.contains("passcode accepted"), "\(wrongScreen)")
-        let (right, screen) = try runLactlOnTerminal("passcode verify", world: world, typing: "secret\r")
+        let (right, screen) = try await runLactlOnTerminal("passcode verify", world: world, typing: "secret\r")
         #expect(right == 0, "\(screen)")
         #expect(screen.contains("passcode accepted"), "\(screen)")
     }
 
     /// `lactl keychain lock` says when the lock protects nothing yet (the keychain not sealed under the passcode),
     /// and says nothing of the kind once a passcode unlock sealed it.
-    @Test func lockSaysWhenTheKeychainIsNotYetSealedUnderThePasscode() throws {
+    @Test func lockSaysWhenTheKeychainIsNotYetSealedUnderThePasscode() async throws {
         let world = try LocalAuthenticationWorld(reader: false, user: AuthenticationConfiguration.currentUsername())
         defer { world.directory.remove() }
-        let (unsealed, unsealedScreen) = try runLactlOnTerminal("keychain lock", world: world, typing: nil)
+        let (unsealed, unsealedScreen) = try await runLactlOnTerminal("keychain lock", world: world, typing: nil)
         #expect(unsealed == 0, "\(unsealedScreen)")
         #expect(unsealedScreen.contains("not yet sealed under the passcode"), "\(unsealedScreen)")
         #expect(try isLocked(world))
 
-        let (accepted, screen) = try unlock(world: world, typing: "secret\r")  // seals under "secret"
+        let (accepted, screen) = try await unlock(world: world, typing: "secret\r")  // seals under "secret"
         #expect(accepted == 0, "\(screen)")
-        let (sealed, sealedScreen) = try runLactlOnTerminal("keychain lock", world: world, typing: nil)
+        let (sealed, sealedScreen) = try await runLactlOnTerminal("keychain lock", world: world, typing: nil)
         #expect(sealed == 0, "\(sealedScreen)")
         #expect(!sealedScreen.contains("not yet sealed"), "\(sealedScreen)")
         #expect(try isLocked(world))
@@ -92,11 +94,11 @@ struct LactlUnlockTests {
 
     /// The account's passcode changed with `passwd` (here: pam_matrix's file): `lactl passcode changed` asks for
     /// the new passcode, then once for the previous one, and re-seals the keychain under the new one.
-    @Test func passcodeChangedResealsUnderTheNewPasscode() throws {
+    @Test func passcodeChangedResealsUnderTheNewPasscode() async throws {
         let world = try LocalAuthenticationWorld(reader: false, user: AuthenticationConfiguration.currentUsername())
         defer { world.directory.remove() }
         let user = TestEngine.username(preferring: AuthenticationConfiguration.currentUsername())
-        let (first, firstScreen) = try unlock(world: world, typing: "secret\r")  // seals under "secret"
+        let (first, firstScreen) = try await unlock(world: world, typing: "secret\r")  // seals under "secret"
         #expect(first == 0, "\(firstScreen)")
         _ = try world.client.sendBlocking(.lock)
         try MatrixPAM.writeService(
@@ -122,7 +124,7 @@ struct LactlUnlockTests {
 
         // From now on the new passcode alone unlocks.
         _ = try world.client.sendBlocking(.lock)
-        let (again, againScreen) = try unlock(world: world, typing: "renewed\r")
+        let (again, againScreen) = try await unlock(world: world, typing: "renewed\r")
         #expect(again == 0, "\(againScreen)")
         #expect(!againScreen.contains("Previous passcode"))
         #expect(try isLocked(world) == false)
@@ -136,11 +138,11 @@ struct LactlEnrollmentTests {
     @Test func enrollingWithoutTheRightPasscodeAddsNoFinger() async throws {
         let world = try LocalAuthenticationWorld(user: AuthenticationConfiguration.currentUsername())
         defer { world.directory.remove() }
-        let (silent, silentScreen) = try runLactlOnTerminal(
+        let (silent, silentScreen) = try await runLactlOnTerminal(
             "biometry enroll --finger left-index", world: world, typing: nil, readerDrivers: "virtual_device")
         #expect(silent != 0)
         #expect(silentScreen.contains("passcode"))
-        let (wrong, _) = try runLactlOnTerminal(
+        let (wrong, _) = try await runLactlOnTerminal(
             "biometry enroll --finger left-index", world: world, typing: "guess\r", readerDrivers: "virtual_device")
         #expect(wrong != 0)
         #expect(try await enrolledPrints(world.client).isEmpty)
@@ -156,13 +158,13 @@ struct LactlEnrollmentTests {
         let world = try LocalAuthenticationWorld(user: AuthenticationConfiguration.currentUsername())
         defer { world.directory.remove() }
         let scans = Task { try await world.socket.send(Array(repeating: "SCAN finger-1", count: 5)) }
-        let (enrolled, screen) = try runLactlOnTerminal(
+        let (enrolled, screen) = try await runLactlOnTerminal(
             "biometry enroll --finger left-index", world: world, typing: "secret\r", readerDrivers: "virtual_device")
         _ = try await scans.value
         #expect(enrolled == 0, "\(screen)")
         #expect(screen.contains("Enrolled left-index as "))
         #expect(!screen.contains("secret"))
-        let (listed, list) = try runLactlOnTerminal(
+        let (listed, list) = try await runLactlOnTerminal(
             "biometry list", world: world, typing: nil, readerDrivers: "virtual_device")
         #expect(listed == 0)
         #expect(list.contains("left-index") && list.contains("state hash: "))

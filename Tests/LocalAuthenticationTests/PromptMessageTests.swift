@@ -27,15 +27,6 @@ final class StalledPresenter: AuthenticationPresenter, Sendable {
     }
 }
 
-/// Waits for `semaphore` without holding a cooperative thread; false after `seconds`.
-func signalled(_ semaphore: DispatchSemaphore, within seconds: Double = 10) async -> Bool {
-    await withCheckedContinuation { continuation in
-        DispatchQueue.global().async {
-            continuation.resume(returning: semaphore.wait(timeout: .now() + seconds) == .success)
-        }
-    }
-}
-
 /// Issue "One message protocol", items 2 and 5: the engine's prompts are messages tagged with their request, which
 /// any client answers with messages; several requests are in flight at once; async requests never hold Swift's
 /// cooperative threads while they wait.

@@ -19,13 +19,15 @@ extension SSHAgentTests {
         try await world.enrollForThisUser("alice-1", finger: .rightIndex)
         let lactl = try lactlExecutable()
         let env = world.toolEnvironment()
-        #expect(try run(lactl, ["ssh-key", "create", "long", "--reuse", "301"], environment: env).0 != 0)
+        #expect(try await run(lactl, ["ssh-key", "create", "long", "--reuse", "301"], environment: env).0 != 0)
         #expect(
-            try run(lactl, ["ssh-key", "create", "long", "--reuse", "3600", "--allow-long-reuse"], environment: env).0
+            try await run(
+                lactl, ["ssh-key", "create", "long", "--reuse", "3600", "--allow-long-reuse"], environment: env
+            ).0
                 == 0)
-        let (created, line) = try run(lactl, ["ssh-key", "create", "quick", "--reuse", "60"], environment: env)
+        let (created, line) = try await run(lactl, ["ssh-key", "create", "quick", "--reuse", "60"], environment: env)
         #expect(created == 0)
-        let listed = try run(lactl, ["ssh-key", "list"], environment: env).1
+        let listed = try await run(lactl, ["ssh-key", "list"], environment: env).1
         #expect(listed.contains("quick\tbiometryCurrentSet\treuse 60 s\t"))
         #expect(listed.contains("long\tbiometryCurrentSet\treuse 3600 s\t"))
 
@@ -43,18 +45,19 @@ extension SSHAgentTests {
 
         let scan = Task { try await world.socket.send("SCAN alice-1") }
         #expect(
-            try run(keygen, sign, environment: ssh).0 == 0,
+            try await run(keygen, sign, environment: ssh).0 == 0,
             """
             the first signature needs the finger; ssh-keygen said: \(Self.lastErrors.withLock { $0 }); the agent's log: \
             \((try? String(contentsOfFile: world.directory + "/agent.log", encoding: .utf8)) ?? "")
             """)
         _ = try await scan.value
         try FileManager.default.removeItem(atPath: message + ".sig")
-        #expect(try run(keygen, sign, environment: ssh).0 == 0, "ssh-keygen signs again within the window, no scan")
+        #expect(
+            try await run(keygen, sign, environment: ssh).0 == 0, "ssh-keygen signs again within the window, no scan")
 
         // ssh-add -T signs a test message: another program, so it is asked, and a stranger's finger refuses it.
         let stranger = Task { try await world.socket.send("SCAN mallory") }
-        #expect(try run(URL(fileURLWithPath: "/usr/bin/ssh-add"), ["-T", publicKey], environment: ssh).0 != 0)
+        #expect(try await run(URL(fileURLWithPath: "/usr/bin/ssh-add"), ["-T", publicKey], environment: ssh).0 != 0)
         _ = try await stranger.value
 
         // Locking the agent drops every kept approval: after unlocking, ssh-keygen is asked again.
@@ -64,7 +67,9 @@ extension SSHAgentTests {
         #expect(try Self.exchange(socket, [lockFrame, unlockFrame]) == [[6], [6]])
         try FileManager.default.removeItem(atPath: message + ".sig")
         let afterLock = Task { try await world.socket.send("SCAN mallory") }
-        #expect(try run(keygen, sign, environment: ssh).0 != 0, "asked again after a lock; a stranger's finger refuses")
+        #expect(
+            try await run(keygen, sign, environment: ssh).0 != 0,
+            "asked again after a lock; a stranger's finger refuses")
         _ = try await afterLock.value
         let log = (try? String(contentsOfFile: world.directory + "/agent.log", encoding: .utf8)) ?? ""
         #expect(log.contains("approval kept 60 s for ssh-keygen"))
@@ -81,7 +86,7 @@ extension SSHAgentTests {
         try await world.enrollForThisUser("alice-1", finger: .rightIndex)
         let lactl = try lactlExecutable()
         let env = world.toolEnvironment()
-        let (created, line) = try run(lactl, ["ssh-key", "create", "quick", "--reuse", "60"], environment: env)
+        let (created, line) = try await run(lactl, ["ssh-key", "create", "quick", "--reuse", "60"], environment: env)
         #expect(created == 0)
         let socket = world.directory + "/agent.sock"
         let agent = try startAgent(world, socket: socket)
@@ -95,21 +100,25 @@ extension SSHAgentTests {
         let keygen = "/usr/bin/ssh-keygen"
         let sign = ["-Y", "sign", "-n", "file", "-f", publicKey, "-U", message]
         let scan = Task { try await world.socket.send("SCAN alice-1") }
-        #expect(try run(URL(fileURLWithPath: keygen), sign, environment: ssh).0 == 0, "the first one needs the finger")
+        #expect(
+            try await run(URL(fileURLWithPath: keygen), sign, environment: ssh).0 == 0, "the first one needs the finger"
+        )
         _ = try await scan.value
         try FileManager.default.removeItem(atPath: message + ".sig")
 
         var injected = ssh
         injected["LD_LIBRARY_PATH"] = world.directory
         let stranger = Task { try await world.socket.send("SCAN mallory") }
-        #expect(try run(URL(fileURLWithPath: keygen), sign, environment: injected).0 != 0, "asked: loader steered")
+        #expect(
+            try await run(URL(fileURLWithPath: keygen), sign, environment: injected).0 != 0, "asked: loader steered")
         _ = try await stranger.value
         #expect(!FileManager.default.fileExists(atPath: message + ".sig"))
 
         if MachineCapability.userNamespaces {
             let another = Task { try await world.socket.send("SCAN mallory") }
             #expect(
-                try run(URL(fileURLWithPath: "/usr/bin/unshare"), ["-Urm", keygen] + sign, environment: ssh).0 != 0,
+                try await run(URL(fileURLWithPath: "/usr/bin/unshare"), ["-Urm", keygen] + sign, environment: ssh).0
+                    != 0,
                 "asked: another mount namespace")
             _ = try await another.value
             #expect(!FileManager.default.fileExists(atPath: message + ".sig"))
@@ -145,7 +154,8 @@ extension SSHAgentTests {
             skipPart("a program swapped to ssh-keygen", because: MachineCapability.userNamespacesRefused)
         }
 
-        #expect(try run(URL(fileURLWithPath: keygen), sign, environment: ssh).0 == 0, "the honest one still signs")
+        #expect(
+            try await run(URL(fileURLWithPath: keygen), sign, environment: ssh).0 == 0, "the honest one still signs")
         let log = (try? String(contentsOfFile: world.directory + "/agent.log", encoding: .utf8)) ?? ""
         #expect(log.contains("refused to sign with quick"), "\(log)")
         await world.close()
@@ -158,7 +168,7 @@ extension SSHAgentTests {
         try await world.enrollForThisUser("alice-1", finger: .rightIndex)
         let lactl = try lactlExecutable()
         let env = world.toolEnvironment()
-        let (created, line) = try run(
+        let (created, line) = try await run(
             lactl, ["ssh-key", "create", "desk", "--requirement", "devicePasscode"], environment: env)
         #expect(created == 0)
         let socket = world.directory + "/agent.sock"
@@ -194,7 +204,7 @@ extension SSHAgentTests {
         let world = try RightsWorld()
         try await world.enrollForThisUser("alice-1", finger: .rightIndex)
         let env = world.toolEnvironment()
-        #expect(try run(try lactlExecutable(), ["ssh-key", "create", "mine"], environment: env).0 == 0)
+        #expect(try await run(try lactlExecutable(), ["ssh-key", "create", "mine"], environment: env).0 == 0)
         let socket = world.directory + "/agent.sock"
         let agent = try startAgent(world, socket: socket)
         defer { agent.terminate() }
@@ -204,10 +214,11 @@ extension SSHAgentTests {
         ssh["SSH_AUTH_SOCK"] = socket
         let setpriv = URL(fileURLWithPath: "/usr/bin/setpriv")
         let asNobody = ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/ssh-add", "-L"]
-        let (status, listed) = try run(setpriv, asNobody, environment: ssh)
+        let (status, listed) = try await run(setpriv, asNobody, environment: ssh)
         #expect(status != 0)
         #expect(!listed.contains("ecdsa-sha2-nistp256"))
-        #expect(try run(URL(fileURLWithPath: "/usr/bin/ssh-add"), ["-L"], environment: ssh).1.contains("lactl:mine"))
+        #expect(
+            try await run(URL(fileURLWithPath: "/usr/bin/ssh-add"), ["-L"], environment: ssh).1.contains("lactl:mine"))
         await world.close()
     }
 

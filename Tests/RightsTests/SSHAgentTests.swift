@@ -20,11 +20,18 @@ struct SSHAgentTests {
         return try startAgent(world, socket: socket)
     }
 
-    /// Runs `executable arguments` to its end; exit status and standard output.
+    /// Runs `executable arguments` to its end, on a thread of its own (the test's scans, sent by a task meanwhile,
+    /// need the cooperative pool's threads); exit status and standard output.
     @discardableResult
-    func run(_ executable: URL, _ arguments: [String], environment: [String: String], input: Data? = nil) throws
-        -> (Int32, String)
-    {
+    func run(
+        _ executable: URL, _ arguments: [String], environment: [String: String], input: Data? = nil
+    ) async throws -> (Int32, String) {
+        try await onOwnThread { try Self.runBlocking(executable, arguments, environment: environment, input: input) }
+    }
+
+    private static func runBlocking(
+        _ executable: URL, _ arguments: [String], environment: [String: String], input: Data?
+    ) throws -> (Int32, String) {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
@@ -43,7 +50,7 @@ struct SSHAgentTests {
         try? stdin.fileHandleForWriting.close()
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        Self.lastErrors.withLock { $0 = (try? String(contentsOf: errors, encoding: .utf8)) ?? "" }
+        lastErrors.withLock { $0 = (try? String(contentsOf: errors, encoding: .utf8)) ?? "" }
         return (process.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 
@@ -72,19 +79,19 @@ struct SSHAgentTests {
         try await world.enrollForThisUser("alice-1", finger: .rightIndex)
         let lactl = try lactlExecutable()
         let env = world.toolEnvironment()
-        let (created, line) = try run(lactl, ["ssh-key", "create", "work"], environment: env)
+        let (created, line) = try await run(lactl, ["ssh-key", "create", "work"], environment: env)
         #expect(created == 0)
         #expect(line.hasPrefix("ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTY"))
         #expect(line.trimmingCharacters(in: .whitespacesAndNewlines).hasSuffix(" lactl:work"))
-        #expect(try run(lactl, ["ssh-key", "public", "work"], environment: env).1 == line)
-        #expect(try run(lactl, ["ssh-key", "public", "nothing"], environment: env).0 == 44)
+        #expect(try await run(lactl, ["ssh-key", "public", "work"], environment: env).1 == line)
+        #expect(try await run(lactl, ["ssh-key", "public", "nothing"], environment: env).0 == 44)
 
         let socket = world.directory + "/agent.sock"
         let agent = try startAgent(world, socket: socket)
         defer { agent.terminate() }
         var ssh = env
         ssh["SSH_AUTH_SOCK"] = socket
-        let (listed, identities) = try run(URL(fileURLWithPath: "/usr/bin/ssh-add"), ["-L"], environment: ssh)
+        let (listed, identities) = try await run(URL(fileURLWithPath: "/usr/bin/ssh-add"), ["-L"], environment: ssh)
         #expect(listed == 0)
         #expect(identities == line)
 
@@ -95,13 +102,13 @@ struct SSHAgentTests {
         try Data("deploy build 42".utf8).write(to: URL(fileURLWithPath: message))
         let keygen = URL(fileURLWithPath: "/usr/bin/ssh-keygen")
         let scan = Task { try await world.socket.send("SCAN alice-1") }
-        let (signed, _) = try run(
+        let (signed, _) = try await run(
             keygen, ["-Y", "sign", "-n", "file", "-f", publicKey, "-U", message], environment: ssh)
         _ = try await scan.value
         #expect(signed == 0)
         let allowed = world.directory + "/allowed_signers"
         try "alice \(line)".write(toFile: allowed, atomically: true, encoding: .utf8)
-        let (verified, _) = try run(
+        let (verified, _) = try await run(
             keygen, ["-Y", "verify", "-f", allowed, "-I", "alice", "-n", "file", "-s", message + ".sig"],
             environment: ssh, input: try Data(contentsOf: URL(fileURLWithPath: message)))
         #expect(verified == 0)
@@ -109,14 +116,14 @@ struct SSHAgentTests {
         // Another finger: no signature.
         try? FileManager.default.removeItem(atPath: message + ".sig")
         let stranger = Task { try await world.socket.send("SCAN mallory") }
-        let (refused, _) = try run(
+        let (refused, _) = try await run(
             keygen, ["-Y", "sign", "-n", "file", "-f", publicKey, "-U", message], environment: ssh)
         _ = try await stranger.value
         #expect(refused != 0)
         #expect(!FileManager.default.fileExists(atPath: message + ".sig"))
 
         // Outside keys cannot be added; a malformed message gets a failure and the connection stays usable.
-        let (added, _) = try run(URL(fileURLWithPath: "/usr/bin/ssh-add"), ["-D"], environment: ssh)
+        let (added, _) = try await run(URL(fileURLWithPath: "/usr/bin/ssh-add"), ["-D"], environment: ssh)
         #expect(added != 0)
         let replies = try Self.exchange(socket, [[0, 0, 0, 3, 13, 0, 0], [0, 0, 0, 1, 11]])
         #expect(replies.first == [5])
@@ -126,7 +133,7 @@ struct SSHAgentTests {
         let restarted = try await changeFingers(world, stopping: agent, socket: socket)
         defer { restarted.terminate() }
         let again = Task { try? await world.socket.send("SCAN alice-1", timeout: .seconds(3)) }
-        let (afterChange, _) = try run(
+        let (afterChange, _) = try await run(
             keygen, ["-Y", "sign", "-n", "file", "-f", publicKey, "-U", message], environment: ssh)
         _ = await again.value
         #expect(afterChange != 0)
@@ -141,7 +148,7 @@ struct SSHAgentTests {
         try await world.enrollForThisUser("alice-1", finger: .rightIndex)
         let lactl = try lactlExecutable()
         let env = world.toolEnvironment()
-        let line = try run(lactl, ["ssh-key", "create", "login"], environment: env).1
+        let line = try await run(lactl, ["ssh-key", "create", "login"], environment: env).1
         let directory = world.directory
         try line.write(toFile: directory + "/authorized_keys", atomically: true, encoding: .utf8)
         let sshd = try SSHServer(
@@ -170,7 +177,7 @@ struct SSHAgentTests {
         ]
         let client = URL(fileURLWithPath: "/usr/bin/ssh")
         let scan = Task { try await world.socket.send("SCAN alice-1") }
-        let (loggedIn, _) = try run(client, login, environment: ssh)
+        let (loggedIn, _) = try await run(client, login, environment: ssh)
         #expect(
             loggedIn == 0,
             "logged in after the finger; sshd said: \(sshd.logText)")
@@ -179,12 +186,11 @@ struct SSHAgentTests {
         let restarted = try await changeFingers(world, stopping: agent, socket: socket)
         defer { restarted.terminate() }
         let again = Task { try? await world.socket.send("SCAN alice-1", timeout: .seconds(3)) }
-        #expect(try run(client, login, environment: ssh).0 != 0, "refused after the enrollment change")
+        #expect(try await run(client, login, environment: ssh).0 != 0, "refused after the enrollment change")
         _ = await again.value
         await world.close()
     }
 
-    /// Starts `path arguments` with standard input from /dev/null and its output in `log`; its pid.
     /// Sends raw frames over the agent socket on one connection; the reply bodies.
     static func exchange(_ path: String, _ frames: [[UInt8]]) throws -> [[UInt8]] {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)

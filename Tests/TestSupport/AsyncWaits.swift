@@ -28,6 +28,11 @@ package func waitUntil(within limit: Duration = .seconds(10), _ condition: () th
     }
 }
 
+/// Waits for `semaphore` on a thread of its own, not the cooperative pool's; false after `seconds`.
+package func signalled(_ semaphore: DispatchSemaphore, within seconds: Double = 10) async -> Bool {
+    await onOwnThread { semaphore.wait(timeout: .now() + seconds) == .success }
+}
+
 /// Runs `body` on a thread of its own and returns its result: for a test loop that must keep its own pace (polls
 /// at fixed intervals, blocking calls) whatever the cooperative pool, which other suites' blocking waits can hold
 /// on a 2-core machine, is doing.
