@@ -39,7 +39,7 @@ public actor FIDOAuthenticator {
     /// The PIN's state in this power cycle, made at first use.
     var pin: PINSession?
     /// When this power cycle began: a reset is taken only within 10 s of it (CTAP 2.1 §6.6).
-    private let started = ContinuousClock.now
+    private let started: ContinuousClock.Instant
     /// The U2F request waiting for the user or for its client to ask again, and how many have been.
     var u2fPresence: U2FPresence?
     var u2fRequests: UInt64 = 0
@@ -58,11 +58,15 @@ public actor FIDOAuthenticator {
     ///   - maximumDiscoverable: how many passkeys the store takes before `MakeCredential` answers
     ///     `CTAP2_ERR_KEY_STORE_FULL`.
     ///   - approve: authorizes a right with the user (by default, `authorize(localizedReason:)`).
+    ///   - poweredUp: when this power cycle began (by default now): `authenticatorReset` is taken only within 10 s
+    ///     of it.
     public init(
         credentials: FIDOCredentials = FIDOCredentials(),
-        maximumDiscoverable: Int = FIDOAuthenticator.defaultMaximumDiscoverable, approve: Approval? = nil
+        maximumDiscoverable: Int = FIDOAuthenticator.defaultMaximumDiscoverable, approve: Approval? = nil,
+        poweredUp: ContinuousClock.Instant = .now
     ) {
         self.credentials = credentials
+        started = poweredUp
         self.maximumDiscoverable = maximumDiscoverable
         let given = approve ?? { right, reason in try await right.authorize(localizedReason: reason) }
         // A request cancelled (CTAPHID's CANCEL, a client that resynchronizes, a U2F request dropped) ends the
