@@ -64,7 +64,12 @@ struct PamUnixTests {
     }
 
     @discardableResult
+    /// Runs a tool that edits the user database, one at a time with the other suites' (``UserDatabase``).
     private func runTool(_ path: String, _ arguments: [String], input: String? = nil) throws -> Int32 {
+        try UserDatabase.editing { try runToolUnlocked(path, arguments, input: input) }
+    }
+
+    private func runToolUnlocked(_ path: String, _ arguments: [String], input: String?) throws -> Int32 {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments

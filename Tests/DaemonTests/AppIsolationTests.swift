@@ -290,12 +290,17 @@ struct AppIsolationTests {
         chmod(probe, 0o755)
         let users = (0..<2).map { _ in "la-iso-" + UUID().uuidString.prefix(8).lowercased() }
         for user in users {
-            let (status, output) = try runCapturingOutput(
-                URL(fileURLWithPath: "/usr/sbin/useradd"), ["--no-create-home", "--shell", "/usr/sbin/nologin", user])
+            let (status, output) = try UserDatabase.editing {
+                try runCapturingOutput(
+                    URL(fileURLWithPath: "/usr/sbin/useradd"),
+                    ["--no-create-home", "--shell", "/usr/sbin/nologin", user])
+            }
             try #require(status == 0, "\(output)")
         }
         defer {
-            for user in users { _ = try? runCapturingOutput(URL(fileURLWithPath: "/usr/sbin/userdel"), [user]) }
+            for user in users {
+                _ = UserDatabase.editing { try? runCapturingOutput(URL(fileURLWithPath: "/usr/sbin/userdel"), [user]) }
+            }
         }
         func run(as user: String, _ arguments: [String]) throws -> [String: String] {
             // Between another test's fork and its exec, the copy's descriptor can still be open in the child: try

@@ -257,12 +257,17 @@ struct IdentityAttackTests {
         let name = "la-atk-" + UUID().uuidString.prefix(8).lowercased()
 
         init() throws {
-            let made = try runCapturingOutput(
-                URL(fileURLWithPath: "/usr/sbin/useradd"), ["--no-create-home", "--shell", "/usr/sbin/nologin", name])
+            let made = try UserDatabase.editing {
+                try runCapturingOutput(
+                    URL(fileURLWithPath: "/usr/sbin/useradd"),
+                    ["--no-create-home", "--shell", "/usr/sbin/nologin", name])
+            }
             try #require(made.status == 0, "\(made.output)")
         }
 
-        func remove() { _ = try? runCapturingOutput(URL(fileURLWithPath: "/usr/sbin/userdel"), [name]) }
+        func remove() {
+            _ = UserDatabase.editing { try? runCapturingOutput(URL(fileURLWithPath: "/usr/sbin/userdel"), [name]) }
+        }
 
         /// `setpriv` arguments that run a command as this user.
         var asUser: [String] { ["/usr/bin/setpriv", "--reuid=\(name)", "--regid=\(name)", "--clear-groups"] }

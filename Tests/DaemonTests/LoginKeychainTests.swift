@@ -171,21 +171,26 @@ final class LoginWorld {
         let uid: UInt32
         let gid: UInt32
 
-        /// Tries again (for up to a minute, with another name) when useradd fails: another suite, or another test run
-        /// on the machine, may hold the password files' lock at that moment (useradd then exits at once), or have
-        /// drawn the same name.
+        /// Tries again (for up to a minute, with another name) when useradd fails: a program other than the suites
+        /// (which edit the user database one at a time, ``UserDatabase``) may hold the password files' lock at that
+        /// moment (useradd then exits at once), or another run may have drawn the same name.
         init(prefix: String, password: String) throws {
             let deadline = Date().addingTimeInterval(60)
             var statuses: [Int32] = []
             while true {
                 let name = "\(prefix)-\(UInt16.random(in: 1000...9999))"
-                let added = LoginWorld.run("/usr/sbin/useradd", ["-M", "-s", "/usr/sbin/nologin", name])
+                let added = UserDatabase.editing {
+                    LoginWorld.run("/usr/sbin/useradd", ["-M", "-s", "/usr/sbin/nologin", name])
+                }
                 statuses.append(added)
                 if added == 0 {
-                    guard LoginWorld.run("/usr/sbin/chpasswd", [], input: "\(name):\(password)\n") == 0,
+                    let passwordSet = UserDatabase.editing {
+                        LoginWorld.run("/usr/sbin/chpasswd", [], input: "\(name):\(password)\n")
+                    }
+                    guard passwordSet == 0,
                         let entry = getpwnam(name)
                     else {
-                        LoginWorld.run("/usr/sbin/userdel", [name])
+                        _ = UserDatabase.editing { LoginWorld.run("/usr/sbin/userdel", [name]) }
                         throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "chpasswd failed"])
                     }
                     self.name = name
@@ -208,7 +213,7 @@ final class LoginWorld {
             ["--reuid=\(uid)", "--regid=\(gid)", "--clear-groups", "--", try lactlExecutable().path] + arguments
         }
 
-        func remove() { LoginWorld.run("/usr/sbin/userdel", [name]) }
+        func remove() { _ = UserDatabase.editing { LoginWorld.run("/usr/sbin/userdel", [name]) } }
     }
 
     /// Adds an `ak` item (Apple's default protection, kSecAttrAccessibleWhenUnlocked) and locks the keychain.
