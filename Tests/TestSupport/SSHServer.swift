@@ -32,28 +32,45 @@ package final class SSHServer {
         guard keygen.status == 0 else {
             throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "ssh-keygen: \(keygen.output)"])
         }
-        port = try Self.freeLoopbackPort()
-        try """
-        Port \(port)
-        ListenAddress 127.0.0.1
-        HostKey \(directory)/host_key
-        PidFile \(directory)/sshd.pid
-        \(settings)
-
-        """.write(toFile: directory + "/sshd_config", atomically: true, encoding: .utf8)
         try FileManager.default.createDirectory(atPath: "/run/sshd", withIntermediateDirectories: true)
-        // Not through Foundation's Process: sshd closes every inherited descriptor at start, which Foundation takes for
-        // its exit and then waits for it for good, holding up every other Process of the test.
-        let command = launcher ?? ["/usr/sbin/sshd", "-D", "-e", "-f", directory + "/sshd_config"]
-        sshd = try SpawnedProcess(command[0], Array(command.dropFirst()), log: log, input: "/dev/null")
-        // One probe at a time until sshd answers: a probe is a connection sshd counts against MaxStartups.
-        for _ in 0..<400 {
-            if Self.connectable(port) { return }
-            usleep(50_000)
+        // Another test's sshd may draw the same free port and bind it first: this sshd then exits ("Bind to port …
+        // failed") and a new port is drawn. Up when this sshd still runs, accepts a probe and says it listens.
+        var attempt = 0
+        while true {
+            attempt += 1
+            let port = try Self.freeLoopbackPort()
+            try """
+            Port \(port)
+            ListenAddress 127.0.0.1
+            HostKey \(directory)/host_key
+            PidFile \(directory)/sshd.pid
+            \(settings)
+
+            """.write(toFile: directory + "/sshd_config", atomically: true, encoding: .utf8)
+            // Not through Foundation's Process: sshd closes every inherited descriptor at start, which Foundation
+            // takes for its exit and then waits for it for good, holding up every other Process of the test.
+            let command = launcher ?? ["/usr/sbin/sshd", "-D", "-e", "-f", directory + "/sshd_config"]
+            let sshd = try SpawnedProcess(command[0], Array(command.dropFirst()), log: log, input: "/dev/null")
+            // One probe at a time until sshd answers: a probe is a connection sshd counts against MaxStartups.
+            for _ in 0..<400 {
+                guard sshd.isRunning else { break }
+                let listening =
+                    (try? String(contentsOfFile: log, encoding: .utf8))?
+                    .contains("Server listening on 127.0.0.1 port \(port).") ?? false
+                if listening && Self.connectable(port) {
+                    self.port = port
+                    self.sshd = sshd
+                    return
+                }
+                usleep(50_000)
+            }
+            let said = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            if sshd.isRunning { sshd.stop() }
+            guard attempt < 5, said.contains("Bind to port \(port)") else {
+                throw CocoaError(
+                    .executableLoad, userInfo: [NSLocalizedDescriptionKey: "sshd is not listening: \(said)"])
+            }
         }
-        stop()
-        throw CocoaError(
-            .executableLoad, userInfo: [NSLocalizedDescriptionKey: "sshd is not listening: \(logText)"])
     }
 
     /// What sshd logged so far.
