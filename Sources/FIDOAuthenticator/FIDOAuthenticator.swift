@@ -38,6 +38,8 @@ public actor FIDOAuthenticator {
     let maximumDiscoverable: Int
     /// The PIN's state in this power cycle, made at first use.
     var pin: PINSession?
+    /// What time it is (``ContinuousClock``'s, unless a test gives its own).
+    private let clock: @Sendable () -> ContinuousClock.Instant
     /// When this power cycle began: a reset is taken only within 10 s of it (CTAP 2.1 §6.6).
     private let started: ContinuousClock.Instant
     /// The U2F request waiting for the user or for its client to ask again, and how many have been.
@@ -58,15 +60,25 @@ public actor FIDOAuthenticator {
     ///   - maximumDiscoverable: how many passkeys the store takes before `MakeCredential` answers
     ///     `CTAP2_ERR_KEY_STORE_FULL`.
     ///   - approve: authorizes a right with the user (by default, `authorize(localizedReason:)`).
-    ///   - poweredUp: when this power cycle began (by default now): `authenticatorReset` is taken only within 10 s
-    ///     of it.
     public init(
         credentials: FIDOCredentials = FIDOCredentials(),
-        maximumDiscoverable: Int = FIDOAuthenticator.defaultMaximumDiscoverable, approve: Approval? = nil,
-        poweredUp: ContinuousClock.Instant = .now
+        maximumDiscoverable: Int = FIDOAuthenticator.defaultMaximumDiscoverable, approve: Approval? = nil
     ) {
+        self.init(
+            credentials: credentials, maximumDiscoverable: maximumDiscoverable, approve: approve,
+            clock: { ContinuousClock.now })
+    }
+
+    /// An authenticator reading the time from `clock`: its power cycle begins at the first reading, and a reset is
+    /// taken only while a later reading is less than 10 s after it.
+    package init(
+        credentials: FIDOCredentials = FIDOCredentials(),
+        maximumDiscoverable: Int = FIDOAuthenticator.defaultMaximumDiscoverable, approve: Approval? = nil,
+        clock: @escaping @Sendable () -> ContinuousClock.Instant
+    ) {
+        self.clock = clock
+        started = clock()
         self.credentials = credentials
-        started = poweredUp
         self.maximumDiscoverable = maximumDiscoverable
         let given = approve ?? { right, reason in try await right.authorize(localizedReason: reason) }
         // A request cancelled (CTAPHID's CANCEL, a client that resynchronizes, a U2F request dropped) ends the
@@ -162,7 +174,7 @@ public actor FIDOAuthenticator {
     /// `authenticatorReset`: within 10 s of the power cycle's start and after the user's presence, every credential
     /// (right, key and record) and the PIN are deleted.
     private func reset() async throws -> CBOR {
-        guard ContinuousClock.now - started < .seconds(10) else { throw CTAP2.Status.notAllowed }
+        guard clock() - started < .seconds(10) else { throw CTAP2.Status.notAllowed }
         try await askPresence("Reset the FIDO authenticator: delete every passkey and the PIN")
         for credential in try await credentials.credentials() {
             try await credentials.delete(hexID: credential.hexID)

@@ -155,20 +155,19 @@ func readSecret(prompt: String) throws -> SecureBytes {
     guard fd >= 0 else { throw ValidationError("no terminal to read the secret from") }
     defer { if interactive { close(fd) } }
     var saved = termios()
-    if interactive {
-        // Echo off before the prompt shows (the flush then drops only what was typed before the question).
-        tcgetattr(fd, &saved)
+    // Echo off before the prompt shows (the flush then drops only what was typed before the question); the settings
+    // are put back only when they could be read.
+    let quieted = interactive && tcgetattr(fd, &saved) == 0
+    if quieted {
         var quiet = saved
         quiet.c_lflag &= ~tcflag_t(ECHO)
         tcsetattr(fd, TCSAFLUSH, &quiet)
-        _ = prompt.withCString { write(fd, $0, strlen($0)) }
     }
     defer {
-        if interactive {
-            tcsetattr(fd, TCSAFLUSH, &saved)
-            _ = write(fd, "\n", 1)
-        }
+        if quieted { tcsetattr(fd, TCSAFLUSH, &saved) }
+        if interactive { _ = write(fd, "\n", 1) }
     }
+    if interactive { _ = prompt.withCString { write(fd, $0, strlen($0)) } }
     let length = buffer.withUnsafeMutableBytes { bytes -> Int in
         var length = 0
         while length < bytes.count {

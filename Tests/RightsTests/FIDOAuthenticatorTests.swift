@@ -261,8 +261,7 @@ struct FIDOAuthenticatorTests {
         let listed = try await runCapturingOutput(
             try lactlExecutable(), ["fido", "list"], environment: world.toolEnvironment())
         #expect(!listed.output.contains("example.test"), "\(listed.output)")
-        // Later than 10 s after the start a reset is refused without asking anyone: ResetWindowTests, with the
-        // power-up instant given, not waited for.
+        // 10 s after the start a reset is refused without asking anyone: ResetWindowTests, on a clock it moves.
         await world.close()
     }
 

@@ -2,14 +2,14 @@ import Authenticators
 import Foundation
 import Testing
 
-/// Holds ``VirtualReaderEnvironment/lock`` around each test of a suite, so no other suite of the test process
-/// (whatever its target) runs a libfprint reader at the same time: libfprint's virtual driver is configured
-/// through process-wide environment variables.
+/// A turn around each test of a suite. ``virtualReaderLock`` is ``VirtualReaderEnvironment/lock``, so no other test
+/// of the test process (whatever its target) runs a libfprint reader at the same time: libfprint's virtual driver
+/// is configured through process-wide environment variables.
 ///
-/// Suites that scan fingers only on their daemons' readers (each `localauthd` a process with its own reader socket
+/// Tests that scan fingers only on their daemons' readers (each `localauthd` a process with its own reader socket
 /// and variables) need no share of this process's reader: they take ``daemonReaderTurn(timeLimit:)`` instead, a
-/// turn of their own, one such suite at a time beside the in-process reader suites, so that a scan's exchange with
-/// a daemon's driver competes with one other reader suite for the two cores, not with every one. Daemon suites that
+/// turn of their own, one such test at a time beside the in-process reader tests, so that a scan's exchange with
+/// a daemon's driver competes for the two cores with one other reader test, not with every one. Daemon suites that
 /// scan no finger take neither. (The reader lock used to serialise every daemon suite with every in-process reader
 /// suite, and that one chain was as long as the embedded pass.)
 ///
@@ -91,7 +91,7 @@ package struct VirtualReaderLock: SuiteTrait, TestTrait, TestScoping {
                 let finishedInTime = try await group.next() ?? true
                 if !finishedInTime {
                     Issue.record(
-                        "Time limit was exceeded: \(timeLimit) after the test got its turn at the reader",
+                        "Time limit was exceeded: \(timeLimit) after the test got its turn",
                         sourceLocation: test.sourceLocation)
                 }
             }
@@ -111,8 +111,8 @@ extension Trait where Self == VirtualReaderLock {
         VirtualReaderLock(timeLimit: timeLimit, isThisProcesssReader: true)
     }
 
-    /// One suite at a time among those whose readers are their daemons' (never this process's): beside the
-    /// in-process reader suites, not after them. Each test may run `timeLimit` once it has its turn.
+    /// One test at a time among those that scan fingers on their daemons' readers (never this process's): beside
+    /// the in-process reader tests, not after them. Each test may run `timeLimit` once it has its turn.
     package static func daemonReaderTurn(timeLimit: Duration) -> VirtualReaderLock {
         VirtualReaderLock(timeLimit: timeLimit, isThisProcesssReader: false)
     }
