@@ -195,18 +195,20 @@ package final class TerminalPresenter: EvaluationPresenter {
 }
 
 /// Watches the terminal while a fingerprint prompt is shown: Ctrl-C cancels, Enter falls back. Runs on its own
-/// thread, polling the terminal and a pipe that `stop()` writes to; restores the terminal before it ends.
-// Safe to share: the file descriptors are set once in `start` and only the watcher thread reads them; `stop()`
-// only writes one byte to the pipe.
+/// thread, polling the terminal and a pipe that `stop()` writes to; puts the terminal back before it answers, so a
+/// passcode prompt the answer starts finds the terminal as it was (and its echo off stays off).
+// Safe to share: `tty` and `stopRead` are set once and only the watcher thread uses them; the pipe's write end is
+// behind a lock, closed once, so a `stop()` after the thread ended writes nowhere (never into a descriptor number
+// reused since).
 private final class FingerprintKeyWatcher: @unchecked Sendable {
     private let tty: Int32
     private let stopRead: Int32
-    private let stopWrite: Int32
+    private let stopWrite: Mutex<Int32?>
 
     private init(tty: Int32, stopRead: Int32, stopWrite: Int32) {
         self.tty = tty
         self.stopRead = stopRead
-        self.stopWrite = stopWrite
+        self.stopWrite = Mutex(stopWrite)
     }
 
     static func start(
@@ -222,22 +224,31 @@ private final class FingerprintKeyWatcher: @unchecked Sendable {
         let watcher = FingerprintKeyWatcher(tty: tty, stopRead: fds[0], stopWrite: fds[1])
         let thread = Thread {
             nameCurrentThread("la.terminal")
-            watcher.run(offersFallback: offersFallback, respond: respond)
+            let action = watcher.watch(offersFallback: offersFallback)
+            if let action { respond(action) }
         }
         thread.start()
         return watcher
     }
 
     func stop() {
-        var byte: UInt8 = 1
-        _ = write(stopWrite, &byte, 1)
+        stopWrite.withLock { descriptor in
+            guard let descriptor else { return }
+            var byte: UInt8 = 1
+            _ = write(descriptor, &byte, 1)
+        }
     }
 
-    private func run(offersFallback: Bool, respond: @escaping @Sendable (PromptAction) -> Void) {
+    /// Waits for Ctrl-C, Ctrl-D or (with a fallback) Enter, or for `stop()`; the action to answer with, once the
+    /// terminal is put back and the descriptors closed.
+    private func watch(offersFallback: Bool) -> PromptAction? {
         defer {
             close(tty)
             close(stopRead)
-            close(stopWrite)
+            stopWrite.withLock { descriptor in
+                if let open = descriptor { close(open) }
+                descriptor = nil
+            }
         }
         var saved = termios()
         let isTerminal = tcgetattr(tty, &saved) == 0
@@ -256,16 +267,12 @@ private final class FingerprintKeyWatcher: @unchecked Sendable {
             ]
             let n = poll(&polled, 2, -1)
             if n < 0 && errno == EINTR { continue }
-            if n <= 0 || polled[1].revents != 0 { return }
+            if n <= 0 || polled[1].revents != 0 { return nil }
             var byte: UInt8 = 0
-            guard read(tty, &byte, 1) == 1 else { return }
+            guard read(tty, &byte, 1) == 1 else { return nil }
             switch byte {
-            case 0x03, 0x04:
-                respond(.cancel)
-                return
-            case 0x0A where offersFallback, 0x0D where offersFallback:
-                respond(.fallback)
-                return
+            case 0x03, 0x04: return .cancel
+            case 0x0A where offersFallback, 0x0D where offersFallback: return .fallback
             default: continue
             }
         }
