@@ -32,8 +32,8 @@ final class SudoWorld {
         // su runs the user's shell: a shell, not the test user's nologin.
         var usermod = ["-s", "/bin/sh"]
         if withPolkit { usermod += ["-aG", "sudo"] }
-        guard UserDatabase.editing({ Self.runCapturingOutputStatus("/usr/sbin/usermod", usermod + [login.user]) }) == 0
-        else {
+        let user = login.user
+        guard UserDatabase.editing({ Self.runCapturingOutputStatus("/usr/sbin/usermod", usermod + [user]) }) == 0 else {
             login.close()
             throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "usermod failed"])
         }
